@@ -1,0 +1,158 @@
+"""Rule options of one game: ``GameConfig``, its defaults and its named presets."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Iterable
+
+from cockroach_env.cards import EDITIONS, CardSet, classic_cards, royal_cards
+
+MIN_PLAYERS, MAX_PLAYERS = 2, 6
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "classic": {},
+    "duel": {"num_players": 2},
+    "even-deal": {"discard": 4},
+    "rainbow": {"rainbow_loses": True},
+    "three-of-a-kind": {"loss_count": 3},
+    "creature-to-start": {"opening_cards": 1},
+    "royal": {"edition": "royal"},
+}
+"""Named rule sets (section 3 of the rules). Combine several with ``+``, e.g. ``"rainbow+even-deal"``."""
+
+
+def _default_discard(edition: str, num_players: int) -> int:
+    return 10 if edition == "classic" and num_players == 2 else 0
+
+
+def _default_loss_count(num_players: int) -> int:
+    return 5 if num_players == 2 else 4
+
+
+def penalty_deck_size(edition: str, num_players: int) -> int:
+    """Royal: 7 penalty cards, 16 with two players. Classic has none."""
+    if edition != "royal":
+        return 0
+    return 16 if num_players == 2 else 7
+
+
+@dataclass(frozen=True)
+class GameConfig:
+    """The rule options of a game. ``None`` means "the default for this player count".
+
+    Defaults (rules sections 1-2): ``discard`` is 10 for two players and 0 otherwise,
+    ``loss_count`` is 5 for two players and 4 otherwise. After construction every
+    field holds its resolved value, so ``GameConfig(num_players=2).discard == 10``.
+    """
+
+    num_players: int = 4
+    edition: str = "classic"
+    discard: int | None = None
+    """Cards removed face down before dealing (nobody ever sees them)."""
+    loss_count: int | None = None
+    """A collection with this many cards of one type loses."""
+    rainbow_loses: bool = False
+    """A collection holding every creature type loses (rainbow variant)."""
+    opening_cards: int = 0
+    """Cards dealt face up into each collection before the hands (creature-to-start variant)."""
+    starter: int | None = None
+    """Seat that starts the first round; ``None`` draws it from the reset seed."""
+    blank_counts_as_royal: bool = False
+    """Royal: the blank makes a ``royal`` claim true (literal reading of the printed rules)."""
+    royal_counts_as_animal: bool = True
+    """Royal: a royal card counts toward its own animal for the same-type loss."""
+    max_steps: int | None = None
+    """Optional safety bound on decisions per game; reaching it truncates the episode."""
+
+    def __post_init__(self) -> None:
+        _check_type("num_players", self.num_players, int)
+        if not MIN_PLAYERS <= self.num_players <= MAX_PLAYERS:
+            raise ValueError(f"num_players={self.num_players!r} is not allowed; expected an integer from {MIN_PLAYERS} to {MAX_PLAYERS}")
+        if self.edition not in EDITIONS:
+            raise ValueError(f"edition={self.edition!r} is not allowed; expected one of {list(EDITIONS)}")
+        if self.discard is None:
+            object.__setattr__(self, "discard", _default_discard(self.edition, self.num_players))
+        if self.loss_count is None:
+            object.__setattr__(self, "loss_count", _default_loss_count(self.num_players))
+        for name in ("discard", "loss_count", "opening_cards"):
+            _check_type(name, getattr(self, name), int)
+        for name in ("rainbow_loses", "blank_counts_as_royal", "royal_counts_as_animal"):
+            _check_type(name, getattr(self, name), bool)
+        deck = self.cards.deck_size
+        if not 2 <= self.loss_count <= 8:
+            raise ValueError(f"loss_count={self.loss_count!r} is not allowed; expected an integer from 2 to 8")
+        if self.edition == "royal":
+            if self.discard != 0:
+                raise ValueError(f"discard={self.discard!r} is not allowed with edition='royal'; the Royal edition sets aside a penalty deck instead, expected 0")
+            if self.opening_cards != 0:
+                raise ValueError(f"opening_cards={self.opening_cards!r} is not allowed with edition='royal'; expected 0")
+        if self.discard < 0:
+            raise ValueError(f"discard={self.discard!r} is not allowed; expected a non-negative integer")
+        if self.opening_cards not in (0, 1):
+            raise ValueError(f"opening_cards={self.opening_cards!r} is not allowed; expected 0 or 1 (one face-up card per collection)")
+        dealt = deck - self.discard - self.opening_cards * self.num_players - penalty_deck_size(self.edition, self.num_players)
+        if dealt < self.num_players:
+            raise ValueError(
+                f"discard={self.discard!r} leaves {dealt} cards for {self.num_players} hands; expected at most "
+                f"{deck - self.opening_cards * self.num_players - self.num_players} so that every player gets a card"
+            )
+        if self.starter is not None:
+            _check_type("starter", self.starter, int)
+            if not 0 <= self.starter < self.num_players:
+                raise ValueError(f"starter={self.starter!r} is not allowed; expected None (random) or a seat from 0 to {self.num_players - 1}")
+        if self.max_steps is not None:
+            _check_type("max_steps", self.max_steps, int)
+            if self.max_steps <= 0:
+                raise ValueError(f"max_steps={self.max_steps!r} is not allowed; expected None or a positive integer")
+
+    @property
+    def cards(self) -> CardSet:
+        """The card catalogue of this edition (with the Royal flags applied)."""
+        if self.edition == "royal":
+            return royal_cards(self.blank_counts_as_royal, self.royal_counts_as_animal)
+        return classic_cards()
+
+    @property
+    def penalty_deck_size(self) -> int:
+        return penalty_deck_size(self.edition, self.num_players)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_options(cls, preset: str | Iterable[str] | None = None, **options: Any) -> "GameConfig":
+        """Build a config from preset names and keyword options; explicit options override presets.
+
+        Defaults that depend on the player count are resolved after the presets and
+        options are merged, so ``preset="even-deal", num_players=2`` removes 4 cards.
+        """
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise ValueError(f"unknown game option(s) {unknown}; expected some of {sorted(known)} or preset")
+        merged: dict[str, Any] = {}
+        for name in _preset_names(preset):
+            merged.update(PRESETS[name])
+        merged.update({k: v for k, v in options.items()})
+        return cls(**merged)
+
+
+def _preset_names(preset: str | Iterable[str] | None) -> list[str]:
+    if preset is None:
+        return []
+    names = preset.split("+") if isinstance(preset, str) else list(preset)
+    for name in names:
+        if name not in PRESETS:
+            raise ValueError(f"preset={name!r} is not allowed; expected one of {sorted(PRESETS)} (combine with '+')")
+    return names
+
+
+def _check_type(name: str, value: Any, kind: type) -> None:
+    if kind is int and (isinstance(value, bool) or not isinstance(value, (int,)) and not _is_numpy_int(value)):
+        raise ValueError(f"{name}={value!r} is not allowed; expected an integer")
+    if kind is bool and not isinstance(value, bool):
+        raise ValueError(f"{name}={value!r} is not allowed; expected True or False")
+
+
+def _is_numpy_int(value: Any) -> bool:
+    return type(value).__module__ == "numpy" and "int" in type(value).__name__

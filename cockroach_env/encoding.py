@@ -1,0 +1,276 @@
+"""Action and observation layouts: the one definition of every index the agents see.
+
+Actions
+-------
+One ``Discrete(A)`` per config, in fixed slices (targets are seat offsets: ``k`` means
+the player ``k`` seats after the actor, so one policy serves every seat)::
+
+    offer   card (I) x target offset 1..N-1 x claim (C)
+    respond call true, call false, peek                       (3)
+    pass    target offset 1..N-1 x claim (C)
+    place   card (I)                                           (Royal only; 0 in classic)
+
+``I`` is the number of card identities (8 classic, 16 Royal) and ``C`` the number of
+claims (8 in both editions).
+
+State and observation
+---------------------
+``StateLayout`` is the full state (absolute seats) for centralized critics. The
+observation of seat ``v`` is derived from it in one gather::
+
+    obs = state_with_zero[observation_index(v, has_seen_card)]
+
+which rotates every per-seat segment so that the observer is seat 0, keeps only the
+observer's own row of ``hands``, drops ``removed`` and ``penalty_hidden``, and reads
+``chain_card`` only when the observer offered or peeked the card (zeros otherwise).
+``observation_mask(v)`` marks the same visible entries over the state vector.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+
+import numpy as np
+
+from cockroach_env.config import GameConfig
+from cockroach_env.engine import STAT_NAMES, Phase
+
+PHASES = (Phase.OFFER, Phase.RESPOND, Phase.PASS, Phase.PLACE)
+"""Phases encoded one-hot (all zeros once the game is over)."""
+
+RESPOND_ACTIONS = ("call_true", "call_false", "peek")
+
+LAYOUT_VERSION = 1
+"""Bumped whenever the action or observation layout changes; checkpoints record it."""
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A named block of a flat vector."""
+
+    name: str
+    start: int
+    shape: tuple[int, ...]
+    seat_axis: int | None = None
+    """Axis indexed by seat (rotated ego-centrically in observations), if any."""
+    visibility: str = "public"
+    """``public``, ``own`` (only the row of the observer), ``seen`` (only if the observer saw the card in play) or ``hidden``."""
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape)) if self.shape else 1
+
+    @property
+    def stop(self) -> int:
+        return self.start + self.size
+
+
+class Layout:
+    """An ordered set of segments over a flat float32 vector, with named views."""
+
+    def __init__(self, specs: list[tuple]):
+        self.segments: dict[str, Segment] = {}
+        start = 0
+        for name, shape, *rest in specs:
+            seg = Segment(name, start, tuple(shape), *rest)
+            self.segments[name] = seg
+            start = seg.stop
+        self.size = start
+
+    def view(self, vec: np.ndarray, name: str) -> np.ndarray:
+        """The segment ``name`` of ``vec`` (last axis), reshaped; a view, not a copy."""
+        seg = self.segments[name]
+        return vec[..., seg.start : seg.stop].reshape(vec.shape[:-1] + seg.shape)
+
+    def unpack(self, vec: np.ndarray) -> dict[str, np.ndarray]:
+        return {name: self.view(vec, name) for name in self.segments}
+
+    def describe(self) -> list[dict]:
+        """Index table of the layout, for documentation."""
+        return [{"name": s.name, "start": s.start, "stop": s.stop, "shape": s.shape, "visibility": s.visibility} for s in self.segments.values()]
+
+
+def _state_specs(config: GameConfig) -> list[tuple]:
+    n = config.num_players
+    cards = config.cards
+    i, c, k = len(cards.identities), len(cards.claims), len(STAT_NAMES)
+    specs = [
+        ("hands", (n, i), 0, "own"),
+        ("collections", (n, i), 0),
+        ("hand_sizes", (n,), 0),
+        ("phase", (len(PHASES),)),
+        ("to_act", (n,), 0),
+        ("chain_claim", (c,)),
+        ("chain_latest_passer", (n,), 0),
+        ("chain_holder", (n,), 0),
+        ("chain_seen", (n,), 0),
+        ("chain_claims", (n, c), 0),
+        ("chain_card", (i,), None, "seen"),
+        ("history", (n, k), 0),
+    ]
+    if config.edition == "royal":
+        specs += [
+            ("penalty_top", (i,)),
+            ("penalty_size", (1,)),
+            ("special_holder", (2, n), 1),
+            ("place_claim", (c,)),
+            ("place_remaining", (1,)),
+            ("penalty_hidden", (i,), None, "hidden"),
+        ]
+    specs.append(("removed", (i,), None, "hidden"))
+    return specs
+
+
+class Encoding:
+    """Action codec and state/observation layouts of one ``GameConfig``."""
+
+    def __init__(self, config: GameConfig):
+        self.config = config
+        cards = config.cards
+        self.num_players = n = config.num_players
+        self.num_cards = len(cards.identities)
+        self.num_claims = len(cards.claims)
+        self.num_targets = n - 1
+        self.offer_size = self.num_cards * self.num_targets * self.num_claims
+        self.respond_start = self.offer_size
+        self.pass_start = self.respond_start + len(RESPOND_ACTIONS)
+        self.place_start = self.pass_start + self.num_targets * self.num_claims
+        self.num_actions = self.place_start + (self.num_cards if config.edition == "royal" else 0)
+        self.state = Layout(_state_specs(config))
+        self.observation = Layout(self._observation_specs())
+
+    def _observation_specs(self) -> list[tuple]:
+        specs = []
+        for seg in self.state.segments.values():
+            if seg.visibility == "hidden":
+                continue
+            if seg.visibility == "own":
+                specs.append(("own_" + seg.name.removesuffix("s") if seg.name == "hands" else seg.name, seg.shape[1:], None, "own"))
+            else:
+                specs.append((seg.name, seg.shape, seg.seat_axis, seg.visibility))
+        return specs
+
+    # ------------------------------------------------------------- actions
+    def action_slices(self) -> dict[str, slice]:
+        return {
+            "offer": slice(0, self.respond_start),
+            "respond": slice(self.respond_start, self.pass_start),
+            "pass": slice(self.pass_start, self.place_start),
+            "place": slice(self.place_start, self.num_actions),
+        }
+
+    def offer_action(self, card: int, offset: int, claim: int) -> int:
+        return (card * self.num_targets + offset - 1) * self.num_claims + claim
+
+    def pass_action(self, offset: int, claim: int) -> int:
+        return self.pass_start + (offset - 1) * self.num_claims + claim
+
+    def place_action(self, card: int) -> int:
+        return self.place_start + card
+
+    def decode_action(self, action: int) -> tuple:
+        """``("offer", card, offset, claim) | ("call", believe) | ("peek",) | ("pass", offset, claim) | ("place", card)``."""
+        if action < self.respond_start:
+            rest, claim = divmod(action, self.num_claims)
+            card, offset = divmod(rest, self.num_targets)
+            return ("offer", card, offset + 1, claim)
+        if action < self.pass_start:
+            return (("call", True), ("call", False), ("peek",))[action - self.respond_start]
+        if action < self.place_start:
+            offset, claim = divmod(action - self.pass_start, self.num_claims)
+            return ("pass", offset + 1, claim)
+        return ("place", action - self.place_start)
+
+    # ------------------------------------------------------------- observation index
+    @cached_property
+    def zero_slot(self) -> int:
+        """Index of the always-zero entry appended to the state vector for gathers."""
+        return self.state.size
+
+    def observation_index(self, viewer: int, has_seen_card: bool) -> np.ndarray:
+        return self._observation_indices[viewer][int(has_seen_card)]
+
+    @cached_property
+    def _observation_indices(self) -> list[list[np.ndarray]]:
+        return [[self._build_index(v, seen) for seen in (False, True)] for v in range(self.num_players)]
+
+    def _build_index(self, viewer: int, has_seen_card: bool) -> np.ndarray:
+        n = self.num_players
+        parts = []
+        for seg in self.state.segments.values():
+            idx = np.arange(seg.start, seg.stop).reshape(seg.shape)
+            if seg.visibility == "hidden":
+                continue
+            if seg.visibility == "own":
+                parts.append(idx[viewer].ravel())
+                continue
+            if seg.seat_axis is not None:
+                idx = np.take(idx, [(viewer + r) % n for r in range(n)], axis=seg.seat_axis)
+            if seg.visibility == "seen" and not has_seen_card:
+                idx = np.full_like(idx, self.zero_slot)
+            parts.append(idx.ravel())
+        index = np.concatenate(parts)
+        assert index.size == self.observation.size
+        return index
+
+    def observation_mask(self, viewer: int, has_seen_card: bool) -> np.ndarray:
+        """Boolean mask over the state vector of what ``viewer`` may see."""
+        mask = np.zeros(self.state.size + 1, dtype=bool)
+        mask[self.observation_index(viewer, has_seen_card)] = True
+        return mask[: self.state.size]
+
+
+@lru_cache(maxsize=64)
+def encoding_for(config: GameConfig) -> Encoding:
+    """The (cached) ``Encoding`` of a config."""
+    return Encoding(config)
+
+
+def write_state(encoding: Encoding, game, out: np.ndarray) -> np.ndarray:
+    """Fill ``out`` (length ``state.size + 1``; the last entry stays zero) with the full state of ``game``."""
+    out[:] = 0.0
+    seg = encoding.state.segments
+    n, i, c = encoding.num_players, encoding.num_cards, encoding.num_claims
+
+    def put(name: str, values) -> None:
+        s = seg[name]
+        out[s.start : s.stop] = values
+
+    put("hands", [x for row in game.hands for x in row])
+    put("collections", [x for row in game.collections for x in row])
+    put("hand_sizes", [sum(row) for row in game.hands])
+    put("history", [x for row in game.stats for x in row])
+    put("removed", game.removed)
+    if game.phase is not Phase.OVER:
+        out[seg["phase"].start + PHASES.index(game.phase)] = 1.0
+        out[seg["to_act"].start + game.current] = 1.0
+    chain = game.chain
+    if chain is not None:
+        out[seg["chain_claim"].start + chain.claim] = 1.0
+        out[seg["chain_latest_passer"].start + chain.latest_passer] = 1.0
+        out[seg["chain_holder"].start + chain.holder] = 1.0
+        seen = seg["chain_seen"].start
+        claims = seg["chain_claims"].start
+        for s in chain.seen:
+            out[seen + s] = 1.0
+        for s, claim in chain.claims:
+            out[claims + s * c + claim] = 1.0
+        out[seg["chain_card"].start + chain.card] = 1.0
+    if encoding.config.edition == "royal":
+        if game.penalty_deck:
+            out[seg["penalty_top"].start + game.penalty_deck[0]] = 1.0
+            hidden = seg["penalty_hidden"].start
+            for card in game.penalty_deck[1:]:
+                out[hidden + card] += 1.0
+        out[seg["penalty_size"].start] = len(game.penalty_deck)
+        holder = seg["special_holder"].start
+        for row, card in enumerate(k for k in range(i) if game.cards.is_special[k]):
+            seat = game.known_special_holders().get(card)
+            if seat is not None:
+                out[holder + row * n + seat] = 1.0
+        if game.replacement is not None:
+            if game.replacement.claim is not None:
+                out[seg["place_claim"].start + game.replacement.claim] = 1.0
+            out[seg["place_remaining"].start] = game.replacement.remaining
+    return out

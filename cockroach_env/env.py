@@ -1,0 +1,489 @@
+# noqa: D212, D415
+"""
+# Cockroach Poker (Kakerlakenpoker)
+
+A bluffing card game for 2-6 players: pass a face-down card with a claim, call the
+claim true or false, or peek and pass it on with a new claim. Collect four of a kind
+(five with two players) and you lose.
+
+| Import             | `from cockroach_env import env, raw_env`                  |
+|--------------------|-----------------------------------------------------------|
+| Actions            | Discrete, masked                                          |
+| Parallel API       | No (turn-based AEC)                                       |
+| Agents             | `agents = ['player_0', ..., 'player_{N-1}']`              |
+| Action shape       | `(1,)`, `Discrete(A)` (A = 219 for 4-player classic)      |
+| Observation        | `{"observation": float32 (O,), "action_mask": int8 (A,)}` |
+| State              | `state()`: float32 full state for centralized critics     |
+
+## Rule sets
+
+`env(num_players=N, preset=..., **options)` or `env(config=GameConfig(...))`. Presets:
+`classic`, `duel` (2 players), `even-deal`, `rainbow`, `three-of-a-kind`,
+`creature-to-start`, `royal`, combinable with `+`. See `GameConfig` for every option.
+
+## Actions
+
+Fixed slices, targets as seat offsets (1 = next seat clockwise), so one policy serves
+every seat (see `cockroach_env.encoding`):
+
+| slice   | indices                       | meaning                              |
+|---------|-------------------------------|--------------------------------------|
+| offer   | `[0, I*(N-1)*C)`              | card x target offset x claim         |
+| respond | next 3                        | call true, call false, peek          |
+| pass    | next `(N-1)*C`                | target offset x claim                |
+| place   | next `I` (Royal only)         | card to place as joker/blank replacement |
+
+`env.unwrapped.encode(Move(...))` and `env.unwrapped.decode(action)` convert between
+indices and readable `Move`s.
+
+## Observation
+
+Ego-centric (the observer is seat 0, seat `r` is `r` seats after them). Segments
+(`cockroach_env.encoding.Encoding.observation.describe()` prints the index table):
+own hand, all collections, all hand sizes, phase, seat to act, the chain (claim,
+latest passer, holder, seen-by, claims made by each seat this round, and the card only
+when the observer offered or peeked it), public history counters per seat (truthful
+and false claims revealed, right and wrong calls, peeks); Royal adds the face-up
+penalty card, the penalty deck size, publicly known holders of the joker and the
+blank, and the pending replacement (claim to fit, cards left to place).
+
+The mask is all zeros for every agent but the one to act.
+
+## Rewards
+
+Zero-sum at the end: the loser gets -1, every other player +1/(N-1). Every agent's
+final `info` holds `loser` and `loss_reason` (`same_type`, `empty_hand`, `rainbow`).
+
+## Version history
+
+* v0: initial release.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, replace
+from typing import Any
+
+import gymnasium
+import numpy as np
+from pettingzoo import AECEnv
+from pettingzoo.utils import wrappers
+
+from cockroach_env.config import GameConfig
+from cockroach_env.encoding import LAYOUT_VERSION, PHASES, encoding_for, write_state
+from cockroach_env.engine import Game, IllegalMove, Phase, STAT_NAMES, explicit_deal, random_deal
+
+MOVE_KINDS = ("offer", "call", "peek", "pass", "place")
+RESET_OPTIONS = ("starter", "hands", "collections", "penalty_deck")
+ILLEGAL_ACTION_MODES = ("raise", "penalize")
+
+
+@dataclass(frozen=True)
+class Move:
+    """A readable move: ``Move("offer", card="fly", target="player_2", claim="bat")``,
+    ``Move("call", believe=False)``, ``Move("peek")``, ``Move("pass", target=..., claim=...)``,
+    ``Move("place", card="royal_rat")`` (Royal replacement)."""
+
+    kind: str
+    card: str | None = None
+    target: str | None = None
+    claim: str | None = None
+    believe: bool | None = None
+
+    def __str__(self) -> str:
+        parts = [f"{k}={v}" for k, v in (("card", self.card), ("target", self.target), ("claim", self.claim), ("believe", self.believe)) if v is not None]
+        return f"{self.kind}({', '.join(parts)})"
+
+
+class IllegalActionError(ValueError):
+    """An action the rules do not allow now. The game is unchanged."""
+
+    def __init__(self, agent: str, action: Any, move: Move | None, reason: str):
+        self.agent, self.action, self.move, self.reason = agent, action, move, reason
+        decoded = f" ({move})" if move is not None else ""
+        super().__init__(f"{agent} chose illegal action {action!r}{decoded}: {reason}")
+
+
+def env(render_mode: str | None = None, **options: Any) -> AECEnv:
+    """The wrapped environment: ``raw_env`` plus PettingZoo's order enforcement.
+
+    PettingZoo's out-of-bounds assertion wrapper is deliberately absent: out-of-range
+    and illegal actions raise ``IllegalActionError`` with the decoded move and the reason.
+    """
+    return wrappers.OrderEnforcingWrapper(raw_env(render_mode=render_mode, **options))
+
+
+class raw_env(AECEnv):
+    """Cockroach Poker as a PettingZoo AEC environment (see the module docstring)."""
+
+    metadata = {"name": "cockroach_poker_v0", "render_modes": ["ansi", "human"], "is_parallelizable": False, "render_fps": 1}
+
+    def __init__(self, config: GameConfig | None = None, render_mode: str | None = None, illegal_action: str = "raise", preset: str | None = None, **options: Any):
+        super().__init__()
+        if config is None:
+            config = GameConfig.from_options(preset=preset, **options)
+        elif preset is not None or options:
+            if not isinstance(config, GameConfig):
+                raise ValueError(f"config={config!r} is not allowed; expected a GameConfig")
+            base = {k: v for k, v in config.to_dict().items() if k not in ("discard", "loss_count")}
+            config = GameConfig.from_options(preset=preset, **{**base, **options})
+        if not isinstance(config, GameConfig):
+            raise ValueError(f"config={config!r} is not allowed; expected a GameConfig")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode={render_mode!r} is not allowed; expected None or one of {self.metadata['render_modes']}")
+        if illegal_action not in ILLEGAL_ACTION_MODES:
+            raise ValueError(f"illegal_action={illegal_action!r} is not allowed; expected one of {list(ILLEGAL_ACTION_MODES)}")
+        self.config = config
+        self.render_mode = render_mode
+        self.illegal_action = illegal_action
+        self.encoding = enc = encoding_for(config)
+        self.cards = config.cards
+        self.possible_agents = [f"player_{s}" for s in range(config.num_players)]
+        self._seat = {agent: s for s, agent in enumerate(self.possible_agents)}
+        obs_high = self._observation_high()
+        self._observation_space = gymnasium.spaces.Dict(
+            {
+                "observation": gymnasium.spaces.Box(0.0, obs_high, (enc.observation.size,), np.float32),
+                "action_mask": gymnasium.spaces.Box(0, 1, (enc.num_actions,), np.int8),
+            }
+        )
+        self._action_space = gymnasium.spaces.Discrete(enc.num_actions)
+        self.state_space = gymnasium.spaces.Box(0.0, self._state_high(), (enc.state.size,), np.float32)
+        self._state = np.zeros(enc.state.size + 1, np.float32)
+        self._zero_mask = np.zeros(enc.num_actions, np.int8)
+        self._rng = np.random.default_rng()
+        self.game: Game | None = None
+
+    # ------------------------------------------------------------------ spaces
+    def observation_space(self, agent: str) -> gymnasium.spaces.Space:
+        return self._observation_space
+
+    def action_space(self, agent: str) -> gymnasium.spaces.Space:
+        return self._action_space
+
+    def _state_high(self) -> np.ndarray:
+        high = np.ones(self.encoding.state.size, np.float32)
+        deck = float(self.cards.deck_size)
+        for seg in self.encoding.state.segments.values():
+            if seg.name in ("hands", "collections", "hand_sizes", "removed", "penalty_size", "penalty_hidden"):
+                high[seg.start : seg.stop] = deck
+            elif seg.name == "history":
+                high[seg.start : seg.stop] = np.inf
+            elif seg.name == "place_remaining":
+                high[seg.start : seg.stop] = 2.0
+        return high
+
+    def _observation_high(self) -> np.ndarray:
+        high = np.append(self._state_high(), 0.0).astype(np.float32)
+        return high[self.encoding.observation_index(0, True)]
+
+    # ------------------------------------------------------------------ reset
+    def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        deal = self._deal_from_options(options or {})
+        self.game = Game(self.config, deal)
+        self.agents = list(self.possible_agents)
+        self.rewards = {a: 0.0 for a in self.agents}
+        self._cumulative_rewards = {a: 0.0 for a in self.agents}
+        self.terminations = {a: False for a in self.agents}
+        self.truncations = {a: False for a in self.agents}
+        self.infos = {a: {} for a in self.agents}
+        self._after_move()
+
+    def _deal_from_options(self, options: dict) -> Any:
+        unknown = sorted(set(options) - set(RESET_OPTIONS))
+        if unknown:
+            warnings.warn(f"reset() ignores unknown option(s) {unknown}; known options: {list(RESET_OPTIONS)}", stacklevel=3)
+        config = self.config
+        if "starter" in options:
+            config = replace(config, starter=self._seat_of("starter", options["starter"]))
+        if not any(k in options for k in ("hands", "collections", "penalty_deck")):
+            return random_deal(config, self._rng)
+        if "hands" not in options:
+            raise ValueError("reset options set collections or penalty_deck without hands; an explicit deal needs hands")
+        starter = config.starter if config.starter is not None else int(self._rng.integers(config.num_players))
+        return explicit_deal(
+            config,
+            starter,
+            self._by_seat("hands", options["hands"]),
+            self._by_seat("collections", options.get("collections") or {}),
+            options.get("penalty_deck"),
+        )
+
+    def _seat_of(self, what: str, agent: Any) -> int:
+        if agent not in self._seat:
+            raise ValueError(f"{what}={agent!r} is not an agent of this game; expected one of {self.possible_agents}")
+        return self._seat[agent]
+
+    def _by_seat(self, what: str, spec: Any) -> dict[int, Any]:
+        if not isinstance(spec, dict):
+            raise ValueError(f"{what}={spec!r} is not allowed; expected a dict of agent name to {{card: count}}")
+        return {self._seat_of(f"{what} key", agent): cards for agent, cards in spec.items()}
+
+    # ------------------------------------------------------------------ step
+    def step(self, action: Any) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        try:
+            self._play(agent, action)
+        except IllegalActionError as error:
+            if self.illegal_action == "raise":
+                raise
+            self._penalize(agent, error)
+            return
+        self._cumulative_rewards[agent] = 0.0
+        self._after_move()
+
+    def _play(self, agent: str, action: Any) -> None:
+        """Apply one action; raise ``IllegalActionError`` leaving the game unchanged."""
+        enc = self.encoding
+        try:
+            index = int(action)
+            if index != action:
+                raise ValueError
+        except (TypeError, ValueError):
+            raise IllegalActionError(agent, action, None, f"expected an integer action in [0, {enc.num_actions})") from None
+        if not 0 <= index < enc.num_actions:
+            raise IllegalActionError(agent, action, None, f"out of range; expected an integer in [0, {enc.num_actions})")
+        if not self._mask[index]:
+            move = self.decode(index)
+            raise IllegalActionError(agent, index, move, self._why_illegal(index))
+        game, seat = self.game, self.game.current
+        decoded = enc.decode_action(index)
+        kind = decoded[0]
+        if kind == "offer":
+            game.offer(decoded[1], (seat + decoded[2]) % game.num_players, decoded[3])
+        elif kind == "call":
+            game.call(decoded[1])
+        elif kind == "peek":
+            game.peek()
+        elif kind == "pass":
+            game.pass_card((seat + decoded[1]) % game.num_players, decoded[2])
+        else:
+            game.place(decoded[1])
+
+    def _why_illegal(self, index: int) -> str:
+        """Ask the engine on a copy why the move is refused (illegal moves are rare; clarity wins)."""
+        decoded = self.encoding.decode_action(index)
+        probe = self.game.copy()
+        seat = probe.current
+        try:
+            if decoded[0] == "offer":
+                probe.offer(decoded[1], (seat + decoded[2]) % probe.num_players, decoded[3])
+            elif decoded[0] == "call":
+                probe.call(decoded[1])
+            elif decoded[0] == "peek":
+                probe.peek()
+            elif decoded[0] == "pass":
+                probe.pass_card((seat + decoded[1]) % probe.num_players, decoded[2])
+            else:
+                probe.place(decoded[1])
+        except IllegalMove as refusal:
+            return str(refusal)
+        return "the action mask does not allow it"
+
+    def _penalize(self, agent: str, error: IllegalActionError) -> None:
+        """PettingZoo's terminate-illegal behaviour: the offender gets -1, the game ends for all."""
+        self._cumulative_rewards[agent] = 0.0
+        for a in self.agents:
+            self.terminations[a] = True
+            self.rewards[a] = -1.0 if a == agent else 0.0
+            self.infos[a] = {"illegal_move": True, "offender": agent, "reason": str(error)}
+        self._accumulate_rewards()
+        self._mask = self._zero_mask
+
+    def _after_move(self) -> None:
+        """Refresh the cached mask, select the next agent, and settle the end of the game."""
+        game = self.game
+        self._state_step = -1
+        self._clear_rewards()
+        if game.over:
+            loser = self.possible_agents[game.loser]
+            win = 1.0 / (game.num_players - 1)
+            for a in self.agents:
+                self.rewards[a] = -1.0 if a == loser else win
+                self.terminations[a] = True
+                self.infos[a] = {"loser": loser, "loss_reason": game.loss_reason}
+            self._accumulate_rewards()
+            self._mask = self._zero_mask
+            self.agent_selection = self.possible_agents[game.current]
+            return
+        self._mask = self._legal_mask()
+        self.agent_selection = self.possible_agents[game.current]
+        if self.config.max_steps is not None and game.steps >= self.config.max_steps:
+            for a in self.agents:
+                self.truncations[a] = True
+                self.infos[a] = {"truncated_at_step": game.steps}
+            self._mask = self._zero_mask
+
+    def _legal_mask(self) -> np.ndarray:
+        game, enc = self.game, self.encoding
+        mask = np.zeros(enc.num_actions, np.int8)
+        phase = game.phase
+        if phase is Phase.OFFER:
+            hand = game.hands[game.current]
+            offers = mask[: enc.offer_size].reshape(enc.num_cards, -1)
+            offers[[c for c, count in enumerate(hand) if count]] = 1
+        elif phase is Phase.RESPOND:
+            mask[enc.respond_start] = mask[enc.respond_start + 1] = 1
+            if game.can_peek():
+                mask[enc.respond_start + 2] = 1
+        elif phase is Phase.PASS:
+            seat, n = game.current, game.num_players
+            passes = mask[enc.pass_start : enc.place_start].reshape(enc.num_targets, enc.num_claims)
+            passes[[(t - seat) % n - 1 for t in game.eligible_recipients()]] = 1
+        elif phase is Phase.PLACE:
+            mask[[enc.place_start + c for c in game.placeable_cards()]] = 1
+        return mask
+
+    # ------------------------------------------------------------------ observe
+    def observe(self, agent: str) -> dict[str, np.ndarray]:
+        seat = self._seat[agent]
+        state = self._full_state()
+        chain = self.game.chain
+        index = self.encoding.observation_index(seat, chain is not None and seat in chain.seen)
+        mask = self._mask.copy() if seat == self.game.current and not self.game.over else self._zero_mask.copy()
+        return {"observation": state[index], "action_mask": mask}
+
+    def _full_state(self) -> np.ndarray:
+        if self._state_step != self.game.steps or self._state_step < 0:
+            write_state(self.encoding, self.game, self._state)
+            self._state_step = self.game.steps
+        return self._state
+
+    def state(self) -> np.ndarray:
+        return self._full_state()[:-1].copy()
+
+    def observation_mask(self, agent: str) -> np.ndarray:
+        """Boolean mask over ``state()`` of what ``agent`` may see now."""
+        seat = self._seat_of("agent", agent)
+        chain = self.game.chain
+        return self.encoding.observation_mask(seat, chain is not None and seat in chain.seen)
+
+    # ------------------------------------------------------------------ moves
+    def encode(self, move: Move, actor: str | None = None) -> int:
+        """The action index of ``move`` for ``actor`` (default: the agent to act)."""
+        enc, cards = self.encoding, self.cards
+        seat = self._seat_of("actor", actor) if actor is not None else self.game.current
+        n = self.config.num_players
+
+        def offset(target: Any) -> int:
+            t = self._seat_of("target", target)
+            if t == seat:
+                raise ValueError(f"target={target!r} is the actor itself; expected another agent")
+            return (t - seat) % n
+
+        if not isinstance(move, Move) or move.kind not in MOVE_KINDS:
+            raise ValueError(f"move={move!r} is not allowed; expected a Move with kind in {list(MOVE_KINDS)}")
+        if move.kind == "offer":
+            return enc.offer_action(cards.index(move.card), offset(move.target), cards.claim_index(move.claim))
+        if move.kind == "call":
+            if not isinstance(move.believe, bool):
+                raise ValueError(f"believe={move.believe!r} is not allowed for a call; expected True or False")
+            return enc.respond_start + (0 if move.believe else 1)
+        if move.kind == "peek":
+            return enc.respond_start + 2
+        if move.kind == "pass":
+            return enc.pass_action(offset(move.target), cards.claim_index(move.claim))
+        if self.config.edition != "royal":
+            raise ValueError("move kind 'place' exists only in the Royal edition")
+        return enc.place_action(cards.index(move.card))
+
+    def decode(self, action: int, actor: str | None = None) -> Move:
+        """The ``Move`` an action index means for ``actor`` (default: the agent to act)."""
+        enc, cards = self.encoding, self.cards
+        index = int(action)
+        if not 0 <= index < enc.num_actions:
+            raise ValueError(f"action={action!r} is out of range; expected an integer in [0, {enc.num_actions})")
+        seat = self._seat_of("actor", actor) if actor is not None else self.game.current
+        n = self.config.num_players
+        decoded = enc.decode_action(index)
+        kind = decoded[0]
+        if kind == "offer":
+            return Move("offer", card=cards.identities[decoded[1]], target=self.possible_agents[(seat + decoded[2]) % n], claim=cards.claims[decoded[3]])
+        if kind == "call":
+            return Move("call", believe=decoded[1])
+        if kind == "peek":
+            return Move("peek")
+        if kind == "pass":
+            return Move("pass", target=self.possible_agents[(seat + decoded[1]) % n], claim=cards.claims[decoded[2]])
+        return Move("place", card=cards.identities[decoded[1]])
+
+    def legal_moves(self) -> list[Move]:
+        return [self.decode(a) for a in np.flatnonzero(self._mask)]
+
+    # ------------------------------------------------------------------ public views
+    def public_view(self) -> dict[str, Any]:
+        """JSON-serializable public information: what every player may know."""
+        game, cards, names = self.game, self.cards, self.possible_agents
+        view: dict[str, Any] = {
+            "edition": self.config.edition,
+            "phase": game.phase.value,
+            "to_act": None if game.over else names[game.current],
+            "collections": {names[s]: {cards.identities[c]: n for c, n in enumerate(row) if n} for s, row in enumerate(game.collections)},
+            "hand_sizes": {names[s]: game.hand_size(s) for s in range(game.num_players)},
+            "chain": None,
+            "history": {names[s]: dict(zip(STAT_NAMES, row)) for s, row in enumerate(game.stats)},
+            "loser": None if game.loser is None else names[game.loser],
+            "loss_reason": game.loss_reason,
+        }
+        if game.chain is not None:
+            chain = game.chain
+            view["chain"] = {
+                "claim": cards.claims[chain.claim],
+                "holder": names[chain.holder],
+                "latest_passer": names[chain.latest_passer],
+                "seen": [names[s] for s in chain.seen],
+                "claims": [{"player": names[s], "claim": cards.claims[c]} for s, c in chain.claims],
+                "peeked": game.phase is Phase.PASS,
+            }
+        if self.config.edition == "royal":
+            view["penalty_top"] = cards.identities[game.penalty_deck[0]] if game.penalty_deck else None
+            view["penalty_size"] = len(game.penalty_deck)
+            view["special_holders"] = {cards.identities[c]: names[s] for c, s in game.known_special_holders().items()}
+            if game.replacement is not None:
+                claim = game.replacement.claim
+                view["replacement"] = {"player": names[game.replacement.player], "claim": None if claim is None else cards.claims[claim], "remaining": game.replacement.remaining}
+        return view
+
+    @property
+    def history(self) -> list[dict]:
+        """The public events of this game with agent names, JSON-serializable."""
+        names = self.possible_agents
+        events = []
+        for event in self.game.events:
+            named = dict(event)
+            for key in ("player", "target", "taker", "starter"):
+                if key in named:
+                    named[key] = names[named[key]]
+            if "hand_sizes" in named:
+                named["hand_sizes"] = dict(zip(names, named["hand_sizes"]))
+            if "collections" in named:
+                named["collections"] = dict(zip(names, named["collections"]))
+            events.append(named)
+        return events
+
+    # ------------------------------------------------------------------ render
+    def render(self, full_information: bool = False) -> str | None:
+        """Text table of the public state (``full_information=True`` also shows hands and the card in play)."""
+        if self.render_mode is None:
+            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'human'")
+            return None
+        from cockroach_env.render import render_text
+
+        text = render_text(self, full_information)
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def close(self) -> None:
+        pass
+
+    @property
+    def layout_version(self) -> int:
+        return LAYOUT_VERSION
