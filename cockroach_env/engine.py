@@ -145,6 +145,10 @@ def explicit_deal(
 
     hand_rows = [counts(f"hands[seat {s}]", hands.get(s, {})) for s in range(n)]
     collection_rows = [counts(f"collections[seat {s}]", (collections or {}).get(s, {})) for s in range(n)]
+    if isinstance(penalty_deck, str) or not isinstance(penalty_deck, (Sequence, type(None))):
+        raise ValueError(f"penalty_deck={penalty_deck!r} is not allowed; expected a list of card names, top card first")
+    if penalty_deck and config.edition != "royal":
+        raise ValueError(f"penalty_deck={list(penalty_deck)!r} is not allowed with edition={config.edition!r}; only the Royal edition has a penalty deck")
     penalty = [cards.index(name) for name in (penalty_deck or [])]
     used = [sum(row[c] for row in hand_rows + collection_rows) + penalty.count(c) for c in range(width)]
     for card, (count, copies) in enumerate(zip(used, cards.copies)):
@@ -321,6 +325,7 @@ class Game:
         hand = self.hands[taker]
         others = sum(count for c, count in enumerate(hand) if not self.cards.is_special[c])
         if others == 0:  # ruling: nothing else to place, the special card itself goes face up
+            self.special_holder.pop(card, None)  # it is in a collection now, no longer in a known hand
             self._place(taker, card, "call")
             if not self.over:
                 self._start_round(taker)
@@ -336,7 +341,10 @@ class Game:
     def _place(self, player: int, card: int, source: str) -> None:
         """Put a card face up in a collection, check for a loss, and draw penalties for royals."""
         self.collections[player][card] += 1
-        self.events.append({"type": "place", "player": player, "card": self.cards.identities[card], "source": source})
+        event = {"type": "place", "player": player, "card": self.cards.identities[card], "source": source}
+        if source == "penalty":  # the next penalty card is turned face up: public
+            event["penalty_top"] = self._penalty_top_name()
+        self.events.append(event)
         if self._check_loss(player):
             self._lose(player, self.loss_reason)
             return
