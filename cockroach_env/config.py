@@ -86,6 +86,10 @@ class GameConfig:
                 raise ValueError(f"discard={self.discard!r} is not allowed with edition='royal'; the Royal edition sets aside a penalty deck instead, expected 0")
             if self.opening_cards != 0:
                 raise ValueError(f"opening_cards={self.opening_cards!r} is not allowed with edition='royal'; expected 0")
+        else:
+            for name, default in (("blank_counts_as_royal", False), ("royal_counts_as_animal", True)):
+                if getattr(self, name) != default:
+                    raise ValueError(f"{name}={getattr(self, name)!r} is not allowed with edition={self.edition!r}; it is a Royal edition flag, expected edition='royal'")
         if self.discard < 0:
             raise ValueError(f"discard={self.discard!r} is not allowed; expected a non-negative integer")
         if self.opening_cards not in (0, 1):
