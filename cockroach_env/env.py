@@ -126,7 +126,10 @@ class raw_env(AECEnv):
         elif preset is not None or options:
             if not isinstance(config, GameConfig):
                 raise ValueError(f"config={config!r} is not allowed; expected a GameConfig")
-            base = {k: v for k, v in config.to_dict().items() if k not in ("discard", "loss_count")}
+            # The config's non-default values count as explicit options: a preset applies
+            # under them, and defaults that depend on the player count are resolved again.
+            defaults = {**GameConfig(num_players=config.num_players, edition=config.edition).to_dict(), "num_players": GameConfig.num_players, "edition": GameConfig.edition}
+            base = {k: v for k, v in config.to_dict().items() if v != defaults[k]}
             config = GameConfig.from_options(preset=preset, **{**base, **options})
         if not isinstance(config, GameConfig):
             raise ValueError(f"config={config!r} is not allowed; expected a GameConfig")

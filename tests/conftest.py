@@ -1,0 +1,86 @@
+"""Shared helpers for the rules, environment and property tests.
+
+Moves read like the rulebook: ``offer("fly", to=1, says="bat")``, ``call(True)``,
+``peek()``, ``pass_to(2, says="fly")``; seats are given as numbers and turned into
+agent names here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cockroach_env import Move, raw_env
+
+CLASSIC_PRESETS = (
+    "classic",
+    "even-deal",
+    "rainbow",
+    "three-of-a-kind",
+    "creature-to-start",
+    "rainbow+even-deal",
+    "three-of-a-kind+creature-to-start",
+    "rainbow+creature-to-start+even-deal",
+)
+ROYAL_PRESETS = ("royal",)
+
+
+def rule_sets(presets=CLASSIC_PRESETS + ROYAL_PRESETS) -> list:
+    """``(preset, num_players)`` params for every rule set and allowed player count."""
+    params = []
+    for preset in presets:
+        for n in range(2, 7):
+            if "three-of-a-kind" in preset and n == 2:
+                continue
+            params.append(pytest.param(preset, n, id=f"{preset}-{n}p"))
+    return params
+
+
+def agent(seat: int) -> str:
+    return f"player_{seat}"
+
+
+def offer(card: str, to: int, says: str) -> Move:
+    return Move("offer", card=card, target=agent(to), claim=says)
+
+
+def call(believe: bool) -> Move:
+    return Move("call", believe=believe)
+
+
+def peek() -> Move:
+    return Move("peek")
+
+
+def pass_to(to: int, says: str) -> Move:
+    return Move("pass", target=agent(to), claim=says)
+
+
+def dealt_env(hands: dict, collections: dict | None = None, starter: int = 0, **config) -> raw_env:
+    """A raw env reset to an explicit deal; ``hands``/``collections`` are ``{seat: {type: count}}``."""
+    env = raw_env(**config)
+    options = {"starter": agent(starter), "hands": {agent(s): h for s, h in hands.items()}}
+    if collections:
+        options["collections"] = {agent(s): c for s, c in collections.items()}
+    env.reset(seed=0, options=options)
+    return env
+
+
+def play(env, *moves: Move) -> None:
+    """Play ``moves`` in order, each by the agent to act."""
+    for move in moves:
+        env.step(env.unwrapped.encode(move))
+
+
+def legal_actions(env) -> np.ndarray:
+    return np.flatnonzero(env.observe(env.agent_selection)["action_mask"])
+
+
+def play_random(env, rng: np.random.Generator, max_steps: int = 100_000) -> list[int]:
+    """Play uniformly random legal actions until the game ends (or ``max_steps``); returns the actions."""
+    actions = []
+    while not env.unwrapped.game.over and len(actions) < max_steps:
+        action = int(rng.choice(legal_actions(env)))
+        env.step(action)
+        actions.append(action)
+    return actions

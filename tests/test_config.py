@@ -1,0 +1,129 @@
+"""Rule options: defaults by player count, presets, overrides, and refusals that name the value."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from cockroach_env import PRESETS, GameConfig, env, raw_env
+
+
+@pytest.mark.parametrize(
+    "num_players, discard, loss_count",
+    [(2, 10, 5), (3, 0, 4), (4, 0, 4), (5, 0, 4), (6, 0, 4)],
+)
+def test_discard_and_loss_count_defaults_depend_on_player_count(num_players, discard, loss_count):
+    config = GameConfig(num_players=num_players)
+    assert (config.discard, config.loss_count) == (discard, loss_count)
+    assert raw_env(num_players=num_players).config == config
+
+
+@pytest.mark.parametrize(
+    "preset, options, expected",
+    [
+        ("even-deal", {"num_players": 2}, {"discard": 4, "loss_count": 5}),
+        ("even-deal", {"num_players": 4}, {"discard": 4, "loss_count": 4}),
+        ("three-of-a-kind", {"num_players": 3}, {"discard": 0, "loss_count": 3}),
+        ("duel", {}, {"num_players": 2, "discard": 10, "loss_count": 5}),
+        ("rainbow", {"num_players": 5}, {"rainbow_loses": True, "loss_count": 4}),
+        ("creature-to-start", {"num_players": 6}, {"opening_cards": 1}),
+        ("royal", {"num_players": 2}, {"edition": "royal", "discard": 0, "loss_count": 5}),
+        ("royal", {"num_players": 4}, {"edition": "royal", "discard": 0, "loss_count": 4}),
+        # explicit options override presets
+        ("even-deal", {"num_players": 3, "discard": 6}, {"discard": 6}),
+        ("three-of-a-kind", {"num_players": 4, "loss_count": 5}, {"loss_count": 5}),
+        ("duel", {"discard": 0}, {"num_players": 2, "discard": 0, "loss_count": 5}),
+        # combined presets
+        ("rainbow+even-deal", {"num_players": 4}, {"rainbow_loses": True, "discard": 4}),
+        ("three-of-a-kind+creature-to-start", {"num_players": 3}, {"loss_count": 3, "opening_cards": 1}),
+    ],
+)
+def test_presets_and_explicit_overrides(preset, options, expected):
+    config = GameConfig.from_options(preset=preset, **options)
+    for name, value in expected.items():
+        assert getattr(config, name) == value, name
+    assert raw_env(preset=preset, **options).config == config
+    assert env(preset=preset, **options).unwrapped.config == config
+
+
+def test_preset_list_equals_plus_string():
+    assert GameConfig.from_options(preset=["rainbow", "even-deal"]) == GameConfig.from_options(preset="rainbow+even-deal")
+
+
+def test_every_preset_builds_for_its_player_counts():
+    for name in PRESETS:
+        for n in range(2, 7):
+            if name == "duel":
+                continue
+            GameConfig.from_options(preset=name, num_players=n)
+
+
+def test_config_object_and_keyword_options_build_the_same_env():
+    config = GameConfig(num_players=5, rainbow_loses=True, opening_cards=1)
+    by_object = raw_env(config=config)
+    by_keywords = raw_env(num_players=5, rainbow_loses=True, opening_cards=1)
+    assert by_object.config == by_keywords.config
+    assert by_object.observation_space("player_0") == by_keywords.observation_space("player_0")
+    assert by_object.action_space("player_0") == by_keywords.action_space("player_0")
+
+
+def test_options_on_top_of_a_config_keep_its_explicit_values():
+    base = GameConfig(num_players=3, loss_count=3)
+    assert raw_env(config=base, rainbow_loses=True).config == GameConfig(num_players=3, loss_count=3, rainbow_loses=True)
+    # values that were only defaults follow a changed player count
+    assert raw_env(config=GameConfig(num_players=4), num_players=2).config == GameConfig(num_players=2)
+
+
+def test_preset_on_top_of_a_config_is_applied():
+    config = raw_env(config=GameConfig(num_players=3), preset="royal").config
+    assert config.edition == "royal" and config.num_players == 3
+    config = raw_env(config=GameConfig(num_players=5, opening_cards=1), preset="rainbow").config
+    assert config.rainbow_loses and config.opening_cards == 1 and config.num_players == 5
+
+
+def test_config_is_frozen_hashable_and_round_trips_through_a_dict():
+    config = GameConfig(num_players=3, rainbow_loses=True)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.num_players = 4  # type: ignore[misc]
+    assert hash(config) == hash(GameConfig(num_players=3, rainbow_loses=True))
+    assert GameConfig(**config.to_dict()) == config
+
+
+@pytest.mark.parametrize(
+    "options, name, value",
+    [
+        ({"num_players": 7}, "num_players", "7"),
+        ({"num_players": 1}, "num_players", "1"),
+        ({"num_players": "4"}, "num_players", "'4'"),
+        ({"num_players": 4.0}, "num_players", "4.0"),
+        ({"edition": "deluxe"}, "edition", "'deluxe'"),
+        ({"discard": -1}, "discard", "-1"),
+        ({"discard": 61}, "discard", "61"),
+        ({"loss_count": 1}, "loss_count", "1"),
+        ({"loss_count": 9}, "loss_count", "9"),
+        ({"loss_count": True}, "loss_count", "True"),
+        ({"rainbow_loses": "yes"}, "rainbow_loses", "'yes'"),
+        ({"opening_cards": 2}, "opening_cards", "2"),
+        ({"starter": 4}, "starter", "4"),
+        ({"starter": -1}, "starter", "-1"),
+        ({"starter": "player_0"}, "starter", "'player_0'"),
+        ({"max_steps": 0}, "max_steps", "0"),
+        ({"edition": "royal", "discard": 3}, "discard", "3"),
+        ({"edition": "royal", "opening_cards": 1}, "opening_cards", "1"),
+        ({"blank_counts_as_royal": 1}, "blank_counts_as_royal", "1"),
+        ({"preset": "five-of-a-kind"}, "preset", "'five-of-a-kind'"),
+        ({"preset": "rainbow+mirror"}, "preset", "'mirror'"),
+        ({"looss_count": 3}, "looss_count", None),
+        ({"illegal_action": "ignore"}, "illegal_action", "'ignore'"),
+        ({"render_mode": "rgb_array"}, "render_mode", "'rgb_array'"),
+        ({"config": {"num_players": 3}}, "config", None),
+    ],
+)
+def test_bad_options_raise_value_error_naming_option_and_value(options, name, value):
+    with pytest.raises(ValueError) as refused:
+        raw_env(**options)
+    message = str(refused.value)
+    assert name in message
+    if value is not None:
+        assert value in message
