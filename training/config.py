@@ -1,0 +1,431 @@
+"""Training configuration: dataclasses loaded from YAML and validated.
+
+A config file is a YAML mapping whose sections match the dataclasses below
+(``game``, ``ppo``, ``model``, ``opponents``, ``schedule``, ``evaluation``) plus a few
+top-level keys (``name``, ``seed``, ``device``, ``output_dir``, ``torch_threads``).
+Every key is checked: an unknown key is an error that names it and lists the allowed
+keys, and a bad value is an error that names the value and what is allowed. Anything
+left out takes the default shown by ``cockroach-train --help``.
+
+``--set key=value`` overrides one entry with a dotted key (``--set ppo.learning_rate=1e-3``,
+``--set game.num_players=3``); the value is read as YAML, so ``1e-3``, ``true`` and
+``[256, 256]`` work as expected.
+
+The field docstrings below are the option documentation: ``cockroach-train --help``
+prints them.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+import types
+import typing
+from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from cockroach_env.config import GameConfig
+
+BASELINE_NAMES = ("random", "heuristic", "honest", "caller")
+"""Baseline agents a config may name (see ``baselines``); checked again when they are built."""
+
+
+class ConfigError(ValueError):
+    """A training config that cannot be used; the message names the key and the problem."""
+
+
+@dataclass
+class PPOConfig:
+    """Masked PPO hyperparameters (one update per rollout)."""
+
+    num_envs: int = 512
+    """Games played in parallel (the ``BatchedGames`` batch size)."""
+    num_steps: int = 32
+    """Environment decisions per game in one rollout (all seats); a rollout is ``num_envs * num_steps`` decisions."""
+    learning_rate: float = 3e-4
+    """Adam learning rate."""
+    anneal_lr: bool = True
+    """Decay the learning rate linearly to zero over ``schedule.total_decisions``."""
+    gamma: float = 1.0
+    """Discount per learner decision (the only reward is at the end of the game)."""
+    gae_lambda: float = 0.95
+    """GAE lambda."""
+    num_minibatches: int = 4
+    """Minibatches per epoch over the learner's decisions of one rollout."""
+    update_epochs: int = 4
+    """Passes over the rollout per update."""
+    clip_coef: float = 0.2
+    """PPO ratio clip."""
+    clip_vloss: bool = True
+    """Clip the value loss as in the PPO paper's implementation."""
+    ent_coef: float = 0.01
+    """Entropy bonus weight."""
+    vf_coef: float = 0.5
+    """Value loss weight."""
+    max_grad_norm: float = 0.5
+    """Gradient norm clip."""
+    norm_adv: bool = True
+    """Normalize advantages per minibatch."""
+    target_kl: float | None = None
+    """Stop the epochs of an update early once the approximate KL exceeds this (``null``: never)."""
+
+    def validate(self, where: str) -> None:
+        for name in ("num_envs", "num_steps", "num_minibatches", "update_epochs"):
+            _require(where, name, getattr(self, name), getattr(self, name) >= 1, "an integer >= 1")
+        _require(where, "learning_rate", self.learning_rate, self.learning_rate > 0, "a number > 0")
+        for name in ("gamma", "gae_lambda"):
+            _require(where, name, getattr(self, name), 0 <= getattr(self, name) <= 1, "a number from 0 to 1")
+        for name in ("clip_coef", "max_grad_norm"):
+            _require(where, name, getattr(self, name), getattr(self, name) > 0, "a number > 0")
+        for name in ("ent_coef", "vf_coef"):
+            _require(where, name, getattr(self, name), getattr(self, name) >= 0, "a number >= 0")
+        if self.target_kl is not None:
+            _require(where, "target_kl", self.target_kl, self.target_kl > 0, "null or a number > 0")
+
+
+ACTIVATIONS = ("tanh", "relu")
+
+
+@dataclass
+class ModelConfig:
+    """The shared actor-critic network."""
+
+    hidden_sizes: list[int] = field(default_factory=lambda: [256, 256])
+    """Widths of the MLP trunk shared by the policy and value heads."""
+    activation: str = "tanh"
+    """Activation of the trunk: ``tanh`` or ``relu``."""
+
+    def validate(self, where: str) -> None:
+        ok = len(self.hidden_sizes) >= 1 and all(h >= 1 for h in self.hidden_sizes)
+        _require(where, "hidden_sizes", self.hidden_sizes, ok, "a non-empty list of positive integers")
+        _require(where, "activation", self.activation, self.activation in ACTIVATIONS, f"one of {list(ACTIVATIONS)}")
+
+
+@dataclass
+class OpponentConfig:
+    """Who the learner plays against. Each game draws its table when it starts."""
+
+    self_play: float = 0.5
+    """Weight of games where every seat is the current policy (every seat's decisions are training samples)."""
+    snapshots: float = 0.3
+    """Weight of games against a past snapshot of the policy (drawn uniformly from the pool; self-play while the pool is empty)."""
+    baselines: dict[str, float] = field(default_factory=lambda: {"heuristic": 0.15, "random": 0.05})
+    """Weight of games against each baseline agent, by name."""
+    learner_seats: int = 1
+    """Seats the learner takes in games against snapshots and baselines (the other seats are the opponent)."""
+    snapshot_every: int = 20
+    """Updates between two snapshots entering the pool (0: only when the policy beats the pool)."""
+    beat_pool_loss_rate: float = 0.8
+    """A snapshot also enters the pool when the learner's loss rate against the pool falls below this fraction of parity (0 disables)."""
+    beat_pool_games: int = 2000
+    """Games against the pool needed before ``beat_pool_loss_rate`` is judged."""
+    max_snapshots: int = 20
+    """Pool size; the oldest snapshot leaves when a new one enters."""
+
+    def validate(self, where: str) -> None:
+        for name in ("self_play", "snapshots"):
+            _require(where, name, getattr(self, name), getattr(self, name) >= 0, "a weight >= 0")
+        for name, weight in self.baselines.items():
+            if name not in BASELINE_NAMES:
+                raise ConfigError(f"{where}: baselines: unknown baseline {name!r}; expected names from {list(BASELINE_NAMES)}")
+            _require(f"{where}.baselines", name, weight, weight >= 0, "a weight >= 0")
+        total = self.self_play + self.snapshots + sum(self.baselines.values())
+        _require(where, "self_play", self.self_play, total > 0, "weights (self_play, snapshots, baselines) with a positive sum")
+        _require(where, "learner_seats", self.learner_seats, self.learner_seats >= 1, "an integer >= 1 (and below the number of players)")
+        _require(where, "snapshot_every", self.snapshot_every, self.snapshot_every >= 0, "an integer >= 0")
+        _require(where, "beat_pool_loss_rate", self.beat_pool_loss_rate, 0 <= self.beat_pool_loss_rate <= 1, "a number from 0 to 1")
+        _require(where, "beat_pool_games", self.beat_pool_games, self.beat_pool_games >= 1, "an integer >= 1")
+        _require(where, "max_snapshots", self.max_snapshots, self.max_snapshots >= 1, "an integer >= 1")
+
+
+@dataclass
+class ScheduleConfig:
+    """How long to train and when to write checkpoints."""
+
+    total_decisions: int = 20_000_000
+    """Environment decisions (all seats, all games) to train for."""
+    checkpoint_every: int = 50
+    """Updates between checkpoints; the games restart at each checkpoint so that ``--resume`` repeats the run exactly."""
+    time_limit_minutes: float | None = None
+    """Stop early (with a checkpoint) after this many minutes of wall time (``null``: no limit). A time limit makes the stopping point depend on the machine."""
+
+    def validate(self, where: str) -> None:
+        _require(where, "total_decisions", self.total_decisions, self.total_decisions >= 1, "an integer >= 1")
+        _require(where, "checkpoint_every", self.checkpoint_every, self.checkpoint_every >= 1, "an integer >= 1")
+        if self.time_limit_minutes is not None:
+            _require(where, "time_limit_minutes", self.time_limit_minutes, self.time_limit_minutes > 0, "null or a number > 0")
+
+
+@dataclass
+class EvalConfig:
+    """Periodic evaluation in the arena against baselines (the learner in one seat, the baseline in all others)."""
+
+    every: int = 25
+    """Updates between evaluations (0: only at the end)."""
+    games: int = 1000
+    """Games per opponent in a periodic evaluation."""
+    final_games: int = 4000
+    """Games per opponent in the evaluation at the end of training."""
+    opponents: list[str] = field(default_factory=lambda: ["random", "heuristic"])
+    """Baselines to evaluate against."""
+
+    def validate(self, where: str) -> None:
+        _require(where, "every", self.every, self.every >= 0, "an integer >= 0")
+        _require(where, "games", self.games, self.games >= 1, "an integer >= 1")
+        _require(where, "final_games", self.final_games, self.final_games >= 0, "an integer >= 0")
+        for name in self.opponents:
+            if name not in BASELINE_NAMES:
+                raise ConfigError(f"{where}: opponents: unknown baseline {name!r}; expected names from {list(BASELINE_NAMES)}")
+
+
+@dataclass
+class TrainConfig:
+    """One training run."""
+
+    name: str = "ppo"
+    """Run name; the run directory is ``output_dir/name``."""
+    seed: int = 1
+    """Seed of everything random in the run (games, sampling, opponents, evaluation)."""
+    device: str = "cpu"
+    """Torch device for the network (``cpu`` or ``cuda``)."""
+    torch_threads: int = 0
+    """Torch intra-op threads (0: torch's default)."""
+    output_dir: str = "runs"
+    """Directory that holds the run directories."""
+    game: dict[str, Any] = field(default_factory=lambda: {"num_players": 4})
+    """Rule options of ``cockroach_env.GameConfig`` (``num_players``, ``edition``, ``loss_count``, ...) and optionally ``preset``."""
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    opponents: OpponentConfig = field(default_factory=OpponentConfig)
+    schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
+    evaluation: EvalConfig = field(default_factory=EvalConfig)
+
+    def validate(self, where: str = "config") -> None:
+        _require(where, "name", self.name, bool(self.name) and "/" not in self.name, "a non-empty name without '/'")
+        _require(where, "device", self.device, self.device == "cpu" or self.device.startswith("cuda"), "'cpu' or 'cuda[:N]'")
+        _require(where, "torch_threads", self.torch_threads, self.torch_threads >= 0, "an integer >= 0")
+        game = self.game_config(where)
+        self.ppo.validate(f"{where}: ppo")
+        self.model.validate(f"{where}: model")
+        self.opponents.validate(f"{where}: opponents")
+        _require(
+            f"{where}: opponents",
+            "learner_seats",
+            self.opponents.learner_seats,
+            self.opponents.learner_seats < game.num_players,
+            f"an integer from 1 to {game.num_players - 1} (game.num_players={game.num_players})",
+        )
+        self.schedule.validate(f"{where}: schedule")
+        self.evaluation.validate(f"{where}: evaluation")
+
+    def game_config(self, where: str = "config") -> GameConfig:
+        """The ``GameConfig`` named by the ``game`` section."""
+        options = dict(self.game)
+        preset = options.pop("preset", None)
+        try:
+            return GameConfig.from_options(preset=preset, **options)
+        except ValueError as error:
+            raise ConfigError(f"{where}: game: {error}") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.output_dir) / self.name
+
+
+SECTIONS = {f.name: f.type for f in fields(TrainConfig)}
+
+
+# ---------------------------------------------------------------------------- loading
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> TrainConfig:
+    """Read a YAML config (or start from the defaults), apply ``key=value`` overrides, validate."""
+    data: dict[str, Any] = {}
+    where = "config"
+    if path is not None:
+        import yaml
+
+        where = str(path)
+        try:
+            text = Path(path).read_text()
+        except OSError as error:
+            raise ConfigError(f"cannot read config file {path}: {error.strerror}") from None
+        try:
+            data = yaml.safe_load(text) or {}
+        except yaml.YAMLError as error:
+            raise ConfigError(f"{path} is not valid YAML: {error}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: expected a mapping of config keys at the top level, got {type(data).__name__}")
+    for item in overrides or []:
+        apply_override(data, item)
+    return config_from_dict(data, where)
+
+
+def config_from_dict(data: dict[str, Any], where: str = "config") -> TrainConfig:
+    """Build and validate a ``TrainConfig`` from plain data (YAML, or a checkpoint's metadata)."""
+    config = _build(TrainConfig, data, where, "")
+    config.validate(where)
+    return config
+
+
+def apply_override(data: dict[str, Any], item: str) -> None:
+    """Apply one ``dotted.key=value`` override to raw config data (the value is parsed as YAML)."""
+    import yaml
+
+    key, sep, raw = item.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"--set {item!r} is not allowed; expected key=value, e.g. ppo.learning_rate=1e-3")
+    parts = key.strip().split(".")
+    _check_key_path(parts)
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError:
+        value = raw
+    node = data
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"--set {item!r}: {part!r} is not a section")
+    node[parts[-1]] = value
+
+
+def _check_key_path(parts: list[str]) -> None:
+    """Unknown dotted keys are refused up front, naming the allowed keys."""
+    cls: Any = TrainConfig
+    for depth, part in enumerate(parts):
+        if not (isinstance(cls, type) and is_dataclass(cls)):
+            return  # inside a free-form mapping (game options, baseline weights): checked later
+        allowed = [f.name for f in fields(cls)]
+        if part not in allowed:
+            prefix = ".".join(parts[:depth])
+            section = f" in section {prefix!r}" if prefix else ""
+            raise ConfigError(f"unknown key {'.'.join(parts)!r}{section}; allowed keys: {allowed}")
+        cls = _hints(cls)[part]
+
+
+@lru_cache(maxsize=None)
+def _hints_cached(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    return _hints_cached(cls)
+
+
+def _build(cls: type, data: Any, where: str, prefix: str) -> Any:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: {prefix or 'the config'} must be a mapping of keys, got {data!r}")
+    hints = _hints(cls)
+    allowed = [f.name for f in fields(cls)]
+    unknown = [k for k in data if k not in allowed]
+    if unknown:
+        section = f" in section {prefix!r}" if prefix else ""
+        raise ConfigError(f"{where}: unknown key {_dotted(prefix, unknown[0])!r}{section}; allowed keys: {allowed}")
+    values = {}
+    for name, raw in data.items():
+        values[name] = _convert(hints[name], raw, where, _dotted(prefix, name))
+    return cls(**values)
+
+
+def _convert(kind: Any, value: Any, where: str, key: str) -> Any:
+    """Check ``value`` against the annotation ``kind``; ints are accepted where floats are expected."""
+    if isinstance(kind, type) and is_dataclass(kind):
+        return _build(kind, value, where, key)
+    origin = typing.get_origin(kind)
+    args = typing.get_args(kind)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _convert(inner[0], value, where, key)
+    if kind is Any:
+        return value
+    if origin is list:
+        if not isinstance(value, list):
+            raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected a list of {_type_name(args[0])}")
+        return [_convert(args[0], v, where, f"{key}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected a mapping of {_type_name(args[0])} to {_type_name(args[1])}")
+        return {_convert(args[0], k, where, key): _convert(args[1], v, where, _dotted(key, str(k))) for k, v in value.items()}
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected true or false")
+        return value
+    if kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected an integer")
+        return value
+    if kind is float:
+        if isinstance(value, str) and _FLOAT_TEXT.fullmatch(value.strip()):
+            return float(value)  # YAML 1.1 reads 3e-4 (no dot) as a string
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected a number")
+        return float(value)
+    if kind is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected a string")
+        return value
+    raise TypeError(f"unsupported config annotation {kind!r} for {key}")
+
+
+_FLOAT_TEXT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+
+
+def _require(where: str, key: str, value: Any, ok: bool, expected: str) -> None:
+    if not ok:
+        raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected {expected}")
+
+
+def _dotted(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
+def _type_name(kind: Any) -> str:
+    return getattr(kind, "__name__", str(kind))
+
+
+# ---------------------------------------------------------------------------- documentation
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """The docstrings written under each field of a dataclass (read from its source)."""
+    try:
+        tree = ast.parse(inspect.getsource(cls))
+    except (OSError, TypeError):
+        return {}
+    body = tree.body[0].body
+    docs = {}
+    for node, after in zip(body, body[1:]):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str):
+                docs[node.target.id] = " ".join(after.value.value.split())
+    return docs
+
+
+def describe_options(cls: type = TrainConfig, prefix: str = "") -> list[str]:
+    """One line per option: dotted key, default and documentation (for ``--help``)."""
+    lines = []
+    docs = field_docs(cls)
+    hints = _hints(cls)
+    for f in fields(cls):
+        key = _dotted(prefix, f.name)
+        kind = hints[f.name]
+        if isinstance(kind, type) and is_dataclass(kind):
+            lines.append(f"{key}:  {(kind.__doc__ or '').strip()}")
+            lines.extend(describe_options(kind, key))
+            continue
+        default = f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
+        lines.append(f"  {key} = {default!r}  {docs.get(f.name, '')}")
+        if key == "game":
+            game_docs = field_docs(GameConfig)
+            for g in fields(GameConfig):
+                lines.append(f"      game.{g.name} (default {g.default!r})  {game_docs.get(g.name, '')}")
+            lines.append("      game.preset  named rule set(s), e.g. 'royal' or 'rainbow+even-deal'")
+    return lines

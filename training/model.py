@@ -1,0 +1,138 @@
+"""The masked actor-critic network and the agent that plays with it.
+
+One network serves every seat: observations are ego-centric (the observer is seat 0)
+and action targets are seat offsets, so the same weights play any position. Inputs
+are scaled by fixed per-segment constants derived from the observation ``Layout``
+(card counts by the number of copies, collections by ``loss_count``, hand sizes by
+the largest hand, ...), so no running statistics need saving. Illegal actions get a
+logit of ``MASKED_LOGIT``, which gives them probability exactly zero.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import nn
+
+from cockroach_env.config import GameConfig
+from cockroach_env.encoding import encoding_for
+
+MASKED_LOGIT = -1e9
+"""Logit of an illegal action: ``exp`` underflows to 0, and ``0 * MASKED_LOGIT`` stays finite in the entropy."""
+
+
+def observation_scale(config: GameConfig) -> np.ndarray:
+    """Per-entry input scale (observation ``* scale`` lies roughly in [0, 1]), segment by segment."""
+    enc = encoding_for(config)
+    cards = config.cards
+    n = config.num_players
+    dealt = cards.deck_size - config.discard - config.penalty_deck_size
+    largest_hand = math.ceil(dealt / n) + 2  # Royal players may take specials back into hand
+    copies = np.asarray(cards.copies, np.float32)
+    divisor_by_segment = {
+        "own_hand": copies,
+        "collections": float(config.loss_count),
+        "hand_sizes": float(largest_hand),
+        "history": float(largest_hand),
+        "penalty_size": float(max(config.penalty_deck_size, 1)),
+        "place_remaining": 2.0,
+    }
+    scale = np.ones(enc.observation.size, np.float32)
+    for seg in enc.observation.segments.values():
+        divisor = divisor_by_segment.get(seg.name)  # every other segment is one-hot or a 0/1 flag
+        if divisor is not None:
+            view = scale[seg.start : seg.stop].reshape(seg.shape)
+            view[...] = 1.0 / np.broadcast_to(divisor, seg.shape)
+    return scale
+
+
+def _layer(inputs: int, outputs: int, std: float) -> nn.Linear:
+    layer = nn.Linear(inputs, outputs)
+    nn.init.orthogonal_(layer.weight, std)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+class ActorCritic(nn.Module):
+    """MLP trunk shared by a masked policy head (``num_actions`` logits) and a value head."""
+
+    def __init__(self, config: GameConfig, hidden_sizes: list[int] = (256, 256), activation: str = "tanh"):
+        super().__init__()
+        enc = encoding_for(config)
+        self.observation_size = enc.observation.size
+        self.num_actions = enc.num_actions
+        self.register_buffer("obs_scale", torch.from_numpy(observation_scale(config)), persistent=False)
+        act = {"tanh": nn.Tanh, "relu": nn.ReLU}[activation]
+        layers: list[nn.Module] = []
+        width = self.observation_size
+        for hidden in hidden_sizes:
+            layers += [_layer(width, hidden, math.sqrt(2)), act()]
+            width = hidden
+        self.trunk = nn.Sequential(*layers)
+        self.policy_head = _layer(width, self.num_actions, 0.01)
+        self.value_head = _layer(width, 1, 1.0)
+
+    def forward(self, obs: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Masked logits (B, A) and values (B,). ``mask`` is boolean (True = legal)."""
+        hidden = self.trunk(obs * self.obs_scale)
+        logits = self.policy_head(hidden).masked_fill(~mask, MASKED_LOGIT)
+        return logits, self.value_head(hidden).squeeze(-1)
+
+    @torch.no_grad()
+    def sample(self, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None):
+        """Sample actions (Gumbel-max over the masked logits): actions, log-probabilities, values."""
+        logits, value = self(obs, mask)
+        noise = torch.rand(logits.shape, generator=generator, device=logits.device).clamp_(min=1e-20)
+        action = torch.argmax(logits - torch.log(-torch.log(noise)), dim=-1)
+        logprob = torch.log_softmax(logits, dim=-1).gather(1, action[:, None]).squeeze(1)
+        return action, logprob, value
+
+    def evaluate(self, obs: torch.Tensor, mask: torch.Tensor, action: torch.Tensor):
+        """Log-probabilities of ``action``, policy entropies and values, with gradients."""
+        logits, value = self(obs, mask)
+        logp_all = torch.log_softmax(logits, dim=-1)
+        logprob = logp_all.gather(1, action[:, None]).squeeze(1)
+        entropy = -(logp_all.exp() * logp_all).sum(-1)
+        return logprob, entropy, value
+
+
+class PolicyAgent:
+    """An agent of the ``baselines`` protocol that plays a trained ``ActorCritic``.
+
+    Seat-independent (observations are ego-centric); samples from the policy with its
+    own seeded ``numpy.random.Generator`` (``greedy=True`` plays the most likely move).
+    """
+
+    supports_batch = True
+
+    def __init__(self, model: ActorCritic, config: GameConfig, seed: int | None = None, name: str = "ppo", greedy: bool = False):
+        self.model = model.eval()
+        self.config = config
+        self.name = name
+        self.greedy = greedy
+        self.rng = np.random.default_rng(seed)
+        self.device = next(model.parameters()).device
+
+    def act(self, observation: dict) -> int:
+        obs = np.asarray(observation["observation"], np.float32)[None]
+        mask = np.asarray(observation["action_mask"])[None]
+        return int(self.act_batch(obs, mask)[0])
+
+    def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        masks = np.asarray(masks).astype(bool, copy=False)
+        if not masks.any(axis=1).all():
+            bad = int(np.flatnonzero(~masks.any(axis=1))[0])
+            raise ValueError(f"{self.name}: the action mask of row {bad} allows no action; expected at least one legal action")
+        with torch.inference_mode():
+            obs = torch.as_tensor(np.asarray(observations, np.float32), device=self.device)
+            logits, _ = self.model(obs, torch.as_tensor(masks, device=self.device))
+            logits = logits.cpu().numpy()
+        if not self.greedy:
+            logits = logits - np.log(-np.log(self.rng.random(logits.shape).clip(1e-20)))
+        actions = np.argmax(np.where(masks, logits, -np.inf), axis=1)
+        return actions.astype(np.int64)
+
+    def __repr__(self) -> str:
+        return f"PolicyAgent(name={self.name!r}, {self.config.num_players}p {self.config.edition}, greedy={self.greedy})"
