@@ -39,6 +39,8 @@ from cockroach_env.engine import STAT_NAMES, Phase
 PHASES = (Phase.OFFER, Phase.RESPOND, Phase.PASS, Phase.PLACE)
 """Phases encoded one-hot (all zeros once the game is over)."""
 
+_PHASE_INDEX = {phase: k for k, phase in enumerate(PHASES)}
+
 RESPOND_ACTIONS = ("call_true", "call_false", "peek")
 
 LAYOUT_VERSION = 1
@@ -57,13 +59,15 @@ class Segment:
     visibility: str = "public"
     """``public``, ``own`` (only the row of the observer), ``seen`` (only if the observer saw the card in play) or ``hidden``."""
 
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.shape)) if self.shape else 1
+    size: int = 0
+    stop: int = 0
 
-    @property
-    def stop(self) -> int:
-        return self.start + self.size
+    def __post_init__(self) -> None:
+        size = 1
+        for extent in self.shape:
+            size *= extent
+        object.__setattr__(self, "size", size)
+        object.__setattr__(self, "stop", self.start + size)
 
 
 class Layout:
@@ -99,6 +103,7 @@ def _state_specs(config: GameConfig) -> list[tuple]:
         ("hands", (n, i), 0, "own"),
         ("collections", (n, i), 0),
         ("hand_sizes", (n,), 0),
+        ("history", (n, k), 0),
         ("phase", (len(PHASES),)),
         ("to_act", (n,), 0),
         ("chain_claim", (c,)),
@@ -107,7 +112,6 @@ def _state_specs(config: GameConfig) -> list[tuple]:
         ("chain_seen", (n,), 0),
         ("chain_claims", (n, c), 0),
         ("chain_card", (i,), None, "seen"),
-        ("history", (n, k), 0),
     ]
     if config.edition == "royal":
         specs += [
@@ -139,6 +143,10 @@ class Encoding:
         self.num_actions = self.place_start + (self.num_cards if config.edition == "royal" else 0)
         self.state = Layout(_state_specs(config))
         self.observation = Layout(self._observation_specs())
+        self.offsets = {name: seg.start for name, seg in self.state.segments.items()}
+        """Start index of every state segment (hot-path lookups)."""
+        self.special_cards = tuple(c for c in range(self.num_cards) if cards.is_special[c])
+        """Identities whose holder the ``special_holder`` segment tracks, in row order."""
 
     def _observation_specs(self) -> list[tuple]:
         specs = []
@@ -228,49 +236,101 @@ def encoding_for(config: GameConfig) -> Encoding:
 
 
 def write_state(encoding: Encoding, game, out: np.ndarray) -> np.ndarray:
-    """Fill ``out`` (length ``state.size + 1``; the last entry stays zero) with the full state of ``game``."""
-    out[:] = 0.0
-    seg = encoding.state.segments
-    n, i, c = encoding.num_players, encoding.num_cards, encoding.num_claims
+    """Fill ``out`` (length ``state.size + 1``; the last entry stays zero) with the full state of ``game``.
 
-    def put(name: str, values) -> None:
-        s = seg[name]
-        out[s.start : s.stop] = values
+    The count segments (hands, collections, hand sizes, history) lead the layout, so
+    they are written in one assignment; the one-hot segments after them are set entry
+    by entry. This runs once per env step, so it avoids per-segment numpy calls.
+    """
+    counts = [x for row in game.hands for x in row]
+    counts += [x for row in game.collections for x in row]
+    counts += [sum(row) for row in game.hands]
+    counts += [x for row in game.stats for x in row]
+    out[: len(counts)] = counts
+    _write_tail(encoding, game, out, len(counts))
+    return out
 
-    put("hands", [x for row in game.hands for x in row])
-    put("collections", [x for row in game.collections for x in row])
-    put("hand_sizes", [sum(row) for row in game.hands])
-    put("history", [x for row in game.stats for x in row])
-    put("removed", game.removed)
+
+def _write_tail(encoding: Encoding, game, out: np.ndarray, head: int) -> None:
+    """Everything after the leading count segments: phase, seat to act, chain, Royal extras."""
+    at = encoding.offsets
+    out[head:] = 0.0
     if game.phase is not Phase.OVER:
-        out[seg["phase"].start + PHASES.index(game.phase)] = 1.0
-        out[seg["to_act"].start + game.current] = 1.0
+        out[at["phase"] + _PHASE_INDEX[game.phase]] = 1.0
+        out[at["to_act"] + game.current] = 1.0
     chain = game.chain
     if chain is not None:
-        out[seg["chain_claim"].start + chain.claim] = 1.0
-        out[seg["chain_latest_passer"].start + chain.latest_passer] = 1.0
-        out[seg["chain_holder"].start + chain.holder] = 1.0
-        seen = seg["chain_seen"].start
-        claims = seg["chain_claims"].start
+        c = encoding.num_claims
+        out[at["chain_claim"] + chain.claim] = 1.0
+        out[at["chain_latest_passer"] + chain.latest_passer] = 1.0
+        out[at["chain_holder"] + chain.holder] = 1.0
         for s in chain.seen:
-            out[seen + s] = 1.0
+            out[at["chain_seen"] + s] = 1.0
         for s, claim in chain.claims:
-            out[claims + s * c + claim] = 1.0
-        out[seg["chain_card"].start + chain.card] = 1.0
+            out[at["chain_claims"] + s * c + claim] = 1.0
+        out[at["chain_card"] + chain.card] = 1.0
+    removed = at["removed"]
+    for card, count in enumerate(game.removed):
+        if count:
+            out[removed + card] = count
     if encoding.config.edition == "royal":
-        if game.penalty_deck:
-            out[seg["penalty_top"].start + game.penalty_deck[0]] = 1.0
-            hidden = seg["penalty_hidden"].start
-            for card in game.penalty_deck[1:]:
-                out[hidden + card] += 1.0
-        out[seg["penalty_size"].start] = len(game.penalty_deck)
-        holder = seg["special_holder"].start
-        for row, card in enumerate(k for k in range(i) if game.cards.is_special[k]):
-            seat = game.known_special_holders().get(card)
-            if seat is not None:
-                out[holder + row * n + seat] = 1.0
-        if game.replacement is not None:
-            if game.replacement.claim is not None:
-                out[seg["place_claim"].start + game.replacement.claim] = 1.0
-            out[seg["place_remaining"].start] = game.replacement.remaining
-    return out
+        _write_royal(encoding, game, out)
+
+
+class StateWriter:
+    """Keeps one state vector up to date, rewriting only the count rows that changed.
+
+    Produces exactly ``write_state``'s vector (a test checks it at every step); the env
+    uses it because a full rewrite of the count rows costs more than the game step.
+    """
+
+    def __init__(self, encoding: Encoding):
+        self.encoding = encoding
+        self.out = np.zeros(encoding.state.size + 1, np.float32)
+        self._rows: list[list[int]] | None = None
+        n, i, k = encoding.num_players, encoding.num_cards, len(STAT_NAMES)
+        self._starts = [s * i for s in range(2 * n)] + [encoding.offsets["history"] + s * k for s in range(n)]
+        self._sizes_at = encoding.offsets["hand_sizes"]
+        self._head = encoding.offsets["history"] + n * k
+
+    def reset(self) -> None:
+        """Forget the previous game: the next write is a full one."""
+        self._rows = None
+
+    def write(self, game) -> np.ndarray:
+        out = self.out
+        rows = [*game.hands, *game.collections, *game.stats]
+        sizes = list(map(sum, game.hands))
+        previous = self._rows
+        if previous is None:
+            write_state(self.encoding, game, out)
+            self._rows = [list(row) for row in rows] + [sizes]
+            return out
+        for k, row in enumerate(rows):
+            if row != previous[k]:
+                start = self._starts[k]
+                out[start : start + len(row)] = row
+                previous[k] = list(row)
+        if sizes != previous[-1]:
+            out[self._sizes_at : self._sizes_at + len(sizes)] = sizes
+            previous[-1] = sizes
+        _write_tail(self.encoding, game, out, self._head)
+        return out
+
+
+def _write_royal(encoding: Encoding, game, out: np.ndarray) -> None:
+    at = encoding.offsets
+    if game.penalty_deck:
+        out[at["penalty_top"] + game.penalty_deck[0]] = 1.0
+        for card in game.penalty_deck[1:]:
+            out[at["penalty_hidden"] + card] += 1.0
+    out[at["penalty_size"]] = len(game.penalty_deck)
+    known = game.known_special_holders()
+    for row, card in enumerate(encoding.special_cards):
+        seat = known.get(card)
+        if seat is not None:
+            out[at["special_holder"] + row * encoding.num_players + seat] = 1.0
+    if game.replacement is not None:
+        if game.replacement.claim is not None:
+            out[at["place_claim"] + game.replacement.claim] = 1.0
+        out[at["place_remaining"]] = game.replacement.remaining

@@ -166,6 +166,7 @@ class Game:
     def __init__(self, config: GameConfig, deal: Deal):
         self.config = config
         self.cards: CardSet = config.cards
+        self._members = [[c for c, g in enumerate(self.cards.group_of) if g == group] for group in range(len(self.cards.groups))]
         self.num_players = config.num_players
         self.hands = [list(row) for row in deal.hands]
         self.collections = [list(row) for row in deal.collections]
@@ -345,7 +346,7 @@ class Game:
         if source == "penalty":  # the next penalty card is turned face up: public
             event["penalty_top"] = self._penalty_top_name()
         self.events.append(event)
-        if self._check_loss(player):
+        if self._check_loss(player, card):
             self._lose(player, self.loss_reason)
             return
         if self.cards.is_royal[card] and self.penalty_deck:
@@ -357,17 +358,18 @@ class Game:
             else:
                 self._place(player, drawn, "penalty")
 
-    def _check_loss(self, seat: int) -> bool:
-        """Same type (``loss_count`` of one group) or rainbow; sets ``loss_reason``."""
-        cards = self.cards
-        per_group = [0] * len(cards.groups)
-        for card, count in enumerate(self.collections[seat]):
-            if count and cards.group_of[card] >= 0:
-                per_group[cards.group_of[card]] += count
-        if max(per_group) >= self.config.loss_count:
-            self.loss_reason = "same_type"
-            return True
-        if self.config.rainbow_loses and all(per_group[: cards.animal_groups]):
+    def _check_loss(self, seat: int, placed: int | None = None) -> bool:
+        """Same type (``loss_count`` of one group) or rainbow; sets ``loss_reason``.
+
+        With ``placed`` given, only that card's group can have newly reached the count.
+        """
+        cards, collection = self.cards, self.collections[seat]
+        groups = range(len(cards.groups)) if placed is None else (cards.group_of[placed],)
+        for group in groups:
+            if group >= 0 and sum(collection[c] for c in self._members[group]) >= self.config.loss_count:
+                self.loss_reason = "same_type"
+                return True
+        if self.config.rainbow_loses and all(any(collection[c] for c in self._members[g]) for g in range(cards.animal_groups)):
             self.loss_reason = "rainbow"
             return True
         return False

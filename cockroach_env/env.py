@@ -69,9 +69,10 @@ import gymnasium
 import numpy as np
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
+from pettingzoo.utils.env_logger import EnvLogger
 
 from cockroach_env.config import GameConfig
-from cockroach_env.encoding import LAYOUT_VERSION, PHASES, encoding_for, write_state
+from cockroach_env.encoding import LAYOUT_VERSION, StateWriter, encoding_for
 from cockroach_env.engine import Game, IllegalMove, Phase, STAT_NAMES, explicit_deal, random_deal
 
 MOVE_KINDS = ("offer", "call", "peek", "pass", "place")
@@ -111,7 +112,42 @@ def env(render_mode: str | None = None, **options: Any) -> AECEnv:
     PettingZoo's out-of-bounds assertion wrapper is deliberately absent: out-of-range
     and illegal actions raise ``IllegalActionError`` with the decoded move and the reason.
     """
-    return wrappers.OrderEnforcingWrapper(raw_env(render_mode=render_mode, **options))
+    return OrderEnforcing(raw_env(render_mode=render_mode, **options))
+
+
+class OrderEnforcing(wrappers.OrderEnforcingWrapper):
+    """PettingZoo's order enforcement, with ``last()`` and ``step()`` forwarded to the raw env directly.
+
+    Same checks and same results; it skips the wrapper's per-attribute forwarding,
+    which costs more than a whole game step here.
+    """
+
+    def last(self, observe: bool = True):
+        if not self._has_reset:
+            EnvLogger.error_observe_before_reset()
+        return self.env.last(observe)
+
+    @property
+    def agent_selection(self) -> str:
+        if not self._has_reset:
+            raise AttributeError("agent_selection cannot be accessed before reset")
+        return self.env.agent_selection
+
+    @property
+    def agents(self) -> list[str]:
+        if not self._has_reset:
+            raise AttributeError("agents cannot be accessed before reset")
+        return self.env.agents
+
+    def step(self, action) -> None:
+        if not self._has_reset:
+            EnvLogger.error_step_before_reset()
+        elif not self.env.agents:
+            self._has_updated = True
+            EnvLogger.warn_step_after_terminated_truncated()
+        else:
+            self._has_updated = True
+            self.env.step(action)
 
 
 class raw_env(AECEnv):
@@ -153,7 +189,9 @@ class raw_env(AECEnv):
         )
         self._action_space = gymnasium.spaces.Discrete(enc.num_actions)
         self.state_space = gymnasium.spaces.Box(0.0, self._state_high(), (enc.state.size,), np.float32)
-        self._state = np.zeros(enc.state.size + 1, np.float32)
+        self._writer = StateWriter(enc)
+        self._masks: dict[tuple, np.ndarray] = {}
+        """Legal masks by the phase and the few facts they depend on (built once, then shared read-only)."""
         self._zero_mask = np.zeros(enc.num_actions, np.int8)
         self._rng = np.random.default_rng()
         self.game: Game | None = None
@@ -187,6 +225,7 @@ class raw_env(AECEnv):
             self._rng = np.random.default_rng(seed)
         deal = self._deal_from_options(options or {})
         self.game = Game(self.config, deal)
+        self._writer.reset()
         self.agents = list(self.possible_agents)
         self.rewards = {a: 0.0 for a in self.agents}
         self._cumulative_rewards = {a: 0.0 for a in self.agents}
@@ -244,12 +283,12 @@ class raw_env(AECEnv):
     def _play(self, agent: str, action: Any) -> None:
         """Apply one action; raise ``IllegalActionError`` leaving the game unchanged."""
         enc = self.encoding
-        try:
+        if isinstance(action, (int, np.integer)) and not isinstance(action, bool):
             index = int(action)
-            if index != action:
-                raise ValueError
-        except (TypeError, ValueError):
-            raise IllegalActionError(agent, action, None, f"expected an integer action in [0, {enc.num_actions})") from None
+        elif isinstance(action, np.ndarray) and action.shape in ((), (1,)) and np.issubdtype(action.dtype, np.integer):
+            index = int(action.reshape(()))
+        else:
+            raise IllegalActionError(agent, action, None, f"expected an integer action in [0, {enc.num_actions})")
         if not 0 <= index < enc.num_actions:
             raise IllegalActionError(agent, action, None, f"out of range; expected an integer in [0, {enc.num_actions})")
         if not self._mask[index]:
@@ -324,23 +363,39 @@ class raw_env(AECEnv):
             self._mask = self._zero_mask
 
     def _legal_mask(self) -> np.ndarray:
-        game, enc = self.game, self.encoding
-        mask = np.zeros(enc.num_actions, np.int8)
+        """The mask of the agent to act, from a cache keyed by what it depends on."""
+        game = self.game
         phase = game.phase
         if phase is Phase.OFFER:
-            hand = game.hands[game.current]
-            offers = mask[: enc.offer_size].reshape(enc.num_cards, -1)
-            offers[[c for c, count in enumerate(hand) if count]] = 1
+            key = (phase, tuple(map(bool, game.hands[game.current])))
         elif phase is Phase.RESPOND:
-            mask[enc.respond_start] = mask[enc.respond_start + 1] = 1
-            if game.can_peek():
-                mask[enc.respond_start + 2] = 1
+            key = (phase, game.can_peek())
         elif phase is Phase.PASS:
             seat, n = game.current, game.num_players
+            key = (phase, tuple((t - seat) % n for t in game.eligible_recipients()))
+        else:
+            key = (phase, tuple(game.placeable_cards()))
+        mask = self._masks.get(key)
+        if mask is None:
+            mask = self._masks[key] = self._build_mask(key)
+        return mask
+
+    def _build_mask(self, key: tuple) -> np.ndarray:
+        enc = self.encoding
+        phase, facts = key
+        mask = np.zeros(enc.num_actions, np.int8)
+        if phase is Phase.OFFER:
+            offers = mask[: enc.offer_size].reshape(enc.num_cards, -1)
+            offers[[c for c, in_hand in enumerate(facts) if in_hand]] = 1
+        elif phase is Phase.RESPOND:
+            mask[enc.respond_start] = mask[enc.respond_start + 1] = 1
+            mask[enc.respond_start + 2] = int(facts)
+        elif phase is Phase.PASS:
             passes = mask[enc.pass_start : enc.place_start].reshape(enc.num_targets, enc.num_claims)
-            passes[[(t - seat) % n - 1 for t in game.eligible_recipients()]] = 1
-        elif phase is Phase.PLACE:
-            mask[[enc.place_start + c for c in game.placeable_cards()]] = 1
+            passes[[offset - 1 for offset in facts]] = 1
+        else:
+            mask[[enc.place_start + c for c in facts]] = 1
+        mask.flags.writeable = False
         return mask
 
     # ------------------------------------------------------------------ observe
@@ -353,10 +408,11 @@ class raw_env(AECEnv):
         return {"observation": state[index], "action_mask": mask}
 
     def _full_state(self) -> np.ndarray:
-        if self._state_step != self.game.steps or self._state_step < 0:
-            write_state(self.encoding, self.game, self._state)
+        """The state vector (plus the zero slot), rewritten at most once per step."""
+        if self._state_step != self.game.steps:
+            self._writer.write(self.game)
             self._state_step = self.game.steps
-        return self._state
+        return self._writer.out
 
     def state(self) -> np.ndarray:
         return self._full_state()[:-1].copy()
