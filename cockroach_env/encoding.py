@@ -104,6 +104,7 @@ def _state_specs(config: GameConfig) -> list[tuple]:
         ("collections", (n, i), 0),
         ("hand_sizes", (n,), 0),
         ("history", (n, k), 0),
+        ("removed", (i,), None, "hidden"),
         ("phase", (len(PHASES),)),
         ("to_act", (n,), 0),
         ("chain_claim", (c,)),
@@ -122,7 +123,6 @@ def _state_specs(config: GameConfig) -> list[tuple]:
             ("place_remaining", (1,)),
             ("penalty_hidden", (i,), None, "hidden"),
         ]
-    specs.append(("removed", (i,), None, "hidden"))
     return specs
 
 
@@ -238,7 +238,7 @@ def encoding_for(config: GameConfig) -> Encoding:
 def write_state(encoding: Encoding, game, out: np.ndarray) -> np.ndarray:
     """Fill ``out`` (length ``state.size + 1``; the last entry stays zero) with the full state of ``game``.
 
-    The count segments (hands, collections, hand sizes, history) lead the layout, so
+    The count segments (hands, collections, hand sizes, history, removed) lead the layout, so
     they are written in one assignment; the one-hot segments after them are set entry
     by entry. This runs once per env step, so it avoids per-segment numpy calls.
     """
@@ -246,6 +246,7 @@ def write_state(encoding: Encoding, game, out: np.ndarray) -> np.ndarray:
     counts += [x for row in game.collections for x in row]
     counts += [sum(row) for row in game.hands]
     counts += [x for row in game.stats for x in row]
+    counts += game.removed
     out[: len(counts)] = counts
     _write_tail(encoding, game, out, len(counts))
     return out
@@ -269,10 +270,6 @@ def _write_tail(encoding: Encoding, game, out: np.ndarray, head: int) -> None:
         for s, claim in chain.claims:
             out[at["chain_claims"] + s * c + claim] = 1.0
         out[at["chain_card"] + chain.card] = 1.0
-    removed = at["removed"]
-    for card, count in enumerate(game.removed):
-        if count:
-            out[removed + card] = count
     if encoding.config.edition == "royal":
         _write_royal(encoding, game, out)
 
@@ -289,9 +286,10 @@ class StateWriter:
         self.out = np.zeros(encoding.state.size + 1, np.float32)
         self._rows: list[list[int]] | None = None
         n, i, k = encoding.num_players, encoding.num_cards, len(STAT_NAMES)
-        self._starts = [s * i for s in range(2 * n)] + [encoding.offsets["history"] + s * k for s in range(n)]
-        self._sizes_at = encoding.offsets["hand_sizes"]
-        self._head = encoding.offsets["history"] + n * k
+        at = encoding.offsets
+        self._starts = [s * i for s in range(2 * n)] + [at["history"] + s * k for s in range(n)] + [at["removed"]]
+        self._sizes_at = at["hand_sizes"]
+        self._head = at["removed"] + i
 
     def reset(self) -> None:
         """Forget the previous game: the next write is a full one."""
@@ -299,7 +297,7 @@ class StateWriter:
 
     def write(self, game) -> np.ndarray:
         out = self.out
-        rows = [*game.hands, *game.collections, *game.stats]
+        rows = [*game.hands, *game.collections, *game.stats, game.removed]
         sizes = list(map(sum, game.hands))
         previous = self._rows
         if previous is None:
