@@ -57,7 +57,11 @@ def pass_to(to: int, says: str) -> Move:
 
 
 def dealt_env(hands: dict, collections: dict | None = None, starter: int = 0, **config) -> raw_env:
-    """A raw env reset to an explicit deal; ``hands``/``collections`` are ``{seat: {type: count}}``."""
+    """A raw env reset to an explicit deal; ``hands``/``collections`` are ``{seat: {type: count}}``.
+
+    The player count defaults to the highest seat in ``hands`` plus one.
+    """
+    config.setdefault("num_players", max(hands) + 1)
     env = raw_env(**config)
     options = {"starter": agent(starter), "hands": {agent(s): h for s, h in hands.items()}}
     if collections:
