@@ -1,0 +1,26 @@
+"""Reference agents and the agent protocol.
+
+>>> import baselines
+>>> agent = baselines.make("heuristic", config, seed=0)
+>>> action = agent.act(observation)        # {"observation", "action_mask"} -> int
+
+See ``baselines.agent`` for the protocol and ``docs/agents_and_arena.md`` for a guide.
+"""
+
+from baselines.agent import Agent, AgentProtocol
+from baselines.heuristic import HeuristicAgent, HeuristicParams
+from baselines.registry import make, names, register
+from baselines.scripted import BlufferAgent, HonestAgent, RandomAgent
+
+__all__ = [
+    "Agent",
+    "AgentProtocol",
+    "BlufferAgent",
+    "HeuristicAgent",
+    "HeuristicParams",
+    "HonestAgent",
+    "RandomAgent",
+    "make",
+    "names",
+    "register",
+]

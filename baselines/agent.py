@@ -1,0 +1,86 @@
+"""The agent protocol: what everything that plays Cockroach Poker implements.
+
+An agent is built for one ``GameConfig`` and is seat-independent (observations are
+ego-centric, so the same object may play every seat). It owns a seeded
+``numpy.random.Generator`` and always returns a legal action::
+
+    agent = MyAgent(config, seed=0)
+    action = agent.act({"observation": obs, "action_mask": mask})     # -> int
+    actions = agent.act_batch(observations, masks)                   # (B, O), (B, A) -> (B,) int64
+
+``act_batch`` is optional in spirit: the base class provides one that loops over
+``act``. Agents whose ``act_batch`` is genuinely vectorized set ``supports_batch =
+True``; the arena then runs them on the batched engine. A vectorized ``act_batch``
+must draw from the generator exactly as the same rows played one by one through
+``act`` would, so that batched and one-at-a-time play agree move for move.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Protocol, runtime_checkable
+
+import numpy as np
+
+from cockroach_env.config import GameConfig
+from cockroach_env.encoding import Encoding, encoding_for
+
+
+@runtime_checkable
+class AgentProtocol(Protocol):
+    """Structural type of an agent (``Agent`` subclasses satisfy it; so may any object)."""
+
+    name: str
+
+    def act(self, observation: Mapping[str, np.ndarray]) -> int: ...
+
+
+class Agent:
+    """Base class of the baselines: config, encoding, seeded generator, a looping ``act_batch``."""
+
+    name: str = "agent"
+    supports_batch: bool = False
+    """True when ``act_batch`` is vectorized (and equivalent to calling ``act`` row by row)."""
+
+    def __init__(self, config: GameConfig, seed: int | None = None):
+        if not isinstance(config, GameConfig):
+            raise ValueError(f"config={config!r} is not allowed; expected a GameConfig")
+        self.config = config
+        self.encoding: Encoding = encoding_for(config)
+        self.rng = np.random.default_rng(seed)
+
+    def act(self, observation: Mapping[str, np.ndarray]) -> int:
+        """One legal action for the observation dict ``{"observation", "action_mask"}``."""
+        if self.supports_batch:
+            obs = np.asarray(observation["observation"], dtype=np.float32)[None]
+            mask = np.asarray(observation["action_mask"])[None]
+            return int(self.act_batch(obs, mask)[0])
+        raise NotImplementedError(f"{type(self).__name__} must implement act() or a vectorized act_batch()")
+
+    def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """Legal actions for a batch of observations ``(B, O)`` and masks ``(B, A)``; ``(B,)`` int64."""
+        return np.array(
+            [self.act({"observation": o, "action_mask": m}) for o, m in zip(observations, masks)],
+            dtype=np.int64,
+        ).reshape(len(observations))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, {self.config.num_players}p {self.config.edition})"
+
+
+def describe_agent(agent: Any) -> dict[str, Any]:
+    """Name and batching support of any agent-like object (for reports)."""
+    return {"name": str(getattr(agent, "name", type(agent).__name__)), "supports_batch": bool(getattr(agent, "supports_batch", False))}
+
+
+def pick_uniform(allowed: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Per row, the index of one ``True`` entry of ``allowed`` (B, K), chosen uniformly by ``u`` (B,) in [0, 1).
+
+    Rows without any allowed entry give -1. One uniform per row, so a batch draws
+    exactly what the same rows drawn one by one would.
+    """
+    allowed = np.asarray(allowed, dtype=bool)
+    counts = allowed.sum(1)
+    k = np.minimum((u * counts).astype(np.int64), np.maximum(counts - 1, 0))
+    ranks = np.cumsum(allowed, axis=1) - 1
+    hit = allowed & (ranks == k[:, None])
+    return np.where(counts > 0, hit.argmax(1), -1)

@@ -1,0 +1,270 @@
+"""``heuristic``: a strong scripted player that counts cards and weighs danger.
+
+Every decision compares the expected *loss probability* of the observer after each
+option, under a simple model of the table:
+
+* **Danger.** Each seat gets a hazard from its collection (cards per loss group
+  relative to ``loss_count``, only for groups with cards left to come; the rainbow
+  rule; a nearly empty hand), and the observer's chance to be the one who loses is its
+  share of ``exp(kappa * hazard)`` over the table. Taking a card that completes a set
+  (or must be taken with an empty hand) is a certain loss for its taker. A royal card
+  also brings the face-up penalty card; a joker or blank counts as a fraction of every
+  animal (the replacement card is not known in advance).
+* **Claims received.** The probability that a claim is true comes from card counting
+  (the cards the observer cannot see, ``counting.read_table``) combined by Bayes with
+  the claimant's revealed share of truthful claims (the public history counters), so
+  habitual bluffers are doubted and honest players believed.
+* **Claims made.** A recipient calls right, calls wrong or peeks at the rates its
+  history shows; a recipient who reads well (high call accuracy) is modelled as
+  believing a claim as much as the public information about it and the observer's own
+  revealed honesty suggest. The player offers the card and targets the seat that
+  minimise its loss probability (the most vulnerable opponent, a card that is safe
+  to get back), and chooses between its best truthful and best false claim at random,
+  weighted by how close they are, so it cannot be read trivially.
+* **Peeking** is valued as the best pass of every card the card in play could be,
+  so the player peeks when calling is too uncertain and a safe recipient exists.
+* **Royal replacements** place the card that adds least danger.
+
+The whole decision is computed for a batch at once; ``act`` is ``act_batch`` on one
+row, so both play identically. Each decision draws ``1 + A`` uniforms (the truth coin
+and a tie-breaking jitter).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from baselines.agent import Agent
+from baselines.counting import (
+    OFFER,
+    PASS,
+    PLACE,
+    RESPOND,
+    Rules,
+    Table,
+    claim_likelihoods,
+    claim_posterior,
+    honesty,
+    read_table,
+    response_rates,
+    rules_for,
+)
+from cockroach_env.config import GameConfig
+
+
+@dataclass(frozen=True)
+class HeuristicParams:
+    """Knobs of the heuristic's model (the defaults were tuned on 4-player classic games)."""
+
+    kappa: float = 3.0
+    """Sharpness of the danger share: exp(kappa * hazard)."""
+    set_power: float = 2.0
+    """Hazard of a loss group with ``k`` cards is ``(k / (loss_count - 1)) ** set_power``."""
+    hand_risk: tuple[float, ...] = (1.0, 0.6, 0.2, 0.05)
+    """Hazard of holding 0, 1, 2, 3 cards (more cards: none)."""
+    rainbow_weight: float = 1.0
+    special_spread: float = 1.0
+    """A joker or blank taken counts as this many cards spread over the animal groups."""
+    honesty_prior: float = 0.5
+    honesty_strength: float = 2.0
+    smart_floor: float = 0.55
+    """Call accuracy at which a recipient starts to be modelled as reading claims."""
+    smart_span: float = 0.35
+    truth_temperature: float = 0.01
+    """Softness of the choice between the best truthful and the best false claim."""
+    peek_cost: float = 0.0
+    """Added to the loss probability of peeking (positive values make the player call more)."""
+
+
+class HeuristicAgent(Agent):
+    """Card-counting, danger-weighing scripted player (see the module docstring)."""
+
+    name = "heuristic"
+    supports_batch = True
+
+    def __init__(self, config: GameConfig, seed: int | None = None, params: HeuristicParams | None = None):
+        super().__init__(config, seed)
+        self.rules: Rules = rules_for(config)
+        self.params = params or HeuristicParams()
+
+    # ------------------------------------------------------------------ decision
+    def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        enc = self.encoding
+        legal = np.asarray(masks) > 0
+        batch = len(legal)
+        draws = self.rng.random((batch, 1 + enc.num_actions))
+        coin, jitter = draws[:, 0], draws[:, 1:]
+        table = read_table(self.rules, observations)
+        loss = np.full((batch, enc.num_actions), np.inf)
+        truthful = np.zeros((batch, enc.num_actions), dtype=bool)
+
+        offering = table.phase == OFFER
+        if offering.any():
+            rows = np.flatnonzero(offering)
+            ev, truth = self._offer_losses(_rows(table, rows))
+            loss[rows, : enc.offer_size] = ev.reshape(len(rows), -1)
+            truthful[rows, : enc.offer_size] = truth.reshape(len(rows), -1)
+        responding = table.phase == RESPOND
+        if responding.any():
+            rows = np.flatnonzero(responding)
+            loss[rows, enc.respond_start : enc.pass_start] = self._respond_losses(_rows(table, rows))
+        passing = table.phase == PASS
+        if passing.any():
+            rows = np.flatnonzero(passing)
+            ev, truth = self._pass_losses(_rows(table, rows))
+            loss[rows, enc.pass_start : enc.place_start] = ev.reshape(len(rows), -1)
+            truthful[rows, enc.pass_start : enc.place_start] = truth.reshape(len(rows), -1)
+        placing = table.phase == PLACE
+        if placing.any():
+            rows = np.flatnonzero(placing)
+            loss[rows, enc.place_start :] = self._place_losses(_rows(table, rows))
+
+        loss = np.where(legal, loss, np.inf)
+        claiming = offering | passing
+        best_true = np.where(truthful, loss, np.inf).min(1)
+        best_false = np.where(~truthful, loss, np.inf).min(1)
+        gap = np.clip((best_false - best_true) / self.params.truth_temperature, -50, 50)
+        p_truth = np.where(np.isinf(best_false), 1.0, np.where(np.isinf(best_true), 0.0, 1.0 / (1.0 + np.exp(-np.nan_to_num(gap)))))
+        tell_truth = coin < p_truth
+        keep = np.where(claiming[:, None], truthful == tell_truth[:, None], True)
+        score = np.where(keep & legal, loss, np.inf) + 1e-9 * jitter
+        score = np.where(np.isfinite(score), score, np.where(legal, 1e6 + jitter, np.inf))
+        return score.argmin(1).astype(np.int64)
+
+    # ------------------------------------------------------------------ danger model
+    def _hazard(self, counts: np.ndarray, live: np.ndarray, hand_sizes: np.ndarray) -> np.ndarray:
+        """Hazard of collections ``counts`` (..., G) with ``live`` (..., G) groups and hand sizes (...)."""
+        p, rules = self.params, self.rules
+        x = np.clip(counts / (rules.loss_count - 1), 0.0, 1.0)
+        hazard = (x**p.set_power * live).sum(-1)
+        if rules.config.rainbow_loses:
+            animals = rules.animal_groups
+            distinct = (counts[..., :animals] > 0).sum(-1)
+            hazard = hazard + p.rainbow_weight * (distinct / (animals - 1)) ** 3
+        risk = np.asarray(p.hand_risk + (0.0,))
+        hazard = hazard + risk[np.clip(hand_sizes, 0, len(risk) - 1).astype(np.int64)]
+        return hazard
+
+    def _loss_if_taken(self, table: Table, my_hand: np.ndarray, empty_hand_loses: bool = True) -> np.ndarray:
+        """(B, N, I): the observer's loss probability if seat ``s`` takes a card of identity ``i``."""
+        rules, p = self.rules, self.params
+        batch, n = table.hand_sizes.shape
+        counts = table.group_counts  # (B, N, G)
+        hand_sizes = table.hand_sizes.copy()
+        hand_sizes[:, 0] = my_hand
+        effect = np.broadcast_to(rules.group, (batch,) + rules.group.shape).copy()  # (B, I, G)
+        if rules.config.edition == "royal":
+            top = table.penalty_top
+            top_group = rules.group[np.maximum(top, 0)] * (top >= 0)[:, None]
+            effect += rules.is_royal[None, :, None] * top_group[:, None, :]
+            effect[:, rules.is_special, : rules.animal_groups] += p.special_spread / rules.animal_groups
+        group_copies = rules.copies @ rules.group
+        live = ((group_copies - counts.sum(1)) > 0).astype(np.float64)  # (B, G)
+        after = counts[:, :, None, :] + effect[:, None, :, :]  # (B, N, I, G)
+        lost = (after >= rules.loss_count - 1e-9).any(-1)
+        if rules.config.rainbow_loses:
+            lost |= (after[..., : rules.animal_groups] > 0).all(-1)
+        if empty_hand_loses:
+            lost |= (hand_sizes <= 0)[:, :, None]
+        weight = np.exp(p.kappa * self._hazard(counts, live[:, None, :], hand_sizes))  # (B, N)
+        weight_after = np.exp(p.kappa * self._hazard(after, live[:, None, None, :], hand_sizes[:, :, None]))  # (B, N, I)
+        total = weight.sum(1)[:, None, None] - weight[:, :, None] + weight_after
+        mine = np.broadcast_to(weight[:, :1, None], total.shape).copy()
+        mine[:, 0, :] = weight_after[:, 0, :]
+        share = mine / total
+        me = np.zeros((1, n, 1), dtype=bool)
+        me[0, 0, 0] = True
+        return np.where(lost, me, share)
+
+    # ------------------------------------------------------------------ handing a card on
+    def _handover_losses(self, table: Table, taken: np.ndarray, seen: np.ndarray) -> np.ndarray:
+        """(B, I, T, C): the observer's loss probability after handing a card of identity ``i`` to
+        offset ``t`` with claim ``c``; ``taken`` is ``_loss_if_taken``; ``seen`` (B, N) marks the
+        seats that have seen the card once it is handed over (the observer included)."""
+        rules, p = self.rules, self.params
+        batch, n, _ = taken.shape
+        rates = response_rates(table.history)  # (B, N, 3)
+        right, wrong = rates[..., 0], rates[..., 1]
+        accuracy = right / np.maximum(right + wrong, 1e-9)
+        smart = np.clip((accuracy - p.smart_floor) / p.smart_span, 0.0, 1.0)[:, 1:]  # (B, T)
+        # after the handover, can the recipient pass it on?  unseen seats other than the recipient
+        unseen_seats = (~seen).sum(1)[:, None] - (~seen[:, 1:])  # (B, T)
+        calls = np.where(unseen_seats > 0, (right + wrong)[:, 1:], 1.0)  # (B, T)
+        believed = self._public_belief(table)  # (B, C)
+        truth = rules.truth[None, :, None, :]  # (1, I, 1, C)
+        read = np.where(truth, believed[:, None, None, :], 1.0 - believed[:, None, None, :])
+        p_right = calls[:, None, :, None] * (smart[:, None, :, None] * read + (1.0 - smart[:, None, :, None]) * 0.5)
+        p_wrong = calls[:, None, :, None] - p_right
+        p_on = 1.0 - calls[:, None, :, None]
+        mine = taken[:, 0, :][:, :, None, None]  # (B, I, 1, 1)
+        theirs = np.swapaxes(taken[:, 1:, :], 1, 2)[:, :, :, None]  # (B, I, T, 1)
+        others = taken[:, 1:, :].mean(1)[:, :, None, None]
+        return p_right * mine + p_wrong * theirs + p_on * others
+
+    def _public_belief(self, table: Table) -> np.ndarray:
+        """(B, C): how believable each claim of the observer is from public information alone."""
+        rules = self.rules
+        pool = np.maximum(rules.copies - table.collections.sum(1), 0.0)
+        true_claim, false_claim = claim_likelihoods(rules, pool)
+        q = honesty(table.history, self.params.honesty_prior, self.params.honesty_strength)[:, 0][:, None]
+        a = true_claim.sum(1) * q
+        b = false_claim.sum(1) * (1.0 - q)
+        return a / np.maximum(a + b, 1e-12)
+
+    def _offer_losses(self, table: Table):
+        batch, n = table.hand_sizes.shape
+        taken = self._loss_if_taken(table, table.hand_sizes[:, 0] - 1)
+        seen = np.zeros((batch, n), dtype=bool)
+        seen[:, 0] = True
+        losses = self._handover_losses(table, taken, seen)
+        truth = np.broadcast_to(self.rules.truth[None, :, None, :], losses.shape)
+        return losses, truth
+
+    def _pass_losses(self, table: Table):
+        taken = self._loss_if_taken(table, table.hand_sizes[:, 0])
+        seen = table.seen.copy()
+        seen[:, 0] = True
+        losses = self._handover_losses(table, taken, seen)  # (B, I, T, C)
+        rows = np.arange(len(losses))
+        card = np.maximum(table.card, 0)
+        truth = np.broadcast_to(self.rules.truth[card][:, None, :], losses[:, 0].shape)
+        return losses[rows, card], truth
+
+    # ------------------------------------------------------------------ responding
+    def _respond_losses(self, table: Table) -> np.ndarray:
+        """(B, 3): loss probability of calling true, calling false and peeking."""
+        rules, p = self.rules, self.params
+        rows = np.arange(len(table.claim))
+        passer = np.maximum(table.latest_passer, 0)
+        claim = np.maximum(table.claim, 0)
+        q = honesty(table.history, p.honesty_prior, p.honesty_strength)[rows, passer]
+        p_true, if_true, if_false = claim_posterior(rules, table.unseen, claim, q)
+        taken = self._loss_if_taken(table, table.hand_sizes[:, 0])
+        mine, theirs = taken[:, 0, :], taken[rows, passer, :]
+        true_mine, false_mine = (if_true * mine).sum(1), (if_false * mine).sum(1)
+        true_theirs, false_theirs = (if_true * theirs).sum(1), (if_false * theirs).sum(1)
+        call_true = p_true * true_theirs + (1.0 - p_true) * false_mine
+        call_false = (1.0 - p_true) * false_theirs + p_true * true_mine
+        # peek: the best pass of each identity the card could be, weighted by its probability
+        seen = table.seen.copy()
+        seen[:, 0] = True
+        handover = self._handover_losses(table, taken, seen)  # (B, I, T, C)
+        eligible = ~seen[:, 1:]  # (B, T)
+        handover = np.where(eligible[:, None, :, None], handover, np.inf).min(axis=(2, 3))  # (B, I)
+        card_dist = p_true[:, None] * if_true + (1.0 - p_true[:, None]) * if_false
+        handover = np.where(np.isfinite(handover), handover, 1.0)
+        peek = (card_dist * handover).sum(1) + p.peek_cost
+        return np.stack([call_true, call_false, peek], axis=1)
+
+    # ------------------------------------------------------------------ Royal replacement
+    def _place_losses(self, table: Table) -> np.ndarray:
+        """(B, I): loss probability of placing each identity from hand."""
+        taken = self._loss_if_taken(table, table.hand_sizes[:, 0], empty_hand_loses=False)
+        return taken[:, 0, :]
+
+
+def _rows(table: Table, rows: np.ndarray) -> Table:
+    """The sub-table of the given rows."""
+    return Table(**{name: value[rows] for name, value in vars(table).items()})

@@ -1,0 +1,97 @@
+"""Simple reference players: ``random``, ``honest`` and ``bluffer`` (all vectorized).
+
+Each decision draws a fixed number of uniforms per row, so ``act_batch`` on a batch
+plays exactly like ``act`` on its rows one after another.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from baselines.agent import Agent, pick_uniform
+from baselines.counting import OFFER, PASS, RESPOND, Rules, read_table, rules_for
+from cockroach_env.config import GameConfig
+from cockroach_env.encoding import Encoding
+
+
+def claim_truth_of_actions(enc: Encoding, rules: Rules, card_in_play: np.ndarray) -> np.ndarray:
+    """(B, A) bool: the offer or pass action makes a true claim (the pass card is ``card_in_play``, -1 if unknown)."""
+    batch = len(card_in_play)
+    out = np.zeros((batch, enc.num_actions), dtype=bool)
+    offers = np.broadcast_to(rules.truth[:, None, :], (enc.num_cards, enc.num_targets, enc.num_claims))
+    out[:, : enc.offer_size] = offers.reshape(-1)
+    known = card_in_play >= 0
+    passes = rules.truth[np.where(known, card_in_play, 0)][:, None, :] & known[:, None, None]
+    out[:, enc.pass_start : enc.place_start] = np.broadcast_to(passes, (batch, enc.num_targets, enc.num_claims)).reshape(batch, -1)
+    return out
+
+
+def claimed_share(rules: Rules, unseen: np.ndarray, claim: np.ndarray) -> np.ndarray:
+    """(B,) share of the observer's unseen cards of which ``claim`` would be true."""
+    fitting = (unseen * rules.truth[:, np.maximum(claim, 0)].T).sum(1)
+    return np.where(claim >= 0, fitting / np.maximum(unseen.sum(1), 1e-9), 0.0)
+
+
+class RandomAgent(Agent):
+    """Uniform over the legal actions."""
+
+    name = "random"
+    supports_batch = True
+
+    def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        u = self.rng.random(len(masks))
+        return pick_uniform(np.asarray(masks) > 0, u).astype(np.int64)
+
+
+class _ClaimStyleAgent(Agent):
+    """Offers a random card to a random player; tells the truth with probability ``truth_rate``."""
+
+    truth_rate = 1.0
+    peek_rate = 0.0
+    believe_share = 1.0
+    """Believes a claim iff its share of the unseen cards is at least ``believe_share / C``."""
+    supports_batch = True
+
+    def __init__(self, config: GameConfig, seed: int | None = None):
+        super().__init__(config, seed)
+        self.rules = rules_for(config)
+
+    def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        enc, rules = self.encoding, self.rules
+        legal = np.asarray(masks) > 0
+        u = self.rng.random((len(legal), 3))
+        table = read_table(rules, observations)
+        true_claims = claim_truth_of_actions(enc, rules, table.card)
+        # claims: truthful with probability truth_rate when a truthful (resp. false) option exists
+        want_truth = u[:, 0] < self.truth_rate
+        preferred = legal & np.where(want_truth[:, None], true_claims, ~true_claims)
+        claiming = np.isin(table.phase, (OFFER, PASS))
+        preferred = np.where((claiming & preferred.any(1))[:, None], preferred, legal)
+        action = pick_uniform(preferred, u[:, 1])
+        # responses: peek sometimes, otherwise believe the claim when it is plausible enough
+        responding = table.phase == RESPOND
+        can_peek = legal[:, enc.respond_start + 2]
+        believe = claimed_share(rules, table.unseen, table.claim) >= self.believe_share / enc.num_claims
+        response = np.where(believe, enc.respond_start, enc.respond_start + 1)
+        response = np.where(can_peek & (u[:, 2] < self.peek_rate), enc.respond_start + 2, response)
+        return np.where(responding, response, action).astype(np.int64)
+
+
+class HonestAgent(_ClaimStyleAgent):
+    """Always claims a true type (uniform card and target); never peeks; believes claims of
+    types at least as common as average among the cards it cannot see (card counting)."""
+
+    name = "honest"
+    truth_rate = 1.0
+    peek_rate = 0.0
+    believe_share = 1.0
+
+
+class BlufferAgent(_ClaimStyleAgent):
+    """Lies 80% of the time; peeks and passes a quarter of the cards it may pass; doubts
+    every claim unless its type is at least twice as common as average among unseen cards."""
+
+    name = "bluffer"
+    truth_rate = 0.2
+    peek_rate = 0.25
+    believe_share = 2.0
