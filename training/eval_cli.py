@@ -1,0 +1,186 @@
+"""``cockroach-eval``: play agents against each other and print honest statistics.
+
+Examples::
+
+    cockroach-eval heuristic random*3 --games 2000
+    cockroach-eval heuristic honest*3 --json results.json --plot results.png
+    cockroach-eval heuristic bluffer --players 2 --preset duel
+    cockroach-eval random honest bluffer heuristic runs/ppo/agent --league --games 400
+    cockroach-eval mypkg.agents:MyAgent random*3 --preset royal --engine aec
+
+Agents are baseline names, ``module:Class`` or checkpoint paths/names, one per seat
+(``NAME*K`` repeats). See ``training.arena`` for seat rotation, duplicate deals and
+the JSON schema. Exit status: 0 on success, 2 on bad input or a misbehaving agent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Sequence
+
+from cockroach_env.config import PRESETS, GameConfig
+from cockroach_env.engine import LOSS_REASONS
+from training.arena import ENGINES, ArenaError, MatchResult, expand_lineup, play_league, play_match
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cockroach-eval",
+        description="Play Cockroach Poker agents against each other with seat rotation and duplicate deals; report loss rates with 95%% Wilson intervals and behaviour statistics.",
+        epilog="Agents: " + "baseline names (random, honest, bluffer, heuristic), module:Class, or checkpoint paths/names; NAME*K repeats an agent K times.",
+    )
+    parser.add_argument("agents", nargs="+", help="one agent per seat (or the pool, with --league)")
+    parser.add_argument("--games", type=int, default=1000, help="games to play (per table in a league); rounded up to a multiple of the player count (default 1000)")
+    parser.add_argument("--players", type=int, default=None, help="player count (default: the number of agents; in a league 4, or the pool size if smaller)")
+    parser.add_argument("--preset", default=None, help=f"rule set: {', '.join(PRESETS)}; combine with '+', e.g. rainbow+even-deal")
+    parser.add_argument("--edition", choices=("classic", "royal"), default=None, help="card edition")
+    parser.add_argument("--loss-count", type=int, default=None, help="cards of one type that lose (default 4, 5 with two players)")
+    parser.add_argument("--discard", type=int, default=None, help="cards removed unseen before dealing")
+    parser.add_argument("--rainbow", action="store_true", default=None, help="a collection with every creature type loses")
+    parser.add_argument("--opening-cards", type=int, default=None, help="face-up cards dealt into each collection (0 or 1)")
+    parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="any other GameConfig option, e.g. blank_counts_as_royal=true (repeatable)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the deals and the agents' generators (default 0)")
+    parser.add_argument("--no-duplicate", action="store_true", help="deal every game afresh instead of replaying each deal under every seat rotation")
+    parser.add_argument("--engine", choices=ENGINES, default="auto", help="batched engine, AEC env, or auto: batched when every agent supports it (default)")
+    parser.add_argument("--batch-size", type=int, default=1024, help="games played in lock step (default 1024)")
+    parser.add_argument("--league", action="store_true", help="round robin over the agents as a pool; prints OpenSkill Plackett-Luce ratings")
+    parser.add_argument("--json", metavar="PATH", default=None, help="write the results as JSON to PATH ('-' for stdout, replacing the table)")
+    parser.add_argument("--plot", metavar="PNG", default=None, help="write a bar chart of loss rates with 95%% intervals")
+    parser.add_argument("--quiet", action="store_true", help="no table and no progress bar")
+    return parser
+
+
+def config_from_args(args: argparse.Namespace, default_players: int) -> GameConfig:
+    options: dict[str, Any] = {}
+    for item in args.option:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--option {item!r} is not allowed; expected KEY=VALUE")
+        options[key.strip().replace("-", "_")] = _parse_value(value.strip())
+    for key in ("edition", "loss_count", "discard", "opening_cards"):
+        if getattr(args, key) is not None:
+            options[key] = getattr(args, key)
+    if args.rainbow:
+        options["rainbow_loses"] = True
+    preset_players = any("num_players" in PRESETS.get(p, {}) for p in (args.preset or "").split("+"))
+    players = args.players if args.players is not None else (None if preset_players else default_players)
+    if players is not None:
+        options["num_players"] = players
+    return GameConfig.from_options(preset=args.preset, **options)
+
+
+def _parse_value(text: str) -> Any:
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("none", "null"):
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        entries = expand_lineup(args.agents)
+        default_players = (4 if len(entries) >= 4 else len(entries)) if args.league else len(entries)
+        config = config_from_args(args, default_players)
+        common = dict(games=args.games, seed=args.seed, duplicate=not args.no_duplicate, engine=args.engine, batch_size=args.batch_size, progress=False if args.quiet else None)
+        if args.league:
+            result = play_league(entries, config, **common)
+        else:
+            result = play_match(entries, config, **common)
+    except (ArenaError, ValueError) as error:
+        print(f"cockroach-eval: error: {error}", file=sys.stderr)
+        return 2
+    if args.json == "-":
+        json.dump(result.to_json(), sys.stdout, indent=2)
+        print()
+    else:
+        if not args.quiet:
+            print(format_result(result))
+        if args.json:
+            with open(args.json, "w") as handle:
+                json.dump(result.to_json(), handle, indent=2)
+    if args.plot:
+        plot_result(result, args.plot)
+    return 0
+
+
+# ---------------------------------------------------------------------------- output
+def describe_config(config: GameConfig) -> str:
+    default = GameConfig(num_players=config.num_players, edition=config.edition)
+    changed = [f"{k}={v}" for k, v in config.to_dict().items() if getattr(default, k) != v]
+    return f"{config.num_players}-player {config.edition}" + (f" ({', '.join(changed)})" if changed else "")
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def format_result(result: MatchResult) -> str:
+    """The readable terminal table of a match or league result."""
+    config = result.config
+    n = config.num_players
+    if result.league is not None:
+        head = f"league of {len(result.agents)} agents, {len(result.league['tables'])} tables, {result.games} games"
+    else:
+        deals = f"{result.games // n} duplicate deals x {n} seat rotations" if result.duplicate else "fresh deals, seats rotated"
+        head = f"{result.games} games ({deals})"
+    lines = [f"{describe_config(config)}: {head}, seed {result.seed}, {result.engine} engine, {result.seconds:.1f} s"]
+    columns = ["agent", "seats", "games", "loss rate", "95% CI", *LOSS_REASONS, "false offer", "false pass", "call acc", "peek rate", "cards/game"]
+    rows = []
+    for a in result.agents:
+        lo, hi = a.loss_rate_ci95
+        b = a.behaviour
+        cards = b["cards_collected_per_game"]
+        rows.append(
+            [a.name, str(a.seats), str(a.games), _pct(a.loss_rate), f"[{_pct(lo)}, {_pct(hi)}]"]
+            + [str(a.loss_reasons.get(r, 0)) for r in LOSS_REASONS]
+            + [_pct(b["false_offer_rate"]), _pct(b["false_pass_rate"]), _pct(b["call_accuracy"]), _pct(b["peek_rate"]), "-" if cards is None else f"{cards:.2f}"]
+        )
+    lines += _grid(columns, rows)
+    lines.append(f"parity (an agent as good as the table): {_pct(1 / n)} loss rate" + (f"; {result.truncated} game(s) truncated without a loser" if result.truncated else ""))
+    if result.league is not None:
+        lines.append("")
+        lines.append("OpenSkill Plackett-Luce ratings (ordinal = mu - 3 sigma):")
+        lines += _grid(["rank", "agent", "mu", "sigma", "ordinal", "games"], [[str(i + 1), r.name, f"{r.mu:.2f}", f"{r.sigma:.2f}", f"{r.ordinal:.2f}", str(r.games)] for i, r in enumerate(result.ratings)])
+    return "\n".join(lines)
+
+
+def _grid(columns: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(columns)]
+    fmt = lambda cells: "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(cells, widths)))  # noqa: E731
+    return [fmt(columns), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows]
+
+
+def plot_result(result: MatchResult, path: str) -> None:
+    """A PNG bar chart of each agent's loss rate with its 95% Wilson interval and the parity line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [a.name for a in result.agents]
+    rates = [a.loss_rate for a in result.agents]
+    lows = [a.loss_rate - a.loss_rate_ci95[0] for a in result.agents]
+    highs = [a.loss_rate_ci95[1] - a.loss_rate for a in result.agents]
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(names) + 2), 3.5))
+    ax.bar(names, rates, yerr=[lows, highs], capsize=6, color="#4c72b0")
+    ax.axhline(1 / result.config.num_players, color="gray", linestyle="--", label="parity")
+    ax.set_ylabel("loss rate (95% Wilson interval)")
+    ax.set_ylim(0, min(1.0, max(r + h for r, h in zip(rates, highs)) * 1.15 + 0.02))
+    ax.set_title(f"{describe_config(result.config)}, {result.games} games")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

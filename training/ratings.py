@@ -1,0 +1,72 @@
+"""Honest numbers for the arena: Wilson score intervals and OpenSkill (Plackett-Luce) ratings."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+Z95 = 1.959963984540054
+"""Two-sided 95% quantile of the standard normal distribution."""
+
+
+def wilson_interval(successes: int, trials: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion (default 95%).
+
+    Unlike the normal approximation it stays inside [0, 1] and is sensible for rates
+    near 0 or 1 and small samples. ``trials == 0`` gives the uninformative ``(0, 1)``.
+    """
+    if trials < 0 or not 0 <= successes <= trials:
+        raise ValueError(f"wilson_interval({successes!r}, {trials!r}) is not allowed; expected 0 <= successes <= trials")
+    if trials == 0:
+        return 0.0, 1.0
+    p = successes / trials
+    z2 = z * z
+    centre = (p + z2 / (2 * trials)) / (1 + z2 / trials)
+    half = z * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials * trials)) / (1 + z2 / trials)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass
+class Rating:
+    """An agent's OpenSkill rating: mean skill ``mu``, uncertainty ``sigma`` and the
+    conservative ``ordinal`` (``mu - 3 sigma``) used to rank."""
+
+    name: str
+    mu: float
+    sigma: float
+    games: int
+
+    @property
+    def ordinal(self) -> float:
+        return self.mu - 3.0 * self.sigma
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "mu": self.mu, "sigma": self.sigma, "ordinal": self.ordinal, "games": self.games}
+
+
+def plackett_luce_ratings(names: Sequence[str], games: Iterable[tuple[Sequence[str], str | None]]) -> list[Rating]:
+    """Rate agents from game results with OpenSkill's Plackett-Luce model.
+
+    Each game is ``(participants, loser)``: the distinct agents at the table and the
+    one who lost (``None`` for a game without a loser, which is skipped). The loser
+    ranks last, everyone else shares first place. Games are rated in order. Returns
+    the ratings sorted best first (by ordinal).
+    """
+    from openskill.models import PlackettLuce
+
+    model = PlackettLuce()
+    ratings = {name: model.rating(name=name) for name in names}
+    counts = {name: 0 for name in names}
+    for participants, loser in games:
+        if loser is None:
+            continue
+        if len(set(participants)) != len(participants):
+            raise ValueError(f"a rated game needs distinct participants, got {list(participants)}")
+        teams = [[ratings[p]] for p in participants]
+        ranks = [2 if p == loser else 1 for p in participants]
+        for p, (new,) in zip(participants, model.rate(teams, ranks=ranks)):
+            ratings[p] = new
+            counts[p] += 1
+    out = [Rating(name, float(r.mu), float(r.sigma), counts[name]) for name, r in ratings.items()]
+    return sorted(out, key=lambda r: -r.ordinal)
