@@ -1,0 +1,1312 @@
+"""The batched engine: ``B`` games of Cockroach Poker held in arrays and stepped together.
+
+```python
+from cockroach_env.batched import BatchedGames, random_legal_actions
+games = BatchedGames(config, batch_size=1024, seed=0)
+step = games.reset()                       # BatchStep of the first decision of every game
+while training:
+    actions = policy(step.observation, step.action_mask)   # (B,) ints, one per game
+    step = games.step(actions)             # finished games are dealt again automatically
+```
+
+Every game is the rules engine's game (``engine.Game``) under the same ``GameConfig``:
+observations, masks and action indices are exactly those of the AEC env for the same
+state (``tests/test_batched.py`` drives both engines with the same deals and actions and
+compares every step). A step takes one action per game, for the seat ``to_act`` there.
+
+``BatchStep`` (numpy arrays, batch first; fresh arrays each call, owned by the caller)
+
+| field          | shape, dtype      | meaning                                                    |
+|----------------|-------------------|------------------------------------------------------------|
+| `to_act`       | (B,) int64        | absolute seat to act next                                  |
+| `observation`  | (B, O) float32    | that seat's ego-centric observation (C-contiguous)         |
+| `action_mask`  | (B, A) int8       | that seat's legal actions                                  |
+| `rewards`      | (B, N) float32    | terminal rewards by absolute seat of games that ended now  |
+| `done`         | (B,) bool         | the game ended in this step and was dealt again            |
+| `loser`        | (B,) int64        | losing seat, -1 where no one lost now                      |
+| `loss_reason`  | (B,) int64        | index into ``engine.LOSS_REASONS``, -1 where no one lost   |
+| `truncated`    | (B,) bool         | ended by ``config.max_steps`` (done too; no loser, zero rewards) |
+
+When ``done[b]``, ``to_act``/``observation``/``action_mask`` of game ``b`` already belong
+to the first decision of its new game; ``games.last_deals[b]`` is the new ``engine.Deal``.
+
+Design
+------
+Game state is a handful of small-integer arrays (``bytes_per_game`` reports the size):
+hand and collection counts ``(B, N, I)``, history counters, the claim each seat made in
+the current round, who has seen the card, the Royal penalty deck with a top pointer,
+and one int8 row of per-game scalars (phase, seat to act, the card in play, its holder
+and latest passer, the claim, the pending replacement, the penalty deck pointers and
+the publicly known holders of the joker and blank).
+
+Two interchangeable backends play identically (the tests compare them):
+
+* ``numpy``: each step is vectorized by move kind (offers, peeks, passes, calls,
+  places are index sets of the batch). A placement is a loop over the still-active
+  subset: place, check the loss, and for a placed royal draw the next penalty card;
+  drawn royals stay active (chained draws), drawn specials go to hand and leave the
+  loop, so the loop runs at most ``penalty deck + 1`` times, nearly always once. Taking
+  a joker or blank either places it (no other card in hand) or opens the PLACE phase,
+  whose decisions are ordinary steps. The observation is the full state vector written
+  for the batch, then gathered with ``Encoding.observation_index`` per game.
+* ``numba`` (default when numba is importable, ``pip install numba``): the same rules
+  as compiled per-game code, close to ``engine.py`` line by line; observations are
+  written straight into the output through the inverse of ``observation_index``
+  (state entry -> observation position), so no state vector is materialized.
+
+Fresh deals follow ``engine.random_deal``'s rules exactly (starter, one permutation of
+the deck used front to back: removed cards, penalty deck, opening cards, hands dealt
+round-robin from the starter, Royal leftovers); they are drawn ahead in blocks from the
+batch's ``numpy.random.Generator``, so the stream is not bit-identical to calling
+``random_deal`` game by game.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Sequence
+
+import numpy as np
+
+from cockroach_env.config import GameConfig
+from cockroach_env.encoding import PHASES, RESPOND_ACTIONS, Encoding, encoding_for
+from cockroach_env.engine import (
+    FALSE_CLAIMS,
+    LOSS_REASONS,
+    PEEKS,
+    RIGHT_CALLS,
+    STAT_NAMES,
+    TRUTHFUL_CLAIMS,
+    WRONG_CALLS,
+    Deal,
+    Game,
+    Phase,
+)
+
+try:  # optional: the compiled backend
+    import numba
+except ImportError:  # pragma: no cover - exercised where numba is absent
+    numba = None
+
+BACKENDS = ("auto", "numba", "numpy")
+
+OFFER, RESPOND, PASS, PLACE = (PHASES.index(p) for p in (Phase.OFFER, Phase.RESPOND, Phase.PASS, Phase.PLACE))
+OVER = len(PHASES)
+"""Phase codes: the position in ``encoding.PHASES`` (the one-hot order), ``OVER`` after a loss."""
+
+SAME_TYPE, EMPTY_HAND, RAINBOW = (LOSS_REASONS.index(r) for r in ("same_type", "empty_hand", "rainbow"))
+
+# Columns of the per-game scalar row ``info`` (int8). -1 means "none".
+(
+    PHASE,
+    CURRENT,
+    CARD,
+    OFFERER,
+    HOLDER,
+    PASSER,
+    CLAIM,
+    PLACE_CLAIM,
+    PLACE_REMAINING,
+    PENALTY_TOP,
+    PENALTY_END,
+    SPECIAL_HOLDER,  # first of two columns: joker, blank (the order of ``CardSet.identities``)
+) = range(12)
+INFO_COLUMNS = SPECIAL_HOLDER + 2
+
+# Columns of the per-identity table handed to the compiled kernels.
+GROUP, ROYAL, SPECIAL, SPECIAL_ROW, TRUTH = range(5)  # TRUTH..TRUTH+C: truth; TRUTH+C..: fits
+
+STATE_SEGMENTS = {
+    "hands": ("n", "i"),
+    "collections": ("n", "i"),
+    "hand_sizes": ("n",),
+    "history": ("n", "k"),
+    "phase": ("phases",),
+    "to_act": ("n",),
+    "chain_claim": ("c",),
+    "chain_latest_passer": ("n",),
+    "chain_holder": ("n",),
+    "chain_seen": ("n",),
+    "chain_claims": ("n", "c"),
+    "chain_card": ("i",),
+    "removed": ("i",),
+    "penalty_top": ("i",),
+    "penalty_size": (1,),
+    "special_holder": (2, "n"),
+    "place_claim": ("c",),
+    "place_remaining": (1,),
+    "penalty_hidden": ("i",),
+}
+"""The state segments this module knows how to fill, with their expected shapes."""
+SEGMENT_NAMES = tuple(STATE_SEGMENTS)
+
+# Integer parameters handed to the compiled kernels, by position.
+PARAM_NAMES = (
+    "n", "i", "c", "k", "loss_count", "rainbow", "animal_groups", "max_steps",
+    "offer_size", "respond_start", "pass_start", "place_start", "num_actions", "observation_size",
+)  # fmt: skip
+(
+    P_N, P_I, P_C, P_K, P_LOSS_COUNT, P_RAINBOW, P_ANIMAL_GROUPS, P_MAX_STEPS,
+    P_OFFER_SIZE, P_RESPOND_START, P_PASS_START, P_PLACE_START, P_NUM_ACTIONS, P_OBSERVATION_SIZE,
+) = range(len(PARAM_NAMES))  # fmt: skip
+(
+    S_HANDS, S_COLLECTIONS, S_HAND_SIZES, S_HISTORY, S_PHASE, S_TO_ACT, S_CHAIN_CLAIM, S_CHAIN_LATEST_PASSER,
+    S_CHAIN_HOLDER, S_CHAIN_SEEN, S_CHAIN_CLAIMS, S_CHAIN_CARD, S_REMOVED, S_PENALTY_TOP, S_PENALTY_SIZE,
+    S_SPECIAL_HOLDER, S_PLACE_CLAIM, S_PLACE_REMAINING, S_PENALTY_HIDDEN,
+) = range(len(SEGMENT_NAMES))  # fmt: skip
+
+
+@dataclass
+class BatchStep:
+    """The outcome of ``reset`` or ``step`` for every game (see the module docstring)."""
+
+    to_act: np.ndarray
+    observation: np.ndarray
+    action_mask: np.ndarray
+    rewards: np.ndarray
+    done: np.ndarray
+    loser: np.ndarray
+    loss_reason: np.ndarray
+    truncated: np.ndarray
+
+    def __repr__(self) -> str:
+        b, o = self.observation.shape
+        return f"BatchStep(B={b}, O={o}, A={self.action_mask.shape[1]}, done={int(self.done.sum())}, to_act={self.to_act[:8].tolist()}{'...' if b > 8 else ''})"
+
+
+# ---------------------------------------------------------------------------- rules tables
+class _Rules:
+    """The config's rules as arrays and integers, shared by both backends."""
+
+    def __init__(self, config: GameConfig, encoding: Encoding):
+        cards = config.cards
+        self.n = n = config.num_players
+        self.i = i = len(cards.identities)
+        self.c = c = len(cards.claims)
+        self.k = len(STAT_NAMES)
+        self.g = len(cards.groups)
+        self.royal = config.edition == "royal"
+        self.loss_count = config.loss_count
+        self.rainbow = config.rainbow_loses
+        self.animal_groups = cards.animal_groups
+        self.max_steps = config.max_steps or 0
+        self.truth = np.array(cards.truth, dtype=bool)
+        self.fits = self.truth & ~np.array(cards.is_special)[:, None]
+        self.group_of = np.array(cards.group_of, dtype=np.int64)
+        self.is_royal = np.array(cards.is_royal, dtype=bool)
+        self.is_special = np.array(cards.is_special, dtype=bool)
+        self.specials = np.flatnonzero(self.is_special)
+        if self.specials.size not in (0, 2):
+            raise ValueError(f"the {cards.edition} card set has {self.specials.size} special cards; the batched engine expects 0 or 2")
+        self.special_row = np.full(i, -1, np.int64)
+        self.special_row[self.specials] = np.arange(self.specials.size)
+        # members[card, group]: 1 where the card counts toward the group (specials toward none).
+        self.members = np.zeros((i, self.g), np.int64)
+        for card, group in enumerate(cards.group_of):
+            if group >= 0:
+                self.members[card, group] = 1
+        # Penalty deck capacity: the configured size plus the Royal leftovers (at most n - 2).
+        self.penalty_capacity = max(16, config.penalty_deck_size + n) if self.royal else 0
+        self.deck = np.repeat(np.arange(i, dtype=np.int8), cards.copies)
+        enc = encoding
+        self.offer_size, self.respond_start, self.pass_start, self.place_start = enc.offer_size, enc.respond_start, enc.pass_start, enc.place_start
+        self.num_actions = enc.num_actions
+        self.state_size = enc.state.size
+        self.observation_size = enc.observation.size
+        self.segments = self._segment_starts(encoding)
+        self.observation_index = np.stack(
+            [np.stack([encoding.observation_index(v, seen) for seen in (False, True)]) for v in range(n)]
+        ).astype(np.intp)
+        """``(N, 2, O)``: ``Encoding.observation_index(viewer, has_seen_card)``."""
+        self.observation_position = self._inverse_index()
+        self.card_table = np.zeros((i, TRUTH + 2 * c), np.int8)
+        self.card_table[:, GROUP] = self.group_of
+        self.card_table[:, ROYAL] = self.is_royal
+        self.card_table[:, SPECIAL] = self.is_special
+        self.card_table[:, SPECIAL_ROW] = self.special_row
+        self.card_table[:, TRUTH : TRUTH + c] = self.truth
+        self.card_table[:, TRUTH + c :] = self.fits
+        values = dict(
+            n=n, i=i, c=c, k=self.k, loss_count=self.loss_count, rainbow=int(self.rainbow), animal_groups=self.animal_groups,
+            max_steps=self.max_steps, offer_size=self.offer_size, respond_start=self.respond_start, pass_start=self.pass_start,
+            place_start=self.place_start, num_actions=self.num_actions, observation_size=self.observation_size,
+        )  # fmt: skip
+        self.params = np.array([values[name] for name in PARAM_NAMES], np.int64)
+
+    def _segment_starts(self, encoding: Encoding) -> np.ndarray:
+        """Start of every known segment in the state vector (-1 if absent); refuse unknown layouts."""
+        extent = {"n": self.n, "i": self.i, "c": self.c, "k": self.k, "phases": len(PHASES)}
+        starts = np.full(len(SEGMENT_NAMES), -1, np.int64)
+        for seg in encoding.state.segments.values():
+            if seg.name not in STATE_SEGMENTS:
+                raise ValueError(f"state segment {seg.name!r} is unknown to the batched engine; expected only {list(SEGMENT_NAMES)} (update cockroach_env/batched.py with the layout)")
+            expected = tuple(extent.get(d, d) for d in STATE_SEGMENTS[seg.name])
+            if tuple(seg.shape) != expected:
+                raise ValueError(f"state segment {seg.name!r} has shape {seg.shape}; the batched engine expects {expected}")
+            starts[SEGMENT_NAMES.index(seg.name)] = seg.start
+        return starts
+
+    def _inverse_index(self) -> np.ndarray:
+        """``(N, 2, S)``: observation position of each state entry for a viewer, -1 if not visible."""
+        s = self.state_size
+        position = np.full((self.n, 2, s), -1, np.int32)
+        for v in range(self.n):
+            for seen in (0, 1):
+                index = self.observation_index[v, seen]
+                visible = index != s  # the always-zero slot
+                if np.unique(index[visible]).size != visible.sum():
+                    raise ValueError("observation_index reads a state entry twice; the batched engine needs a one-to-one gather")
+                position[v, seen, index[visible]] = np.flatnonzero(visible)
+        return position
+
+
+# ---------------------------------------------------------------------------- deals
+@dataclass
+class _Deals:
+    """A block of deals as arrays (``K`` games)."""
+
+    starter: np.ndarray  # (K,) int8
+    hands: np.ndarray  # (K, N, I) int8
+    collections: np.ndarray  # (K, N, I) int8
+    removed: np.ndarray  # (K, I) int8
+    penalty: np.ndarray  # (K, P) int8, top card first
+    penalty_size: np.ndarray  # (K,) int8
+
+    def __len__(self) -> int:
+        return len(self.starter)
+
+    def deal(self, k: int) -> Deal:
+        """Deal ``k`` as an ``engine.Deal``."""
+        return Deal(
+            starter=int(self.starter[k]),
+            hands=self.hands[k].tolist(),
+            collections=self.collections[k].tolist(),
+            removed=self.removed[k].tolist(),
+            penalty_deck=self.penalty[k, : self.penalty_size[k]].tolist(),
+        )
+
+    @staticmethod
+    def concatenate(blocks: Sequence["_Deals"]) -> "_Deals":
+        return _Deals(*(np.concatenate([getattr(b, f.name) for b in blocks]) for f in fields(_Deals)))
+
+    def slice(self, start: int) -> "_Deals":
+        return _Deals(*(getattr(self, f.name)[start:] for f in fields(_Deals)))
+
+
+def deal_orders(config: GameConfig, rng: np.random.Generator, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Starters and shuffled decks of ``count`` games: the random part of ``engine.random_deal``."""
+    n = config.num_players
+    deck = np.repeat(np.arange(len(config.cards.identities), dtype=np.int8), config.cards.copies)
+    starters = np.full(count, config.starter, np.int64) if config.starter is not None else rng.integers(n, size=count)
+    orders = rng.permuted(np.broadcast_to(deck, (count, deck.size)), axis=1)
+    return starters, orders
+
+
+def deals_from_orders(config: GameConfig, starters: np.ndarray, orders: np.ndarray, penalty_capacity: int | None = None) -> _Deals:
+    """Deal shuffled decks as ``engine.random_deal`` does (same positions, same seats)."""
+    n, i = config.num_players, len(config.cards.identities)
+    count, size = orders.shape
+    rows = np.arange(count)[:, None]
+    starters = np.asarray(starters, np.int64)
+
+    def per_seat(cards: np.ndarray, seats: np.ndarray) -> np.ndarray:
+        flat = ((rows * n + seats) * i + cards).ravel()
+        return np.bincount(flat, minlength=count * n * i).reshape(count, n, i).astype(np.int8)
+
+    position = config.discard
+    removed = np.bincount((rows * i + orders[:, :position]).ravel(), minlength=count * i).reshape(count, i).astype(np.int8)
+    penalty_size = config.penalty_deck_size
+    penalty = orders[:, position : position + penalty_size]
+    position += penalty_size
+    opening = config.opening_cards * n
+    seats = (starters[:, None] + np.arange(opening)) % n
+    collections = per_seat(orders[:, position : position + opening], seats)
+    position += opening
+    rest = orders[:, position:]
+    dealt = rest.shape[1] if config.edition == "classic" else (rest.shape[1] // n) * n + (1 if rest.shape[1] % n else 0)
+    hands = per_seat(rest[:, :dealt], (starters[:, None] + np.arange(dealt)) % n)
+    penalty = np.concatenate([penalty, rest[:, dealt:]], axis=1)
+    capacity = penalty.shape[1] if penalty_capacity is None else penalty_capacity
+    padded = np.zeros((count, capacity), np.int8)
+    padded[:, : penalty.shape[1]] = penalty
+    return _Deals(
+        starters.astype(np.int8), hands, collections, removed, padded, np.full(count, penalty.shape[1], np.int8)
+    )
+
+
+def _deals_from_engine(config: GameConfig, rules: _Rules, deals: Sequence[Deal]) -> _Deals:
+    """Explicit ``engine.Deal``s as arrays, refusing deals the batched engine cannot start."""
+    n, i, p = rules.n, rules.i, rules.penalty_capacity
+    count = len(deals)
+    block = _Deals(
+        np.zeros(count, np.int8), np.zeros((count, n, i), np.int8), np.zeros((count, n, i), np.int8),
+        np.zeros((count, i), np.int8), np.zeros((count, p), np.int8), np.zeros(count, np.int8),
+    )  # fmt: skip
+    for k, deal in enumerate(deals):
+        where = f"deals[{k}]"
+        if not isinstance(deal, Deal):
+            raise ValueError(f"{where}={deal!r} is not allowed; expected an engine.Deal")
+        try:
+            hands, collections = np.array(deal.hands, np.int64), np.array(deal.collections, np.int64)
+            removed, penalty = np.array(deal.removed, np.int64), np.array(deal.penalty_deck, np.int64).reshape(-1)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"{where} has ragged or non-integer card counts ({error})") from None
+        if hands.shape != (n, i) or collections.shape != (n, i) or removed.shape != (i,):
+            raise ValueError(f"{where} has hands {hands.shape}, collections {collections.shape}, removed {removed.shape}; expected ({n}, {i}), ({n}, {i}), ({i},)")
+        if min(hands.min(), collections.min(), removed.min()) < 0:
+            raise ValueError(f"{where} has a negative card count; expected counts >= 0")
+        if penalty.size > p or (penalty.size and not (0 <= penalty.min() and penalty.max() < i)):
+            raise ValueError(f"{where} has a penalty deck {deal.penalty_deck!r}; expected at most {p} card indices in [0, {i})")
+        used = hands.sum(0) + collections.sum(0) + removed + np.bincount(penalty, minlength=i)
+        copies = np.array(config.cards.copies)
+        if (used > copies).any():
+            card = int(np.argmax(used > copies))
+            raise ValueError(f"{where} uses {used[card]} cards of {config.cards.identities[card]!r}; the deck holds {copies[card]}")
+        if not (isinstance(deal.starter, (int, np.integer)) and 0 <= deal.starter < n):
+            raise ValueError(f"{where}.starter={deal.starter!r} is not allowed; expected a seat from 0 to {n - 1}")
+        if Game(config, deal).over:  # raises ValueError for a collection that already loses
+            raise ValueError(f"{where} makes seat {deal.starter} start with an empty hand; expected a game that is not over at the start")
+        block.starter[k], block.hands[k], block.collections[k], block.removed[k] = deal.starter, hands, collections, removed
+        block.penalty[k, : penalty.size], block.penalty_size[k] = penalty, penalty.size
+    return block
+
+
+class _DealQueue:
+    """Deals waiting to be used, in order: explicit ones first, then random blocks."""
+
+    def __init__(self, config: GameConfig, rules: _Rules, rng: np.random.Generator, block_size: int):
+        self.config, self.rules, self.rng, self.block_size = config, rules, rng, block_size
+        self.deals = deals_from_orders(config, *deal_orders(config, rng, 0), rules.penalty_capacity)
+        self.next = 0
+
+    def push(self, block: _Deals) -> None:
+        self.deals = _Deals.concatenate([self.deals.slice(self.next), block])
+        self.next = 0
+
+    def ensure(self, count: int) -> None:
+        """At least ``count`` deals available (drawing new random blocks as needed)."""
+        missing = count - (len(self.deals) - self.next)
+        if missing > 0:
+            size = max(missing, self.block_size)
+            self.push(deals_from_orders(self.config, *deal_orders(self.config, self.rng, size), self.rules.penalty_capacity))
+
+    def take(self, count: int) -> np.ndarray:
+        """Queue positions of the next ``count`` deals (``ensure`` first)."""
+        slots = np.arange(self.next, self.next + count)
+        self.next += count
+        return slots
+
+
+# ---------------------------------------------------------------------------- state
+class _State:
+    """The arrays of ``B`` games (small integer dtypes)."""
+
+    def __init__(self, rules: _Rules, batch_size: int):
+        b, n, i = batch_size, rules.n, rules.i
+        self.hands = np.zeros((b, n, i), np.int8)
+        self.collections = np.zeros((b, n, i), np.int8)
+        self.stats = np.zeros((b, n, rules.k), np.uint8)
+        self.seat_claim = np.full((b, n), -1, np.int8)
+        """The claim each seat made in the current round (a seat claims at most once per round)."""
+        self.seen = np.zeros((b, n), np.bool_)
+        self.removed = np.zeros((b, i), np.int8)
+        self.penalty = np.zeros((b, rules.penalty_capacity), np.int8)
+        self.info = np.full((b, INFO_COLUMNS), -1, np.int8)
+        self.steps = np.zeros(b, np.int16)
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        return (self.hands, self.collections, self.stats, self.seat_claim, self.seen, self.removed, self.penalty, self.info, self.steps)
+
+    @property
+    def bytes_per_game(self) -> int:
+        return sum(a.nbytes // a.shape[0] for a in self.arrays())
+
+    def install(self, games: np.ndarray, deals: _Deals, slots: np.ndarray) -> None:
+        """Start games ``games`` from the queued deals at ``slots``."""
+        self.hands[games] = deals.hands[slots]
+        self.collections[games] = deals.collections[slots]
+        self.removed[games] = deals.removed[slots]
+        self.penalty[games] = deals.penalty[slots]
+        self.stats[games] = 0
+        self.seat_claim[games] = -1
+        self.seen[games] = False
+        self.steps[games] = 0
+        info = np.full((len(games), INFO_COLUMNS), -1, np.int8)
+        info[:, PHASE] = OFFER
+        info[:, CURRENT] = deals.starter[slots]
+        info[:, PLACE_REMAINING] = 0
+        info[:, PENALTY_TOP] = 0
+        info[:, PENALTY_END] = deals.penalty_size[slots]
+        self.info[games] = info
+
+
+def _write_states(rules: _Rules, state: _State, out: np.ndarray) -> np.ndarray:
+    """Fill ``out`` (B, S+1), last column zero, with the ``Encoding.state`` vector of every game."""
+    seg = dict(zip(SEGMENT_NAMES, rules.segments.tolist()))
+    b, n, i, c = len(out), rules.n, rules.i, rules.c
+    rows = np.arange(b)
+    info = state.info.astype(np.int64)
+    phase, current, card = info[:, PHASE], info[:, CURRENT], info[:, CARD]
+    out[:] = 0.0
+
+    def block(name: str, values: np.ndarray) -> None:
+        out[:, seg[name] : seg[name] + values.shape[1]] = values
+
+    def one_hot(name: str, where: np.ndarray, index: np.ndarray) -> None:
+        out[rows[where], seg[name] + index[where]] = 1.0
+
+    block("hands", state.hands.reshape(b, -1))
+    block("collections", state.collections.reshape(b, -1))
+    block("hand_sizes", state.hands.sum(-1, dtype=np.int64))
+    block("history", state.stats.reshape(b, -1))
+    block("removed", state.removed)
+    live = phase != OVER
+    one_hot("phase", live, phase)
+    one_hot("to_act", live, current)
+    chain = card >= 0
+    one_hot("chain_claim", chain, info[:, CLAIM])
+    one_hot("chain_latest_passer", chain, info[:, PASSER])
+    one_hot("chain_holder", chain, info[:, HOLDER])
+    block("chain_seen", state.seen)
+    one_hot("chain_card", chain, card)
+    for seat in range(n):
+        claimed = state.seat_claim[:, seat].astype(np.int64)
+        one_hot("chain_claims", claimed >= 0, seat * c + claimed)
+    if rules.royal:
+        top, end = info[:, PENALTY_TOP], info[:, PENALTY_END]
+        left = top < end
+        one_hot("penalty_top", left, state.penalty[rows, np.minimum(top, rules.penalty_capacity - 1)].astype(np.int64))
+        out[:, seg["penalty_size"]] = end - top
+        depth = np.arange(rules.penalty_capacity)
+        hidden = (depth > top[:, None]) & (depth < end[:, None])
+        counts = np.bincount((rows[:, None] * i + state.penalty)[hidden], minlength=b * i).reshape(b, i)
+        block("penalty_hidden", counts)
+        for row in range(2):
+            seat = info[:, SPECIAL_HOLDER + row]
+            known = (seat >= 0) & ((card < 0) | (seat != info[:, OFFERER]))
+            one_hot("special_holder", known, row * n + seat)
+        placing = phase == PLACE
+        one_hot("place_claim", placing & (info[:, PLACE_CLAIM] >= 0), info[:, PLACE_CLAIM])
+        out[:, seg["place_remaining"]] = np.where(placing, info[:, PLACE_REMAINING], 0)
+    return out
+
+
+# ---------------------------------------------------------------------------- numpy backend
+class _NumpyBackend:
+    """Vectorized by move kind; see the module docstring."""
+
+    name = "numpy"
+
+    def __init__(self, rules: _Rules, state: _State):
+        self.rules, self.state = rules, state
+        self.non_special = ~rules.is_special
+
+    # ------------------------------------------------------------ legality
+    def legal(self, actions: np.ndarray) -> np.ndarray:
+        """(B,) bool: is each game's action legal now (the mask entry, computed from the state)."""
+        r, s = self.rules, self.state
+        rows = np.arange(len(actions))
+        info = s.info.astype(np.int64)
+        phase, current = info[:, PHASE], info[:, CURRENT]
+        legal = np.zeros(len(actions), bool)
+        a = actions
+        offer = a < r.offer_size
+        card = np.where(offer, a // ((r.n - 1) * r.c), 0)
+        legal |= offer & (phase == OFFER) & (s.hands[rows, current, card] > 0)
+        respond = (a >= r.respond_start) & (a < r.pass_start)
+        can_peek = self._eligible().any(1)
+        legal |= respond & (phase == RESPOND) & ((a < r.respond_start + 2) | can_peek)
+        passing = (a >= r.pass_start) & (a < r.place_start)
+        offset = np.where(passing, (a - r.pass_start) // r.c + 1, 1)
+        target = (current + offset) % r.n
+        legal |= passing & (phase == PASS) & self._eligible()[rows, target]
+        placing = a >= r.place_start
+        legal |= placing & (phase == PLACE) & self._placeable()[rows, np.where(placing, a - r.place_start, 0)]
+        return legal
+
+    def _eligible(self) -> np.ndarray:
+        """(B, N): seats that may receive the card in play (not seen it, not the holder)."""
+        s = self.state
+        holder = s.info[:, HOLDER].astype(np.int64)
+        eligible = ~s.seen & (s.info[:, CARD] >= 0)[:, None]
+        eligible[np.arange(len(holder)), holder] = False  # holder is -1 without a chain: row already all False
+        return eligible
+
+    def _placeable(self) -> np.ndarray:
+        """(B, I): cards the placing player may put into their collection now."""
+        r, s = self.rules, self.state
+        rows = np.arange(len(s.info))
+        current = s.info[:, CURRENT].astype(np.int64)
+        claim = s.info[:, PLACE_CLAIM].astype(np.int64)
+        fits = np.where((claim >= 0)[:, None], r.fits[:, np.maximum(claim, 0)].T, True)
+        return (s.hands[rows, current] > 0) & self.non_special & fits & (s.info[:, PHASE] == PLACE)[:, None]
+
+    # ------------------------------------------------------------ moves
+    def apply(self, actions: np.ndarray, out: BatchStep) -> None:
+        r, s = self.rules, self.state
+        n, c = r.n, r.c
+        info = s.info
+        a = actions
+        s.steps += 1
+        respond = a - r.respond_start
+
+        games = np.flatnonzero(a < r.offer_size)
+        if games.size:
+            act, current = a[games], info[games, CURRENT].astype(np.int64)
+            card, offset, claim = act // ((n - 1) * c), (act // c) % (n - 1) + 1, act % c
+            target = (current + offset) % n
+            s.hands[games, current, card] -= 1
+            info[games, CARD], info[games, OFFERER], info[games, PASSER], info[games, CLAIM] = card, current, current, claim
+            info[games, HOLDER], info[games, CURRENT], info[games, PHASE] = target, target, RESPOND
+            s.seen[games] = False
+            s.seen[games, current] = True
+            s.seat_claim[games] = -1
+            s.seat_claim[games, current] = claim
+
+        games = np.flatnonzero(respond == 2)
+        if games.size:
+            holder = info[games, HOLDER].astype(np.int64)
+            s.seen[games, holder] = True
+            s.stats[games, holder, PEEKS] += 1
+            info[games, PHASE] = PASS
+
+        games = np.flatnonzero((a >= r.pass_start) & (a < r.place_start))
+        if games.size:
+            act, holder = a[games] - r.pass_start, info[games, HOLDER].astype(np.int64)
+            target, claim = (holder + act // c + 1) % n, act % c
+            info[games, PASSER], info[games, CLAIM], info[games, HOLDER], info[games, CURRENT] = holder, claim, target, target
+            info[games, PHASE] = RESPOND
+            s.seat_claim[games, holder] = claim
+
+        games = np.flatnonzero((respond == 0) | (respond == 1))
+        if games.size:
+            self._call(games, respond[games] == 0, out)
+
+        games = np.flatnonzero(a >= r.place_start)
+        if games.size:
+            self._replace(games, a[games] - r.place_start, out)
+
+        if r.max_steps:
+            cut = (s.steps >= r.max_steps) & (info[:, PHASE] != OVER)
+            out.truncated[cut] = out.done[cut] = True
+        ended = out.loser >= 0
+        out.rewards[ended] = 1.0 / (n - 1)
+        out.rewards[np.flatnonzero(ended), out.loser[ended]] = -1.0
+
+    def _call(self, games: np.ndarray, believe: np.ndarray, out: BatchStep) -> None:
+        """Reveal, count the history, hand the card to the taker (section 1.2; Royal section 4)."""
+        r, s = self.rules, self.state
+        info = s.info
+        card, claim = info[games, CARD].astype(np.int64), info[games, CLAIM].astype(np.int64)
+        holder, passer = info[games, HOLDER].astype(np.int64), info[games, PASSER].astype(np.int64)
+        right = believe == r.truth[card, claim]
+        taker = np.where(right, passer, holder)
+        claims = s.seat_claim[games].astype(np.int64)
+        made = claims >= 0
+        truthful = r.truth[card[:, None], np.maximum(claims, 0)]
+        s.stats[games, :, TRUTHFUL_CLAIMS] += made & truthful
+        s.stats[games, :, FALSE_CLAIMS] += made & ~truthful
+        s.stats[games, holder, np.where(right, RIGHT_CALLS, WRONG_CALLS)] += 1
+        info[games, CARD : CLAIM + 1] = -1
+        s.seen[games] = False
+        s.seat_claim[games] = -1
+
+        special = r.is_special[card]
+        hand = s.hands[games, taker].astype(np.int64)
+        others = hand[:, self.non_special].sum(1)
+        # Normal cards, and a special card when nothing else is in hand (ruling), go face up.
+        face_up = ~special | (others == 0)
+        if face_up.any():
+            g, t = games[face_up], taker[face_up]
+            placed_special = special[face_up]  # no longer in any hand
+            info[g[placed_special], SPECIAL_HOLDER + r.special_row[card[face_up][placed_special]]] = -1
+            lost = self._place(g, t, card[face_up], out)
+            self._start_round(g[~lost], t[~lost], out)
+        into_hand = ~face_up
+        if into_hand.any():
+            g, t, cd, cl = games[into_hand], taker[into_hand], card[into_hand], claim[into_hand]
+            s.hands[g, t, cd] += 1
+            info[g, SPECIAL_HOLDER + r.special_row[cd]] = t
+            fitting = ((s.hands[g, t] > 0) & r.fits[:, cl].T).any(1)
+            info[g, PLACE_CLAIM] = np.where(fitting, cl, -1)
+            info[g, PLACE_REMAINING] = np.where(fitting, 1, np.minimum(2, others[into_hand]))
+            info[g, PHASE], info[g, CURRENT] = PLACE, t
+
+    def _replace(self, games: np.ndarray, card: np.ndarray, out: BatchStep) -> None:
+        """Royal PLACE phase: one replacement card from hand to collection."""
+        s = self.state
+        info = s.info
+        player = info[games, CURRENT].astype(np.int64)
+        s.hands[games, player, card] -= 1
+        info[games, PLACE_REMAINING] -= 1
+        lost = self._place(games, player, card, out)
+        games, player = games[~lost], player[~lost]
+        finished = (info[games, PLACE_REMAINING] == 0) | ~self._placeable()[games].any(1)
+        games, player = games[finished], player[finished]
+        info[games, PLACE_CLAIM], info[games, PLACE_REMAINING] = -1, 0
+        self._start_round(games, player, out)
+
+    def _place(self, games: np.ndarray, player: np.ndarray, card: np.ndarray, out: BatchStep) -> np.ndarray:
+        """Put cards face up, check losses, draw penalty cards for royals (chained); returns lost."""
+        r, s = self.rules, self.state
+        info = s.info
+        lost = np.zeros(games.size, bool)
+        active = np.arange(games.size)
+        card = card.copy()
+        while active.size:
+            g, p, cd = games[active], player[active], card[active]
+            s.collections[g, p, cd] += 1
+            group = r.group_of[cd]
+            counts = s.collections[g, p].astype(np.int64) @ r.members
+            same = (group >= 0) & (counts[np.arange(g.size), np.maximum(group, 0)] >= r.loss_count)
+            rainbow = (group >= 0) & ~same & r.rainbow & (counts[:, : r.animal_groups] > 0).all(1)
+            losing = same | rainbow
+            self._lose(g[losing], p[losing], np.where(same, SAME_TYPE, RAINBOW)[losing], out)
+            lost[active[losing]] = True
+            top = info[g, PENALTY_TOP].astype(np.int64)
+            draws = ~losing & r.is_royal[cd] & (top < info[g, PENALTY_END])
+            g, p, top, active = g[draws], p[draws], top[draws], active[draws]
+            drawn = s.penalty[g, top].astype(np.int64)
+            info[g, PENALTY_TOP] = top + 1
+            special = r.is_special[drawn]
+            s.hands[g[special], p[special], drawn[special]] += 1
+            info[g[special], SPECIAL_HOLDER + r.special_row[drawn[special]]] = p[special]
+            active = active[~special]
+            card[active] = drawn[~special]
+        return lost
+
+    def _start_round(self, games: np.ndarray, starter: np.ndarray, out: BatchStep) -> None:
+        s = self.state
+        empty = s.hands[games, starter].sum(1) == 0
+        self._lose(games[empty], starter[empty], EMPTY_HAND, out)
+        s.info[games[~empty], PHASE] = OFFER
+        s.info[games[~empty], CURRENT] = starter[~empty]
+
+    def _lose(self, games: np.ndarray, seat: np.ndarray, reason, out: BatchStep) -> None:
+        self.state.info[games, PHASE] = OVER
+        out.done[games] = True
+        out.loser[games] = seat
+        out.loss_reason[games] = reason
+
+    # ------------------------------------------------------------ outputs
+    def emit(self, out: BatchStep, queue: _DealQueue, slot_of: np.ndarray) -> None:
+        """Deal finished games again, then write to_act, masks and observations of every game."""
+        r, s = self.rules, self.state
+        games = np.flatnonzero(slot_of >= 0)
+        if games.size:
+            s.install(games, queue.deals, slot_of[games])
+        b = len(s.info)
+        states = _write_states(r, s, np.empty((b, r.state_size + 1), np.float32))
+        current = s.info[:, CURRENT].astype(np.int64)
+        rows = np.arange(b)
+        seen = s.seen[rows, current]
+        out.observation[:] = np.take_along_axis(states, r.observation_index[current, seen.astype(np.intp)], axis=1)
+        out.to_act[:] = current
+        self._write_masks(out.action_mask)
+
+    def _write_masks(self, mask: np.ndarray) -> None:
+        r, s = self.rules, self.state
+        b = len(mask)
+        rows = np.arange(b)
+        phase = s.info[:, PHASE]
+        current = s.info[:, CURRENT].astype(np.int64)
+        mask[:] = 0
+        offers = mask[:, : r.offer_size].reshape(b, r.i, -1)
+        offers[:] = ((s.hands[rows, current] > 0) & (phase == OFFER)[:, None])[:, :, None]
+        eligible = self._eligible()
+        responding = phase == RESPOND
+        mask[:, r.respond_start] = mask[:, r.respond_start + 1] = responding
+        mask[:, r.respond_start + 2] = responding & eligible.any(1)
+        targets = eligible[rows[:, None], (current[:, None] + np.arange(1, r.n)) % r.n] & (phase == PASS)[:, None]
+        mask[:, r.pass_start : r.place_start].reshape(b, r.n - 1, r.c)[:] = targets[:, :, None]
+        if r.royal:
+            mask[:, r.place_start :] = self._placeable()
+
+
+# ---------------------------------------------------------------------------- numba backend
+# Per-game code mirroring engine.py. Arguments: the state arrays (``_State``), the card
+# table (``_Rules.card_table``), the integer parameters (``P_*`` positions in ``params``)
+# and the state segment starts (``S_*`` positions in ``segments``).
+def _jit(function):
+    return numba.njit(cache=True)(function) if numba is not None else function
+
+
+@_jit
+def _nb_hand_size(hands, b, p):
+    total = 0
+    for card in range(hands.shape[2]):
+        total += hands[b, p, card]
+    return total
+
+
+@_jit
+def _nb_can_peek(seen, info, b, n):
+    """Someone other than the holder has not seen the card."""
+    holder = info[b, HOLDER]
+    for seat in range(n):
+        if seat != holder and not seen[b, seat]:
+            return True
+    return False
+
+
+@_jit
+def _nb_placeable(hands, info, card_table, c, b, card):
+    player, claim = info[b, CURRENT], info[b, PLACE_CLAIM]
+    if hands[b, player, card] <= 0 or card_table[card, SPECIAL]:
+        return False
+    return claim < 0 or card_table[card, TRUTH + c + claim] != 0
+
+
+@_jit
+def _nb_any_placeable(hands, info, card_table, c, b):
+    for card in range(hands.shape[2]):
+        if _nb_placeable(hands, info, card_table, c, b, card):
+            return True
+    return False
+
+
+@_jit
+def _nb_legal(hands, seen, info, card_table, params, b, a):
+    n, c = params[P_N], params[P_C]
+    if a < 0 or a >= params[P_NUM_ACTIONS]:
+        return False
+    phase, current = info[b, PHASE], info[b, CURRENT]
+    if a < params[P_OFFER_SIZE]:
+        return phase == OFFER and hands[b, current, a // ((n - 1) * c)] > 0
+    if a < params[P_PASS_START]:
+        return phase == RESPOND and (a - params[P_RESPOND_START] < 2 or _nb_can_peek(seen, info, b, n))
+    if a < params[P_PLACE_START]:
+        target = (current + (a - params[P_PASS_START]) // c + 1) % n
+        return phase == PASS and not seen[b, target] and target != info[b, HOLDER]
+    return phase == PLACE and _nb_placeable(hands, info, card_table, c, b, a - params[P_PLACE_START])
+
+
+def _nb_first_illegal(actions, hands, seen, info, card_table, params):
+    for b in range(actions.shape[0]):
+        if not _nb_legal(hands, seen, info, card_table, params, b, actions[b]):
+            return b
+    return -1
+
+
+@_jit
+def _nb_lose(info, loser, loss_reason, b, seat, reason):
+    info[b, PHASE] = OVER
+    loser[b] = seat
+    loss_reason[b] = reason
+
+
+@_jit
+def _nb_group_count(collections, card_table, b, player, group):
+    count = 0
+    for card in range(collections.shape[2]):
+        if card_table[card, GROUP] == group:
+            count += collections[b, player, card]
+    return count
+
+
+@_jit
+def _nb_place(hands, collections, penalty, info, card_table, params, loser, loss_reason, b, player, card):
+    """Face up, loss check, penalty draws for placed royals (chained); True if the player lost."""
+    while True:
+        collections[b, player, card] += 1
+        group = card_table[card, GROUP]
+        if group >= 0:  # before this card no group was at the loss count, so only its group can be now
+            if _nb_group_count(collections, card_table, b, player, group) >= params[P_LOSS_COUNT]:
+                _nb_lose(info, loser, loss_reason, b, player, SAME_TYPE)
+                return True
+            if params[P_RAINBOW]:
+                every = True
+                for wanted in range(params[P_ANIMAL_GROUPS]):
+                    if _nb_group_count(collections, card_table, b, player, wanted) == 0:
+                        every = False
+                        break
+                if every:
+                    _nb_lose(info, loser, loss_reason, b, player, RAINBOW)
+                    return True
+        top = info[b, PENALTY_TOP]
+        if not card_table[card, ROYAL] or top >= info[b, PENALTY_END]:
+            return False
+        drawn = penalty[b, top]
+        info[b, PENALTY_TOP] = top + 1
+        if card_table[drawn, SPECIAL]:  # ruling: a drawn joker or blank goes to hand, nothing more is drawn
+            hands[b, player, drawn] += 1
+            info[b, SPECIAL_HOLDER + card_table[drawn, SPECIAL_ROW]] = player
+            return False
+        card = drawn  # a drawn royal draws again
+
+
+@_jit
+def _nb_start_round(hands, info, loser, loss_reason, b, starter):
+    if _nb_hand_size(hands, b, starter) == 0:
+        _nb_lose(info, loser, loss_reason, b, starter, EMPTY_HAND)
+    else:
+        info[b, PHASE] = OFFER
+        info[b, CURRENT] = starter
+
+
+@_jit
+def _nb_apply_one(hands, collections, stats, seat_claim, seen, penalty, info, steps, card_table, params, loser, loss_reason, b, a):
+    n, c = params[P_N], params[P_C]
+    steps[b] += 1
+    current = info[b, CURRENT]
+    if a < params[P_OFFER_SIZE]:
+        card, offset, claim = a // ((n - 1) * c), (a // c) % (n - 1) + 1, a % c
+        target = (current + offset) % n
+        hands[b, current, card] -= 1
+        info[b, CARD], info[b, OFFERER], info[b, PASSER], info[b, CLAIM] = card, current, current, claim
+        info[b, HOLDER], info[b, CURRENT], info[b, PHASE] = target, target, RESPOND
+        for seat in range(n):
+            seen[b, seat] = seat == current
+            seat_claim[b, seat] = claim if seat == current else -1
+        return
+    if a >= params[P_PASS_START] and a < params[P_PLACE_START]:
+        target, claim = (current + (a - params[P_PASS_START]) // c + 1) % n, (a - params[P_PASS_START]) % c
+        info[b, PASSER], info[b, CLAIM], info[b, HOLDER], info[b, CURRENT], info[b, PHASE] = current, claim, target, target, RESPOND
+        seat_claim[b, current] = claim
+        return
+    if a == params[P_RESPOND_START] + 2:  # peek
+        seen[b, current] = True
+        stats[b, current, PEEKS] += 1
+        info[b, PHASE] = PASS
+        return
+    if a >= params[P_PLACE_START]:  # Royal replacement
+        card = a - params[P_PLACE_START]
+        hands[b, current, card] -= 1
+        info[b, PLACE_REMAINING] -= 1
+        if _nb_place(hands, collections, penalty, info, card_table, params, loser, loss_reason, b, current, card):
+            return
+        if info[b, PLACE_REMAINING] == 0 or not _nb_any_placeable(hands, info, card_table, c, b):
+            info[b, PLACE_CLAIM] = -1
+            info[b, PLACE_REMAINING] = 0
+            _nb_start_round(hands, info, loser, loss_reason, b, current)
+        return
+    # call: reveal, count the history, hand the card to the taker
+    believe = a == params[P_RESPOND_START]
+    card, claim, holder = info[b, CARD], info[b, CLAIM], info[b, HOLDER]
+    right = believe == (card_table[card, TRUTH + claim] != 0)
+    taker = info[b, PASSER] if right else holder
+    for seat in range(n):
+        made = seat_claim[b, seat]
+        if made >= 0:
+            stats[b, seat, TRUTHFUL_CLAIMS if card_table[card, TRUTH + made] else FALSE_CLAIMS] += 1
+        seat_claim[b, seat] = -1
+        seen[b, seat] = False
+    stats[b, holder, RIGHT_CALLS if right else WRONG_CALLS] += 1
+    for column in range(CARD, CLAIM + 1):
+        info[b, column] = -1
+    others = 0
+    for other in range(hands.shape[2]):
+        if not card_table[other, SPECIAL]:
+            others += hands[b, taker, other]
+    if not card_table[card, SPECIAL] or others == 0:  # ruling: a special card with nothing else in hand goes face up
+        if card_table[card, SPECIAL]:
+            info[b, SPECIAL_HOLDER + card_table[card, SPECIAL_ROW]] = -1
+        if not _nb_place(hands, collections, penalty, info, card_table, params, loser, loss_reason, b, taker, card):
+            _nb_start_round(hands, info, loser, loss_reason, b, taker)
+        return
+    hands[b, taker, card] += 1
+    info[b, SPECIAL_HOLDER + card_table[card, SPECIAL_ROW]] = taker
+    fitting = False
+    for other in range(hands.shape[2]):
+        if hands[b, taker, other] > 0 and card_table[other, TRUTH + c + claim]:
+            fitting = True
+    info[b, PLACE_CLAIM] = claim if fitting else -1
+    info[b, PLACE_REMAINING] = 1 if fitting else min(2, others)
+    info[b, PHASE] = PLACE
+    info[b, CURRENT] = taker
+
+
+def _nb_apply(actions, hands, collections, stats, seat_claim, seen, penalty, info, steps, card_table, params, rewards, done, loser, loss_reason, truncated):
+    n, max_steps = params[P_N], params[P_MAX_STEPS]
+    win = np.float32(1.0 / (n - 1))
+    for b in numba.prange(actions.shape[0]):
+        _nb_apply_one(hands, collections, stats, seat_claim, seen, penalty, info, steps, card_table, params, loser, loss_reason, b, actions[b])
+        if info[b, PHASE] == OVER:
+            done[b] = True
+            for seat in range(n):
+                rewards[b, seat] = np.float32(-1.0) if seat == loser[b] else win
+        elif max_steps > 0 and steps[b] >= max_steps:
+            done[b] = True
+            truncated[b] = True
+
+
+@_jit
+def _nb_put(obs, position, index, value):
+    """Write a state entry at its observation position (skipped when the viewer may not see it)."""
+    at = position[index]
+    if at >= 0:
+        obs[at] += value
+
+
+@_jit
+def _nb_observe(hands, collections, stats, seat_claim, seen, removed, penalty, info, segments, params, position, b, obs):
+    """Observation of game ``b`` through ``position`` (state index -> observation index)."""
+    n, i, c, k = params[P_N], params[P_I], params[P_C], params[P_K]
+    for j in range(obs.shape[0]):
+        obs[j] = 0.0
+    for p in range(n):
+        size = 0
+        for card in range(i):
+            size += hands[b, p, card]
+            if hands[b, p, card]:
+                _nb_put(obs, position, segments[S_HANDS] + p * i + card, hands[b, p, card])
+            if collections[b, p, card]:
+                _nb_put(obs, position, segments[S_COLLECTIONS] + p * i + card, collections[b, p, card])
+        if size:
+            _nb_put(obs, position, segments[S_HAND_SIZES] + p, size)
+        for stat in range(k):
+            if stats[b, p, stat]:
+                _nb_put(obs, position, segments[S_HISTORY] + p * k + stat, stats[b, p, stat])
+        if seen[b, p]:
+            _nb_put(obs, position, segments[S_CHAIN_SEEN] + p, 1.0)
+        if seat_claim[b, p] >= 0:
+            _nb_put(obs, position, segments[S_CHAIN_CLAIMS] + p * c + seat_claim[b, p], 1.0)
+    for card in range(i):
+        if removed[b, card]:
+            _nb_put(obs, position, segments[S_REMOVED] + card, removed[b, card])
+    phase, card = info[b, PHASE], info[b, CARD]
+    if phase != OVER:
+        _nb_put(obs, position, segments[S_PHASE] + phase, 1.0)
+        _nb_put(obs, position, segments[S_TO_ACT] + info[b, CURRENT], 1.0)
+    if card >= 0:
+        _nb_put(obs, position, segments[S_CHAIN_CLAIM] + info[b, CLAIM], 1.0)
+        _nb_put(obs, position, segments[S_CHAIN_LATEST_PASSER] + info[b, PASSER], 1.0)
+        _nb_put(obs, position, segments[S_CHAIN_HOLDER] + info[b, HOLDER], 1.0)
+        _nb_put(obs, position, segments[S_CHAIN_CARD] + card, 1.0)
+    if segments[S_PENALTY_TOP] >= 0:  # Royal
+        top, end = info[b, PENALTY_TOP], info[b, PENALTY_END]
+        if top < end:
+            _nb_put(obs, position, segments[S_PENALTY_TOP] + penalty[b, top], 1.0)
+            _nb_put(obs, position, segments[S_PENALTY_SIZE], end - top)
+            for depth in range(top + 1, end):
+                _nb_put(obs, position, segments[S_PENALTY_HIDDEN] + penalty[b, depth], 1.0)
+        for row in range(2):  # known holders, hidden while the holder's offered card is in play
+            seat = info[b, SPECIAL_HOLDER + row]
+            if seat >= 0 and (card < 0 or seat != info[b, OFFERER]):
+                _nb_put(obs, position, segments[S_SPECIAL_HOLDER] + row * n + seat, 1.0)
+        if phase == PLACE:
+            if info[b, PLACE_CLAIM] >= 0:
+                _nb_put(obs, position, segments[S_PLACE_CLAIM] + info[b, PLACE_CLAIM], 1.0)
+            _nb_put(obs, position, segments[S_PLACE_REMAINING], info[b, PLACE_REMAINING])
+
+
+@_jit
+def _nb_mask(hands, seen, info, card_table, params, b, mask):
+    n, i, c = params[P_N], params[P_I], params[P_C]
+    for j in range(mask.shape[0]):
+        mask[j] = 0
+    phase, current = info[b, PHASE], info[b, CURRENT]
+    if phase == OFFER:
+        width = (n - 1) * c
+        for card in range(i):
+            if hands[b, current, card] > 0:
+                for j in range(card * width, (card + 1) * width):
+                    mask[j] = 1
+    elif phase == RESPOND:
+        mask[params[P_RESPOND_START]] = 1
+        mask[params[P_RESPOND_START] + 1] = 1
+        if _nb_can_peek(seen, info, b, n):
+            mask[params[P_RESPOND_START] + 2] = 1
+    elif phase == PASS:
+        for offset in range(1, n):
+            target = (current + offset) % n
+            if not seen[b, target] and target != info[b, HOLDER]:
+                start = params[P_PASS_START] + (offset - 1) * c
+                for j in range(start, start + c):
+                    mask[j] = 1
+    elif phase == PLACE:
+        for card in range(i):
+            if _nb_placeable(hands, info, card_table, c, b, card):
+                mask[params[P_PLACE_START] + card] = 1
+
+
+def _nb_emit(hands, collections, stats, seat_claim, seen, removed, penalty, info, steps, card_table, params, segments, positions,
+             slot_of, deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty, deal_penalty_size,
+             to_act, observation, action_mask):  # fmt: skip
+    n, i, k = params[P_N], params[P_I], params[P_K]
+    for b in numba.prange(info.shape[0]):
+        slot = slot_of[b]
+        if slot >= 0:  # deal this game again from the queued deal
+            for p in range(n):
+                for card in range(i):
+                    hands[b, p, card] = deal_hands[slot, p, card]
+                    collections[b, p, card] = deal_collections[slot, p, card]
+                for stat in range(k):
+                    stats[b, p, stat] = 0
+                seat_claim[b, p] = -1
+                seen[b, p] = False
+            for card in range(i):
+                removed[b, card] = deal_removed[slot, card]
+            for depth in range(penalty.shape[1]):
+                penalty[b, depth] = deal_penalty[slot, depth]
+            for column in range(info.shape[1]):
+                info[b, column] = -1
+            info[b, PHASE] = OFFER
+            info[b, CURRENT] = deal_starter[slot]
+            info[b, PLACE_REMAINING] = 0
+            info[b, PENALTY_TOP] = 0
+            info[b, PENALTY_END] = deal_penalty_size[slot]
+            steps[b] = 0
+        current = info[b, CURRENT]
+        to_act[b] = current
+        _nb_mask(hands, seen, info, card_table, params, b, action_mask[b])
+        position = positions[current, 1 if seen[b, current] else 0]
+        _nb_observe(hands, collections, stats, seat_claim, seen, removed, penalty, info, segments, params, position, b, observation[b])
+
+
+def _nb_random_legal(mask, uniform, out):
+    for b in numba.prange(mask.shape[0]):
+        count = 0
+        for j in range(mask.shape[1]):
+            count += mask[b, j] != 0
+        pick = min(int(uniform[b] * count), count - 1)
+        choice = -1
+        for j in range(mask.shape[1]):
+            if mask[b, j] != 0:
+                if pick == 0:
+                    choice = j
+                    break
+                pick -= 1
+        out[b] = choice
+
+
+_KERNEL_SOURCES = {"first_illegal": _nb_first_illegal, "apply": _nb_apply, "emit": _nb_emit, "random_legal": _nb_random_legal}
+_kernels: dict[tuple[str, bool], object] = {}
+
+
+def _kernel(name: str, parallel: bool = False):
+    """The compiled kernel ``name`` (compiled on first use, cached on disk by numba)."""
+    key = (name, parallel)
+    if key not in _kernels:
+        _kernels[key] = numba.njit(cache=True, parallel=parallel)(_KERNEL_SOURCES[name])
+    return _kernels[key]
+
+
+class _NumbaBackend:
+    """Compiled per-game code; see the module docstring."""
+
+    name = "numba"
+
+    def __init__(self, rules: _Rules, state: _State, parallel: bool):
+        if numba is None:
+            raise ValueError("backend='numba' needs numba; install it with pip install numba, or use backend='numpy'")
+        self.rules, self.state, self.parallel = rules, state, parallel
+
+    def first_illegal(self, actions: np.ndarray) -> int:
+        s, r = self.state, self.rules
+        return int(_kernel("first_illegal")(actions, s.hands, s.seen, s.info, r.card_table, r.params))
+
+    def apply(self, actions: np.ndarray, out: BatchStep) -> None:
+        s, r = self.state, self.rules
+        _kernel("apply", self.parallel)(
+            actions, s.hands, s.collections, s.stats, s.seat_claim, s.seen, s.penalty, s.info, s.steps, r.card_table, r.params,
+            out.rewards, out.done, out.loser, out.loss_reason, out.truncated,
+        )  # fmt: skip
+
+    def emit(self, out: BatchStep, queue: _DealQueue, slot_of: np.ndarray) -> None:
+        s, r, d = self.state, self.rules, queue.deals
+        _kernel("emit", self.parallel)(
+            s.hands, s.collections, s.stats, s.seat_claim, s.seen, s.removed, s.penalty, s.info, s.steps, r.card_table, r.params,
+            r.segments, r.observation_position, slot_of, d.starter, d.hands, d.collections, d.removed, d.penalty, d.penalty_size,
+            out.to_act, out.observation, out.action_mask,
+        )  # fmt: skip
+
+
+# ---------------------------------------------------------------------------- public API
+class BatchedGames:
+    """``batch_size`` games under one ``GameConfig``, stepped together (see the module docstring).
+
+    ``backend``: ``"numba"`` (compiled; needs numba), ``"numpy"`` (vectorized numpy), or
+    ``"auto"`` (numba when importable). ``parallel=True`` spreads the compiled kernels
+    over numba's threads (``numba.set_num_threads``); both play identically.
+    """
+
+    def __init__(self, config: GameConfig, batch_size: int, seed: int | None = None, backend: str = "auto", parallel: bool = False):
+        if not isinstance(config, GameConfig):
+            raise ValueError(f"config={config!r} is not allowed; expected a GameConfig")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+            raise ValueError(f"batch_size={batch_size!r} is not allowed; expected a positive integer")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend={backend!r} is not allowed; expected one of {list(BACKENDS)}")
+        if backend == "auto":
+            backend = "numba" if numba is not None else "numpy"
+        self.config = config
+        self.batch_size = int(batch_size)
+        self.encoding = encoding_for(config)
+        self.rules = _Rules(config, self.encoding)
+        self._state = _State(self.rules, self.batch_size)
+        self._rng = np.random.default_rng(seed)
+        self._queue = _DealQueue(config, self.rules, self._rng, max(64, self.batch_size))
+        self._backend = _NumbaBackend(self.rules, self._state, parallel) if backend == "numba" else _NumpyBackend(self.rules, self._state)
+        self._started = False
+        self._dealt_games = np.zeros(0, np.int64)
+        self._dealt_slots = np.zeros(0, np.int64)
+        self._dealt_from = self._queue.deals
+
+    # ------------------------------------------------------------ properties
+    @property
+    def backend(self) -> str:
+        return self._backend.name
+
+    @property
+    def num_actions(self) -> int:
+        return self.encoding.num_actions
+
+    @property
+    def observation_size(self) -> int:
+        return self.encoding.observation.size
+
+    @property
+    def bytes_per_game(self) -> int:
+        """Bytes of game state per game in the batch arrays (outputs and queued deals excluded)."""
+        return self._state.bytes_per_game
+
+    @property
+    def last_deals(self) -> dict[int, Deal]:
+        """``{game: engine.Deal}`` of the games dealt by the latest ``reset`` or ``step``."""
+        return {int(g): self._dealt_from.deal(int(k)) for g, k in zip(self._dealt_games, self._dealt_slots)}
+
+    # ------------------------------------------------------------ reset and step
+    def reset(self, seed: int | None = None, deals: Sequence[Deal] | None = None) -> BatchStep:
+        """Deal every game afresh and return the first decision of each.
+
+        ``seed`` reseeds the batch's generator. ``deals`` (``engine.Deal``s, at least
+        ``batch_size``) starts game ``b`` from ``deals[b]``; further deals are queued and
+        used, in order, by the next games to be dealt automatically.
+        """
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        self._queue = _DealQueue(self.config, self.rules, self._rng, max(64, self.batch_size))
+        if deals is not None:
+            deals = list(deals)
+            if len(deals) < self.batch_size:
+                raise ValueError(f"reset got {len(deals)} deals; expected at least batch_size={self.batch_size} (one per game, extra ones are queued)")
+            self._queue.push(_deals_from_engine(self.config, self.rules, deals))
+        self._queue.ensure(self.batch_size)
+        games = np.arange(self.batch_size)
+        slot_of = self._queue.take(self.batch_size)
+        out = self._new_step()
+        self._backend.emit(out, self._queue, slot_of.astype(np.int64))
+        self._remember_deals(games, slot_of)
+        self._started = True
+        return out
+
+    def step(self, actions: np.ndarray) -> BatchStep:
+        """Apply one action per game; finished games are dealt again (see ``BatchStep``).
+
+        Raises ``ValueError`` naming the first game whose action is malformed or illegal,
+        the action and the move it decodes to; the state is then unchanged.
+        """
+        if not self._started:
+            raise ValueError("step() called before reset(); call reset() first")
+        actions = self._check_actions(actions)
+        bad = self._first_illegal(actions)
+        if bad >= 0:
+            raise ValueError(self._illegal_message(bad, int(actions[bad])))
+        self._queue.ensure(self.batch_size)
+        out = self._new_step()
+        self._backend.apply(actions, out)
+        games = np.flatnonzero(out.done)
+        slots = self._queue.take(games.size)
+        slot_of = np.full(self.batch_size, -1, np.int64)
+        slot_of[games] = slots
+        self._backend.emit(out, self._queue, slot_of)
+        self._remember_deals(games, slots)
+        return out
+
+    def state(self) -> np.ndarray:
+        """(B, S) float32 full states in the ``Encoding.state`` layout (for centralized critics)."""
+        out = np.empty((self.batch_size, self.encoding.state.size + 1), np.float32)
+        return np.ascontiguousarray(_write_states(self.rules, self._state, out)[:, :-1])
+
+    # ------------------------------------------------------------ internals
+    def _new_step(self) -> BatchStep:
+        b, r = self.batch_size, self.rules
+        return BatchStep(
+            to_act=np.empty(b, np.int64),
+            observation=np.empty((b, r.observation_size), np.float32),
+            action_mask=np.empty((b, r.num_actions), np.int8),
+            rewards=np.zeros((b, r.n), np.float32),
+            done=np.zeros(b, bool),
+            loser=np.full(b, -1, np.int64),
+            loss_reason=np.full(b, -1, np.int64),
+            truncated=np.zeros(b, bool),
+        )
+
+    def _remember_deals(self, games: np.ndarray, slots: np.ndarray) -> None:
+        self._dealt_games, self._dealt_slots, self._dealt_from = games, slots, self._queue.deals
+
+    def _check_actions(self, actions) -> np.ndarray:
+        array = np.asarray(actions)
+        if array.shape != (self.batch_size,):
+            raise ValueError(f"actions of shape {array.shape} are not allowed; expected ({self.batch_size},), one action per game")
+        if array.dtype.kind not in "iu":
+            if array.dtype.kind == "f" and np.all(np.mod(array, 1) == 0):
+                array = array.astype(np.int64)
+            else:
+                raise ValueError(f"actions of dtype {array.dtype} are not allowed; expected integers")
+        array = array.astype(np.int64, copy=False)
+        out_of_range = np.flatnonzero((array < 0) | (array >= self.num_actions))
+        if out_of_range.size:
+            b = int(out_of_range[0])
+            raise ValueError(f"game {b}: action {int(array[b])} is out of range; expected an integer in [0, {self.num_actions})")
+        return np.ascontiguousarray(array)
+
+    def _first_illegal(self, actions: np.ndarray) -> int:
+        if isinstance(self._backend, _NumbaBackend):
+            return self._backend.first_illegal(actions)
+        illegal = np.flatnonzero(~self._backend.legal(actions))
+        return int(illegal[0]) if illegal.size else -1
+
+    def describe_action(self, game: int, action: int) -> str:
+        """The move ``action`` means for the seat to act in ``game``, in words."""
+        enc, cards, n = self.encoding, self.config.cards, self.rules.n
+        seat = int(self._state.info[game, CURRENT])
+        decoded = enc.decode_action(action)
+        kind = decoded[0]
+        if kind == "offer":
+            return f"offer(card={cards.identities[decoded[1]]}, target=seat {(seat + decoded[2]) % n}, claim={cards.claims[decoded[3]]})"
+        if kind == "call":
+            return f"call(believe={decoded[1]})"
+        if kind == "peek":
+            return "peek()"
+        if kind == "pass":
+            return f"pass(target=seat {(seat + decoded[1]) % n}, claim={cards.claims[decoded[2]]})"
+        return f"place(card={cards.identities[decoded[1]]})"
+
+    def _illegal_message(self, game: int, action: int) -> str:
+        info, r = self._state.info[game], self.rules
+        seat, phase = int(info[CURRENT]), int(info[PHASE])
+        kind = self.encoding.decode_action(action)[0]
+        expected = {"offer": OFFER, "call": RESPOND, "peek": RESPOND, "pass": PASS, "place": PLACE}[kind]
+        if phase != expected:
+            why = f"it is the {PHASES[phase].value} phase, not the {PHASES[expected].value} phase"
+        elif kind == "offer":
+            why = f"seat {seat} has no such card in hand"
+        elif kind == "peek":
+            why = "no eligible recipient is left (everyone else has seen the card): the holder must call"
+        elif kind == "pass":
+            why = "that seat has already seen the card or holds it"
+        else:
+            why = "that card is not in hand or does not fit the claim"
+        return f"game {game}: action {action} = {self.describe_action(game, action)} by seat {seat} is illegal: {why}"
+
+    def __repr__(self) -> str:
+        return f"BatchedGames({self.config.edition}, {self.rules.n}p, B={self.batch_size}, backend={self.backend}, {self.bytes_per_game} bytes/game)"
+
+
+def random_legal_actions(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One uniformly random legal action per row of ``mask`` (B, A), vectorized.
+
+    Compiled when numba is importable (one uniform per game, pick the k-th legal entry);
+    otherwise ``argmax(mask * uniform noise)``. Rows without a legal action give -1 (compiled) or 0.
+    """
+    mask = np.ascontiguousarray(mask)
+    if numba is None:
+        return np.argmax(mask * rng.random(mask.shape, dtype=np.float32), axis=1)
+    out = np.empty(len(mask), np.int64)
+    _kernel("random_legal")(mask, rng.random(len(mask)), out)
+    return out
+
+
+__all__ = ["BatchStep", "BatchedGames", "random_legal_actions", "deal_orders", "deals_from_orders", "BACKENDS"]
