@@ -1,0 +1,188 @@
+"""An observation holds what its player may know (rules section 6) and nothing else.
+
+For random mid-game states and a random viewer, everything the viewer cannot see is
+reshuffled consistently with what they know: other players' hands (keeping their sizes
+and any publicly known joker/blank), removed cards, the card in play when the viewer has
+not seen it, and the face-down penalty cards (Royal). The reshuffled situation is
+rebuilt as a real game (an explicit deal of the matching initial hands, then the same
+moves), which must produce the same public history; the viewer's observation, the public
+view and the rendered table must then be unchanged, while the full ``state()`` does
+change in most cases (so the test can fail).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cockroach_env import Move, raw_env
+
+from .conftest import CLASSIC_PRESETS, legal_actions
+
+RULE_SETS = [
+    pytest.param(preset, n, flags, id=f"{preset}-{n}p{'-' + next(iter(flags)) if flags else ''}")
+    for preset, flags in [(p, {}) for p in CLASSIC_PRESETS + ("royal",)] + [("royal", {"blank_counts_as_royal": True})]
+    for n in range(2, 7)
+    if not ("three-of-a-kind" in preset and n == 2)
+]
+
+
+def play_to_a_random_moment(preset: str, num_players: int, flags: dict, seed: int):
+    """An env stopped at a random step of a random game (before its end), and the actions played."""
+    def fresh():
+        e = raw_env(preset=preset, num_players=num_players, render_mode="ansi", **flags)
+        e.reset(seed=seed)
+        return e
+
+    rng = np.random.default_rng(seed)
+    e, actions = fresh(), []
+    while not e.game.over:
+        actions.append(int(rng.choice(legal_actions(e))))
+        e.step(actions[-1])
+    actions = actions[: int(rng.integers(1, len(actions)))]
+    e = fresh()
+    for action in actions:
+        e.step(action)
+    return e, actions
+
+
+def resampled_replay(e, actions: list[int], viewer: int, rng: np.random.Generator):
+    """Rebuild the game with the hidden cards reshuffled; ``None`` if that deal tells a different public story."""
+    game, cards, n = e.game, e.cards, e.config.num_players
+    width = len(cards.identities)
+    chain = game.chain
+
+    # what is fixed: the viewer's hand, public cards, and publicly known joker/blank positions
+    fixed = [[0] * width for _ in range(n)]
+    chain_fixed = chain is not None and viewer in chain.seen
+    for card, seat in game.special_holder.items():
+        if game.hands[seat][card] > fixed[seat][card]:
+            fixed[seat][card] += 1
+        elif chain is not None and chain.card == card:
+            chain_fixed = True
+    pool: list[int] = []
+    for seat in range(n):
+        if seat != viewer:
+            pool += [c for c in range(width) for _ in range(game.hands[seat][c] - fixed[seat][c])]
+    pool += [c for c in range(width) for _ in range(game.removed[c])]
+    pool += game.penalty_deck[1:]
+    if chain is not None and not chain_fixed:
+        pool.append(chain.card)
+    rng.shuffle(pool)
+
+    # deal the pool back into the same hidden places
+    draw = iter(pool)
+    hands = [list(row) for row in game.hands]
+    for seat in range(n):
+        if seat != viewer:
+            hands[seat] = list(fixed[seat])
+            for _ in range(game.hand_size(seat) - sum(fixed[seat])):
+                hands[seat][next(draw)] += 1
+    penalty = game.penalty_deck[:1] + [next(draw) for _ in game.penalty_deck[1:]]
+    chain_card = None if chain is None else chain.card if chain_fixed else next(draw)
+
+    # initial hands = current hands + cards that left them - cards that joined them (all public moves)
+    seat_of = {a: s for s, a in enumerate(e.possible_agents)}
+    initial = [list(row) for row in hands]
+    drawn_penalties: list[int] = []
+    offerer = None
+    for event in e.history:
+        kind = event["type"]
+        if kind == "offer":
+            offerer = seat_of[event["player"]]
+        elif kind == "reveal":
+            initial[offerer][cards.index(event["card"])] += 1
+            offerer = None
+        elif kind == "place" and event["source"] == "replacement":
+            initial[seat_of[event["player"]]][cards.index(event["card"])] += 1
+        elif kind == "place" and event["source"] == "penalty":
+            drawn_penalties.append(cards.index(event["card"]))
+        elif kind == "penalty_to_hand":
+            drawn_penalties.append(cards.index(event["card"]))
+            initial[seat_of[event["player"]]][cards.index(event["card"])] -= 1
+        elif kind == "take_into_hand":
+            initial[seat_of[event["player"]]][cards.index(event["card"])] -= 1
+    if chain is not None:
+        initial[chain.offerer][chain_card] += 1
+    if min(min(row) for row in initial) < 0:
+        return None
+
+    deal = e.history[0]
+    names = lambda row: {cards.identities[c]: k for c, k in enumerate(row) if k}  # noqa: E731
+    options = {
+        "starter": deal["starter"],
+        "hands": {a: names(initial[s]) for s, a in enumerate(e.possible_agents)},
+        "collections": deal["collections"],
+    }
+    if e.config.edition == "royal":
+        options["penalty_deck"] = [cards.identities[c] for c in drawn_penalties + penalty]
+    replay = raw_env(config=e.config, render_mode="ansi")
+    replay.reset(options=options)
+    current_offer = max((i for i, a in enumerate(actions) if a < e.encoding.respond_start), default=None)
+    for i, action in enumerate(actions):
+        if chain is not None and i == current_offer:
+            m = e.decode(action, actor=e.possible_agents[chain.offerer])
+            action = replay.encode(Move("offer", card=cards.identities[chain_card], target=m.target, claim=m.claim))
+        if not replay.observe(replay.agent_selection)["action_mask"][action]:
+            return None
+        replay.step(action)
+    if replay.history != e.history:
+        return None
+    assert replay.game.hands == hands and replay.game.penalty_deck == penalty
+    assert (replay.game.chain.card if replay.game.chain else None) == chain_card
+    return replay
+
+
+@pytest.mark.parametrize("preset, num_players, flags", RULE_SETS)
+def test_observation_is_unchanged_when_everything_the_viewer_cannot_see_is_reshuffled(preset, num_players, flags):
+    rng = np.random.default_rng(num_players)
+    compared = state_changed = refused = 0
+    for seed in range(8):
+        e, actions = play_to_a_random_moment(preset, num_players, flags, seed)
+        viewers = [e.game.current, int(rng.integers(num_players))]
+        if e.game.chain is not None:
+            viewers.append(e.game.chain.offerer)
+        for viewer in viewers:
+            for _ in range(2):
+                replay = resampled_replay(e, actions, viewer, rng)
+                if replay is None:
+                    refused += 1
+                    continue
+                agent = e.possible_agents[viewer]
+                original, other = e.observe(agent), replay.observe(agent)
+                np.testing.assert_array_equal(other["observation"], original["observation"], err_msg=f"{agent} sees a hidden difference")
+                np.testing.assert_array_equal(other["action_mask"], original["action_mask"])
+                assert replay.public_view() == e.public_view()
+                assert replay.render() == e.render()
+                compared += 1
+                state_changed += not np.array_equal(replay.state(), e.state())
+    assert compared >= 24 and refused <= compared, (compared, refused)
+    assert state_changed >= compared // 3, "the reshuffle should usually change the hidden state"
+
+
+@pytest.mark.parametrize("preset, num_players, flags", RULE_SETS[::3])
+def test_observation_is_the_state_gathered_through_the_observation_mask(preset, num_players, flags):
+    e, _ = play_to_a_random_moment(preset, num_players, flags, seed=3)
+    rng = np.random.default_rng(3)
+    enc = e.encoding
+    for _ in range(20):
+        state = np.append(e.state(), 0.0)
+        for seat, agent in enumerate(e.possible_agents):
+            seen = e.game.chain is not None and seat in e.game.chain.seen
+            index = enc.observation_index(seat, seen)
+            np.testing.assert_array_equal(e.observe(agent)["observation"], state[index])
+            mask = e.observation_mask(agent)
+            assert mask.shape == e.state().shape and mask.dtype == bool
+            assert set(np.flatnonzero(mask)) == set(index[index != enc.zero_slot].tolist())
+            hidden = {"removed", "penalty_hidden"} | ({"chain_card"} if not seen else set())
+            for name, segment in enc.state.segments.items():
+                visible = mask[segment.start : segment.stop]
+                if name in hidden:
+                    assert not visible.any(), (agent, name)
+                elif name == "hands":
+                    assert visible.reshape(segment.shape)[seat].all() and visible.sum() == segment.shape[1]
+                else:
+                    assert visible.all(), (agent, name)
+        if e.game.over:
+            break
+        e.step(int(rng.choice(legal_actions(e))))
