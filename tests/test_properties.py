@@ -2,7 +2,8 @@
 
 Each example plays one whole game with uniformly random legal actions and checks after
 every step that no card is created or lost, that the game only moves towards its end,
-and that every legal action survives an encode/decode round trip; at the end, that
+that the env's state vector equals the reference encoding of the game, and that every
+legal action survives an encode/decode round trip; at the end, that
 exactly one player lost for a reason that really holds and the rewards sum to zero.
 """
 
@@ -14,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cockroach_env import Move, Phase, raw_env
+from cockroach_env.encoding import write_state
 from cockroach_env.engine import LOSS_REASONS
 
 from .conftest import CLASSIC_PRESETS, legal_actions
@@ -76,6 +78,7 @@ def play_checked_game(preset: str, num_players: int, flags: dict, seed: int, cal
     game, cards = e.game, e.cards
     rng = np.random.default_rng(seed)
     deck = np.asarray(cards.copies)
+    reference = np.zeros(e.encoding.state.size + 1, np.float32)
     round_start_potential = cards_still_to_play(game)
     bound = round_start_potential * (2 * num_players + 2)  # decisions per round: offer, peeks and passes, call, places
     steps = 0
@@ -94,6 +97,7 @@ def play_checked_game(preset: str, num_players: int, flags: dict, seed: int, cal
         steps += 1
         game = e.game
         assert (card_counts(game) == deck).all(), "cards are conserved"
+        np.testing.assert_array_equal(e.state(), write_state(e.encoding, game, reference)[:-1])
         for seat in range(num_players):
             assert seat == game.loser or not loses(game, seat), "only the loser's collection may lose"
         for special, seat in game.known_special_holders().items():
