@@ -553,7 +553,7 @@ def _illegal(entrant: Entrant, seat: int, game: int, action: Any, config: GameCo
         return ArenaError(f"agent {entrant.name!r} (seat player_{seat}, game {game}) returned action {index}, out of range [0, {enc.num_actions})")
     move = raw_env(config=config).decode(index, actor=f"player_{seat}")
     legal = int(np.count_nonzero(mask))
-    return ArenaError(f"agent {entrant.name!r} (seat player_{seat}, game {game}) returned illegal action {index} = {move}; the action mask allows {legal} other action(s) now")
+    return ArenaError(f"agent {entrant.name!r} (seat player_{seat}, game {game}) returned illegal action {index} = {move}; the action mask allows {legal} action(s) now")
 
 
 def _legal_action(action: Any, mask: np.ndarray) -> bool:
