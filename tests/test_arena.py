@@ -315,3 +315,19 @@ def test_cli_reports_bad_input_with_exit_status_2(capsys):
 def test_the_training_package_imports_no_torch():
     code = "import sys, training, training.arena, training.eval_cli, training.ratings, baselines; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=".").returncode == 0
+
+
+@pytest.mark.slow
+def test_a_checkpoint_path_plays_in_the_arena_and_a_mismatched_one_is_refused(tmp_path):
+    pytest.importorskip("torch")
+    from training.checkpoint import save_checkpoint
+    from training.model import ActorCritic
+
+    config = GameConfig(num_players=4)
+    model = ActorCritic(config, [16], "tanh")
+    path = tmp_path / "tiny" / "agent"
+    save_checkpoint(path, {f"model.{k}": v for k, v in model.state_dict().items()}, {"kind": "agent", "game_config": config.to_dict(), "model": {"hidden_sizes": [16], "activation": "tanh"}})
+    result = play_match([str(path), "random*3"], config, games=4, seed=0)
+    assert result.games == 4 and result.agents[0].spec == str(path)
+    with pytest.raises(ArenaError, match=r"cannot load the checkpoint .*trained for 4-player classic"):
+        play_match([str(path), "random"], GameConfig(num_players=2), games=2)

@@ -138,7 +138,7 @@ def resolve_agent(spec: Any, config: GameConfig, seed: int | None = None) -> Any
         return baselines.make(spec, config, seed=seed)
     if _looks_like_class(spec):
         return _agent_from_class(spec, config, seed)
-    if os.path.exists(spec) or os.path.exists(spec + ".json") or _is_shipped_checkpoint(spec):
+    if _looks_like_path(spec) or os.path.exists(spec + ".json") or _is_shipped_checkpoint(spec):
         return _agent_from_checkpoint(spec, config, seed)
     raise ArenaError(
         f"unknown agent {spec!r}: not a baseline (expected one of {baselines.names()}), "
@@ -168,6 +168,10 @@ def _agent_from_class(spec: str, config: GameConfig, seed: int | None) -> Any:
         raise ArenaError(f"agent {spec!r}: {attr}(config, seed=...) failed ({type(error).__name__}: {error})") from error
     _check_agent(agent, spec)
     return agent
+
+
+def _looks_like_path(spec: str) -> bool:
+    return os.path.exists(spec) or "/" in spec or os.sep in spec or spec.endswith((".json", ".safetensors")) or spec.startswith(("~", "."))
 
 
 def _is_shipped_checkpoint(spec: str) -> bool:
