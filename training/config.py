@@ -29,7 +29,7 @@ from typing import Any
 
 from cockroach_env.config import GameConfig
 
-BASELINE_NAMES = ("random", "heuristic", "honest", "caller")
+BASELINE_NAMES = ("random", "honest", "bluffer", "heuristic")
 """Baseline agents a config may name (see ``baselines``); checked again when they are built."""
 
 
@@ -114,8 +114,8 @@ class OpponentConfig:
     """Weight of games against a past snapshot of the policy (drawn uniformly from the pool; self-play while the pool is empty)."""
     baselines: dict[str, float] = field(default_factory=lambda: {"heuristic": 0.15, "random": 0.05})
     """Weight of games against each baseline agent, by name."""
-    learner_seats: int = 1
-    """Seats the learner takes in games against snapshots and baselines (the other seats are the opponent)."""
+    learner_seats: list[int] = field(default_factory=lambda: [1])
+    """Seats the learner takes in games against snapshots and baselines (the other seats are the opponent); each game draws one of these counts."""
     snapshot_every: int = 20
     """Updates between two snapshots entering the pool (0: only when the policy beats the pool)."""
     beat_pool_loss_rate: float = 0.8
@@ -134,7 +134,6 @@ class OpponentConfig:
             _require(f"{where}.baselines", name, weight, weight >= 0, "a weight >= 0")
         total = self.self_play + self.snapshots + sum(self.baselines.values())
         _require(where, "self_play", self.self_play, total > 0, "weights (self_play, snapshots, baselines) with a positive sum")
-        _require(where, "learner_seats", self.learner_seats, self.learner_seats >= 1, "an integer >= 1 (and below the number of players)")
         _require(where, "snapshot_every", self.snapshot_every, self.snapshot_every >= 0, "an integer >= 0")
         _require(where, "beat_pool_loss_rate", self.beat_pool_loss_rate, 0 <= self.beat_pool_loss_rate <= 1, "a number from 0 to 1")
         _require(where, "beat_pool_games", self.beat_pool_games, self.beat_pool_games >= 1, "an integer >= 1")
@@ -191,8 +190,8 @@ class TrainConfig:
     """Seed of everything random in the run (games, sampling, opponents, evaluation)."""
     device: str = "cpu"
     """Torch device for the network (``cpu`` or ``cuda``)."""
-    torch_threads: int = 0
-    """Torch intra-op threads (0: torch's default)."""
+    torch_threads: int = 1
+    """Torch intra-op threads (0: torch's default). One thread is fastest on a small, busy CPU: the network is small."""
     output_dir: str = "runs"
     """Directory that holds the run directories."""
     game: dict[str, Any] = field(default_factory=lambda: {"num_players": 4})
@@ -211,12 +210,13 @@ class TrainConfig:
         self.ppo.validate(f"{where}: ppo")
         self.model.validate(f"{where}: model")
         self.opponents.validate(f"{where}: opponents")
+        seats = self.opponents.learner_seats
         _require(
             f"{where}: opponents",
             "learner_seats",
-            self.opponents.learner_seats,
-            self.opponents.learner_seats < game.num_players,
-            f"an integer from 1 to {game.num_players - 1} (game.num_players={game.num_players})",
+            seats,
+            len(seats) >= 1 and all(1 <= k < game.num_players for k in seats),
+            f"a non-empty list of seat counts from 1 to {game.num_players - 1} (game.num_players={game.num_players})",
         )
         self.schedule.validate(f"{where}: schedule")
         self.evaluation.validate(f"{where}: evaluation")

@@ -1,0 +1,68 @@
+"""``cockroach-train``: train a self-play PPO agent from a YAML config.
+
+    cockroach-train --config configs/ppo_4p.yaml
+    cockroach-train --config configs/ppo_4p.yaml --set ppo.learning_rate=1e-3 --set seed=2
+    cockroach-train --config configs/ppo_4p.yaml --resume      # continue runs/ppo_4p
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+from training.config import ConfigError, describe_options, load_config
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cockroach-train",
+        description="Self-play masked PPO for Cockroach Poker. Writes runs/<name>/: checkpoint (for --resume), agent (final weights for "
+        "load_agent and cockroach-eval), metrics.csv, eval.csv, tensorboard/ and learning_curves.png.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="config options (YAML keys, or --set dotted.key=value):\n" + "\n".join(describe_options()),
+    )
+    parser.add_argument("--config", metavar="YAML", help="config file (e.g. configs/ppo_4p.yaml); defaults are used without one")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="override a config entry (repeatable)")
+    parser.add_argument("--resume", action="store_true", help="continue the run in output_dir/name from its checkpoint")
+    parser.add_argument("--overwrite", action="store_true", help="start afresh even if output_dir/name already holds a run")
+    parser.add_argument("--print-config", action="store_true", help="print the resolved config as YAML and exit")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        config = load_config(args.config, args.overrides)
+    except ConfigError as error:
+        print(f"cockroach-train: error: {error}", file=sys.stderr)
+        return 2
+    if args.print_config:
+        import yaml
+
+        print(yaml.safe_dump(config.to_dict(), sort_keys=False), end="")
+        return 0
+    checkpoint = config.run_dir / "checkpoint.json"
+    if args.resume and not checkpoint.exists():
+        print(f"cockroach-train: error: --resume: no checkpoint at {checkpoint}", file=sys.stderr)
+        return 2
+    if not args.resume and not args.overwrite and checkpoint.exists():
+        print(f"cockroach-train: error: {config.run_dir} already holds a run; pass --resume to continue it, --overwrite to start again, or --set name=...", file=sys.stderr)
+        return 2
+
+    from training.checkpoint import CheckpointError
+    from training.ppo import train
+
+    command = "cockroach-train " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+    try:
+        agent = train(config, resume=args.resume, command=command, progress_bar=not args.no_progress)
+    except CheckpointError as error:
+        print(f"cockroach-train: error: {error}", file=sys.stderr)
+        return 2
+    print(f"agent checkpoint: {agent}  (load with training.load_agent({str(agent.with_suffix(''))!r}) or cockroach-eval)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

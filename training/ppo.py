@@ -1,0 +1,678 @@
+"""Masked PPO self-play on the batched engine, in the CleanRL manner: one loop, read top to bottom.
+
+One shared, seat-relative ``ActorCritic`` plays every learner seat. Each game draws
+its table when it starts, with the weights of ``config.opponents``:
+
+* ``self_play``: every seat is the current policy, and every seat's decisions are samples;
+* ``snapshots``: ``learner_seats`` seats are the current policy, the others one past snapshot;
+* ``baselines``: ``learner_seats`` seats are the current policy, the others one baseline agent.
+
+Only the learner's decisions are training samples. Turns are not alternating, so a
+learner transition runs from one of its decisions to that seat's next decision in the
+same game, or to the end of the game, whose terminal reward is the transition's reward.
+A decision whose successor has not happened yet when a rollout ends is carried into
+the next rollout, so every transition is trained once with exact GAE.
+
+Each iteration has three sections: rollout, advantages (GAE), update. Then come the
+bookkeeping steps: snapshots (on a schedule, or when the policy beats the pool),
+evaluation in the arena against baselines, logs and checkpoints.
+
+Exact resume: the games restart (from a seed derived from the run seed and the
+update number) at every ``schedule.checkpoint_every`` updates, where checkpoints are
+written, and baseline opponents are rebuilt with derived seeds there too. A checkpoint
+holds everything else (weights, Adam state, pool, RNG states, counters), so
+``--resume`` continues exactly as the uninterrupted run would have.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+import baselines
+from cockroach_env.batched import BatchedGames
+from cockroach_env.config import GameConfig
+from cockroach_env.encoding import encoding_for
+from training import checkpoint as ckpt
+from training.config import TrainConfig, config_from_dict
+from training.model import ActorCritic, PolicyAgent
+
+SELF = "self"
+SNAPSHOT = "snapshot"
+CHECKPOINT_NAME = "checkpoint"
+"""The run's latest full checkpoint (for ``--resume``): ``runs/<name>/checkpoint.{json,safetensors}``."""
+AGENT_NAME = "agent"
+"""The run's final weights-only checkpoint (for ``load_agent`` and the arena): ``runs/<name>/agent.{json,safetensors}``."""
+
+
+# ---------------------------------------------------------------------------- run state
+
+
+@dataclass
+class Snapshot:
+    """A frozen past policy in the opponent pool."""
+
+    id: int
+    update: int
+    model: ActorCritic
+
+
+@dataclass
+class Progress:
+    """Counters that a checkpoint carries (JSON-able)."""
+
+    update: int = 0
+    decisions: int = 0
+    samples: int = 0
+    games: int = 0
+    wall_seconds: float = 0.0
+    next_snapshot_id: int = 0
+    pool_games: int = 0
+    """Learner seat-games against snapshots since the last snapshot entered (for the beat-the-pool rule)."""
+    pool_losses: int = 0
+    evaluations: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Tables:
+    """Who sits where in each game: ``owner[b, s]`` is 0 for the learner, else an index into ``opponents``."""
+
+    def __init__(self, config: TrainConfig, game: GameConfig, batch: int):
+        self.n = game.num_players
+        self.learner_seat_counts = np.asarray(config.opponents.learner_seats)
+        mix = config.opponents
+        self.kinds = [SELF, SNAPSHOT, *mix.baselines]
+        weights = np.array([mix.self_play, mix.snapshots, *mix.baselines.values()], np.float64)
+        self.weights = weights / weights.sum()
+        self.owner = np.zeros((batch, self.n), np.int64)
+        self.kind = np.zeros(batch, np.int64)
+        """Index into ``kinds`` of each game's table."""
+        self.learner_seats = np.full(batch, self.n, np.int64)
+        """Number of learner seats in each game."""
+
+    def draw(self, games: np.ndarray, rng: np.random.Generator, baseline_index: dict[str, int], snapshot_indices: list[int]) -> None:
+        """Draw new tables for ``games`` (indices)."""
+        if len(games) == 0:
+            return
+        kinds = rng.choice(len(self.kinds), size=len(games), p=self.weights)
+        seat_order = rng.permuted(np.tile(np.arange(self.n), (len(games), 1)), axis=1)
+        picks = rng.integers(0, max(len(snapshot_indices), 1), size=len(games))
+        seat_counts = rng.choice(self.learner_seat_counts, size=len(games))
+        for b, k, order, pick, count in zip(games, kinds, seat_order, picks, seat_counts):
+            name = self.kinds[k]
+            if name == SNAPSHOT and not snapshot_indices:
+                k, name = 0, SELF
+            self.kind[b] = k
+            if name == SELF:
+                self.owner[b] = 0
+                self.learner_seats[b] = self.n
+                continue
+            opponent = snapshot_indices[pick] if name == SNAPSHOT else baseline_index[name]
+            self.owner[b] = opponent
+            self.owner[b, order[:count]] = 0
+            self.learner_seats[b] = count
+
+
+class Rollout:
+    """The learner's decisions of one rollout, linked to their successors (flat arrays)."""
+
+    def __init__(self, capacity: int, obs_size: int, num_actions: int):
+        self.obs = np.zeros((capacity, obs_size), np.float32)
+        self.mask = np.zeros((capacity, num_actions), bool)
+        self.action = np.zeros(capacity, np.int64)
+        self.logprob = np.zeros(capacity, np.float32)
+        self.value = np.zeros(capacity, np.float32)
+        self.reward = np.zeros(capacity, np.float32)
+        self.terminal = np.zeros(capacity, bool)
+        self.successor = np.full(capacity, -1, np.int64)
+        self.size = 0
+        self.blocks: list[tuple[int, int]] = []
+        """``[start, stop)`` of the decisions made at the same environment step, in time order."""
+
+    def clear(self) -> None:
+        self.size = 0
+        self.blocks = []
+
+    def append(self, obs, mask, action, logprob, value) -> np.ndarray:
+        start, stop = self.size, self.size + len(action)
+        self.obs[start:stop] = obs
+        self.mask[start:stop] = mask
+        self.action[start:stop] = action
+        self.logprob[start:stop] = logprob
+        self.value[start:stop] = value
+        self.reward[start:stop] = 0.0
+        self.terminal[start:stop] = False
+        self.successor[start:stop] = -1
+        self.size = stop
+        self.blocks.append((start, stop))
+        return np.arange(start, stop)
+
+    def carry_into(self, other: "Rollout", pending: np.ndarray) -> None:
+        """Copy the decisions still waiting for a successor into the (cleared) ``other``; renumber ``pending``."""
+        waiting = pending[pending >= 0]
+        if len(waiting) == 0:
+            return
+        new = other.append(self.obs[waiting], self.mask[waiting], self.action[waiting], self.logprob[waiting], self.value[waiting])
+        pending[pending >= 0] = new
+
+
+# ---------------------------------------------------------------------------- training
+
+
+def train(config: TrainConfig, resume: bool = False, command: str | None = None, progress_bar: bool = True) -> Path:
+    """Train (or resume) the run of ``config``; return the path of the final agent checkpoint."""
+    from tqdm import tqdm
+
+    game = config.game_config()
+    enc = encoding_for(game)
+    n_players = game.num_players
+    ppo = config.ppo
+    B, T = ppo.num_envs, ppo.num_steps
+    decisions_per_update = B * T
+    num_updates = math.ceil(config.schedule.total_decisions / decisions_per_update)
+    run_dir = config.run_dir
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if config.torch_threads:
+        torch.set_num_threads(config.torch_threads)
+    device = torch.device(config.device)
+    command = command or " ".join(["cockroach-train", *sys.argv[1:]])
+
+    model = ActorCritic(game, config.model.hidden_sizes, config.model.activation).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=ppo.learning_rate, eps=1e-5)
+    sampler = torch.Generator(device=device).manual_seed(config.seed)
+    """Action sampling of the learner and the snapshots."""
+    rng = np.random.default_rng(config.seed)
+    """Table draws and minibatch shuffles."""
+    pool: list[Snapshot] = []
+    state = Progress()
+
+    if resume:
+        state, rng = _restore(run_dir, config, model, optimizer, sampler, pool, device)
+        print(f"resuming {run_dir} at update {state.update} ({state.decisions:,} decisions)", file=sys.stderr)
+    else:
+        _add_snapshot(pool, state, model, config, game)
+    logs = RunLogs(run_dir, config, resume_update=state.update if resume else None)
+
+    games = BatchedGames(game, batch_size=B, seed=config.seed)
+    tables = Tables(config, game, B)
+    baseline_names = list(config.opponents.baselines)
+    rollout = Rollout(B * T + B * n_players, enc.observation.size, enc.num_actions)
+    spare = Rollout(B * T + B * n_players, enc.observation.size, enc.num_actions)
+    pending = np.full((B, n_players), -1, np.int64)
+    """Rollout index of each seat's latest learner decision still waiting for its successor."""
+    started = time.perf_counter() - state.wall_seconds
+    bar = tqdm(total=num_updates * decisions_per_update, initial=state.decisions, unit="dec", unit_scale=True, dynamic_ncols=True, disable=not progress_bar)
+    bar.set_postfix_str(_eval_summary(state.evaluations))
+    stop_reason = None
+
+    for update in range(state.update, num_updates):
+        iteration_start = time.perf_counter()
+        if update % config.schedule.checkpoint_every == 0 or update == state.update:
+            # New segment: fresh games and baseline opponents from seeds derived from (seed, update).
+            segment_seed = int(np.random.SeedSequence([config.seed, update]).generate_state(1)[0])
+            step = games.reset(seed=segment_seed)
+            opponents = [None] + [baselines.make(name, game, seed=segment_seed + i) for i, name in enumerate(baseline_names)]
+            pending[:] = -1
+            rollout.clear()
+            tables.draw(np.arange(B), rng, _baseline_index(baseline_names), _snapshot_indices(pool, baseline_names))
+        if ppo.anneal_lr:
+            optimizer.param_groups[0]["lr"] = ppo.learning_rate * (1.0 - update / num_updates)
+
+        # ------------------------------------------------------------ 1. rollout
+        model.eval()
+        outcomes = {kind: [0, 0, 0] for kind in tables.kinds}  # kind -> [games, learner seat-games, learner losses]
+        actions = np.zeros(B, np.int64)
+        for _ in range(T):
+            seat = step.to_act
+            owner = tables.owner[np.arange(B), seat]
+            learning = np.flatnonzero(owner == 0)
+            if len(learning):
+                obs = torch.from_numpy(step.observation[learning]).to(device)
+                mask = torch.from_numpy(step.action_mask[learning].astype(bool)).to(device)
+                action, logprob, value = model.sample(obs, mask, sampler)
+                action = action.cpu().numpy()
+                actions[learning] = action
+                index = rollout.append(step.observation[learning], mask.cpu().numpy(), action, logprob.cpu().numpy(), value.cpu().numpy())
+                previous = pending[learning, seat[learning]]
+                linked = previous >= 0
+                rollout.successor[previous[linked]] = index[linked]
+                pending[learning, seat[learning]] = index
+            for who in np.unique(owner[owner != 0]):
+                rows = np.flatnonzero(owner == who)
+                actions[rows] = _act(opponents, pool, baseline_names, who, step.observation[rows], step.action_mask[rows], sampler, device)
+
+            step = games.step(actions)
+
+            finished = np.flatnonzero(step.done)
+            if len(finished):
+                waiting = pending[finished]
+                has = waiting >= 0
+                rollout.reward[waiting[has]] = step.rewards[finished][has]
+                rollout.terminal[waiting[has]] = True
+                pending[finished] = -1
+                for b in finished:
+                    if step.loser[b] >= 0:  # (a game truncated by max_steps has no loser and zero rewards)
+                        kind = tables.kinds[tables.kind[b]]
+                        outcomes[kind][0] += 1
+                        outcomes[kind][1] += int(tables.learner_seats[b])
+                        outcomes[kind][2] += int(tables.owner[b, step.loser[b]] == 0)
+                tables.draw(finished, rng, _baseline_index(baseline_names), _snapshot_indices(pool, baseline_names))
+        state.decisions += decisions_per_update
+        state.games += sum(games for games, _, _ in outcomes.values())
+
+        # ------------------------------------------------------------ 2. advantages (GAE)
+        # Walk the decisions backwards in time: each one's successor is later, so its
+        # advantage is already known. Decisions still waiting for their successor
+        # are not trained now; they are carried into the next rollout.
+        size = rollout.size
+        advantages = np.zeros(size, np.float32)
+        complete = rollout.terminal[:size] | (rollout.successor[:size] >= 0)
+        for start, stop in reversed(rollout.blocks):
+            rows = slice(start, stop)
+            successor = rollout.successor[rows]
+            has_next = successor >= 0
+            next_value = np.where(has_next, rollout.value[successor], 0.0)
+            next_advantage = np.where(has_next, advantages[successor], 0.0)
+            delta = rollout.reward[rows] + ppo.gamma * next_value - rollout.value[rows]
+            advantages[rows] = np.where(complete[rows], delta + ppo.gamma * ppo.gae_lambda * next_advantage, 0.0)
+        train_rows = np.flatnonzero(complete)
+        returns = advantages + rollout.value[:size]
+
+        # ------------------------------------------------------------ 3. update
+        model.train()
+        b_obs = torch.from_numpy(rollout.obs[train_rows]).to(device)
+        b_mask = torch.from_numpy(rollout.mask[train_rows]).to(device)
+        b_action = torch.from_numpy(rollout.action[train_rows]).to(device)
+        b_logprob = torch.from_numpy(rollout.logprob[train_rows]).to(device)
+        b_value = torch.from_numpy(rollout.value[train_rows]).to(device)
+        b_advantage = torch.from_numpy(advantages[train_rows]).to(device)
+        b_return = torch.from_numpy(returns[train_rows]).to(device)
+        n_train = len(train_rows)
+        minibatch = max(1, math.ceil(n_train / ppo.num_minibatches))
+        clipfracs, stats = [], {}
+        for _epoch in range(ppo.update_epochs if n_train else 0):
+            order = rng.permutation(n_train)
+            for start in range(0, n_train, minibatch):
+                mb = torch.from_numpy(order[start : start + minibatch]).to(device)
+                new_logprob, entropy, new_value = model.evaluate(b_obs[mb], b_mask[mb], b_action[mb])
+                log_ratio = new_logprob - b_logprob[mb]
+                ratio = log_ratio.exp()
+                with torch.no_grad():
+                    approx_kl = ((ratio - 1) - log_ratio).mean()
+                    clipfracs.append(((ratio - 1.0).abs() > ppo.clip_coef).float().mean().item())
+                mb_advantage = b_advantage[mb]
+                if ppo.norm_adv and len(mb) > 1:
+                    mb_advantage = (mb_advantage - mb_advantage.mean()) / (mb_advantage.std() + 1e-8)
+                pg_loss = torch.max(-mb_advantage * ratio, -mb_advantage * ratio.clamp(1 - ppo.clip_coef, 1 + ppo.clip_coef)).mean()
+                if ppo.clip_vloss:
+                    v_clipped = b_value[mb] + (new_value - b_value[mb]).clamp(-ppo.clip_coef, ppo.clip_coef)
+                    v_loss = 0.5 * torch.max((new_value - b_return[mb]) ** 2, (v_clipped - b_return[mb]) ** 2).mean()
+                else:
+                    v_loss = 0.5 * ((new_value - b_return[mb]) ** 2).mean()
+                entropy_loss = entropy.mean()
+                loss = pg_loss - ppo.ent_coef * entropy_loss + ppo.vf_coef * v_loss
+                optimizer.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), ppo.max_grad_norm)
+                optimizer.step()
+            if ppo.target_kl is not None and approx_kl.item() > ppo.target_kl:
+                break
+        if n_train:
+            var_y = b_return.var().item()
+            stats = {
+                "pg_loss": pg_loss.item(),
+                "v_loss": v_loss.item(),
+                "entropy": entropy_loss.item(),
+                "approx_kl": approx_kl.item(),
+                "clipfrac": float(np.mean(clipfracs)),
+                "explained_variance": float("nan") if var_y == 0 else 1 - (b_return - b_value).var().item() / var_y,
+            }
+        state.samples += n_train
+        # Carry the decisions still waiting for a successor into the next rollout.
+        spare.clear()
+        rollout.carry_into(spare, pending)
+        rollout, spare = spare, rollout
+
+        # ------------------------------------------------------------ 4. snapshots, evaluation, logs, checkpoints
+        state.update = update + 1
+        _, pool_seat_games, pool_losses = outcomes[SNAPSHOT]
+        state.pool_games += pool_seat_games
+        state.pool_losses += pool_losses
+        beats_pool = (
+            config.opponents.beat_pool_loss_rate > 0
+            and state.pool_games >= config.opponents.beat_pool_games
+            and state.pool_losses / state.pool_games < config.opponents.beat_pool_loss_rate / n_players
+        )
+        scheduled = config.opponents.snapshot_every and state.update % config.opponents.snapshot_every == 0
+        if beats_pool or scheduled:
+            _add_snapshot(pool, state, model, config, game)
+
+        now = time.perf_counter()
+        state.wall_seconds = now - started
+        sps = decisions_per_update / max(now - iteration_start, 1e-9)
+        logs.train_row(state, optimizer.param_groups[0]["lr"], sps, stats, outcomes, len(pool))
+        bar.update(decisions_per_update)
+
+        last = state.update == num_updates
+        out_of_time = config.schedule.time_limit_minutes is not None and state.wall_seconds > 60 * config.schedule.time_limit_minutes
+        if out_of_time and not last:
+            stop_reason = f"time limit of {config.schedule.time_limit_minutes} minutes reached"
+        if config.evaluation.every and state.update % config.evaluation.every == 0 and not last and not stop_reason:
+            results = evaluate_model(model, game, config.evaluation.opponents, config.evaluation.games, seed=config.seed + state.update)
+            _record_evaluation(state, logs, results)
+            bar.set_postfix_str(_eval_summary(state.evaluations))
+        if state.update % config.schedule.checkpoint_every == 0 or last or stop_reason:
+            state.wall_seconds = time.perf_counter() - started
+            save_run_checkpoint(run_dir / CHECKPOINT_NAME, config, model, optimizer, sampler, rng, pool, state, command)
+        if stop_reason:
+            break
+    bar.close()
+
+    # ---------------------------------------------------------------- final evaluation, agent checkpoint, plots
+    if config.evaluation.final_games:
+        results = evaluate_model(model, game, config.evaluation.opponents, config.evaluation.final_games, seed=config.seed + 10**6)
+        _record_evaluation(state, logs, results, final=True)
+        print("final evaluation: " + _eval_summary(state.evaluations), file=sys.stderr)
+    if stop_reason:
+        print(f"stopped early: {stop_reason}; continue with --resume", file=sys.stderr)
+    agent_path = save_agent_checkpoint(run_dir / AGENT_NAME, config, model, state, command)
+    logs.close()
+    plot_learning_curves(run_dir / "eval.csv", run_dir / "learning_curves.png", title=f"{config.name}: {n_players}-player {game.edition}")
+    return agent_path
+
+
+# ---------------------------------------------------------------------------- opponents
+
+
+def _baseline_index(names: list[str]) -> dict[str, int]:
+    return {name: 1 + i for i, name in enumerate(names)}
+
+
+def _snapshot_indices(pool: list[Snapshot], names: list[str]) -> list[int]:
+    return [1 + len(names) + i for i in range(len(pool))]
+
+
+def _act(opponents, pool, baseline_names, who, obs, masks, sampler, device) -> np.ndarray:
+    """Actions of opponent ``who`` (a baseline, or a snapshot sampled with the run's generator)."""
+    if who <= len(baseline_names):
+        return opponents[who].act_batch(obs, masks)
+    snapshot = pool[who - 1 - len(baseline_names)]
+    action, _, _ = snapshot.model.sample(torch.from_numpy(obs).to(device), torch.from_numpy(masks.astype(bool)).to(device), sampler)
+    return action.cpu().numpy()
+
+
+def _add_snapshot(pool: list[Snapshot], state: Progress, model: ActorCritic, config: TrainConfig, game: GameConfig) -> None:
+    frozen = ActorCritic(game, config.model.hidden_sizes, config.model.activation).to(next(model.parameters()).device)
+    frozen.load_state_dict(model.state_dict())
+    frozen.eval().requires_grad_(False)
+    pool.append(Snapshot(state.next_snapshot_id, state.update, frozen))
+    state.next_snapshot_id += 1
+    state.pool_games = state.pool_losses = 0
+    del pool[: max(0, len(pool) - config.opponents.max_snapshots)]
+
+
+# ---------------------------------------------------------------------------- evaluation
+
+
+def play_games(game: GameConfig, focal, others, num_games: int, seed: int, batch_size: int = 500) -> dict[str, Any]:
+    """Loss rate of ``focal`` (one seat, rotating) against ``others`` in every other seat, on the batched engine.
+
+    Each of the ``batch_size`` slots plays the same number of games, so short games
+    are not over-represented.
+    """
+    n = game.num_players
+    slots = min(batch_size, num_games)
+    quota = np.full(slots, num_games // slots)
+    quota[: num_games % slots] += 1
+    games = BatchedGames(game, batch_size=slots, seed=seed)
+    step = games.reset(seed=seed)
+    focal_seat = np.arange(slots) % n
+    played = np.zeros(slots, np.int64)
+    losses = 0
+    actions = np.zeros(slots, np.int64)
+    while (played < quota).any():
+        is_focal = step.to_act == focal_seat
+        for agent, rows in ((focal, np.flatnonzero(is_focal)), (others, np.flatnonzero(~is_focal))):
+            if len(rows):
+                actions[rows] = agent.act_batch(step.observation[rows], step.action_mask[rows])
+        step = games.step(actions)
+        for b in np.flatnonzero(step.done):
+            if played[b] < quota[b] and step.loser[b] >= 0:
+                played[b] += 1
+                losses += int(step.loser[b] == focal_seat[b])
+                focal_seat[b] = (focal_seat[b] + 1) % n
+    total = int(played.sum())
+    low, high = wilson_interval(losses, total)
+    return {"games": total, "losses": losses, "loss_rate": losses / total, "ci95": [low, high], "parity": 1 / n}
+
+
+def evaluate_model(model: ActorCritic, game: GameConfig, opponents: list[str], num_games: int, seed: int) -> list[dict[str, Any]]:
+    """The policy (one seat) against each baseline (all other seats)."""
+    results = []
+    for i, name in enumerate(opponents):
+        policy = PolicyAgent(model, game, seed=seed + 7919 * i, name="policy")
+        opponent = baselines.make(name, game, seed=seed + 7919 * i + 1)
+        result = play_games(game, policy, opponent, num_games, seed=seed + 7919 * i + 2)
+        results.append({"opponent": name, **result})
+    model.train()
+    return results
+
+
+def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
+    if trials == 0:
+        return 0.0, 1.0
+    p = successes / trials
+    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _record_evaluation(state: Progress, logs: "RunLogs", results: list[dict[str, Any]], final: bool = False) -> None:
+    entry = {"update": state.update, "decisions": state.decisions, "wall_seconds": round(state.wall_seconds, 1), "final": final, "results": results}
+    state.evaluations.append(entry)
+    logs.eval_rows(entry)
+
+
+def _eval_summary(evaluations: list[dict[str, Any]]) -> str:
+    if not evaluations:
+        return "eval: pending"
+    latest = evaluations[-1]
+    return "loss rate " + ", ".join(f"vs {r['opponent']} {100 * r['loss_rate']:.1f}%" for r in latest["results"])
+
+
+# ---------------------------------------------------------------------------- checkpoints
+
+
+def _metadata(config: TrainConfig, state: Progress, command: str, kind: str) -> dict[str, Any]:
+    game = config.game_config()
+    return {
+        "kind": kind,
+        "name": config.name,
+        "game_config": game.to_dict(),
+        "model": {"hidden_sizes": list(config.model.hidden_sizes), "activation": config.model.activation},
+        "training_config": config.to_dict(),
+        "command": command,
+        "step": {"update": state.update, "decisions": state.decisions, "samples": state.samples, "games": state.games, "wall_seconds": round(state.wall_seconds, 1)},
+        "evaluation": state.evaluations[-1] if state.evaluations else None,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+def save_run_checkpoint(path: Path, config, model, optimizer, sampler, rng, pool: list[Snapshot], state: Progress, command: str) -> Path:
+    """Everything ``--resume`` needs: weights, Adam state, pool, RNG states, counters."""
+    tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
+    optimizer_tensors, optimizer_rest = ckpt.optimizer_state(optimizer)
+    tensors.update(optimizer_tensors)
+    for snapshot in pool:
+        tensors.update({f"pool.{snapshot.id}.{k}": v for k, v in snapshot.model.state_dict().items()})
+    tensors["rng.sampler"] = sampler.get_state()
+    metadata = _metadata(config, state, command, "run")
+    metadata.update(
+        optimizer=optimizer_rest,
+        pool=[{"id": s.id, "update": s.update} for s in pool],
+        progress={k: v for k, v in state.__dict__.items()},
+        rng={"numpy": ckpt.numpy_rng_state(rng)},
+    )
+    return ckpt.save_checkpoint(path, tensors, metadata)
+
+
+def save_agent_checkpoint(path: Path, config: TrainConfig, model: ActorCritic, state: Progress, command: str) -> Path:
+    """The weights only (small), with the metadata users and the arena need."""
+    tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
+    metadata = _metadata(config, state, command, "agent")
+    metadata["evaluations"] = state.evaluations
+    return ckpt.save_checkpoint(path, tensors, metadata)
+
+
+RESUMABLE_CHANGES = ("schedule.total_decisions", "schedule.time_limit_minutes", "evaluation", "device", "torch_threads")
+"""Config entries that may differ between a run and its resumption."""
+
+
+def _restore(run_dir: Path, config: TrainConfig, model, optimizer, sampler, pool: list[Snapshot], device) -> tuple[Progress, np.random.Generator]:
+    checkpoint = ckpt.load_checkpoint(run_dir / CHECKPOINT_NAME, game=config.game_config(), kind="run")
+    meta = checkpoint.metadata
+    saved = config_from_dict(meta["training_config"], where=str(checkpoint.path))
+    differences = [key for key in _diff(saved.to_dict(), config.to_dict()) if not key.startswith(RESUMABLE_CHANGES)]
+    if differences:
+        raise ckpt.CheckpointError(
+            f"{checkpoint.path}: cannot resume with a different config; changed: {differences} (only {list(RESUMABLE_CHANGES)} may change)"
+        )
+    model.load_state_dict(checkpoint.group("model"))
+    ckpt.restore_optimizer(optimizer, checkpoint)
+    sampler.set_state(checkpoint.tensors["rng.sampler"])
+    game = config.game_config()
+    for entry in meta["pool"]:
+        frozen = ActorCritic(game, config.model.hidden_sizes, config.model.activation).to(device)
+        frozen.load_state_dict(checkpoint.group(f"pool.{entry['id']}"))
+        pool.append(Snapshot(entry["id"], entry["update"], frozen.eval().requires_grad_(False)))
+    state = Progress(**meta["progress"])
+    return state, ckpt.restore_numpy_rng(meta["rng"]["numpy"])
+
+
+def _diff(a: Any, b: Any, prefix: str = "") -> list[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = sorted(set(a) | set(b))
+        return [d for k in keys for d in _diff(a.get(k), b.get(k), f"{prefix}.{k}" if prefix else k)]
+    return [] if a == b else [prefix]
+
+
+# ---------------------------------------------------------------------------- logs and plots
+
+
+class RunLogs:
+    """``metrics.csv`` (one row per update), ``eval.csv`` (one row per opponent per evaluation) and TensorBoard."""
+
+    def __init__(self, run_dir: Path, config: TrainConfig, resume_update: int | None):
+        self.run_dir = run_dir
+        self.opponent_kinds = [SNAPSHOT, *config.opponents.baselines]
+        self.metrics_columns = [
+            "update", "decisions", "samples", "games", "wall_seconds", "decisions_per_second", "learning_rate",
+            "pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac", "explained_variance", "pool_size",
+            *[f"train_loss_rate_vs_{k}" for k in self.opponent_kinds],
+        ]  # fmt: skip
+        self.eval_columns = ["update", "decisions", "wall_seconds", "final", "opponent", "games", "loss_rate", "ci95_low", "ci95_high", "parity"]
+        for name, columns in (("metrics.csv", self.metrics_columns), ("eval.csv", self.eval_columns)):
+            _prepare_csv(run_dir / name, columns, resume_update)
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+        except ImportError:  # tensorboard is optional: the CSV files hold the same numbers
+            print("tensorboard is not installed; writing CSV logs only (pip install tensorboard)", file=sys.stderr)
+            self.writer = _NoWriter()
+        else:
+            self.writer = SummaryWriter(str(run_dir / "tensorboard"), purge_step=resume_update)
+
+    def train_row(self, state: Progress, lr: float, sps: float, stats: dict, outcomes: dict, pool_size: int) -> None:
+        row = {
+            "update": state.update, "decisions": state.decisions, "samples": state.samples, "games": state.games,
+            "wall_seconds": round(state.wall_seconds, 2), "decisions_per_second": round(sps), "learning_rate": lr,
+            **{k: round(v, 6) for k, v in stats.items()}, "pool_size": pool_size,
+        }  # fmt: skip
+        for kind in self.opponent_kinds:
+            _, seat_games, losses = outcomes.get(kind, (0, 0, 0))
+            row[f"train_loss_rate_vs_{kind}"] = round(losses / seat_games, 4) if seat_games else ""  # per learner seat; parity 1/N
+        _append_csv(self.run_dir / "metrics.csv", self.metrics_columns, row)
+        for key, value in row.items():
+            if key not in ("update", "decisions") and value != "" and not (isinstance(value, float) and math.isnan(value)):
+                self.writer.add_scalar(f"train/{key}", value, state.update)
+
+    def eval_rows(self, entry: dict) -> None:
+        for result in entry["results"]:
+            row = {
+                "update": entry["update"], "decisions": entry["decisions"], "wall_seconds": entry["wall_seconds"], "final": int(entry["final"]),
+                "opponent": result["opponent"], "games": result["games"], "loss_rate": round(result["loss_rate"], 4),
+                "ci95_low": round(result["ci95"][0], 4), "ci95_high": round(result["ci95"][1], 4), "parity": round(result["parity"], 4),
+            }  # fmt: skip
+            _append_csv(self.run_dir / "eval.csv", self.eval_columns, row)
+            self.writer.add_scalar(f"eval/loss_rate_vs_{result['opponent']}", result["loss_rate"], entry["update"])
+        self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class _NoWriter:
+    def add_scalar(self, *args, **kwargs) -> None:
+        pass
+
+    flush = close = add_scalar
+
+
+def _prepare_csv(path: Path, columns: list[str], resume_update: int | None) -> None:
+    """Start a fresh CSV, or on resume drop the rows written after the checkpoint."""
+    rows = []
+    if resume_update is not None and path.exists():
+        with path.open(newline="") as handle:
+            rows = [r for r in csv.DictReader(handle) if int(r["update"]) <= resume_update]
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, columns)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def _append_csv(path: Path, columns: list[str], row: dict) -> None:
+    with path.open("a", newline="") as handle:
+        csv.DictWriter(handle, columns).writerow(row)
+
+
+def plot_learning_curves(eval_csv: Path, out: Path, title: str = "") -> Path | None:
+    """PNG of the loss rate against each baseline over training (with 95% intervals and parity)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if not eval_csv.exists():
+        return None
+    with eval_csv.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    if not rows:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for opponent in dict.fromkeys(r["opponent"] for r in rows):
+        mine = [r for r in rows if r["opponent"] == opponent]
+        x = [int(r["decisions"]) / 1e6 for r in mine]
+        y = [100 * float(r["loss_rate"]) for r in mine]
+        low = [100 * float(r["ci95_low"]) for r in mine]
+        high = [100 * float(r["ci95_high"]) for r in mine]
+        (line,) = ax.plot(x, y, marker="o", markersize=3, label=f"vs {opponent}")
+        ax.fill_between(x, low, high, color=line.get_color(), alpha=0.2)
+    parity = 100 * float(rows[0].get("parity") or 0)
+    if parity:
+        ax.axhline(parity, color="grey", linestyle="--", label="parity")
+    ax.set_xlabel("environment decisions (millions)")
+    ax.set_ylabel("loss rate of the trained agent (%)")
+    ax.set_title(title)
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
