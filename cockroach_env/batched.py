@@ -143,11 +143,11 @@ SEGMENT_NAMES = tuple(STATE_SEGMENTS)
 # Integer parameters handed to the compiled kernels, by position.
 PARAM_NAMES = (
     "n", "i", "c", "k", "loss_count", "rainbow", "animal_groups", "max_steps",
-    "offer_size", "respond_start", "pass_start", "place_start", "num_actions", "observation_size",
+    "offer_size", "respond_start", "pass_start", "place_start", "num_actions", "observation_size", "state_size",
 )  # fmt: skip
 (
     P_N, P_I, P_C, P_K, P_LOSS_COUNT, P_RAINBOW, P_ANIMAL_GROUPS, P_MAX_STEPS,
-    P_OFFER_SIZE, P_RESPOND_START, P_PASS_START, P_PLACE_START, P_NUM_ACTIONS, P_OBSERVATION_SIZE,
+    P_OFFER_SIZE, P_RESPOND_START, P_PASS_START, P_PLACE_START, P_NUM_ACTIONS, P_OBSERVATION_SIZE, P_STATE_SIZE,
 ) = range(len(PARAM_NAMES))  # fmt: skip
 (
     S_HANDS, S_COLLECTIONS, S_HAND_SIZES, S_HISTORY, S_PHASE, S_TO_ACT, S_CHAIN_CLAIM, S_CHAIN_LATEST_PASSER,
@@ -219,6 +219,8 @@ class _Rules:
         ).astype(np.intp)
         """``(N, 2, O)``: ``Encoding.observation_index(viewer, has_seen_card)``."""
         self.observation_position = self._inverse_index()
+        """``(N, 2, S + 1)``: observation position of each state entry for a viewer, -1 if not visible."""
+        self.state_position = np.append(np.arange(self.state_size, dtype=np.int32), -1)
         self.card_table = np.zeros((i, TRUTH + 2 * c), np.int8)
         self.card_table[:, GROUP] = self.group_of
         self.card_table[:, ROYAL] = self.is_royal
@@ -230,6 +232,7 @@ class _Rules:
             n=n, i=i, c=c, k=self.k, loss_count=self.loss_count, rainbow=int(self.rainbow), animal_groups=self.animal_groups,
             max_steps=self.max_steps, offer_size=self.offer_size, respond_start=self.respond_start, pass_start=self.pass_start,
             place_start=self.place_start, num_actions=self.num_actions, observation_size=self.observation_size,
+            state_size=self.state_size,
         )  # fmt: skip
         self.params = np.array([values[name] for name in PARAM_NAMES], np.int64)
 
@@ -247,9 +250,9 @@ class _Rules:
         return starts
 
     def _inverse_index(self) -> np.ndarray:
-        """``(N, 2, S)``: observation position of each state entry for a viewer, -1 if not visible."""
+        """Invert ``observation_index``; check that rows of the count segments stay contiguous runs."""
         s = self.state_size
-        position = np.full((self.n, 2, s), -1, np.int32)
+        position = np.full((self.n, 2, s + 1), -1, np.int32)
         for v in range(self.n):
             for seen in (0, 1):
                 index = self.observation_index[v, seen]
@@ -257,6 +260,12 @@ class _Rules:
                 if np.unique(index[visible]).size != visible.sum():
                     raise ValueError("observation_index reads a state entry twice; the batched engine needs a one-to-one gather")
                 position[v, seen, index[visible]] = np.flatnonzero(visible)
+                for name, width in (("hands", self.i), ("collections", self.i), ("history", self.k), ("removed", self.i)):
+                    start = self.segments[SEGMENT_NAMES.index(name)]
+                    rows = position[v, seen, start : start + width * (self.n if name != "removed" else 1)].reshape(-1, width)
+                    runs = (rows == rows[:, :1] + np.arange(width)) | (rows == -1).all(1, keepdims=True)
+                    if not runs.all() or (name != "hands" and name != "removed" and (rows < 0).any()):
+                        raise ValueError(f"the observation layout splits or hides rows of {name!r}; the batched engine copies them as whole public rows")
         return position
 
 
@@ -689,6 +698,9 @@ class _NumpyBackend:
         out.loss_reason[games] = reason
 
     # ------------------------------------------------------------ outputs
+    def states(self, out: np.ndarray) -> np.ndarray:
+        return _write_states(self.rules, self.state, out)
+
     def emit(self, out: BatchStep, queue: _DealQueue, slot_of: np.ndarray) -> None:
         """Deal finished games again, then write to_act, masks and observations of every game."""
         r, s = self.rules, self.state
@@ -728,7 +740,7 @@ class _NumpyBackend:
 # table (``_Rules.card_table``), the integer parameters (``P_*`` positions in ``params``)
 # and the state segment starts (``S_*`` positions in ``segments``).
 def _jit(function):
-    return numba.njit(cache=True)(function) if numba is not None else function
+    return numba.njit(cache=True, inline="always")(function) if numba is not None else function
 
 
 @_jit
@@ -931,77 +943,92 @@ def _nb_apply(actions, hands, collections, stats, seat_claim, seen, penalty, inf
 
 
 @_jit
-def _nb_put(obs, position, index, value):
-    """Write a state entry at its observation position (skipped when the viewer may not see it)."""
+def _nb_put(out, position, index, value):
+    """Add ``value`` at the output position of state entry ``index`` (skipped where not visible)."""
     at = position[index]
     if at >= 0:
-        obs[at] += value
+        out[at] += value
 
 
 @_jit
-def _nb_observe(hands, collections, stats, seat_claim, seen, removed, penalty, info, segments, params, position, b, obs):
-    """Observation of game ``b`` through ``position`` (state index -> observation index)."""
+def _nb_write_view(hands, collections, stats, seat_claim, seen, removed, penalty, info, segments, params, b, position, out):
+    """Game ``b``'s state vector, or the part of it a viewer sees, into ``out``.
+
+    ``position`` maps every state entry to its place in ``out`` (-1: not visible): the
+    identity for ``state()``, the inverse of ``Encoding.observation_index`` for an
+    observation. Rows of the per-seat count segments are contiguous runs in both, so
+    they are copied row by row (checked in ``_Rules``).
+    """
     n, i, c, k = params[P_N], params[P_I], params[P_C], params[P_K]
-    for j in range(obs.shape[0]):
-        obs[j] = 0.0
-    for p in range(n):
+    out[:] = 0.0
+    # The row copies index with unsigned integers: numba then skips its negative-index
+    # wraparound, and LLVM vectorizes the loops (about twice as fast).
+    hand, collection, history = hands[b], collections[b], stats[b]
+    for p in range(np.uint64(n)):
         size = 0
-        for card in range(i):
-            size += hands[b, p, card]
-            if hands[b, p, card]:
-                _nb_put(obs, position, segments[S_HANDS] + p * i + card, hands[b, p, card])
-            if collections[b, p, card]:
-                _nb_put(obs, position, segments[S_COLLECTIONS] + p * i + card, collections[b, p, card])
-        if size:
-            _nb_put(obs, position, segments[S_HAND_SIZES] + p, size)
-        for stat in range(k):
-            if stats[b, p, stat]:
-                _nb_put(obs, position, segments[S_HISTORY] + p * k + stat, stats[b, p, stat])
+        for card in range(np.uint64(i)):
+            size += hand[p, card]
+        at = position[segments[S_HANDS] + p * i]
+        if at >= 0:
+            for card in range(np.uint64(i)):
+                out[np.uint64(at) + card] = hand[p, card]
+        at = np.uint64(position[segments[S_COLLECTIONS] + p * i])
+        for card in range(np.uint64(i)):
+            out[at + card] = collection[p, card]
+        at = np.uint64(position[segments[S_HISTORY] + p * k])
+        for stat in range(np.uint64(k)):
+            out[at + stat] = history[p, stat]
+        _nb_put(out, position, segments[S_HAND_SIZES] + p, size)
         if seen[b, p]:
-            _nb_put(obs, position, segments[S_CHAIN_SEEN] + p, 1.0)
+            _nb_put(out, position, segments[S_CHAIN_SEEN] + p, 1.0)
         if seat_claim[b, p] >= 0:
-            _nb_put(obs, position, segments[S_CHAIN_CLAIMS] + p * c + seat_claim[b, p], 1.0)
-    for card in range(i):
-        if removed[b, card]:
-            _nb_put(obs, position, segments[S_REMOVED] + card, removed[b, card])
+            _nb_put(out, position, segments[S_CHAIN_CLAIMS] + p * c + seat_claim[b, p], 1.0)
+    at = position[segments[S_REMOVED]]
+    if at >= 0:
+        for card in range(i):
+            out[at + card] = removed[b, card]
     phase, card = info[b, PHASE], info[b, CARD]
     if phase != OVER:
-        _nb_put(obs, position, segments[S_PHASE] + phase, 1.0)
-        _nb_put(obs, position, segments[S_TO_ACT] + info[b, CURRENT], 1.0)
+        _nb_put(out, position, segments[S_PHASE] + phase, 1.0)
+        _nb_put(out, position, segments[S_TO_ACT] + info[b, CURRENT], 1.0)
     if card >= 0:
-        _nb_put(obs, position, segments[S_CHAIN_CLAIM] + info[b, CLAIM], 1.0)
-        _nb_put(obs, position, segments[S_CHAIN_LATEST_PASSER] + info[b, PASSER], 1.0)
-        _nb_put(obs, position, segments[S_CHAIN_HOLDER] + info[b, HOLDER], 1.0)
-        _nb_put(obs, position, segments[S_CHAIN_CARD] + card, 1.0)
+        _nb_put(out, position, segments[S_CHAIN_CLAIM] + info[b, CLAIM], 1.0)
+        _nb_put(out, position, segments[S_CHAIN_LATEST_PASSER] + info[b, PASSER], 1.0)
+        _nb_put(out, position, segments[S_CHAIN_HOLDER] + info[b, HOLDER], 1.0)
+        _nb_put(out, position, segments[S_CHAIN_CARD] + card, 1.0)
     if segments[S_PENALTY_TOP] >= 0:  # Royal
         top, end = info[b, PENALTY_TOP], info[b, PENALTY_END]
         if top < end:
-            _nb_put(obs, position, segments[S_PENALTY_TOP] + penalty[b, top], 1.0)
-            _nb_put(obs, position, segments[S_PENALTY_SIZE], end - top)
-            for depth in range(top + 1, end):
-                _nb_put(obs, position, segments[S_PENALTY_HIDDEN] + penalty[b, depth], 1.0)
+            _nb_put(out, position, segments[S_PENALTY_TOP] + penalty[b, top], 1.0)
+            _nb_put(out, position, segments[S_PENALTY_SIZE], end - top)
+            if position[segments[S_PENALTY_HIDDEN]] >= 0:
+                for depth in range(top + 1, end):
+                    _nb_put(out, position, segments[S_PENALTY_HIDDEN] + penalty[b, depth], 1.0)
         for row in range(2):  # known holders, hidden while the holder's offered card is in play
             seat = info[b, SPECIAL_HOLDER + row]
             if seat >= 0 and (card < 0 or seat != info[b, OFFERER]):
-                _nb_put(obs, position, segments[S_SPECIAL_HOLDER] + row * n + seat, 1.0)
+                _nb_put(out, position, segments[S_SPECIAL_HOLDER] + row * n + seat, 1.0)
         if phase == PLACE:
             if info[b, PLACE_CLAIM] >= 0:
-                _nb_put(obs, position, segments[S_PLACE_CLAIM] + info[b, PLACE_CLAIM], 1.0)
-            _nb_put(obs, position, segments[S_PLACE_REMAINING], info[b, PLACE_REMAINING])
+                _nb_put(out, position, segments[S_PLACE_CLAIM] + info[b, PLACE_CLAIM], 1.0)
+            _nb_put(out, position, segments[S_PLACE_REMAINING], info[b, PLACE_REMAINING])
+
+
+def _nb_write_states(hands, collections, stats, seat_claim, seen, removed, penalty, info, segments, params, position, out):
+    for b in numba.prange(info.shape[0]):
+        _nb_write_view(hands, collections, stats, seat_claim, seen, removed, penalty, info, segments, params, b, position, out[b])
 
 
 @_jit
 def _nb_mask(hands, seen, info, card_table, params, b, mask):
     n, i, c = params[P_N], params[P_I], params[P_C]
-    for j in range(mask.shape[0]):
-        mask[j] = 0
+    mask[:] = 0
     phase, current = info[b, PHASE], info[b, CURRENT]
     if phase == OFFER:
         width = (n - 1) * c
         for card in range(i):
             if hands[b, current, card] > 0:
-                for j in range(card * width, (card + 1) * width):
-                    mask[j] = 1
+                mask[card * width : (card + 1) * width] = 1
     elif phase == RESPOND:
         mask[params[P_RESPOND_START]] = 1
         mask[params[P_RESPOND_START] + 1] = 1
@@ -1012,57 +1039,65 @@ def _nb_mask(hands, seen, info, card_table, params, b, mask):
             target = (current + offset) % n
             if not seen[b, target] and target != info[b, HOLDER]:
                 start = params[P_PASS_START] + (offset - 1) * c
-                for j in range(start, start + c):
-                    mask[j] = 1
+                mask[start : start + c] = 1
     elif phase == PLACE:
         for card in range(i):
             if _nb_placeable(hands, info, card_table, c, b, card):
                 mask[params[P_PLACE_START] + card] = 1
 
 
+@_jit
+def _nb_redeal(hands, collections, stats, seat_claim, seen, removed, penalty, info, steps, b,
+               slot, deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty, deal_penalty_size):  # fmt: skip
+    """Start game ``b`` afresh from the queued deal at ``slot``."""
+    for p in range(hands.shape[1]):
+        for card in range(hands.shape[2]):
+            hands[b, p, card] = deal_hands[slot, p, card]
+            collections[b, p, card] = deal_collections[slot, p, card]
+        for stat in range(stats.shape[2]):
+            stats[b, p, stat] = 0
+        seat_claim[b, p] = -1
+        seen[b, p] = False
+    for card in range(removed.shape[1]):
+        removed[b, card] = deal_removed[slot, card]
+    for depth in range(penalty.shape[1]):
+        penalty[b, depth] = deal_penalty[slot, depth]
+    for column in range(info.shape[1]):
+        info[b, column] = -1
+    info[b, PHASE] = OFFER
+    info[b, CURRENT] = deal_starter[slot]
+    info[b, PLACE_REMAINING] = 0
+    info[b, PENALTY_TOP] = 0
+    info[b, PENALTY_END] = deal_penalty_size[slot]
+    steps[b] = 0
+
+
 def _nb_emit(hands, collections, stats, seat_claim, seen, removed, penalty, info, steps, card_table, params, segments, positions,
              slot_of, deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty, deal_penalty_size,
              to_act, observation, action_mask):  # fmt: skip
-    n, i, k = params[P_N], params[P_I], params[P_K]
+    """Re-deal finished games, then write every game's seat to act, mask and observation."""
     for b in numba.prange(info.shape[0]):
-        slot = slot_of[b]
-        if slot >= 0:  # deal this game again from the queued deal
-            for p in range(n):
-                for card in range(i):
-                    hands[b, p, card] = deal_hands[slot, p, card]
-                    collections[b, p, card] = deal_collections[slot, p, card]
-                for stat in range(k):
-                    stats[b, p, stat] = 0
-                seat_claim[b, p] = -1
-                seen[b, p] = False
-            for card in range(i):
-                removed[b, card] = deal_removed[slot, card]
-            for depth in range(penalty.shape[1]):
-                penalty[b, depth] = deal_penalty[slot, depth]
-            for column in range(info.shape[1]):
-                info[b, column] = -1
-            info[b, PHASE] = OFFER
-            info[b, CURRENT] = deal_starter[slot]
-            info[b, PLACE_REMAINING] = 0
-            info[b, PENALTY_TOP] = 0
-            info[b, PENALTY_END] = deal_penalty_size[slot]
-            steps[b] = 0
+        if slot_of[b] >= 0:
+            _nb_redeal(hands, collections, stats, seat_claim, seen, removed, penalty, info, steps, b,
+                       slot_of[b], deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty, deal_penalty_size)  # fmt: skip
         current = info[b, CURRENT]
         to_act[b] = current
         _nb_mask(hands, seen, info, card_table, params, b, action_mask[b])
         position = positions[current, 1 if seen[b, current] else 0]
-        _nb_observe(hands, collections, stats, seat_claim, seen, removed, penalty, info, segments, params, position, b, observation[b])
+        _nb_write_view(hands, collections, stats, seat_claim, seen, removed, penalty, info, segments, params, b, position, observation[b])
 
 
 def _nb_random_legal(mask, uniform, out):
+    """Row ``b``: the legal entry of rank ``floor(uniform[b] * number of legal entries)`` (-1 if none)."""
     for b in numba.prange(mask.shape[0]):
+        row = mask[b]
         count = 0
-        for j in range(mask.shape[1]):
-            count += mask[b, j] != 0
+        for j in range(row.shape[0]):
+            count += row[j] != 0
         pick = min(int(uniform[b] * count), count - 1)
         choice = -1
-        for j in range(mask.shape[1]):
-            if mask[b, j] != 0:
+        for j in range(row.shape[0]):
+            if row[j] != 0:
                 if pick == 0:
                     choice = j
                     break
@@ -1070,7 +1105,13 @@ def _nb_random_legal(mask, uniform, out):
         out[b] = choice
 
 
-_KERNEL_SOURCES = {"first_illegal": _nb_first_illegal, "apply": _nb_apply, "emit": _nb_emit, "random_legal": _nb_random_legal}
+_KERNEL_SOURCES = {
+    "first_illegal": _nb_first_illegal,
+    "apply": _nb_apply,
+    "emit": _nb_emit,
+    "write_states": _nb_write_states,
+    "random_legal": _nb_random_legal,
+}
 _kernels: dict[tuple[str, bool], object] = {}
 
 
@@ -1102,6 +1143,13 @@ class _NumbaBackend:
             actions, s.hands, s.collections, s.stats, s.seat_claim, s.seen, s.penalty, s.info, s.steps, r.card_table, r.params,
             out.rewards, out.done, out.loser, out.loss_reason, out.truncated,
         )  # fmt: skip
+
+    def states(self, out: np.ndarray) -> np.ndarray:
+        s, r = self.state, self.rules
+        _kernel("write_states", self.parallel)(
+            s.hands, s.collections, s.stats, s.seat_claim, s.seen, s.removed, s.penalty, s.info, r.segments, r.params, r.state_position, out
+        )
+        return out
 
     def emit(self, out: BatchStep, queue: _DealQueue, slot_of: np.ndarray) -> None:
         s, r, d = self.state, self.rules, queue.deals
@@ -1217,7 +1265,7 @@ class BatchedGames:
     def state(self) -> np.ndarray:
         """(B, S) float32 full states in the ``Encoding.state`` layout (for centralized critics)."""
         out = np.empty((self.batch_size, self.encoding.state.size + 1), np.float32)
-        return np.ascontiguousarray(_write_states(self.rules, self._state, out)[:, :-1])
+        return np.ascontiguousarray(self._backend.states(out)[:, :-1])
 
     # ------------------------------------------------------------ internals
     def _new_step(self) -> BatchStep:
