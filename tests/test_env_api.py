@@ -168,3 +168,20 @@ def test_config_keyword_is_equivalent_to_keyword_options_for_spaces_and_play():
     play_random(a.unwrapped, rng_a)
     play_random(b.unwrapped, rng_b)
     assert a.unwrapped.history == b.unwrapped.history
+
+
+def test_returned_observations_are_snapshots_the_env_does_not_change_later():
+    e = env(num_players=3)
+    e.reset(seed=0)
+    first = e.observe(e.agent_selection)
+    saved = {k: v.copy() for k, v in first.items()}
+    state = e.unwrapped.state()
+    saved_state = state.copy()
+    e.step(int(np.flatnonzero(first["action_mask"])[0]))
+    for k in saved:
+        np.testing.assert_array_equal(first[k], saved[k])
+    np.testing.assert_array_equal(state, saved_state)
+    now = e.observe(e.agent_selection)
+    expected = now["action_mask"].copy()
+    now["action_mask"][:] = 0  # a caller scribbling on its copy changes nothing
+    np.testing.assert_array_equal(e.observe(e.agent_selection)["action_mask"], expected)
