@@ -551,7 +551,15 @@ class _NumpyBackend:
         return (s.hands[rows, current] > 0) & self.non_special & fits & (s.info[:, PHASE] == PLACE)[:, None]
 
     # ------------------------------------------------------------ moves
-    def apply(self, actions: np.ndarray, out: BatchStep) -> None:
+    def first_illegal(self, actions: np.ndarray) -> int:
+        illegal = np.flatnonzero(~self.legal(actions))
+        return int(illegal[0]) if illegal.size else -1
+
+    def apply(self, actions: np.ndarray, out: BatchStep) -> int:
+        """Check every action, then apply them all; returns the first illegal game (nothing changed) or -1."""
+        bad = self.first_illegal(actions)
+        if bad >= 0:
+            return bad
         r, s = self.rules, self.state
         n, c = r.n, r.c
         info = s.info
@@ -601,6 +609,7 @@ class _NumpyBackend:
         ended = out.loser >= 0
         out.rewards[ended] = 1.0 / (n - 1)
         out.rewards[np.flatnonzero(ended), out.loser[ended]] = -1.0
+        return -1
 
     def _call(self, games: np.ndarray, believe: np.ndarray, out: BatchStep) -> None:
         """Reveal, count the history, hand the card to the taker (section 1.2; Royal section 4)."""
@@ -793,6 +802,7 @@ def _nb_legal(hands, seen, info, card_table, params, b, a):
     return phase == PLACE and _nb_placeable(hands, info, card_table, c, b, a - params[P_PLACE_START])
 
 
+@_jit
 def _nb_first_illegal(actions, hands, seen, info, card_table, params):
     for b in range(actions.shape[0]):
         if not _nb_legal(hands, seen, info, card_table, params, b, actions[b]):
@@ -929,6 +939,10 @@ def _nb_apply_one(hands, collections, stats, seat_claim, seen, penalty, info, st
 
 
 def _nb_apply(actions, hands, collections, stats, seat_claim, seen, penalty, info, steps, card_table, params, rewards, done, loser, loss_reason, truncated):
+    """Check every action, then apply them all; returns the first illegal game (nothing changed) or -1."""
+    bad = _nb_first_illegal(actions, hands, seen, info, card_table, params)
+    if bad >= 0:
+        return bad
     n, max_steps = params[P_N], params[P_MAX_STEPS]
     win = np.float32(1.0 / (n - 1))
     for b in numba.prange(actions.shape[0]):
@@ -940,6 +954,7 @@ def _nb_apply(actions, hands, collections, stats, seat_claim, seen, penalty, inf
         elif max_steps > 0 and steps[b] >= max_steps:
             done[b] = True
             truncated[b] = True
+    return -1
 
 
 @_jit
@@ -1087,26 +1102,58 @@ def _nb_emit(hands, collections, stats, seat_claim, seen, removed, penalty, info
         _nb_write_view(hands, collections, stats, seat_claim, seen, removed, penalty, info, segments, params, b, position, observation[b])
 
 
-def _nb_random_legal(mask, uniform, out):
-    """Row ``b``: the legal entry of rank ``floor(uniform[b] * number of legal entries)`` (-1 if none)."""
+@_jit
+def _nb_splitmix(state):
+    """One step of the SplitMix64 generator (``state`` and the result are uint64)."""
+    state = state + np.uint64(0x9E3779B97F4A7C15)
+    z = state
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return state, z ^ (z >> np.uint64(31))
+
+
+@_jit
+def _nb_below(bits, bound):
+    """A number in ``[0, bound)`` from the high 32 bits of ``bits`` (bias below ``bound / 2**32``)."""
+    return np.int64(((bits >> np.uint64(32)) * np.uint64(bound)) >> np.uint64(32))
+
+
+def _nb_random_legal(mask, seeds, out):
+    """Row ``b``: a uniformly random legal entry (-1 if none), from the 64-bit seed ``seeds[b]``.
+
+    Rejection first (a uniform entry, kept if legal; cheap for the many-legal offer
+    masks), then, after 8 misses, the rank of a uniform among the legal entries. Either
+    way the choice is uniform over the legal entries.
+    """
     for b in numba.prange(mask.shape[0]):
         row = mask[b]
-        count = 0
-        for j in range(row.shape[0]):
-            count += row[j] != 0
-        pick = min(int(uniform[b] * count), count - 1)
+        width = row.shape[0]
+        state = seeds[b]
         choice = -1
-        for j in range(row.shape[0]):
-            if row[j] != 0:
-                if pick == 0:
-                    choice = j
-                    break
-                pick -= 1
+        for _ in range(8):
+            state, bits = _nb_splitmix(state)
+            entry = _nb_below(bits, width)
+            if row[entry] != 0:
+                choice = entry
+                break
+        if choice < 0:
+            count = 0
+            for j in range(width):
+                count += row[j] != 0
+            if count > 0:
+                state, bits = _nb_splitmix(state)
+                pick = _nb_below(bits, count)
+                for j in range(width):
+                    if row[j] != 0:
+                        if pick == 0:
+                            choice = j
+                            break
+                        pick -= 1
         out[b] = choice
 
 
 _KERNEL_SOURCES = {
-    "first_illegal": _nb_first_illegal,
+    "first_illegal": _nb_first_illegal.py_func if numba is not None else _nb_first_illegal,
     "apply": _nb_apply,
     "emit": _nb_emit,
     "write_states": _nb_write_states,
@@ -1137,9 +1184,9 @@ class _NumbaBackend:
         s, r = self.state, self.rules
         return int(_kernel("first_illegal")(actions, s.hands, s.seen, s.info, r.card_table, r.params))
 
-    def apply(self, actions: np.ndarray, out: BatchStep) -> None:
+    def apply(self, actions: np.ndarray, out: BatchStep) -> int:
         s, r = self.state, self.rules
-        _kernel("apply", self.parallel)(
+        return _kernel("apply", self.parallel)(
             actions, s.hands, s.collections, s.stats, s.seat_claim, s.seen, s.penalty, s.info, s.steps, r.card_table, r.params,
             out.rewards, out.done, out.loser, out.loss_reason, out.truncated,
         )  # fmt: skip
@@ -1248,12 +1295,11 @@ class BatchedGames:
         if not self._started:
             raise ValueError("step() called before reset(); call reset() first")
         actions = self._check_actions(actions)
-        bad = self._first_illegal(actions)
+        out = self._new_step()
+        bad = self._backend.apply(actions, out)
         if bad >= 0:
             raise ValueError(self._illegal_message(bad, int(actions[bad])))
         self._queue.ensure(self.batch_size)
-        out = self._new_step()
-        self._backend.apply(actions, out)
         games = np.flatnonzero(out.done)
         slots = self._queue.take(games.size)
         slot_of = np.full(self.batch_size, -1, np.int64)
@@ -1301,10 +1347,8 @@ class BatchedGames:
         return np.ascontiguousarray(array)
 
     def _first_illegal(self, actions: np.ndarray) -> int:
-        if isinstance(self._backend, _NumbaBackend):
-            return self._backend.first_illegal(actions)
-        illegal = np.flatnonzero(~self._backend.legal(actions))
-        return int(illegal[0]) if illegal.size else -1
+        """The first game whose action is illegal now, or -1 (the check ``step`` makes first)."""
+        return self._backend.first_illegal(self._check_actions(actions))
 
     def describe_action(self, game: int, action: int) -> str:
         """The move ``action`` means for the seat to act in ``game``, in words."""
@@ -1346,14 +1390,15 @@ class BatchedGames:
 def random_legal_actions(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One uniformly random legal action per row of ``mask`` (B, A), vectorized.
 
-    Compiled when numba is importable (one uniform per game, pick the k-th legal entry);
-    otherwise ``argmax(mask * uniform noise)``. Rows without a legal action give -1 (compiled) or 0.
+    Compiled when numba is importable (one 64-bit seed per row drawn from ``rng``; see
+    ``_nb_random_legal``), otherwise ``argmax(mask * uniform noise)``. Rows without a
+    legal action give -1 (compiled) or 0.
     """
     mask = np.ascontiguousarray(mask)
     if numba is None:
         return np.argmax(mask * rng.random(mask.shape, dtype=np.float32), axis=1)
     out = np.empty(len(mask), np.int64)
-    _kernel("random_legal")(mask, rng.random(len(mask)), out)
+    _kernel("random_legal")(mask, rng.bit_generator.random_raw(len(mask)), out)
     return out
 
 
