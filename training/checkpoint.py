@@ -297,6 +297,7 @@ def restore_optimizer(optimizer, checkpoint: Checkpoint) -> None:
     for name, value in record["scalars"].items():
         index, key = name.split(".", 1)
         state.setdefault(int(index), {})[key] = value
+    state = dict(sorted(state.items()))
     try:
         optimizer.load_state_dict({"state": state, "param_groups": record["param_groups"]})
     except (ValueError, KeyError) as error:

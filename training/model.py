@@ -48,9 +48,9 @@ def observation_scale(config: GameConfig) -> np.ndarray:
     return scale
 
 
-def _layer(inputs: int, outputs: int, std: float) -> nn.Linear:
+def _layer(inputs: int, outputs: int, std: float, generator: torch.Generator | None) -> nn.Linear:
     layer = nn.Linear(inputs, outputs)
-    nn.init.orthogonal_(layer.weight, std)
+    nn.init.orthogonal_(layer.weight, std, generator=generator)
     nn.init.zeros_(layer.bias)
     return layer
 
@@ -58,8 +58,10 @@ def _layer(inputs: int, outputs: int, std: float) -> nn.Linear:
 class ActorCritic(nn.Module):
     """MLP trunk shared by a masked policy head (``num_actions`` logits) and a value head."""
 
-    def __init__(self, config: GameConfig, hidden_sizes: list[int] = (256, 256), activation: str = "tanh"):
+    def __init__(self, config: GameConfig, hidden_sizes: list[int] = (256, 256), activation: str = "tanh", seed: int | None = None):
+        """``seed`` makes the (orthogonal) initialization reproducible."""
         super().__init__()
+        generator = torch.Generator().manual_seed(seed) if seed is not None else None
         enc = encoding_for(config)
         self.observation_size = enc.observation.size
         self.num_actions = enc.num_actions
@@ -68,11 +70,11 @@ class ActorCritic(nn.Module):
         layers: list[nn.Module] = []
         width = self.observation_size
         for hidden in hidden_sizes:
-            layers += [_layer(width, hidden, math.sqrt(2)), act()]
+            layers += [_layer(width, hidden, math.sqrt(2), generator), act()]
             width = hidden
         self.trunk = nn.Sequential(*layers)
-        self.policy_head = _layer(width, self.num_actions, 0.01)
-        self.value_head = _layer(width, 1, 1.0)
+        self.policy_head = _layer(width, self.num_actions, 0.01, generator)
+        self.value_head = _layer(width, 1, 1.0, generator)
 
     def forward(self, obs: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Masked logits (B, A) and values (B,). ``mask`` is boolean (True = legal)."""

@@ -184,7 +184,7 @@ def train(config: TrainConfig, resume: bool = False, command: str | None = None,
     device = torch.device(config.device)
     command = command or " ".join(["cockroach-train", *sys.argv[1:]])
 
-    model = ActorCritic(game, config.model.hidden_sizes, config.model.activation).to(device)
+    model = ActorCritic(game, config.model.hidden_sizes, config.model.activation, seed=config.seed).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=ppo.learning_rate, eps=1e-5)
     sampler = torch.Generator(device=device).manual_seed(config.seed)
     """Action sampling of the learner and the snapshots."""
@@ -421,57 +421,31 @@ def _add_snapshot(pool: list[Snapshot], state: Progress, model: ActorCritic, con
 # ---------------------------------------------------------------------------- evaluation
 
 
-def play_games(game: GameConfig, focal, others, num_games: int, seed: int, batch_size: int = 500) -> dict[str, Any]:
-    """Loss rate of ``focal`` (one seat, rotating) against ``others`` in every other seat, on the batched engine.
-
-    Each of the ``batch_size`` slots plays the same number of games, so short games
-    are not over-represented.
-    """
-    n = game.num_players
-    slots = min(batch_size, num_games)
-    quota = np.full(slots, num_games // slots)
-    quota[: num_games % slots] += 1
-    games = BatchedGames(game, batch_size=slots, seed=seed)
-    step = games.reset(seed=seed)
-    focal_seat = np.arange(slots) % n
-    played = np.zeros(slots, np.int64)
-    losses = 0
-    actions = np.zeros(slots, np.int64)
-    while (played < quota).any():
-        is_focal = step.to_act == focal_seat
-        for agent, rows in ((focal, np.flatnonzero(is_focal)), (others, np.flatnonzero(~is_focal))):
-            if len(rows):
-                actions[rows] = agent.act_batch(step.observation[rows], step.action_mask[rows])
-        step = games.step(actions)
-        for b in np.flatnonzero(step.done):
-            if played[b] < quota[b] and step.loser[b] >= 0:
-                played[b] += 1
-                losses += int(step.loser[b] == focal_seat[b])
-                focal_seat[b] = (focal_seat[b] + 1) % n
-    total = int(played.sum())
-    low, high = wilson_interval(losses, total)
-    return {"games": total, "losses": losses, "loss_rate": losses / total, "ci95": [low, high], "parity": 1 / n}
-
-
 def evaluate_model(model: ActorCritic, game: GameConfig, opponents: list[str], num_games: int, seed: int) -> list[dict[str, Any]]:
-    """The policy (one seat) against each baseline (all other seats)."""
+    """The policy in one seat against each baseline in all the others, in the arena (seat rotation, duplicate deals)."""
+    from training.arena import play_match
+
     results = []
     for i, name in enumerate(opponents):
         policy = PolicyAgent(model, game, seed=seed + 7919 * i, name="policy")
-        opponent = baselines.make(name, game, seed=seed + 7919 * i + 1)
-        result = play_games(game, policy, opponent, num_games, seed=seed + 7919 * i + 2)
-        results.append({"opponent": name, **result})
+        match = play_match([policy, f"{name}*{game.num_players - 1}"], game, games=num_games, seed=seed + 7919 * i + 1)
+        report = match.report("policy")
+        behaviour = report.behaviour
+        results.append(
+            {
+                "opponent": name,
+                "games": report.games,
+                "losses": report.losses,
+                "loss_rate": report.loss_rate,
+                "ci95": list(report.loss_rate_ci95),
+                "parity": 1 / game.num_players,
+                "false_offer_rate": behaviour.get("false_offer_rate"),
+                "false_pass_rate": behaviour.get("false_pass_rate"),
+                "call_accuracy": behaviour.get("call_accuracy"),
+            }
+        )
     model.train()
     return results
-
-
-def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
-    if trials == 0:
-        return 0.0, 1.0
-    p = successes / trials
-    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
-    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def _record_evaluation(state: Progress, logs: "RunLogs", results: list[dict[str, Any]], final: bool = False) -> None:
@@ -577,7 +551,10 @@ class RunLogs:
             "pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac", "explained_variance", "pool_size",
             *[f"train_loss_rate_vs_{k}" for k in self.opponent_kinds],
         ]  # fmt: skip
-        self.eval_columns = ["update", "decisions", "wall_seconds", "final", "opponent", "games", "loss_rate", "ci95_low", "ci95_high", "parity"]
+        self.eval_columns = [
+            "update", "decisions", "wall_seconds", "final", "opponent", "games", "loss_rate", "ci95_low", "ci95_high", "parity",
+            "false_offer_rate", "false_pass_rate", "call_accuracy",
+        ]  # fmt: skip
         for name, columns in (("metrics.csv", self.metrics_columns), ("eval.csv", self.eval_columns)):
             _prepare_csv(run_dir / name, columns, resume_update)
         try:
@@ -608,6 +585,7 @@ class RunLogs:
                 "update": entry["update"], "decisions": entry["decisions"], "wall_seconds": entry["wall_seconds"], "final": int(entry["final"]),
                 "opponent": result["opponent"], "games": result["games"], "loss_rate": round(result["loss_rate"], 4),
                 "ci95_low": round(result["ci95"][0], 4), "ci95_high": round(result["ci95"][1], 4), "parity": round(result["parity"], 4),
+                **{k: ("" if result.get(k) is None else round(result[k], 4)) for k in ("false_offer_rate", "false_pass_rate", "call_accuracy")},
             }  # fmt: skip
             _append_csv(self.run_dir / "eval.csv", self.eval_columns, row)
             self.writer.add_scalar(f"eval/loss_rate_vs_{result['opponent']}", result["loss_rate"], entry["update"])

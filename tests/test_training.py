@@ -1,0 +1,336 @@
+"""Training: configs, checkpoints, the agent loader, and the real entry point on a tiny budget."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("safetensors")
+pytest.importorskip("yaml")
+
+from cockroach_env import GameConfig, env  # noqa: E402
+from training import checkpoint as ckpt  # noqa: E402
+from training.config import ConfigError, load_config  # noqa: E402
+from training.model import ActorCritic, PolicyAgent  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
+
+
+# ---------------------------------------------------------------------------- configs
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_every_shipped_config_loads(path):
+    config = load_config(path)
+    assert config.game_config().num_players >= 2
+
+
+def test_an_unknown_key_is_an_error_naming_the_key_and_the_allowed_keys(tmp_path):
+    path = tmp_path / "typo.yaml"
+    path.write_text("ppo:\n  learning_rte: 0.001\n")
+    with pytest.raises(ConfigError, match=r"unknown key 'ppo.learning_rte'.*allowed keys: \[.*'learning_rate'"):
+        load_config(path)
+    with pytest.raises(ConfigError, match=r"unknown key 'ppo.lr'.*allowed keys"):
+        load_config(None, ["ppo.lr=1"])
+    with pytest.raises(ConfigError, match=r"unknown key 'sed'"):
+        load_config(None, ["sed=1"])
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("ppo.num_envs=0", r"num_envs=0 is not allowed; expected an integer >= 1"),
+        ("ppo.gamma=1.5", r"gamma=1.5 is not allowed; expected a number from 0 to 1"),
+        ("ppo.learning_rate=fast", r"learning_rate='fast' is not allowed; expected a number"),
+        ("model.activation=gelu", r"activation='gelu' is not allowed; expected one of \['tanh', 'relu'\]"),
+        ("opponents.baselines={wizard: 1.0}", r"unknown baseline 'wizard'"),
+        ("opponents.learner_seats=[4]", r"learner_seats=\[4\] is not allowed; expected .* from 1 to 3"),
+        ("game.num_players=9", r"num_players=9 is not allowed"),
+        ("game.colour=red", r"unknown game option\(s\) \['colour'\]"),
+        ("evaluation.opponents=[grandmaster]", r"unknown baseline 'grandmaster'"),
+        ("schedule", r"expected key=value"),
+    ],
+)
+def test_a_bad_value_is_an_error_naming_the_value_and_what_is_allowed(override, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, [override])
+
+
+def test_overrides_use_dotted_keys_and_yaml_values():
+    config = load_config(ROOT / "configs" / "quick.yaml", ["ppo.learning_rate=1e-3", "model.hidden_sizes=[32, 16]", "game.num_players=3", "opponents.learner_seats=[2]"])
+    assert config.ppo.learning_rate == 1e-3
+    assert config.model.hidden_sizes == [32, 16]
+    assert config.game_config() == GameConfig(num_players=3)
+
+
+def test_help_lists_every_option_with_its_documentation():
+    from training.cli import build_parser
+
+    text = build_parser().format_help()
+    for key in ("ppo.learning_rate", "opponents.snapshot_every", "schedule.total_decisions", "evaluation.opponents", "game.loss_count"):
+        assert key in text
+    assert "Adam learning rate" in text
+
+
+def test_importing_training_does_not_import_torch():
+    code = "import sys, training, training.arena; assert 'torch' not in sys.modules, 'torch imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+# ---------------------------------------------------------------------------- checkpoints
+
+GAME = GameConfig(num_players=4)
+SPEC = {"hidden_sizes": [16], "activation": "tanh"}
+
+
+def _model(seed: int = 0) -> ActorCritic:
+    torch.manual_seed(seed)
+    return ActorCritic(GAME, SPEC["hidden_sizes"], SPEC["activation"])
+
+
+def _save(path, model, **extra) -> Path:
+    tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
+    return ckpt.save_checkpoint(path, tensors, {"kind": "agent", "name": "test", "game_config": GAME.to_dict(), "model": SPEC, **extra})
+
+
+def _same_weights(a: torch.nn.Module, b: torch.nn.Module) -> bool:
+    return all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+
+
+def test_checkpoint_round_trip_keeps_weights_optimizer_and_rng_state(tmp_path):
+    model = _model()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    obs, mask = torch.rand(8, model.observation_size), torch.ones(8, model.num_actions, dtype=torch.bool)
+    logits, value = model(obs, mask)
+    (logits.logsumexp(-1).sum() + value.sum()).backward()
+    optimizer.step()
+    rng = np.random.default_rng(5)
+    rng.random(3)
+    tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
+    opt_tensors, opt_rest = ckpt.optimizer_state(optimizer)
+    meta = {"kind": "run", "game_config": GAME.to_dict(), "model": SPEC, "optimizer": opt_rest, "rng": ckpt.numpy_rng_state(rng), "step": {"update": 3}}
+    ckpt.save_checkpoint(tmp_path / "run", {**tensors, **opt_tensors}, meta)
+
+    loaded = ckpt.load_checkpoint(tmp_path / "run.json", kind="run")
+    assert loaded.metadata["step"] == {"update": 3}
+    assert loaded.metadata["layout_version"] >= 1 and loaded.metadata["num_actions"] == model.num_actions
+    restored = ckpt.build_model(loaded)
+    assert _same_weights(model, restored)
+    optimizer2 = torch.optim.Adam(restored.parameters(), lr=1e-3)
+    ckpt.restore_optimizer(optimizer2, loaded)
+    state, state2 = optimizer.state_dict()["state"], optimizer2.state_dict()["state"]
+    assert sorted(state) == sorted(state2)
+    for index, entries in state.items():
+        assert all(torch.equal(value, state2[index][key]) for key, value in entries.items())
+    assert ckpt.restore_numpy_rng(json.loads(json.dumps(loaded.metadata["rng"]))).random() == rng.random()
+
+
+def test_a_failure_in_the_middle_of_a_save_leaves_the_previous_checkpoint_intact(tmp_path, monkeypatch):
+    old, new = _model(0), _model(1)
+    _save(tmp_path / "agent", old)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    real_fsync = os.fsync
+    calls = []
+
+    def failing_fsync(fd):
+        calls.append(fd)
+        if len(calls) == 2:  # the tensor file is written, the metadata is being written
+            raise OSError(28, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(ckpt.os, "fsync", failing_fsync)
+    with pytest.raises(OSError, match="No space left"):
+        _save(tmp_path / "agent", new)
+    monkeypatch.undo()
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before  # no temporary files left either
+    assert _same_weights(ckpt.build_model(ckpt.load_checkpoint(tmp_path / "agent")), old)
+
+
+def test_a_truncated_tensor_file_is_a_clear_error(tmp_path):
+    _save(tmp_path / "agent", _model())
+    tensors = tmp_path / "agent.safetensors"
+    tensors.write_bytes(tensors.read_bytes()[:-100])
+    with pytest.raises(ckpt.CheckpointError, match=r"agent.safetensors: .*truncated, corrupted"):
+        ckpt.load_agent(tmp_path / "agent")
+
+
+def test_a_corrupted_tensor_file_is_a_clear_error(tmp_path):
+    _save(tmp_path / "agent", _model())
+    tensors = tmp_path / "agent.safetensors"
+    data = bytearray(tensors.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    tensors.write_bytes(bytes(data))
+    with pytest.raises(ckpt.CheckpointError, match=r"agent.safetensors: .*truncated, corrupted"):
+        ckpt.load_agent(tmp_path / "agent")
+
+
+def test_truncated_metadata_is_a_clear_error(tmp_path):
+    _save(tmp_path / "agent", _model())
+    meta = tmp_path / "agent.json"
+    meta.write_text(meta.read_text()[:50])
+    with pytest.raises(ckpt.CheckpointError, match=r"agent.json: the metadata is not valid JSON .*truncated"):
+        ckpt.load_agent(tmp_path / "agent.json")
+
+
+def test_a_missing_checkpoint_names_the_path_and_the_shipped_names(tmp_path):
+    with pytest.raises(ckpt.CheckpointError, match=r"nowhere: no checkpoint at .*shipped checkpoints"):
+        ckpt.load_agent(tmp_path / "nowhere")
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda m: m.update(layout_version=m["layout_version"] + 1), r"observation/action layout version \d+ does not match this code's LAYOUT_VERSION"),
+        (lambda m: m.update(num_actions=m["num_actions"] + 1), r"observation/action sizes .* do not match"),
+        (lambda m: m.update(format="something-else"), r"not a checkpoint of this project"),
+        (lambda m: m["game_config"].update(num_players=7), r"the recorded game config is not valid here: num_players=7"),
+    ],
+)
+def test_a_mismatched_checkpoint_is_a_clear_error(tmp_path, edit, message):
+    _save(tmp_path / "agent", _model())
+    meta_path = tmp_path / "agent.json"
+    meta = json.loads(meta_path.read_text())
+    edit(meta)
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(ckpt.CheckpointError, match=r"agent.json: " + message):
+        ckpt.load_agent(tmp_path / "agent")
+
+
+def test_a_checkpoint_for_other_rules_is_refused(tmp_path):
+    _save(tmp_path / "agent", _model())
+    with pytest.raises(ckpt.CheckpointError, match=r"trained for 4-player classic, but the game here is 4-player royal"):
+        ckpt.load_agent(tmp_path / "agent", config=GameConfig(num_players=4, edition="royal"))
+    with pytest.raises(ckpt.CheckpointError, match=r"trained for 4-player classic, but the game here is 4-player classic \{'rainbow_loses': True\}"):
+        ckpt.load_agent(tmp_path / "agent", config=GameConfig(num_players=4, rainbow_loses=True))
+    with pytest.raises(ckpt.CheckpointError, match=r"cannot resume training"):
+        ckpt.load_checkpoint(tmp_path / "agent", kind="run")
+
+
+def test_loading_never_unpickles(tmp_path, monkeypatch):
+    _save(tmp_path / "agent", _model())
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("torch.load must not be used")
+
+    monkeypatch.setattr(torch, "load", forbidden)
+    ckpt.load_agent(tmp_path / "agent")
+
+
+def test_a_loaded_checkpoint_is_a_protocol_agent_that_plays_legal_moves_in_the_aec_env(tmp_path):
+    _save(tmp_path / "agent", _model())
+    agent = ckpt.load_agent(tmp_path / "agent", seed=3)
+    assert isinstance(agent, PolicyAgent) and agent.supports_batch and agent.name == "test"
+    game = env(num_players=4)
+    for seed in range(3):
+        game.reset(seed=seed)
+        for name in game.agent_iter():
+            observation, _, terminated, truncated, _ = game.last()
+            if terminated or truncated:
+                game.step(None)
+                continue
+            action = agent.act(observation)
+            assert observation["action_mask"][action] == 1
+            game.step(action)  # the env raises on an illegal action
+    masks = np.zeros((5, agent.model.num_actions), np.int8)
+    masks[np.arange(5), [0, 3, 7, 100, 218]] = 1
+    actions = agent.act_batch(np.zeros((5, agent.model.observation_size), np.float32), masks)
+    assert actions.dtype == np.int64 and actions.tolist() == [0, 3, 7, 100, 218]
+
+
+def test_the_agent_is_reproducible_from_its_seed(tmp_path):
+    _save(tmp_path / "agent", _model())
+    obs = np.random.default_rng(0).random((64, ActorCritic(GAME, [4]).observation_size)).astype(np.float32)
+    masks = np.ones((64, ActorCritic(GAME, [4]).num_actions), np.int8)
+    a = ckpt.load_agent(tmp_path / "agent", seed=11).act_batch(obs, masks)
+    b = ckpt.load_agent(tmp_path / "agent", seed=11).act_batch(obs, masks)
+    c = ckpt.load_agent(tmp_path / "agent", seed=12).act_batch(obs, masks)
+    assert a.tolist() == b.tolist() and a.tolist() != c.tolist()
+
+
+@pytest.mark.parametrize("name", ckpt.shipped_checkpoints())
+def test_shipped_checkpoints_load_by_name_and_play(name):
+    meta = ckpt.read_metadata(name)
+    assert meta["command"].startswith("cockroach-train --config configs/")
+    agent = ckpt.load_agent(name, seed=0)
+    config = GameConfig(**meta["game_config"])
+    game = env(config=config)
+    game.reset(seed=1)
+    for _ in game.agent_iter():
+        observation, _, terminated, truncated, _ = game.last()
+        game.step(None if terminated or truncated else agent.act(observation))
+    assert os.path.getsize(ckpt.checkpoint_files(meta["_path"])[1]) < 2_000_000
+
+
+# ---------------------------------------------------------------------------- the real entry point
+
+TINY = [
+    "ppo.num_envs=16",
+    "ppo.num_steps=8",
+    "ppo.anneal_lr=false",
+    "ppo.num_minibatches=2",
+    "ppo.update_epochs=2",
+    "model.hidden_sizes=[16]",
+    "opponents.snapshot_every=1",
+    "opponents.learner_seats=[1, 3]",
+    "schedule.checkpoint_every=2",
+    "evaluation.every=2",
+    "evaluation.games=8",
+    "evaluation.final_games=8",
+]
+
+
+def _train(tmp_path, name: str, updates: int, *extra: str) -> int:
+    from training.cli import main
+
+    sets = [*TINY, f"name={name}", f"output_dir={tmp_path}", f"schedule.total_decisions={updates * 16 * 8}"]
+    argv = ["--config", str(ROOT / "configs" / "quick.yaml"), "--no-progress", *[a for s in sets for a in ("--set", s)], *extra]
+    return main(argv)
+
+
+def _metrics(path: Path) -> list[list[str]]:
+    rows = [line.split(",") for line in path.read_text().splitlines()]
+    skip = {rows[0].index(c) for c in ("wall_seconds", "decisions_per_second")}
+    return [[v for i, v in enumerate(r) if i not in skip] for r in rows]
+
+
+def test_train_checkpoint_resume_load_and_evaluate_on_a_tiny_budget(tmp_path):
+    """The smoke test of ``cockroach-train``: an interrupted and resumed run equals an uninterrupted one."""
+    assert _train(tmp_path, "whole", 4) == 0
+    run = tmp_path / "whole"
+    for name in ("checkpoint.json", "checkpoint.safetensors", "agent.json", "agent.safetensors", "metrics.csv", "eval.csv", "learning_curves.png"):
+        assert (run / name).exists(), name
+    assert _train(tmp_path, "whole", 4) == 2  # refuses to overwrite a run without --resume or --overwrite
+
+    # The same run, stopped after two updates (a checkpoint) and resumed for the last two.
+    assert _train(tmp_path, "split", 2) == 0
+    assert ckpt.read_metadata(tmp_path / "split" / "checkpoint")["step"]["update"] == 2
+    assert _train(tmp_path, "split", 4, "--resume") == 0
+    whole = ckpt.load_checkpoint(run / "checkpoint", kind="run")
+    split = ckpt.load_checkpoint(tmp_path / "split" / "checkpoint", kind="run")
+    assert whole.metadata["step"]["decisions"] == split.metadata["step"]["decisions"] == 4 * 16 * 8
+    for key, value in whole.tensors.items():
+        assert torch.equal(value, split.tensors[key]), key
+    assert _metrics(run / "metrics.csv") == _metrics(tmp_path / "split" / "metrics.csv")
+
+    # The final agent loads as a protocol agent and plays in the arena.
+    from training.arena import play_match
+
+    agent = ckpt.load_agent(run / "agent", seed=0)
+    result = play_match([agent, "random*3"], GameConfig(num_players=4), games=40, seed=0)
+    assert result.report("whole").games == 40
+    meta = ckpt.read_metadata(run / "agent")
+    assert meta["kind"] == "agent" and meta["command"].startswith("cockroach-train --config")
+    assert meta["evaluation"]["final"] and {r["opponent"] for r in meta["evaluation"]["results"]} == {"random", "heuristic"}
+
+
+def test_resume_refuses_a_changed_config(tmp_path):
+    assert _train(tmp_path, "run", 2) == 0
+    assert _train(tmp_path, "run", 4, "--resume", "--set", "ppo.learning_rate=0.1") == 2
