@@ -17,7 +17,7 @@ must draw from the generator exactly as the same rows played one by one through
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Protocol, runtime_checkable
+from typing import Mapping, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -50,7 +50,7 @@ class Agent:
 
     def act(self, observation: Mapping[str, np.ndarray]) -> int:
         """One legal action for the observation dict ``{"observation", "action_mask"}``."""
-        if self.supports_batch:
+        if self.supports_batch and type(self).act_batch is not Agent.act_batch:
             obs = np.asarray(observation["observation"], dtype=np.float32)[None]
             mask = np.asarray(observation["action_mask"])[None]
             return int(self.act_batch(obs, mask)[0])
@@ -65,11 +65,6 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, {self.config.num_players}p {self.config.edition})"
-
-
-def describe_agent(agent: Any) -> dict[str, Any]:
-    """Name and batching support of any agent-like object (for reports)."""
-    return {"name": str(getattr(agent, "name", type(agent).__name__)), "supports_batch": bool(getattr(agent, "supports_batch", False))}
 
 
 def pick_uniform(allowed: np.ndarray, u: np.ndarray) -> np.ndarray:
