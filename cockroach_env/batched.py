@@ -518,7 +518,7 @@ class _NumpyBackend:
         info = s.info.astype(np.int64)
         phase, current = info[:, PHASE], info[:, CURRENT]
         legal = np.zeros(len(actions), bool)
-        a = actions
+        a = np.where((actions >= 0) & (actions < r.num_actions), actions, r.num_actions)  # out of range: matches no kind below
         offer = a < r.offer_size
         card = np.where(offer, a // ((r.n - 1) * r.c), 0)
         legal |= offer & (phase == OFFER) & (s.hands[rows, current, card] > 0)
@@ -529,7 +529,7 @@ class _NumpyBackend:
         offset = np.where(passing, (a - r.pass_start) // r.c + 1, 1)
         target = (current + offset) % r.n
         legal |= passing & (phase == PASS) & self._eligible()[rows, target]
-        placing = a >= r.place_start
+        placing = (a >= r.place_start) & (a < r.num_actions)
         legal |= placing & (phase == PLACE) & self._placeable()[rows, np.where(placing, a - r.place_start, 0)]
         return legal
 
@@ -560,6 +560,7 @@ class _NumpyBackend:
         bad = self.first_illegal(actions)
         if bad >= 0:
             return bad
+        _clear_outcome(out)
         r, s = self.rules, self.state
         n, c = r.n, r.c
         info = s.info
@@ -946,6 +947,8 @@ def _nb_apply(actions, hands, collections, stats, seat_claim, seen, penalty, inf
     n, max_steps = params[P_N], params[P_MAX_STEPS]
     win = np.float32(1.0 / (n - 1))
     for b in numba.prange(actions.shape[0]):
+        done[b], truncated[b], loser[b], loss_reason[b] = False, False, -1, -1
+        rewards[b, :] = 0.0
         _nb_apply_one(hands, collections, stats, seat_claim, seen, penalty, info, steps, card_table, params, loser, loss_reason, b, actions[b])
         if info[b, PHASE] == OVER:
             done[b] = True
@@ -1281,6 +1284,7 @@ class BatchedGames:
         games = np.arange(self.batch_size)
         slot_of = self._queue.take(self.batch_size)
         out = self._new_step()
+        _clear_outcome(out)
         self._backend.emit(out, self._queue, slot_of.astype(np.int64))
         self._remember_deals(games, slot_of)
         self._started = True
@@ -1315,36 +1319,33 @@ class BatchedGames:
 
     # ------------------------------------------------------------ internals
     def _new_step(self) -> BatchStep:
+        """Fresh output arrays, uninitialized (``apply`` writes every entry of the outcome fields)."""
         b, r = self.batch_size, self.rules
         return BatchStep(
             to_act=np.empty(b, np.int64),
             observation=np.empty((b, r.observation_size), np.float32),
             action_mask=np.empty((b, r.num_actions), np.int8),
-            rewards=np.zeros((b, r.n), np.float32),
-            done=np.zeros(b, bool),
-            loser=np.full(b, -1, np.int64),
-            loss_reason=np.full(b, -1, np.int64),
-            truncated=np.zeros(b, bool),
+            rewards=np.empty((b, r.n), np.float32),
+            done=np.empty(b, bool),
+            loser=np.empty(b, np.int64),
+            loss_reason=np.empty(b, np.int64),
+            truncated=np.empty(b, bool),
         )
 
     def _remember_deals(self, games: np.ndarray, slots: np.ndarray) -> None:
         self._dealt_games, self._dealt_slots, self._dealt_from = games, slots, self._queue.deals
 
     def _check_actions(self, actions) -> np.ndarray:
+        """Shape and dtype; the range is checked with the legality of each action."""
         array = np.asarray(actions)
         if array.shape != (self.batch_size,):
             raise ValueError(f"actions of shape {array.shape} are not allowed; expected ({self.batch_size},), one action per game")
         if array.dtype.kind not in "iu":
-            if array.dtype.kind == "f" and np.all(np.mod(array, 1) == 0):
-                array = array.astype(np.int64)
-            else:
-                raise ValueError(f"actions of dtype {array.dtype} are not allowed; expected integers")
-        array = array.astype(np.int64, copy=False)
-        out_of_range = np.flatnonzero((array < 0) | (array >= self.num_actions))
-        if out_of_range.size:
-            b = int(out_of_range[0])
+            raise ValueError(f"actions of dtype {array.dtype} are not allowed; expected integers")
+        if array.dtype == np.uint64 and array.max(initial=0) > np.iinfo(np.int64).max:
+            b = int(np.argmax(array > np.iinfo(np.int64).max))
             raise ValueError(f"game {b}: action {int(array[b])} is out of range; expected an integer in [0, {self.num_actions})")
-        return np.ascontiguousarray(array)
+        return np.ascontiguousarray(array, dtype=np.int64)
 
     def _first_illegal(self, actions: np.ndarray) -> int:
         """The first game whose action is illegal now, or -1 (the check ``step`` makes first)."""
@@ -1367,6 +1368,8 @@ class BatchedGames:
         return f"place(card={cards.identities[decoded[1]]})"
 
     def _illegal_message(self, game: int, action: int) -> str:
+        if not 0 <= action < self.num_actions:
+            return f"game {game}: action {action} is out of range; expected an integer in [0, {self.num_actions})"
         info, r = self._state.info[game], self.rules
         seat, phase = int(info[CURRENT]), int(info[PHASE])
         kind = self.encoding.decode_action(action)[0]
@@ -1385,6 +1388,15 @@ class BatchedGames:
 
     def __repr__(self) -> str:
         return f"BatchedGames({self.config.edition}, {self.rules.n}p, B={self.batch_size}, backend={self.backend}, {self.bytes_per_game} bytes/game)"
+
+
+def _clear_outcome(out: BatchStep) -> None:
+    """Nothing ended: zero rewards, no loser."""
+    out.rewards.fill(0.0)
+    out.done.fill(False)
+    out.truncated.fill(False)
+    out.loser.fill(-1)
+    out.loss_reason.fill(-1)
 
 
 def random_legal_actions(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:

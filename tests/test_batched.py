@@ -328,18 +328,20 @@ def snapshot(games: BatchedGames) -> list[np.ndarray]:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_malformed_actions_are_refused_naming_the_problem(backend):
     games = BatchedGames(GameConfig(num_players=4), 6, seed=0, backend=backend)
-    games.reset()
+    legal = random_legal_actions(games.reset().action_mask, np.random.default_rng(0))
     before = snapshot(games)
     with pytest.raises(ValueError, match=r"shape \(5,\).*expected \(6,\)"):
         games.step(np.zeros(5, np.int64))
     with pytest.raises(ValueError, match=r"shape \(6, 1\)"):
         games.step(np.zeros((6, 1), np.int64))
     with pytest.raises(ValueError, match=r"game 2: action 219 is out of range"):
-        games.step(np.array([0, 0, 219, 0, 0, 0]))
+        games.step(np.where(np.arange(6) == 2, 219, legal))
     with pytest.raises(ValueError, match=r"game 0: action -1 is out of range"):
         games.step(np.full(6, -1))
-    with pytest.raises(ValueError, match="dtype"):
-        games.step(np.full(6, 0.5))
+    with pytest.raises(ValueError, match=r"game 3: action 18446744073709551615 is out of range"):
+        games.step(np.where(np.arange(6) == 3, np.uint64(2**64 - 1), legal.astype(np.uint64)))
+    with pytest.raises(ValueError, match="dtype float64 .* expected integers"):
+        games.step(legal.astype(float))
     with pytest.raises(ValueError, match="before reset"):
         BatchedGames(GameConfig(), 2).step(np.zeros(2, np.int64))
     assert all(np.array_equal(x, y) for x, y in zip(before, snapshot(games)))
