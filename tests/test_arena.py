@@ -331,3 +331,9 @@ def test_a_checkpoint_path_plays_in_the_arena_and_a_mismatched_one_is_refused(tm
     assert result.games == 4 and result.agents[0].spec == str(path)
     with pytest.raises(ArenaError, match=r"cannot load the checkpoint .*trained for 4-player classic"):
         play_match([str(path), "random"], GameConfig(num_players=2), games=2)
+
+
+def test_an_agent_built_for_other_rules_is_refused():
+    other = FirstLegal(GameConfig(num_players=3), seed=0)
+    with pytest.raises(ArenaError, match=r"agent 'first-legal' was built for .*num_players=3.* but the games here are .*num_players=4"):
+        play_match([other, "random*3"], GameConfig(num_players=4), games=4)

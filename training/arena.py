@@ -130,7 +130,7 @@ def expand_lineup(entries: Sequence[Any]) -> list[Any]:
 def resolve_agent(spec: Any, config: GameConfig, seed: int | None = None) -> Any:
     """Build the agent an arena entry names (see the module docstring); ``ArenaError`` if impossible."""
     if not isinstance(spec, str):
-        _check_agent(spec, _label_of(spec))
+        _check_agent(spec, _label_of(spec), config)
         return spec
     import baselines
 
@@ -166,7 +166,7 @@ def _agent_from_class(spec: str, config: GameConfig, seed: int | None) -> Any:
         agent = target(config, seed=seed) if callable(target) else target
     except Exception as error:  # noqa: BLE001
         raise ArenaError(f"agent {spec!r}: {attr}(config, seed=...) failed ({type(error).__name__}: {error})") from error
-    _check_agent(agent, spec)
+    _check_agent(agent, spec, config)
     return agent
 
 
@@ -195,13 +195,16 @@ def _agent_from_checkpoint(spec: str, config: GameConfig, seed: int | None) -> A
         agent = load_agent(spec, seed=seed, config=config)
     except Exception as error:  # noqa: BLE001 - unreadable or incompatible checkpoint
         raise ArenaError(f"agent {spec!r}: cannot load the checkpoint ({type(error).__name__}: {error})") from error
-    _check_agent(agent, spec)
+    _check_agent(agent, spec, config)
     return agent
 
 
-def _check_agent(agent: Any, label: str) -> None:
+def _check_agent(agent: Any, label: str, config: GameConfig) -> None:
     if not callable(getattr(agent, "act", None)):
         raise ArenaError(f"agent {label!r}: {type(agent).__name__} has no act(observation) method; see baselines.Agent")
+    built_for = getattr(agent, "config", None)
+    if isinstance(built_for, GameConfig) and built_for != config:
+        raise ArenaError(f"agent {label!r} was built for {built_for} but the games here are {config}; build it for the arena's GameConfig")
     if getattr(agent, "supports_batch", False) and not callable(getattr(agent, "act_batch", None)):
         raise ArenaError(f"agent {label!r}: supports_batch is set but there is no act_batch(observations, masks) method")
 
@@ -244,7 +247,7 @@ def build_entrants(lineup: Sequence[Any], config: GameConfig, seed: int) -> tupl
             key_of[key] = len(entrants)
             agent = resolve_agent(entry, config, seed=_agent_seed(seed, len(entrants)))
             spec = entry if isinstance(entry, str) else f"<{type(entry).__name__}>"
-            entrants.append(Entrant(_label_of(agent) if not isinstance(entry, str) or ":" in entry else entry, spec, agent, []))
+            entrants.append(Entrant(_label_of(agent), spec, agent, []))
         of_entry.append(key_of[key])
         entrants[key_of[key]].entries.append(entry_index)
     taken: dict[str, int] = {}
