@@ -454,10 +454,19 @@ def test_rule_6_decode_observation_reads_the_observers_view():
     assert offerer["own_hand"] == {"fly": 1, "bat": 1}
     assert offerer["chain"]["card"] == "fly" and offerer["chain"]["holder"] == 1 and offerer["to_act"] == 1
     json.dumps(holder)
-    play(e, call(True))  # wrong: bat claimed, fly revealed
+    third = decode_observation(e.observe("player_2")["observation"], config)
+    assert third["chain"]["card"] is None
+    play(e, peek())  # the holder now knows the card; the third player still does not
+    assert decode_observation(e.observe("player_1")["observation"], config)["chain"]["card"] == "fly"
+    peeked = third["history"][2] | {"peeks": 1}  # player_1 is two seats after player_2
+    expected = third | {"phase": "pass", "chain": third["chain"] | {"seen": [1, 2]}, "history": third["history"][:2] + [peeked]}
+    assert decode_observation(e.observe("player_2")["observation"], config) == expected
+    play(e, pass_to(2, says="bat"), call(True))  # wrong: bat claimed, fly revealed; 2 takes
     after = decode_observation(e.observe("player_2")["observation"], config)
     assert after["history"][1]["false_claims"] == 1  # player_0, one seat after player_2
-    assert after["history"][2]["wrong_calls"] == 1  # player_1
+    assert after["history"][2]["false_claims"] == 1 and after["history"][2]["peeks"] == 1  # player_1
+    assert after["history"][0]["wrong_calls"] == 1  # player_2 itself
+    assert after["collections"][0] == {"cockroach": 1, "fly": 1}
     assert after["chain"] is None
     with pytest.raises(ValueError):
         decode_observation(np.zeros(3, np.float32), config)
