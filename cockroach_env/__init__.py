@@ -24,5 +24,16 @@ __all__ = [
     "env",
     "raw_env",
     "decode_observation",
+    "BatchedGames",
+    "BatchStep",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """``BatchedGames`` and ``BatchStep`` load on first use (the batched engine imports numba)."""
+    if name in ("BatchedGames", "BatchStep"):
+        from cockroach_env import batched
+
+        return getattr(batched, name)
+    raise AttributeError(f"module 'cockroach_env' has no attribute {name!r}")
