@@ -28,7 +28,7 @@ from training.arena import ENGINES, ArenaError, MatchResult, expand_lineup, play
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cockroach-eval",
-        description="Play Cockroach Poker agents against each other with seat rotation and duplicate deals; report loss rates with 95%% Wilson intervals and behaviour statistics.",
+        description="Play Cockroach Poker agents against each other with seat rotation and duplicate deals; report loss rates with 95% Wilson intervals and behaviour statistics.",
         epilog="Agents: " + "baseline names (random, honest, bluffer, heuristic), module:Class, or checkpoint paths/names; NAME*K repeats an agent K times.",
     )
     parser.add_argument("agents", nargs="+", help="one agent per seat (or the pool, with --league)")
