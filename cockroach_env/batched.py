@@ -16,19 +16,23 @@ compares every step). A step takes one action per game, for the seat ``to_act`` 
 
 ``BatchStep`` (numpy arrays, batch first; fresh arrays each call, owned by the caller)
 
-| field          | shape, dtype      | meaning                                                    |
-|----------------|-------------------|------------------------------------------------------------|
-| `to_act`       | (B,) int64        | absolute seat to act next                                  |
-| `observation`  | (B, O) float32    | that seat's ego-centric observation (C-contiguous)         |
-| `action_mask`  | (B, A) int8       | that seat's legal actions                                  |
-| `rewards`      | (B, N) float32    | terminal rewards by absolute seat of games that ended now  |
-| `done`         | (B,) bool         | the game ended in this step and was dealt again            |
-| `loser`        | (B,) int64        | losing seat, -1 where no one lost now                      |
-| `loss_reason`  | (B,) int64        | index into ``engine.LOSS_REASONS``, -1 where no one lost   |
+| field          | shape, dtype      | meaning                                                          |
+|----------------|-------------------|------------------------------------------------------------------|
+| `to_act`       | (B,) int64        | absolute seat to act next                                        |
+| `observation`  | (B, O) float32    | that seat's ego-centric observation (C-contiguous)               |
+| `action_mask`  | (B, A) int8       | that seat's legal actions                                        |
+| `rewards`      | (B, N) float32    | terminal rewards by absolute seat of games that ended now        |
+| `done`         | (B,) bool         | the game ended in this step and was dealt again                  |
+| `loser`        | (B,) int64        | losing seat, -1 where no one lost now                            |
+| `loss_reason`  | (B,) int64        | index into ``engine.LOSS_REASONS``, -1 where no one lost         |
 | `truncated`    | (B,) bool         | ended by ``config.max_steps`` (done too; no loser, zero rewards) |
 
 When ``done[b]``, ``to_act``/``observation``/``action_mask`` of game ``b`` already belong
 to the first decision of its new game; ``games.last_deals[b]`` is the new ``engine.Deal``.
+``reset(deals=[...])`` starts the games from given ``engine.Deal``s (more than ``B``
+queues the rest for the next re-deals, e.g. for duplicate-deal evaluation). An
+illegal or malformed action raises ``ValueError`` naming the first such game, the
+action and its move in words, and changes nothing. ``state()`` gives the full states.
 
 Design
 ------
@@ -69,7 +73,7 @@ from typing import Sequence
 import numpy as np
 
 from cockroach_env.config import GameConfig
-from cockroach_env.encoding import PHASES, RESPOND_ACTIONS, Encoding, encoding_for
+from cockroach_env.encoding import PHASES, Encoding, encoding_for
 from cockroach_env.engine import (
     FALSE_CLAIMS,
     LOSS_REASONS,
