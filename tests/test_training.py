@@ -334,3 +334,42 @@ def test_train_checkpoint_resume_load_and_evaluate_on_a_tiny_budget(tmp_path):
 def test_resume_refuses_a_changed_config(tmp_path):
     assert _train(tmp_path, "run", 2) == 0
     assert _train(tmp_path, "run", 4, "--resume", "--set", "ppo.learning_rate=0.1") == 2
+
+
+def test_card_counting_inputs_are_derived_from_the_observation_and_round_trip(tmp_path):
+    from training.model import CardCounting
+
+    features = CardCounting(GAME)
+    enc_obs = np.zeros((1, ActorCritic(GAME, [4]).observation_size), np.float32)
+    from cockroach_env.encoding import encoding_for
+
+    layout = encoding_for(GAME).observation
+    layout.view(enc_obs, "own_hand")[0, 2] = 3  # three flies in hand
+    layout.view(enc_obs, "collections")[0, 1, 2] = 2  # two flies collected by the next seat
+    layout.view(enc_obs, "chain_claim")[0, 2] = 1  # "this is a fly"
+    out = features(torch.from_numpy(enc_obs))[0]
+    unseen = 64 - 5
+    assert out[2].item() == pytest.approx((8 - 5) / unseen)  # chance that an unseen card is a fly
+    assert out[8].item() == pytest.approx((8 - 5) / unseen)  # ... for the claim in play
+    assert out[9].item() == pytest.approx(3 / 8)  # own flies
+    assert out[11 + 1].item() == pytest.approx(2 / 4)  # flies collected by seat +1, over loss_count
+
+    torch.manual_seed(0)
+    model = ActorCritic(GAME, [8], "relu", card_counting=True)
+    tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
+    ckpt.save_checkpoint(tmp_path / "cc", tensors, {"kind": "agent", "game_config": GAME.to_dict(), "model": {"hidden_sizes": [8], "activation": "relu", "card_counting": True}})
+    assert _same_weights(ckpt.build_model(ckpt.load_checkpoint(tmp_path / "cc")), model)
+
+
+def test_exploitability_trains_a_best_response_against_a_frozen_checkpoint(tmp_path, capsys):
+    from training.exploitability import main
+
+    _save(tmp_path / "target", _model())
+    report = tmp_path / "report.json"
+    sets = ["ppo.num_envs=16", "ppo.num_steps=8", "evaluation.every=0", "schedule.checkpoint_every=2"]
+    argv = [str(tmp_path / "target"), "--decisions", "256", "--games", "20", "--output-dir", str(tmp_path), "--json", str(report), "--no-progress"]
+    assert main(argv + [a for s in sets for a in ("--set", s)]) == 0
+    result = json.loads(report.read_text())
+    assert result["parity"] == 0.25 and result["games"] == 20
+    assert result["exploitability"] == pytest.approx(0.25 - result["best_response_loss_rate"])
+    assert "exploitability" in capsys.readouterr().out

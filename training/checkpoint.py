@@ -249,7 +249,7 @@ def build_model(checkpoint: Checkpoint, device: str = "cpu"):
     from training.model import ActorCritic
 
     spec = checkpoint.metadata["model"]
-    model = ActorCritic(checkpoint.game_config, spec["hidden_sizes"], spec["activation"])
+    model = ActorCritic(checkpoint.game_config, spec["hidden_sizes"], spec["activation"], spec.get("card_counting", False))
     try:
         model.load_state_dict(checkpoint.group("model"))
     except RuntimeError as error:

@@ -29,8 +29,11 @@ from typing import Any
 
 from cockroach_env.config import GameConfig
 
-BASELINE_NAMES = ("random", "honest", "bluffer", "heuristic")
-"""Baseline agents a config may name (see ``baselines``); checked again when they are built."""
+def baseline_names() -> list[str]:
+    """Agents a config may name: the ``baselines`` registry (``baselines.register`` adds more)."""
+    import baselines
+
+    return baselines.names()
 
 
 class ConfigError(ValueError):
@@ -97,6 +100,8 @@ class ModelConfig:
     """Widths of the MLP trunk shared by the policy and value heads."""
     activation: str = "tanh"
     """Activation of the trunk: ``tanh`` or ``relu``."""
+    card_counting: bool = False
+    """Add card-counting inputs derived from the observation (chance that a claim is true, danger of the card in play per seat); see ``training.model.CardCounting``. Experimental: not shown to help in short runs."""
 
     def validate(self, where: str) -> None:
         ok = len(self.hidden_sizes) >= 1 and all(h >= 1 for h in self.hidden_sizes)
@@ -129,8 +134,8 @@ class OpponentConfig:
         for name in ("self_play", "snapshots"):
             _require(where, name, getattr(self, name), getattr(self, name) >= 0, "a weight >= 0")
         for name, weight in self.baselines.items():
-            if name not in BASELINE_NAMES:
-                raise ConfigError(f"{where}: baselines: unknown baseline {name!r}; expected names from {list(BASELINE_NAMES)}")
+            if name not in baseline_names():
+                raise ConfigError(f"{where}: baselines: unknown baseline {name!r}; expected names from {baseline_names()}")
             _require(f"{where}.baselines", name, weight, weight >= 0, "a weight >= 0")
         total = self.self_play + self.snapshots + sum(self.baselines.values())
         _require(where, "self_play", self.self_play, total > 0, "weights (self_play, snapshots, baselines) with a positive sum")
@@ -176,8 +181,8 @@ class EvalConfig:
         _require(where, "games", self.games, self.games >= 1, "an integer >= 1")
         _require(where, "final_games", self.final_games, self.final_games >= 0, "an integer >= 0")
         for name in self.opponents:
-            if name not in BASELINE_NAMES:
-                raise ConfigError(f"{where}: opponents: unknown baseline {name!r}; expected names from {list(BASELINE_NAMES)}")
+            if name not in baseline_names():
+                raise ConfigError(f"{where}: opponents: unknown baseline {name!r}; expected names from {baseline_names()}")
 
 
 @dataclass

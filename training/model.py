@@ -55,20 +55,69 @@ def _layer(inputs: int, outputs: int, std: float, generator: torch.Generator | N
     return layer
 
 
+class CardCounting(nn.Module):
+    """Inputs a card counter computes, derived from the observation (no hidden information).
+
+    Per claim, the chance that an unseen card makes it true (copies of the cards that
+    fit it, less those visible in the own hand and in every collection, over the
+    number of unseen cards); for the claim in play, that chance, the own cards that fit
+    it and whether the card in play (when the observer has seen it) fits it; and per
+    seat, the collected cards that fit the claim in play and the collected cards of the
+    card in play's identity (how close each seat is to a loss if it takes the card).
+    These are products of observation segments that an MLP would otherwise have to
+    learn to multiply.
+    """
+
+    def __init__(self, config: GameConfig):
+        super().__init__()
+        enc = encoding_for(config)
+        cards = config.cards
+        truth = torch.tensor(cards.truth, dtype=torch.float32)  # (identities, claims)
+        copies = torch.tensor(cards.copies, dtype=torch.float32)
+        self.register_buffer("truth", truth, persistent=False)
+        self.register_buffer("true_total", copies @ truth, persistent=False)
+        seg = enc.observation.segments
+        self.own = slice(seg["own_hand"].start, seg["own_hand"].stop)
+        self.collections = slice(seg["collections"].start, seg["collections"].stop)
+        self.claim = slice(seg["chain_claim"].start, seg["chain_claim"].stop)
+        self.card = slice(seg["chain_card"].start, seg["chain_card"].stop)
+        self.n, self.i, self.c = config.num_players, len(cards.identities), len(cards.claims)
+        self.deck = float(cards.deck_size)
+        self.loss_count = float(config.loss_count)
+        self.max_copies = float(max(cards.copies))
+        self.size = self.c + 3 + 2 * self.n
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        own = obs[:, self.own]
+        collections = obs[:, self.collections].reshape(-1, self.n, self.i)
+        claim = obs[:, self.claim]
+        card = obs[:, self.card]
+        visible = own + collections.sum(1)
+        unseen = (self.deck - visible.sum(1, keepdim=True)).clamp(min=1.0)
+        p_true = (self.true_total - visible @ self.truth) / unseen
+        p_claim = (p_true * claim).sum(1, keepdim=True)
+        own_fitting = ((own @ self.truth) * claim).sum(1, keepdim=True) / self.max_copies
+        card_fits = ((card @ self.truth) * claim).sum(1, keepdim=True)
+        collected_fitting = ((collections @ self.truth) * claim[:, None, :]).sum(2) / self.loss_count
+        collected_card = (collections * card[:, None, :]).sum(2) / self.loss_count
+        return torch.cat([p_true, p_claim, own_fitting, card_fits, collected_fitting, collected_card], dim=1)
+
+
 class ActorCritic(nn.Module):
     """MLP trunk shared by a masked policy head (``num_actions`` logits) and a value head."""
 
-    def __init__(self, config: GameConfig, hidden_sizes: list[int] = (256, 256), activation: str = "tanh", seed: int | None = None):
-        """``seed`` makes the (orthogonal) initialization reproducible."""
+    def __init__(self, config: GameConfig, hidden_sizes: list[int] = (256, 256), activation: str = "tanh", card_counting: bool = False, seed: int | None = None):
+        """``card_counting`` adds the ``CardCounting`` inputs; ``seed`` makes the (orthogonal) initialization reproducible."""
         super().__init__()
         generator = torch.Generator().manual_seed(seed) if seed is not None else None
+        self.card_counting = CardCounting(config) if card_counting else None
         enc = encoding_for(config)
         self.observation_size = enc.observation.size
         self.num_actions = enc.num_actions
         self.register_buffer("obs_scale", torch.from_numpy(observation_scale(config)), persistent=False)
         act = {"tanh": nn.Tanh, "relu": nn.ReLU}[activation]
         layers: list[nn.Module] = []
-        width = self.observation_size
+        width = self.observation_size + (self.card_counting.size if card_counting else 0)
         for hidden in hidden_sizes:
             layers += [_layer(width, hidden, math.sqrt(2), generator), act()]
             width = hidden
@@ -78,7 +127,10 @@ class ActorCritic(nn.Module):
 
     def forward(self, obs: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Masked logits (B, A) and values (B,). ``mask`` is boolean (True = legal)."""
-        hidden = self.trunk(obs * self.obs_scale)
+        inputs = obs * self.obs_scale
+        if self.card_counting is not None:
+            inputs = torch.cat([inputs, self.card_counting(obs)], dim=1)
+        hidden = self.trunk(inputs)
         logits = self.policy_head(hidden).masked_fill(~mask, MASKED_LOGIT)
         return logits, self.value_head(hidden).squeeze(-1)
 

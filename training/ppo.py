@@ -166,8 +166,11 @@ class Rollout:
 # ---------------------------------------------------------------------------- training
 
 
-def train(config: TrainConfig, resume: bool = False, command: str | None = None, progress_bar: bool = True) -> Path:
-    """Train (or resume) the run of ``config``; return the path of the final agent checkpoint."""
+def train(config: TrainConfig, resume: bool = False, command: str | None = None, progress_bar: bool = True, initial_weights: dict | None = None) -> Path:
+    """Train (or resume) the run of ``config``; return the path of the final agent checkpoint.
+
+    ``initial_weights``: a state dict to start a fresh run from (instead of a random network).
+    """
     from tqdm import tqdm
 
     game = config.game_config()
@@ -184,7 +187,7 @@ def train(config: TrainConfig, resume: bool = False, command: str | None = None,
     device = torch.device(config.device)
     command = command or " ".join(["cockroach-train", *sys.argv[1:]])
 
-    model = ActorCritic(game, config.model.hidden_sizes, config.model.activation, seed=config.seed).to(device)
+    model = ActorCritic(game, config.model.hidden_sizes, config.model.activation, config.model.card_counting, seed=config.seed).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=ppo.learning_rate, eps=1e-5)
     sampler = torch.Generator(device=device).manual_seed(config.seed)
     """Action sampling of the learner and the snapshots."""
@@ -197,6 +200,8 @@ def train(config: TrainConfig, resume: bool = False, command: str | None = None,
         state, rng = _restore(run_dir, config, model, optimizer, sampler, pool, device)
         print(f"resuming {run_dir} at update {state.update} ({state.decisions:,} decisions)", file=sys.stderr)
     else:
+        if initial_weights is not None:
+            model.load_state_dict(initial_weights)
         _add_snapshot(pool, state, model, config, game)
     logs = RunLogs(run_dir, config, resume_update=state.update if resume else None)
 
@@ -409,7 +414,7 @@ def _act(opponents, pool, baseline_names, who, obs, masks, sampler, device) -> n
 
 
 def _add_snapshot(pool: list[Snapshot], state: Progress, model: ActorCritic, config: TrainConfig, game: GameConfig) -> None:
-    frozen = ActorCritic(game, config.model.hidden_sizes, config.model.activation).to(next(model.parameters()).device)
+    frozen = ActorCritic(game, config.model.hidden_sizes, config.model.activation, config.model.card_counting).to(next(model.parameters()).device)
     frozen.load_state_dict(model.state_dict())
     frozen.eval().requires_grad_(False)
     pool.append(Snapshot(state.next_snapshot_id, state.update, frozen))
@@ -470,7 +475,7 @@ def _metadata(config: TrainConfig, state: Progress, command: str, kind: str) -> 
         "kind": kind,
         "name": config.name,
         "game_config": game.to_dict(),
-        "model": {"hidden_sizes": list(config.model.hidden_sizes), "activation": config.model.activation},
+        "model": {"hidden_sizes": list(config.model.hidden_sizes), "activation": config.model.activation, "card_counting": config.model.card_counting},
         "training_config": config.to_dict(),
         "command": command,
         "step": {"update": state.update, "decisions": state.decisions, "samples": state.samples, "games": state.games, "wall_seconds": round(state.wall_seconds, 1)},
@@ -523,7 +528,7 @@ def _restore(run_dir: Path, config: TrainConfig, model, optimizer, sampler, pool
     sampler.set_state(checkpoint.tensors["rng.sampler"])
     game = config.game_config()
     for entry in meta["pool"]:
-        frozen = ActorCritic(game, config.model.hidden_sizes, config.model.activation).to(device)
+        frozen = ActorCritic(game, config.model.hidden_sizes, config.model.activation, config.model.card_counting).to(device)
         frozen.load_state_dict(checkpoint.group(f"pool.{entry['id']}"))
         pool.append(Snapshot(entry["id"], entry["update"], frozen.eval().requires_grad_(False)))
     state = Progress(**meta["progress"])
