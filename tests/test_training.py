@@ -305,7 +305,7 @@ def test_train_checkpoint_resume_load_and_evaluate_on_a_tiny_budget(tmp_path):
     """The smoke test of ``cockroach-train``: an interrupted and resumed run equals an uninterrupted one."""
     assert _train(tmp_path, "whole", 4) == 0
     run = tmp_path / "whole"
-    for name in ("checkpoint.json", "checkpoint.safetensors", "agent.json", "agent.safetensors", "metrics.csv", "eval.csv", "learning_curves.png"):
+    for name in ("checkpoint.json", "checkpoint.safetensors", "final.json", "final.safetensors", "metrics.csv", "eval.csv", "learning_curves.png"):
         assert (run / name).exists(), name
     assert _train(tmp_path, "whole", 4) == 2  # refuses to overwrite a run without --resume or --overwrite
 
@@ -323,10 +323,13 @@ def test_train_checkpoint_resume_load_and_evaluate_on_a_tiny_budget(tmp_path):
     # The final agent loads as a protocol agent and plays in the arena.
     from training.arena import play_match
 
-    agent = ckpt.load_agent(run / "agent", seed=0)
+    agent = ckpt.load_agent(run / "final", seed=0)
     result = play_match([agent, "random*3"], GameConfig(num_players=4), games=40, seed=0)
     assert result.report("whole").games == 40
-    meta = ckpt.read_metadata(run / "agent")
+    from training.eval_cli import main as evaluate
+
+    assert evaluate([str(run / "final.safetensors"), "heuristic", "honest", "random", "--games", "8", "--quiet"]) == 0
+    meta = ckpt.read_metadata(run / "final")
     assert meta["kind"] == "agent" and meta["command"].startswith("cockroach-train --config")
     assert meta["evaluation"]["final"] and {r["opponent"] for r in meta["evaluation"]["results"]} == {"random", "heuristic"}
 

@@ -17,8 +17,8 @@ from training.config import ConfigError, describe_options, load_config
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cockroach-train",
-        description="Self-play masked PPO for Cockroach Poker. Writes runs/<name>/: checkpoint (for --resume), agent (final weights for "
-        "load_agent and cockroach-eval), metrics.csv, eval.csv, tensorboard/ and learning_curves.png.",
+        description="Self-play masked PPO for Cockroach Poker. Writes runs/<name>/: checkpoint.{json,safetensors} (for --resume), "
+        "final.{json,safetensors} (the trained weights, for load_agent and cockroach-eval), metrics.csv, eval.csv, tensorboard/ and learning_curves.png.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="config options (YAML keys, or --set dotted.key=value):\n" + "\n".join(describe_options()),
     )

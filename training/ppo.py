@@ -49,8 +49,8 @@ SELF = "self"
 SNAPSHOT = "snapshot"
 CHECKPOINT_NAME = "checkpoint"
 """The run's latest full checkpoint (for ``--resume``): ``runs/<name>/checkpoint.{json,safetensors}``."""
-AGENT_NAME = "agent"
-"""The run's final weights-only checkpoint (for ``load_agent`` and the arena): ``runs/<name>/agent.{json,safetensors}``."""
+AGENT_NAME = "final"
+"""The run's final weights-only checkpoint (for ``load_agent`` and the arena): ``runs/<name>/final.{json,safetensors}``."""
 
 
 # ---------------------------------------------------------------------------- run state
