@@ -12,6 +12,17 @@ first (which includes compiling the batched engine) and over the whole run.
 Target (issue 6): at least 20,000 decisions per second for configs/ppo_4p.yaml on a
 2-core machine. The machine's load average is printed, since other processes on the
 same cores lower the figure.
+
+``--strength CHECKPOINT`` measures the strength targets of a trained checkpoint in the
+arena instead (seat rotation, duplicate deals, 95% Wilson intervals):
+
+    python benchmarks/bench_training.py --strength classic-4p --games 4000
+    python benchmarks/bench_training.py --strength classic-2p --games 4000
+
+4 players: loss rate <= 12% against three ``heuristic``, <= 3% against three
+``random``, and a ``heuristic`` among three copies of the agent loses >= 40%.
+2 players: the agent wins >= 65% against ``heuristic``. Both: a clearly non-zero
+false-claim rate, and call accuracy above ``heuristic``'s in the same match.
 """
 
 from __future__ import annotations
@@ -35,7 +46,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", default=str(ROOT / "configs" / "ppo_4p.yaml"))
     parser.add_argument("--updates", type=int, default=30, help="PPO updates to run (default 30)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--strength", metavar="CHECKPOINT", help="measure the strength targets of a checkpoint instead of the throughput")
+    parser.add_argument("--games", type=int, default=4000, help="games per match for --strength (default 4000)")
+    parser.add_argument("--seed", type=int, default=0, help="arena seed for --strength (default 0)")
     args = parser.parse_args(argv)
+    if args.strength:
+        return strength(args.strength, args.games, args.seed)
 
     from training.config import load_config
     from training.ppo import train
@@ -63,6 +79,64 @@ def main(argv: list[str] | None = None) -> int:
     print(f"end to end, whole run incl. start-up and checkpoint: {len(rows) * per_update / total:,.0f} decisions/s ({total:.1f} s)")
     print(f"target {TARGET:,} decisions/s: {'met' if steady >= TARGET else 'NOT met'}")
     return 0
+
+
+def strength(checkpoint: str, games: int, seed: int) -> int:
+    import torch
+
+    torch.set_num_threads(1)
+    from cockroach_env import GameConfig
+    from training.arena import play_match
+    from training.checkpoint import load_agent, read_metadata
+
+    meta = read_metadata(checkpoint)
+    config = GameConfig(**meta["game_config"])
+    n = config.num_players
+    agent = load_agent(checkpoint, seed=seed, config=config)
+    agent.name = "trained"
+    print(f"checkpoint {checkpoint}: {n}-player {config.edition}, {meta['step']['decisions']:,} decisions, {meta['step']['wall_seconds'] / 60:.0f} min of training")
+    print(f"made by: {meta.get('command')}")
+
+    def show(lineup, focus):
+        started = time.perf_counter()
+        result = play_match(lineup, config, games=games, seed=seed)
+        reports = {r.name: r for r in result.agents}
+        rows = []
+        for name, report in reports.items():
+            low, high = report.loss_rate_ci95
+            b = report.behaviour
+            rows.append(f"    {name:10s} loss {100 * report.loss_rate:5.1f}% [{100 * low:4.1f}, {100 * high:4.1f}]  false offers {_pct(b['false_offer_rate'])}"
+                        f"  false passes {_pct(b['false_pass_rate'])}  call accuracy {_pct(b['call_accuracy'])}  peek rate {_pct(b['peek_rate'])}")
+        print(f"  {' '.join(str(x) if isinstance(x, str) else 'trained' for x in lineup)}  ({result.games} games, {time.perf_counter() - started:.0f} s)")
+        print("\n".join(rows))
+        return reports[focus], reports
+
+    checks = []
+    parity = 1 / n
+    if n == 2:
+        report, reports = show([agent, "heuristic"], "trained")
+        checks.append(("wins >= 65% against heuristic", 1 - report.loss_rate >= 0.65, f"{100 * (1 - report.loss_rate):.1f}% wins"))
+        calls = (report.behaviour["call_accuracy"], reports["heuristic"].behaviour["call_accuracy"])
+    else:
+        report, reports = show([agent, f"heuristic*{n - 1}"], "trained")
+        checks.append((f"loss rate <= 12% against {n - 1} heuristic (parity {100 * parity:.0f}%)", report.loss_rate <= 0.12, f"{100 * report.loss_rate:.1f}%"))
+        calls = (report.behaviour["call_accuracy"], reports["heuristic"].behaviour["call_accuracy"])
+        bluff = report.behaviour["false_offer_rate"]
+        random_report, _ = show([agent, f"random*{n - 1}"], "trained")
+        checks.append((f"loss rate <= 3% against {n - 1} random", random_report.loss_rate <= 0.03, f"{100 * random_report.loss_rate:.1f}%"))
+        heuristic_report, _ = show(["heuristic", *[agent] * (n - 1)], "heuristic")
+        checks.append((f"heuristic among {n - 1} trained loses >= 40%", heuristic_report.loss_rate >= 0.40, f"{100 * heuristic_report.loss_rate:.1f}%"))
+    bluff = report.behaviour["false_offer_rate"] or 0.0
+    checks.append(("bluffs: false-claim rate of offers clearly above 0", bluff >= 0.05, f"{100 * bluff:.1f}%"))
+    checks.append(("call accuracy above heuristic's (same match)", (calls[0] or 0) > (calls[1] or 0), f"{_pct(calls[0])} vs {_pct(calls[1])}"))
+    print("targets:")
+    for label, ok, value in checks:
+        print(f"  [{'met' if ok else 'NOT met'}] {label}: {value}")
+    return 0
+
+
+def _pct(value) -> str:
+    return "  n/a" if value is None else f"{100 * value:5.1f}%"
 
 
 if __name__ == "__main__":
