@@ -736,29 +736,31 @@ def resample_hidden(game: Game, viewer: int, rng: np.random.Generator) -> tuple[
     for card, seat in new.special_holder.items():
         if seat == viewer:
             continue
-        if card in known:
-            pinned[_take_slot(slots, cards, ("hand", seat), card, pinned)] = ("hand", seat)
-        elif chain_hidden:
+        if chain_hidden and card not in known:  # the holder's offered card might be this special
             assert chain.offerer == seat
             places = [w for w in (("hand", seat), ("chain",)) if any(s == w and k not in pinned for k, s in enumerate(slots))]
             choice = places[rng.integers(len(places))]
             pinned[_take_slot(slots, cards, choice, card, pinned, swap=True)] = choice
+        elif chain is None or chain.card != card:  # known, or the viewer saw it is not in play
+            pinned[_take_slot(slots, cards, ("hand", seat), card, pinned)] = ("hand", seat)
     free = [k for k in range(len(slots)) if k not in pinned]
     pool = [cards[k] for k in free]
     for k, card in zip(free, rng.permutation(pool).tolist() if pool else []):
         cards[k] = card
 
-    changed = set()
+    changed: set[str] = set()
     hands = [[0] * 16 if s != viewer else list(new.hands[s]) for s in range(new.num_players)]
     new.removed = [0] * 16
     for slot, card in zip(slots, cards):
         if slot[0] == "hand":
             hands[slot[1]][card] += 1
         elif slot[0] == "chain":
-            changed |= {"chain"} if card != chain.card else set()
+            if card != chain.card:
+                changed.add("chain")
             chain.card = card
         elif slot[0] == "penalty":
-            changed |= {"penalty"} if card != new.penalty_deck[slot[1]] else set()
+            if card != new.penalty_deck[slot[1]]:
+                changed.add("penalty")
             new.penalty_deck[slot[1]] = card
         else:
             new.removed[card] += 1
