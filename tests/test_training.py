@@ -376,3 +376,15 @@ def test_exploitability_trains_a_best_response_against_a_frozen_checkpoint(tmp_p
     assert result["parity"] == 0.25 and result["games"] == 20
     assert result["exploitability"] == pytest.approx(0.25 - result["best_response_loss_rate"])
     assert "exploitability" in capsys.readouterr().out
+
+
+def test_a_run_checkpoint_exports_to_a_small_agent_checkpoint(tmp_path):
+    model = _model()
+    tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
+    tensors["optimizer.0.exp_avg"] = torch.zeros(3)
+    ckpt.save_checkpoint(tmp_path / "run", tensors, {"kind": "run", "game_config": GAME.to_dict(), "model": SPEC, "optimizer": {}, "command": "cockroach-train ..."})
+    path = ckpt.export_agent(tmp_path / "run", tmp_path / "small", extra={"note": "exported"})
+    loaded = ckpt.load_checkpoint(path)
+    assert loaded.metadata["kind"] == "agent" and loaded.metadata["note"] == "exported" and "optimizer" not in loaded.metadata
+    assert set(loaded.tensors) == {k for k in tensors if k.startswith("model.")}
+    assert _same_weights(ckpt.build_model(loaded), model)

@@ -316,14 +316,30 @@ def restore_numpy_rng(state: dict[str, Any]):
     return rng
 
 
+def export_agent(source: str | os.PathLike, destination: str | os.PathLike, extra: dict[str, Any] | None = None) -> Path:
+    """Write the weights-only (``agent``) checkpoint of ``source`` (a run or agent checkpoint) to ``destination``.
+
+    The metadata is kept, less the run-only fields (optimizer, pool, progress, RNG
+    states); ``extra`` entries are added (e.g. the command history of a resumed run).
+    """
+    checkpoint = load_checkpoint(source)
+    meta = {k: v for k, v in checkpoint.metadata.items() if k not in ("optimizer", "pool", "progress", "rng", "tensors", "format", "format_version")}
+    meta.update(kind="agent", exported_from=str(checkpoint.path), **(extra or {}))
+    return save_checkpoint(destination, {k: v for k, v in checkpoint.tensors.items() if k.startswith("model.")}, meta)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Print a checkpoint's metadata (``python -m training.checkpoint PATH_OR_NAME``)."""
+    """Print a checkpoint's metadata, or export its weights (``python -m training.checkpoint PATH [--export DEST]``)."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m training.checkpoint", description="Print the metadata of a checkpoint.")
+    parser = argparse.ArgumentParser(prog="python -m training.checkpoint", description="Print the metadata of a checkpoint, or export its weights as a small agent checkpoint.")
     parser.add_argument("checkpoint", help="checkpoint path or shipped name")
+    parser.add_argument("--export", metavar="DEST", help="write the weights-only agent checkpoint DEST.{json,safetensors}")
     args = parser.parse_args(argv)
     try:
+        if args.export:
+            print(export_agent(args.checkpoint, args.export))
+            return
         meta = read_metadata(args.checkpoint)
     except CheckpointError as error:
         raise SystemExit(f"error: {error}") from None

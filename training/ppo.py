@@ -79,6 +79,8 @@ class Progress:
     """Learner seat-games against snapshots since the last snapshot entered (for the beat-the-pool rule)."""
     pool_losses: int = 0
     evaluations: list[dict[str, Any]] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+    """Every command that trained this run (the first, then each ``--resume``)."""
 
 
 class Tables:
@@ -203,6 +205,7 @@ def train(config: TrainConfig, resume: bool = False, command: str | None = None,
         if initial_weights is not None:
             model.load_state_dict(initial_weights)
         _add_snapshot(pool, state, model, config, game)
+    state.commands.append(command)
     logs = RunLogs(run_dir, config, resume_update=state.update if resume else None)
 
     games = BatchedGames(game, batch_size=B, seed=config.seed)
@@ -478,6 +481,7 @@ def _metadata(config: TrainConfig, state: Progress, command: str, kind: str) -> 
         "model": {"hidden_sizes": list(config.model.hidden_sizes), "activation": config.model.activation, "card_counting": config.model.card_counting},
         "training_config": config.to_dict(),
         "command": command,
+        "commands": state.commands,
         "step": {"update": state.update, "decisions": state.decisions, "samples": state.samples, "games": state.games, "wall_seconds": round(state.wall_seconds, 1)},
         "evaluation": state.evaluations[-1] if state.evaluations else None,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
