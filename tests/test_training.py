@@ -388,3 +388,9 @@ def test_a_run_checkpoint_exports_to_a_small_agent_checkpoint(tmp_path):
     assert loaded.metadata["kind"] == "agent" and loaded.metadata["note"] == "exported" and "optimizer" not in loaded.metadata
     assert set(loaded.tensors) == {k for k in tensors if k.startswith("model.")}
     assert _same_weights(ckpt.build_model(loaded), model)
+
+
+def test_a_run_can_start_from_the_weights_of_another(tmp_path):
+    assert _train(tmp_path, "base", 1) == 0
+    assert _train(tmp_path, "tuned", 1, "--init-from", str(tmp_path / "base" / "final")) == 0
+    assert _train(tmp_path, "wider", 1, "--init-from", str(tmp_path / "base" / "final"), "--set", "model.hidden_sizes=[32]") == 2

@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", metavar="YAML", help="config file (e.g. configs/ppo_4p.yaml); defaults are used without one")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="override a config entry (repeatable)")
     parser.add_argument("--resume", action="store_true", help="continue the run in output_dir/name from its checkpoint")
+    parser.add_argument("--init-from", metavar="CHECKPOINT", help="start a fresh run from a checkpoint's weights (same rules and network) instead of a random network")
     parser.add_argument("--overwrite", action="store_true", help="start afresh even if output_dir/name already holds a run")
     parser.add_argument("--print-config", action="store_true", help="print the resolved config as YAML and exit")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
@@ -56,12 +57,25 @@ def main(argv: list[str] | None = None) -> int:
 
     command = "cockroach-train " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
     try:
-        agent = train(config, resume=args.resume, command=command, progress_bar=not args.no_progress)
+        initial = _initial_weights(args.init_from, config) if args.init_from and not args.resume else None
+        agent = train(config, resume=args.resume, command=command, progress_bar=not args.no_progress, initial_weights=initial)
     except CheckpointError as error:
         print(f"cockroach-train: error: {error}", file=sys.stderr)
         return 2
     print(f"agent checkpoint: {agent}  (load with training.load_agent({str(agent.with_suffix(''))!r}) or cockroach-eval)")
     return 0
+
+
+def _initial_weights(path: str, config) -> dict:
+    """The weights of ``path``, checked against the rules and network of ``config``."""
+    from training.checkpoint import CheckpointError, build_model, load_checkpoint
+
+    checkpoint = load_checkpoint(path, game=config.game_config())
+    spec = checkpoint.metadata["model"]
+    wanted = {"hidden_sizes": list(config.model.hidden_sizes), "activation": config.model.activation, "card_counting": config.model.card_counting}
+    if {**wanted, **spec} != wanted:
+        raise CheckpointError(f"{checkpoint.path}: --init-from needs the network of the config {wanted}, the checkpoint has {spec}")
+    return build_model(checkpoint).state_dict()
 
 
 if __name__ == "__main__":
