@@ -394,3 +394,13 @@ def test_a_run_can_start_from_the_weights_of_another(tmp_path):
     assert _train(tmp_path, "base", 1) == 0
     assert _train(tmp_path, "tuned", 1, "--init-from", str(tmp_path / "base" / "final")) == 0
     assert _train(tmp_path, "wider", 1, "--init-from", str(tmp_path / "base" / "final"), "--set", "model.hidden_sizes=[32]") == 2
+
+
+def test_games_carry_on_across_updates_between_checkpoints(tmp_path):
+    """A game is longer than one rollout here (8 decisions), so games end only if they continue from update to update."""
+    from training.cli import main
+
+    sets = [*TINY, "name=long", f"output_dir={tmp_path}", "schedule.checkpoint_every=12", f"schedule.total_decisions={12 * 16 * 8}", "evaluation.every=0", "evaluation.final_games=0"]
+    assert main(["--config", str(ROOT / "configs" / "quick.yaml"), "--no-progress", *[a for s in sets for a in ("--set", s)]]) == 0
+    games = ckpt.read_metadata(tmp_path / "long" / "checkpoint")["step"]["games"]
+    assert games >= 5  # 16 tables x 96 decisions; no game ends within a single 8-decision rollout

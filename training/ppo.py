@@ -219,10 +219,11 @@ def train(config: TrainConfig, resume: bool = False, command: str | None = None,
     bar = tqdm(total=num_updates * decisions_per_update, initial=state.decisions, unit="dec", unit_scale=True, dynamic_ncols=True, disable=not progress_bar)
     bar.set_postfix_str(_eval_summary(state.evaluations))
     stop_reason = None
+    first_update = state.update
 
-    for update in range(state.update, num_updates):
+    for update in range(first_update, num_updates):
         iteration_start = time.perf_counter()
-        if update % config.schedule.checkpoint_every == 0 or update == state.update:
+        if update % config.schedule.checkpoint_every == 0 or update == first_update:
             # New segment: fresh games and baseline opponents from seeds derived from (seed, update).
             segment_seed = int(np.random.SeedSequence([config.seed, update]).generate_state(1)[0])
             step = games.reset(seed=segment_seed)
