@@ -100,8 +100,8 @@ class ModelConfig:
     """Widths of the MLP trunk shared by the policy and value heads."""
     activation: str = "tanh"
     """Activation of the trunk: ``tanh`` or ``relu``."""
-    card_counting: bool = False
-    """Add card-counting inputs derived from the observation (chance that a claim is true, danger of the card in play per seat); see ``training.model.CardCounting``. Experimental: not shown to help in short runs."""
+    card_counting: bool = True
+    """Add card-counting inputs derived from the observation (chance that a claim is true, danger of the card in play per seat); see ``training.model.CardCounting``."""
 
     def validate(self, where: str) -> None:
         ok = len(self.hidden_sizes) >= 1 and all(h >= 1 for h in self.hidden_sizes)
