@@ -421,10 +421,13 @@ def _add_snapshot(pool: list[Snapshot], state: Progress, model: ActorCritic, con
     frozen = ActorCritic(game, config.model.hidden_sizes, config.model.activation, config.model.card_counting).to(next(model.parameters()).device)
     frozen.load_state_dict(model.state_dict())
     frozen.eval().requires_grad_(False)
-    pool.append(Snapshot(state.next_snapshot_id, state.update, frozen))
+    snapshot = Snapshot(state.next_snapshot_id, state.update, frozen)
+    if len(pool) < config.opponents.max_snapshots:
+        pool.append(snapshot)
+    else:  # replace the oldest in place, so that the other snapshots keep their table indices
+        pool[min(range(len(pool)), key=lambda k: pool[k].id)] = snapshot
     state.next_snapshot_id += 1
     state.pool_games = state.pool_losses = 0
-    del pool[: max(0, len(pool) - config.opponents.max_snapshots)]
 
 
 # ---------------------------------------------------------------------------- evaluation
