@@ -279,6 +279,7 @@ TINY = [
     "ppo.update_epochs=2",
     "model.hidden_sizes=[16]",
     "opponents.snapshot_every=1",
+    "opponents.max_snapshots=2",
     "opponents.learner_seats=[1, 3]",
     "schedule.checkpoint_every=2",
     "evaluation.every=2",
