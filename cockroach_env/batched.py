@@ -54,9 +54,13 @@ Two interchangeable backends play identically (the tests compare them):
   whose decisions are ordinary steps. The observation is the full state vector written
   for the batch, then gathered with ``Encoding.observation_index`` per game.
 * ``numba`` (default when numba is importable, ``pip install numba``): the same rules
-  as compiled per-game code, close to ``engine.py`` line by line; observations are
-  written straight into the output through the inverse of ``observation_index``
-  (state entry -> observation position), so no state vector is materialized.
+  as compiled per-game code, close to ``engine.py`` line by line. One kernel call per
+  step checks every action, then in one pass over the games applies each move and
+  writes its outcome, mask and observation (seats rotated from the viewer, straight
+  into the output: no state vector is materialized), then deals the finished games
+  again in game order. The kernels are compiled for each config shape (sizes and
+  layout offsets are constants in them) and cached on disk by numba; a shape's first
+  use compiles for a few seconds.
 
 Fresh deals follow ``engine.random_deal``'s rules exactly (starter, one permutation of
 the deck used front to back: removed cards, penalty deck, opening cards, hands dealt
@@ -68,7 +72,7 @@ batch's ``numpy.random.Generator``, so the stream is not bit-identical to callin
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
@@ -144,6 +148,27 @@ STATE_SEGMENTS = {
 """The state segments this module knows how to fill, with their expected shapes."""
 SEGMENT_NAMES = tuple(STATE_SEGMENTS)
 
+OBSERVATION_SEGMENTS = {
+    "own_hand": (("i",), None, "own"),
+    "collections": (("n", "i"), 0, "public"),
+    "hand_sizes": (("n",), 0, "public"),
+    "history": (("n", "k"), 0, "public"),
+    "phase": (("phases",), None, "public"),
+    "to_act": (("n",), 0, "public"),
+    "chain_claim": (("c",), None, "public"),
+    "chain_latest_passer": (("n",), 0, "public"),
+    "chain_holder": (("n",), 0, "public"),
+    "chain_seen": (("n",), 0, "public"),
+    "chain_claims": (("n", "c"), 0, "public"),
+    "chain_card": (("i",), None, "seen"),
+    "penalty_top": (("i",), None, "public"),
+    "penalty_size": ((1,), None, "public"),
+    "special_holder": ((2, "n"), 1, "public"),
+    "place_claim": (("c",), None, "public"),
+    "place_remaining": ((1,), None, "public"),
+}
+"""The observation segments the compiled kernels write: shape, seat axis (rotated so the viewer is seat 0), visibility."""
+
 # Integer parameters handed to the compiled kernels, by position.
 PARAM_NAMES = (
     "n", "i", "c", "k", "loss_count", "rainbow", "animal_groups", "max_steps",
@@ -176,6 +201,46 @@ class BatchStep:
     def __repr__(self) -> str:
         b, o = self.observation.shape
         return f"BatchStep(B={b}, O={o}, A={self.action_mask.shape[1]}, done={int(self.done.sum())}, to_act={self.to_act[:8].tolist()}{'...' if b > 8 else ''})"
+
+
+
+class _Dims(NamedTuple):
+    """Sizes and layout offsets of one config: the compile-time constants of the numba kernels.
+
+    The observation fields are segment starts in ``Encoding.observation`` (-1: absent).
+    ``parallel`` selects the threaded kernels (a field, so that numba's disk cache,
+    which ignores the ``parallel`` flag, keys the two variants apart).
+    """
+
+    n: int
+    i: int
+    c: int
+    k: int
+    royal: int
+    offer_size: int
+    respond_start: int
+    pass_start: int
+    place_start: int
+    num_actions: int
+    observation_size: int
+    own_hand: int
+    collections: int
+    hand_sizes: int
+    history: int
+    phase: int
+    to_act: int
+    chain_claim: int
+    chain_latest_passer: int
+    chain_holder: int
+    chain_seen: int
+    chain_claims: int
+    chain_card: int
+    penalty_top: int
+    penalty_size: int
+    special_holder: int
+    place_claim: int
+    place_remaining: int
+    parallel: int = 0
 
 
 # ---------------------------------------------------------------------------- rules tables
@@ -222,8 +287,6 @@ class _Rules:
             [np.stack([encoding.observation_index(v, seen) for seen in (False, True)]) for v in range(n)]
         ).astype(np.intp)
         """``(N, 2, O)``: ``Encoding.observation_index(viewer, has_seen_card)``."""
-        self.observation_position = self._inverse_index()
-        """``(N, 2, S + 1)``: observation position of each state entry for a viewer, -1 if not visible."""
         self.state_position = np.append(np.arange(self.state_size, dtype=np.int32), -1)
         self.card_table = np.zeros((i, TRUTH + 2 * c), np.int8)
         self.card_table[:, GROUP] = self.group_of
@@ -239,6 +302,12 @@ class _Rules:
             state_size=self.state_size,
         )  # fmt: skip
         self.params = np.array([values[name] for name in PARAM_NAMES], np.int64)
+        starts = self._observation_starts(encoding)
+        self.dims = _Dims(
+            n=n, i=i, c=c, k=self.k, royal=int(self.royal), offer_size=self.offer_size, respond_start=self.respond_start,
+            pass_start=self.pass_start, place_start=self.place_start, num_actions=self.num_actions,
+            observation_size=self.observation_size, **starts,
+        )  # fmt: skip
 
     def _segment_starts(self, encoding: Encoding) -> np.ndarray:
         """Start of every known segment in the state vector (-1 if absent); refuse unknown layouts."""
@@ -253,24 +322,19 @@ class _Rules:
             starts[SEGMENT_NAMES.index(seg.name)] = seg.start
         return starts
 
-    def _inverse_index(self) -> np.ndarray:
-        """Invert ``observation_index``; check that rows of the count segments stay contiguous runs."""
-        s = self.state_size
-        position = np.full((self.n, 2, s + 1), -1, np.int32)
-        for v in range(self.n):
-            for seen in (0, 1):
-                index = self.observation_index[v, seen]
-                visible = index != s  # the always-zero slot
-                if np.unique(index[visible]).size != visible.sum():
-                    raise ValueError("observation_index reads a state entry twice; the batched engine needs a one-to-one gather")
-                position[v, seen, index[visible]] = np.flatnonzero(visible)
-                for name, width in (("hands", self.i), ("collections", self.i), ("history", self.k), ("removed", self.i)):
-                    start = self.segments[SEGMENT_NAMES.index(name)]
-                    rows = position[v, seen, start : start + width * (self.n if name != "removed" else 1)].reshape(-1, width)
-                    runs = (rows == rows[:, :1] + np.arange(width)) | (rows == -1).all(1, keepdims=True)
-                    if not runs.all() or (name != "hands" and name != "removed" and (rows < 0).any()):
-                        raise ValueError(f"the observation layout splits or hides rows of {name!r}; the batched engine copies them as whole public rows")
-        return position
+    def _observation_starts(self, encoding: Encoding) -> dict[str, int]:
+        """Start of every observation segment (-1 if absent); refuse layouts the kernels would not write right."""
+        extent = {"n": self.n, "i": self.i, "c": self.c, "k": self.k, "phases": len(PHASES)}
+        starts = dict.fromkeys(OBSERVATION_SEGMENTS, -1)
+        for seg in encoding.observation.segments.values():
+            if seg.name not in OBSERVATION_SEGMENTS:
+                raise ValueError(f"observation segment {seg.name!r} is unknown to the batched engine; expected only {list(OBSERVATION_SEGMENTS)} (update cockroach_env/batched.py with the layout)")
+            shape, seat_axis, visibility = OBSERVATION_SEGMENTS[seg.name]
+            expected = (tuple(extent.get(d, d) for d in shape), seat_axis, visibility)
+            if (tuple(seg.shape), seg.seat_axis, seg.visibility) != expected:
+                raise ValueError(f"observation segment {seg.name!r} is {(seg.shape, seg.seat_axis, seg.visibility)}; the batched engine writes it as (shape, seat axis, visibility) {expected}")
+            starts[seg.name] = seg.start
+        return starts
 
 
 # ---------------------------------------------------------------------------- deals
@@ -715,8 +779,19 @@ class _NumpyBackend:
     def states(self, out: np.ndarray) -> np.ndarray:
         return _write_states(self.rules, self.state, out)
 
-    def emit(self, out: BatchStep, queue: _DealQueue, slot_of: np.ndarray) -> None:
-        """Deal finished games again, then write to_act, masks and observations of every game."""
+    def step(self, actions: np.ndarray, out: BatchStep, queue: _DealQueue) -> int:
+        """Check, apply, deal finished games from the queue in game order, emit; the first illegal game or -1."""
+        bad = self.apply(actions, out)
+        if bad >= 0:
+            return bad
+        games = np.flatnonzero(out.done)
+        slot_of = np.full(len(actions), -1, np.int64)
+        slot_of[games] = np.arange(queue.next, queue.next + games.size)
+        self.deal(out, queue, slot_of)
+        return -1
+
+    def deal(self, out: BatchStep, queue: _DealQueue, slot_of: np.ndarray) -> None:
+        """Deal game ``b`` from the queued deal at ``slot_of[b]`` (where >= 0), then write to_act, masks and observations of every game."""
         r, s = self.rules, self.state
         games = np.flatnonzero(slot_of >= 0)
         if games.size:
@@ -750,69 +825,64 @@ class _NumpyBackend:
 
 
 # ---------------------------------------------------------------------------- numba backend
-# Per-game code mirroring engine.py. Arguments: the state arrays (``_State``), the card
-# table (``_Rules.card_table``), the integer parameters (``P_*`` positions in ``params``)
-# and the state segment starts (``S_*`` positions in ``segments``).
+# Per-game code mirroring engine.py. ``d`` is the config's ``_Dims`` (sizes and layout
+# offsets): a constant of every compiled kernel, so the fixed-size loops unroll and the
+# divisions by N and C become multiplications. The rule numbers (``P_*`` positions in
+# ``params``) and the card table (``_Rules.card_table``) are runtime arguments.
+# Per-game code indexes the batch arrays as ``array[b, ...]`` and takes no row views
+# (``array[b]``) and no short-circuit ``and``/``or`` on array reads: inlined, either
+# can cost two reference-count calls per game, which is more than the game step.
 def _jit(function):
     return numba.njit(cache=True, inline="always")(function) if numba is not None else function
 
 
 @_jit
-def _nb_hand_size(hands, b, p):
+def _nb_hand_size(d, hands, b, p):
     total = 0
-    for card in range(hands.shape[2]):
+    for card in range(d.i):
         total += hands[b, p, card]
     return total
 
 
 @_jit
-def _nb_can_peek(seen, info, b, n):
+def _nb_can_peek(d, seen, info, b):
     """Someone other than the holder has not seen the card."""
     holder = info[b, HOLDER]
-    for seat in range(n):
-        if seat != holder and not seen[b, seat]:
-            return True
-    return False
+    can = False
+    for seat in range(d.n):
+        can |= (seat != holder) & (seen[b, seat] == 0)
+    return can
 
 
 @_jit
-def _nb_placeable(hands, info, card_table, c, b, card):
-    player, claim = info[b, CURRENT], info[b, PLACE_CLAIM]
-    if hands[b, player, card] <= 0 or card_table[card, SPECIAL]:
-        return False
-    return claim < 0 or card_table[card, TRUTH + c + claim] != 0
+def _nb_placeable(d, hands, info, card_table, b, card):
+    """Royal PLACE phase: may the player put ``card`` from hand into their collection?"""
+    claim = info[b, PLACE_CLAIM]  # -1 reads a truth column below: ignored by ``claim < 0``
+    fits = (claim < 0) | (card_table[card, TRUTH + d.c + claim] != 0)
+    return (hands[b, info[b, CURRENT], card] > 0) & (card_table[card, SPECIAL] == 0) & fits
 
 
 @_jit
-def _nb_any_placeable(hands, info, card_table, c, b):
-    for card in range(hands.shape[2]):
-        if _nb_placeable(hands, info, card_table, c, b, card):
-            return True
-    return False
+def _nb_any_placeable(d, hands, info, card_table, b):
+    any_card = False
+    for card in range(d.i):
+        any_card |= _nb_placeable(d, hands, info, card_table, b, card)
+    return any_card
 
 
 @_jit
-def _nb_legal(hands, seen, info, card_table, params, b, a):
-    n, c = params[P_N], params[P_C]
-    if a < 0 or a >= params[P_NUM_ACTIONS]:
+def _nb_legal(d, hands, seen, info, card_table, b, a):
+    if a < 0 or a >= d.num_actions:
         return False
     phase, current = info[b, PHASE], info[b, CURRENT]
-    if a < params[P_OFFER_SIZE]:
-        return phase == OFFER and hands[b, current, a // ((n - 1) * c)] > 0
-    if a < params[P_PASS_START]:
-        return phase == RESPOND and (a - params[P_RESPOND_START] < 2 or _nb_can_peek(seen, info, b, n))
-    if a < params[P_PLACE_START]:
-        target = (current + (a - params[P_PASS_START]) // c + 1) % n
-        return phase == PASS and not seen[b, target] and target != info[b, HOLDER]
-    return phase == PLACE and _nb_placeable(hands, info, card_table, c, b, a - params[P_PLACE_START])
-
-
-@_jit
-def _nb_first_illegal(actions, hands, seen, info, card_table, params):
-    for b in range(actions.shape[0]):
-        if not _nb_legal(hands, seen, info, card_table, params, b, actions[b]):
-            return b
-    return -1
+    if a < d.offer_size:
+        return (phase == OFFER) & (hands[b, current, a // ((d.n - 1) * d.c)] > 0)
+    if a < d.pass_start:
+        return (phase == RESPOND) & ((a - d.respond_start < 2) | _nb_can_peek(d, seen, info, b))
+    if a < d.place_start:
+        target = (current + (a - d.pass_start) // d.c + 1) % d.n
+        return (phase == PASS) & (seen[b, target] == 0) & (target != info[b, HOLDER])
+    return (phase == PLACE) & _nb_placeable(d, hands, info, card_table, b, a - d.place_start)
 
 
 @_jit
@@ -823,28 +893,27 @@ def _nb_lose(info, loser, loss_reason, b, seat, reason):
 
 
 @_jit
-def _nb_group_count(collections, card_table, b, player, group):
+def _nb_group_count(d, collections, card_table, b, player, group):
     count = 0
-    for card in range(collections.shape[2]):
-        if card_table[card, GROUP] == group:
-            count += collections[b, player, card]
+    for card in range(d.i):
+        count += collections[b, player, card] * (card_table[card, GROUP] == group)
     return count
 
 
 @_jit
-def _nb_place(hands, collections, penalty, info, card_table, params, loser, loss_reason, b, player, card):
+def _nb_place(d, hands, collections, penalty, info, card_table, params, loser, loss_reason, b, player, card):
     """Face up, loss check, penalty draws for placed royals (chained); True if the player lost."""
     while True:
         collections[b, player, card] += 1
         group = card_table[card, GROUP]
         if group >= 0:  # before this card no group was at the loss count, so only its group can be now
-            if _nb_group_count(collections, card_table, b, player, group) >= params[P_LOSS_COUNT]:
+            if _nb_group_count(d, collections, card_table, b, player, group) >= params[P_LOSS_COUNT]:
                 _nb_lose(info, loser, loss_reason, b, player, SAME_TYPE)
                 return True
             if params[P_RAINBOW]:
                 every = True
                 for wanted in range(params[P_ANIMAL_GROUPS]):
-                    if _nb_group_count(collections, card_table, b, player, wanted) == 0:
+                    if _nb_group_count(d, collections, card_table, b, player, wanted) == 0:
                         every = False
                         break
                 if every:
@@ -863,8 +932,8 @@ def _nb_place(hands, collections, penalty, info, card_table, params, loser, loss
 
 
 @_jit
-def _nb_start_round(hands, info, loser, loss_reason, b, starter):
-    if _nb_hand_size(hands, b, starter) == 0:
+def _nb_start_round(d, hands, info, loser, loss_reason, b, starter):
+    if _nb_hand_size(d, hands, b, starter) == 0:
         _nb_lose(info, loser, loss_reason, b, starter, EMPTY_HAND)
     else:
         info[b, PHASE] = OFFER
@@ -872,11 +941,13 @@ def _nb_start_round(hands, info, loser, loss_reason, b, starter):
 
 
 @_jit
-def _nb_apply_one(hands, collections, stats, seat_claim, seen, penalty, info, steps, card_table, params, loser, loss_reason, b, a):
-    n, c = params[P_N], params[P_C]
+def _nb_apply_one(d, hands, collections, stats, seat_claim, seen, penalty, info, steps, card_table, params, loser, loss_reason, b, a):
+    n, c = d.n, d.c
     steps[b] += 1
+    loser[b] = -1
+    loss_reason[b] = -1
     current = info[b, CURRENT]
-    if a < params[P_OFFER_SIZE]:
+    if a < d.offer_size:
         card, offset, claim = a // ((n - 1) * c), (a // c) % (n - 1) + 1, a % c
         target = (current + offset) % n
         hands[b, current, card] -= 1
@@ -886,29 +957,29 @@ def _nb_apply_one(hands, collections, stats, seat_claim, seen, penalty, info, st
             seen[b, seat] = seat == current
             seat_claim[b, seat] = claim if seat == current else -1
         return
-    if a >= params[P_PASS_START] and a < params[P_PLACE_START]:
-        target, claim = (current + (a - params[P_PASS_START]) // c + 1) % n, (a - params[P_PASS_START]) % c
+    if a >= d.pass_start and a < d.place_start:
+        target, claim = (current + (a - d.pass_start) // c + 1) % n, (a - d.pass_start) % c
         info[b, PASSER], info[b, CLAIM], info[b, HOLDER], info[b, CURRENT], info[b, PHASE] = current, claim, target, target, RESPOND
         seat_claim[b, current] = claim
         return
-    if a == params[P_RESPOND_START] + 2:  # peek
+    if a == d.respond_start + 2:  # peek
         seen[b, current] = True
         stats[b, current, PEEKS] += 1
         info[b, PHASE] = PASS
         return
-    if a >= params[P_PLACE_START]:  # Royal replacement
-        card = a - params[P_PLACE_START]
+    if a >= d.place_start:  # Royal replacement
+        card = a - d.place_start
         hands[b, current, card] -= 1
         info[b, PLACE_REMAINING] -= 1
-        if _nb_place(hands, collections, penalty, info, card_table, params, loser, loss_reason, b, current, card):
+        if _nb_place(d, hands, collections, penalty, info, card_table, params, loser, loss_reason, b, current, card):
             return
-        if info[b, PLACE_REMAINING] == 0 or not _nb_any_placeable(hands, info, card_table, c, b):
+        if info[b, PLACE_REMAINING] == 0 or not _nb_any_placeable(d, hands, info, card_table, b):
             info[b, PLACE_CLAIM] = -1
             info[b, PLACE_REMAINING] = 0
-            _nb_start_round(hands, info, loser, loss_reason, b, current)
+            _nb_start_round(d, hands, info, loser, loss_reason, b, current)
         return
     # call: reveal, count the history, hand the card to the taker
-    believe = a == params[P_RESPOND_START]
+    believe = a == d.respond_start
     card, claim, holder = info[b, CARD], info[b, CLAIM], info[b, HOLDER]
     right = believe == (card_table[card, TRUTH + claim] != 0)
     taker = info[b, PASSER] if right else holder
@@ -922,46 +993,145 @@ def _nb_apply_one(hands, collections, stats, seat_claim, seen, penalty, info, st
     for column in range(CARD, CLAIM + 1):
         info[b, column] = -1
     others = 0
-    for other in range(hands.shape[2]):
-        if not card_table[other, SPECIAL]:
-            others += hands[b, taker, other]
+    for other in range(d.i):
+        others += hands[b, taker, other] * (card_table[other, SPECIAL] == 0)
     if not card_table[card, SPECIAL] or others == 0:  # ruling: a special card with nothing else in hand goes face up
         if card_table[card, SPECIAL]:
             info[b, SPECIAL_HOLDER + card_table[card, SPECIAL_ROW]] = -1
-        if not _nb_place(hands, collections, penalty, info, card_table, params, loser, loss_reason, b, taker, card):
-            _nb_start_round(hands, info, loser, loss_reason, b, taker)
+        if not _nb_place(d, hands, collections, penalty, info, card_table, params, loser, loss_reason, b, taker, card):
+            _nb_start_round(d, hands, info, loser, loss_reason, b, taker)
         return
     hands[b, taker, card] += 1
     info[b, SPECIAL_HOLDER + card_table[card, SPECIAL_ROW]] = taker
     fitting = False
-    for other in range(hands.shape[2]):
-        if hands[b, taker, other] > 0 and card_table[other, TRUTH + c + claim]:
-            fitting = True
+    for other in range(d.i):
+        fitting |= (hands[b, taker, other] > 0) & (card_table[other, TRUTH + c + claim] != 0)
     info[b, PLACE_CLAIM] = claim if fitting else -1
     info[b, PLACE_REMAINING] = 1 if fitting else min(2, others)
     info[b, PHASE] = PLACE
     info[b, CURRENT] = taker
 
 
-def _nb_apply(actions, hands, collections, stats, seat_claim, seen, penalty, info, steps, card_table, params, rewards, done, loser, loss_reason, truncated):
-    """Check every action, then apply them all; returns the first illegal game (nothing changed) or -1."""
-    bad = _nb_first_illegal(actions, hands, seen, info, card_table, params)
-    if bad >= 0:
-        return bad
-    n, max_steps = params[P_N], params[P_MAX_STEPS]
-    win = np.float32(1.0 / (n - 1))
-    for b in numba.prange(actions.shape[0]):
-        done[b], truncated[b], loser[b], loss_reason[b] = False, False, -1, -1
-        rewards[b, :] = 0.0
-        _nb_apply_one(hands, collections, stats, seat_claim, seen, penalty, info, steps, card_table, params, loser, loss_reason, b, actions[b])
-        if info[b, PHASE] == OVER:
-            done[b] = True
-            for seat in range(n):
-                rewards[b, seat] = np.float32(-1.0) if seat == loser[b] else win
-        elif max_steps > 0 and steps[b] >= max_steps:
-            done[b] = True
-            truncated[b] = True
-    return -1
+@_jit
+def _nb_outcome(d, params, info, steps, loser, b, rewards, done, truncated):
+    """Done, truncated and rewards of game ``b`` after its move (``loser`` is set by the move)."""
+    ended = info[b, PHASE] == OVER
+    cut = (not ended) & (params[P_MAX_STEPS] > 0) & (steps[b] >= params[P_MAX_STEPS])
+    done[b] = ended | cut
+    truncated[b] = cut
+    win = np.float32(1.0 / (d.n - 1)) if ended else np.float32(0.0)
+    lose = np.float32(-1.0) if ended else np.float32(0.0)
+    for seat in range(d.n):
+        rewards[b, seat] = lose if seat == loser[b] else win
+
+
+@_jit
+def _nb_write_mask(d, hands, seen, info, card_table, b, mask):
+    """Row ``b`` of ``mask``: the legal actions of the seat to act, every entry written once."""
+    phase, current, holder = info[b, PHASE], info[b, CURRENT], info[b, HOLDER]
+    width = (d.n - 1) * d.c
+    offering = phase == OFFER
+    for card in range(d.i):
+        legal = offering & (hands[b, current, card] > 0)
+        for entry in range(width):
+            mask[b, card * width + entry] = legal
+    responding = phase == RESPOND
+    mask[b, d.respond_start] = responding
+    mask[b, d.respond_start + 1] = responding
+    mask[b, d.respond_start + 2] = responding & _nb_can_peek(d, seen, info, b)
+    passing = phase == PASS
+    for offset in range(1, d.n):
+        target = (current + offset) % d.n
+        legal = passing & (seen[b, target] == 0) & (target != holder)
+        for claim in range(d.c):
+            mask[b, d.pass_start + (offset - 1) * d.c + claim] = legal
+    if d.royal:
+        placing = phase == PLACE
+        for card in range(d.i):
+            mask[b, d.place_start + card] = placing & _nb_placeable(d, hands, info, card_table, b, card)
+
+
+@_jit
+def _nb_write_observation(d, hands, collections, stats, seat_claim, seen, penalty, info, b, out):
+    """Row ``b`` of ``out``: the observation of the seat to act (``viewer``), seats counted from it.
+
+    The one-hot entries of a segment are written unconditionally (the value is the
+    condition, the position clamped into the segment): nothing else writes there, and
+    branch-free code is about twice as fast on random game states.
+    """
+    n, i, c, k = d.n, d.i, d.c, d.k
+    viewer = np.intp(np.uint8(info[b, CURRENT]))  # unsigned: LLVM then drops the negative-index checks
+    for entry in range(d.observation_size):
+        out[b, entry] = 0.0
+    for card in range(i):
+        out[b, d.own_hand + card] = hands[b, viewer, card]
+    for rel in range(n):
+        seat = (viewer + rel) % n
+        size = 0
+        for card in range(i):
+            size += hands[b, seat, card]
+            out[b, d.collections + rel * i + card] = collections[b, seat, card]
+        out[b, d.hand_sizes + rel] = size
+        for stat in range(k):
+            out[b, d.history + rel * k + stat] = stats[b, seat, stat]
+        out[b, d.chain_seen + rel] = seen[b, seat]
+        claim = seat_claim[b, seat]
+        out[b, d.chain_claims + rel * c + max(claim, 0)] = claim >= 0
+    phase, card = info[b, PHASE], info[b, CARD]
+    live = phase != OVER
+    out[b, d.phase + min(phase, OVER - 1)] = live
+    out[b, d.to_act] = live  # the viewer is the seat to act
+    chain = card >= 0
+    out[b, d.chain_claim + max(info[b, CLAIM], 0)] = chain
+    out[b, d.chain_latest_passer + (info[b, PASSER] - viewer + n) % n] = chain
+    out[b, d.chain_holder + (info[b, HOLDER] - viewer + n) % n] = chain
+    out[b, d.chain_card + max(card, 0)] = chain & seen[b, viewer]  # only who offered or peeked saw it
+    if d.royal:
+        top, end = info[b, PENALTY_TOP], info[b, PENALTY_END]
+        if top < end:
+            out[b, d.penalty_top + penalty[b, top]] = 1.0
+            out[b, d.penalty_size] = end - top
+        for row in range(2):  # known holders, hidden while the holder's offered card is in play
+            seat = info[b, SPECIAL_HOLDER + row]
+            if seat >= 0 and (card < 0 or seat != info[b, OFFERER]):
+                out[b, d.special_holder + row * n + (seat - viewer + n) % n] = 1.0
+        if phase == PLACE:
+            if info[b, PLACE_CLAIM] >= 0:
+                out[b, d.place_claim + info[b, PLACE_CLAIM]] = 1.0
+            out[b, d.place_remaining] = info[b, PLACE_REMAINING]
+
+
+@_jit
+def _nb_emit_one(d, hands, collections, stats, seat_claim, seen, penalty, info, card_table, b, to_act, observation, action_mask):
+    to_act[b] = info[b, CURRENT]
+    _nb_write_mask(d, hands, seen, info, card_table, b, action_mask)
+    _nb_write_observation(d, hands, collections, stats, seat_claim, seen, penalty, info, b, observation)
+
+
+@_jit
+def _nb_redeal(hands, collections, stats, seat_claim, seen, removed, penalty, info, steps, b,
+               slot, deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty, deal_penalty_size):  # fmt: skip
+    """Start game ``b`` afresh from the queued deal at ``slot``."""
+    for p in range(hands.shape[1]):
+        for card in range(hands.shape[2]):
+            hands[b, p, card] = deal_hands[slot, p, card]
+            collections[b, p, card] = deal_collections[slot, p, card]
+        for stat in range(stats.shape[2]):
+            stats[b, p, stat] = 0
+        seat_claim[b, p] = -1
+        seen[b, p] = False
+    for card in range(removed.shape[1]):
+        removed[b, card] = deal_removed[slot, card]
+    for depth in range(penalty.shape[1]):
+        penalty[b, depth] = deal_penalty[slot, depth]
+    for column in range(info.shape[1]):
+        info[b, column] = -1
+    info[b, PHASE] = OFFER
+    info[b, CURRENT] = deal_starter[slot]
+    info[b, PLACE_REMAINING] = 0
+    info[b, PENALTY_TOP] = 0
+    info[b, PENALTY_END] = deal_penalty_size[slot]
+    steps[b] = 0
 
 
 @_jit
@@ -976,30 +1146,26 @@ def _nb_put(out, position, index, value):
 def _nb_write_view(hands, collections, stats, seat_claim, seen, removed, penalty, info, segments, params, b, position, out):
     """Game ``b``'s state vector, or the part of it a viewer sees, into ``out``.
 
-    ``position`` maps every state entry to its place in ``out`` (-1: not visible): the
-    identity for ``state()``, the inverse of ``Encoding.observation_index`` for an
-    observation. Rows of the per-seat count segments are contiguous runs in both, so
-    they are copied row by row (checked in ``_Rules``).
+    ``position`` maps every state entry to its place in ``out`` (-1: not visible); the
+    rows of the per-seat count segments are contiguous runs in it. ``state()`` uses it
+    with the identity (not a hot path).
     """
     n, i, c, k = params[P_N], params[P_I], params[P_C], params[P_K]
     out[:] = 0.0
-    # The row copies index with unsigned integers: numba then skips its negative-index
-    # wraparound, and LLVM vectorizes the loops (about twice as fast).
-    hand, collection, history = hands[b], collections[b], stats[b]
-    for p in range(np.uint64(n)):
+    for p in range(n):
         size = 0
-        for card in range(np.uint64(i)):
-            size += hand[p, card]
+        for card in range(i):
+            size += hands[b, p, card]
         at = position[segments[S_HANDS] + p * i]
         if at >= 0:
-            for card in range(np.uint64(i)):
-                out[np.uint64(at) + card] = hand[p, card]
-        at = np.uint64(position[segments[S_COLLECTIONS] + p * i])
-        for card in range(np.uint64(i)):
-            out[at + card] = collection[p, card]
-        at = np.uint64(position[segments[S_HISTORY] + p * k])
-        for stat in range(np.uint64(k)):
-            out[at + stat] = history[p, stat]
+            for card in range(i):
+                out[at + card] = hands[b, p, card]
+        at = position[segments[S_COLLECTIONS] + p * i]
+        for card in range(i):
+            out[at + card] = collections[b, p, card]
+        at = position[segments[S_HISTORY] + p * k]
+        for stat in range(k):
+            out[at + stat] = stats[b, p, stat]
         _nb_put(out, position, segments[S_HAND_SIZES] + p, size)
         if seen[b, p]:
             _nb_put(out, position, segments[S_CHAIN_SEEN] + p, 1.0)
@@ -1036,77 +1202,70 @@ def _nb_write_view(hands, collections, stats, seat_claim, seen, removed, penalty
             _nb_put(out, position, segments[S_PLACE_REMAINING], info[b, PLACE_REMAINING])
 
 
-def _nb_write_states(hands, collections, stats, seat_claim, seen, removed, penalty, info, segments, params, position, out):
-    for b in numba.prange(info.shape[0]):
-        _nb_write_view(hands, collections, stats, seat_claim, seen, removed, penalty, info, segments, params, b, position, out[b])
+def _compile(d: _Dims) -> dict:
+    """The kernels of one ``_Dims`` (``d.parallel`` included), compiled on first use.
 
+    They are closures over ``d``; numba's disk cache keys closures by their constants,
+    so every config shape and the threaded variant get cache entries of their own.
+    """
+    jit = numba.njit(cache=True, parallel=bool(d.parallel), _nrt=False)
 
-@_jit
-def _nb_mask(hands, seen, info, card_table, params, b, mask):
-    n, i, c = params[P_N], params[P_I], params[P_C]
-    mask[:] = 0
-    phase, current = info[b, PHASE], info[b, CURRENT]
-    if phase == OFFER:
-        width = (n - 1) * c
-        for card in range(i):
-            if hands[b, current, card] > 0:
-                mask[card * width : (card + 1) * width] = 1
-    elif phase == RESPOND:
-        mask[params[P_RESPOND_START]] = 1
-        mask[params[P_RESPOND_START] + 1] = 1
-        if _nb_can_peek(seen, info, b, n):
-            mask[params[P_RESPOND_START] + 2] = 1
-    elif phase == PASS:
-        for offset in range(1, n):
-            target = (current + offset) % n
-            if not seen[b, target] and target != info[b, HOLDER]:
-                start = params[P_PASS_START] + (offset - 1) * c
-                mask[start : start + c] = 1
-    elif phase == PLACE:
-        for card in range(i):
-            if _nb_placeable(hands, info, card_table, c, b, card):
-                mask[params[P_PLACE_START] + card] = 1
+    @jit
+    def first_illegal(actions, hands, seen, info, card_table):
+        for b in range(actions.shape[0]):
+            if not _nb_legal(d, hands, seen, info, card_table, b, actions[b]):
+                return b
+        return -1
 
+    @jit
+    def step(actions, hands, collections, stats, seat_claim, seen, removed, penalty, info, steps, card_table, params,
+             first_slot, deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty, deal_penalty_size,
+             to_act, observation, action_mask, rewards, done, loser, loss_reason, truncated):  # fmt: skip
+        """Check every action (nothing changes if one is illegal: returns its game), apply, re-deal, emit."""
+        games = actions.shape[0]
+        for b in range(games):
+            if not _nb_legal(d, hands, seen, info, card_table, b, actions[b]):
+                return b
+        for b in numba.prange(games):
+            _nb_apply_one(d, hands, collections, stats, seat_claim, seen, penalty, info, steps, card_table, params, loser, loss_reason, b, actions[b])
+            _nb_outcome(d, params, info, steps, loser, b, rewards, done, truncated)
+            if not done[b]:
+                _nb_emit_one(d, hands, collections, stats, seat_claim, seen, penalty, info, card_table, b, to_act, observation, action_mask)
+        slot = first_slot  # finished games take the queued deals in game order
+        for b in range(games):
+            if done[b]:
+                _nb_redeal(hands, collections, stats, seat_claim, seen, removed, penalty, info, steps, b,
+                           slot, deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty, deal_penalty_size)  # fmt: skip
+                _nb_emit_one(d, hands, collections, stats, seat_claim, seen, penalty, info, card_table, b, to_act, observation, action_mask)
+                slot += 1
+        return -1
 
-@_jit
-def _nb_redeal(hands, collections, stats, seat_claim, seen, removed, penalty, info, steps, b,
-               slot, deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty, deal_penalty_size):  # fmt: skip
-    """Start game ``b`` afresh from the queued deal at ``slot``."""
-    for p in range(hands.shape[1]):
-        for card in range(hands.shape[2]):
-            hands[b, p, card] = deal_hands[slot, p, card]
-            collections[b, p, card] = deal_collections[slot, p, card]
-        for stat in range(stats.shape[2]):
-            stats[b, p, stat] = 0
-        seat_claim[b, p] = -1
-        seen[b, p] = False
-    for card in range(removed.shape[1]):
-        removed[b, card] = deal_removed[slot, card]
-    for depth in range(penalty.shape[1]):
-        penalty[b, depth] = deal_penalty[slot, depth]
-    for column in range(info.shape[1]):
-        info[b, column] = -1
-    info[b, PHASE] = OFFER
-    info[b, CURRENT] = deal_starter[slot]
-    info[b, PLACE_REMAINING] = 0
-    info[b, PENALTY_TOP] = 0
-    info[b, PENALTY_END] = deal_penalty_size[slot]
-    steps[b] = 0
-
-
-def _nb_emit(hands, collections, stats, seat_claim, seen, removed, penalty, info, steps, card_table, params, segments, positions,
-             slot_of, deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty, deal_penalty_size,
+    @jit
+    def deal(slot_of, hands, collections, stats, seat_claim, seen, removed, penalty, info, steps, card_table,
+             deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty, deal_penalty_size,
              to_act, observation, action_mask):  # fmt: skip
-    """Re-deal finished games, then write every game's seat to act, mask and observation."""
-    for b in numba.prange(info.shape[0]):
-        if slot_of[b] >= 0:
-            _nb_redeal(hands, collections, stats, seat_claim, seen, removed, penalty, info, steps, b,
-                       slot_of[b], deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty, deal_penalty_size)  # fmt: skip
-        current = info[b, CURRENT]
-        to_act[b] = current
-        _nb_mask(hands, seen, info, card_table, params, b, action_mask[b])
-        position = positions[current, 1 if seen[b, current] else 0]
-        _nb_write_view(hands, collections, stats, seat_claim, seen, removed, penalty, info, segments, params, b, position, observation[b])
+        """Deal game ``b`` from the queued deal at ``slot_of[b]`` (where >= 0), then emit every game."""
+        for b in numba.prange(info.shape[0]):
+            if slot_of[b] >= 0:
+                _nb_redeal(hands, collections, stats, seat_claim, seen, removed, penalty, info, steps, b,
+                           slot_of[b], deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty, deal_penalty_size)  # fmt: skip
+            _nb_emit_one(d, hands, collections, stats, seat_claim, seen, penalty, info, card_table, b, to_act, observation, action_mask)
+
+    @jit
+    def write_states(hands, collections, stats, seat_claim, seen, removed, penalty, info, segments, params, position, out):
+        for b in numba.prange(info.shape[0]):
+            _nb_write_view(hands, collections, stats, seat_claim, seen, removed, penalty, info, segments, params, b, position, out[b])
+
+    return {"first_illegal": first_illegal, "step": step, "deal": deal, "write_states": write_states}
+
+
+_compiled: dict[_Dims, dict] = {}
+
+
+def _kernels_for(d: _Dims) -> dict:
+    if d not in _compiled:
+        _compiled[d] = _compile(d)
+    return _compiled[d]
 
 
 @_jit
@@ -1125,56 +1284,69 @@ def _nb_below(bits, bound):
     return np.int64(((bits >> np.uint64(32)) * np.uint64(bound)) >> np.uint64(32))
 
 
-def _nb_random_legal(mask, seeds, out):
+if numba is not None:
+    from llvmlite import ir
+    from numba.core import types
+    from numba.core.extending import intrinsic
+
+    @intrinsic
+    def _nb_popcount(typingctx, word):
+        """The number of set bits of a uint64 (one instruction)."""
+        if word != types.uint64:
+            return None
+        return types.uint64(types.uint64), lambda context, builder, signature, args: builder.ctpop(args[0])
+
+    @intrinsic
+    def _nb_lowest_bit(typingctx, word):
+        """The position of the lowest set bit of a nonzero uint64 (one instruction)."""
+        if word != types.uint64:
+            return None
+        return types.uint64(types.uint64), lambda context, builder, signature, args: builder.cttz(args[0], ir.Constant(ir.IntType(1), 0))
+
+
+def _nb_random_legal(mask, seeds, words, out):
     """Row ``b``: a uniformly random legal entry (-1 if none), from the 64-bit seed ``seeds[b]``.
 
-    Rejection first (a uniform entry, kept if legal; cheap for the many-legal offer
-    masks), then, after 8 misses, the rank of a uniform among the legal entries. Either
-    way the choice is uniform over the legal entries.
+    Two tries of a uniform entry first, kept if legal (likely for the many-legal offer
+    masks); then a uniform rank among the legal entries, found through the row packed
+    into 64-bit words of legal bits (``words``: scratch, one per 64 entries). Either way
+    the choice is uniform over the legal entries.
     """
-    for b in numba.prange(mask.shape[0]):
-        row = mask[b]
-        width = row.shape[0]
+    width = mask.shape[1]
+    for b in range(mask.shape[0]):
         state = seeds[b]
         choice = -1
-        for _ in range(8):
+        for _ in range(2 if width > 0 else 0):
             state, bits = _nb_splitmix(state)
             entry = _nb_below(bits, width)
-            if row[entry] != 0:
+            if mask[b, entry] != 0:
                 choice = entry
                 break
         if choice < 0:
             count = 0
-            for j in range(width):
-                count += row[j] != 0
+            for w in range(words.shape[0]):
+                base = w * 64
+                word = np.uint64(0)
+                for j in range(min(64, width - base)):
+                    word |= np.uint64(mask[b, base + j] != 0) << np.uint64(j)
+                words[w] = word
+                count += np.int64(_nb_popcount(word))
             if count > 0:
                 state, bits = _nb_splitmix(state)
                 pick = _nb_below(bits, count)
-                for j in range(width):
-                    if row[j] != 0:
-                        if pick == 0:
-                            choice = j
-                            break
-                        pick -= 1
+                for w in range(words.shape[0]):
+                    word = words[w]
+                    inside = np.int64(_nb_popcount(word))
+                    if pick < inside:
+                        for _ in range(pick):
+                            word &= word - np.uint64(1)  # drop the lowest legal entries
+                        choice = w * 64 + np.int64(_nb_lowest_bit(word))
+                        break
+                    pick -= inside
         out[b] = choice
 
 
-_KERNEL_SOURCES = {
-    "first_illegal": _nb_first_illegal.py_func if numba is not None else _nb_first_illegal,
-    "apply": _nb_apply,
-    "emit": _nb_emit,
-    "write_states": _nb_write_states,
-    "random_legal": _nb_random_legal,
-}
-_kernels: dict[tuple[str, bool], object] = {}
-
-
-def _kernel(name: str, parallel: bool = False):
-    """The compiled kernel ``name`` (compiled on first use, cached on disk by numba)."""
-    key = (name, parallel)
-    if key not in _kernels:
-        _kernels[key] = numba.njit(cache=True, parallel=parallel)(_KERNEL_SOURCES[name])
-    return _kernels[key]
+_random_legal = numba.njit(cache=True, _nrt=False)(_nb_random_legal) if numba is not None else None
 
 
 class _NumbaBackend:
@@ -1185,33 +1357,34 @@ class _NumbaBackend:
     def __init__(self, rules: _Rules, state: _State, parallel: bool):
         if numba is None:
             raise ValueError("backend='numba' needs numba; install it with pip install numba, or use backend='numpy'")
-        self.rules, self.state, self.parallel = rules, state, parallel
+        self.rules, self.state = rules, state
+        self.kernels = _kernels_for(rules.dims._replace(parallel=int(parallel)))
 
     def first_illegal(self, actions: np.ndarray) -> int:
-        s, r = self.state, self.rules
-        return int(_kernel("first_illegal")(actions, s.hands, s.seen, s.info, r.card_table, r.params))
+        s = self.state
+        return int(self.kernels["first_illegal"](actions, s.hands, s.seen, s.info, self.rules.card_table))
 
-    def apply(self, actions: np.ndarray, out: BatchStep) -> int:
-        s, r = self.state, self.rules
-        return _kernel("apply", self.parallel)(
-            actions, s.hands, s.collections, s.stats, s.seat_claim, s.seen, s.penalty, s.info, s.steps, r.card_table, r.params,
-            out.rewards, out.done, out.loser, out.loss_reason, out.truncated,
+    def step(self, actions: np.ndarray, out: BatchStep, queue: _DealQueue) -> int:
+        s, r, d = self.state, self.rules, queue.deals
+        return self.kernels["step"](
+            actions, s.hands, s.collections, s.stats, s.seat_claim, s.seen, s.removed, s.penalty, s.info, s.steps, r.card_table, r.params,
+            queue.next, d.starter, d.hands, d.collections, d.removed, d.penalty, d.penalty_size,
+            out.to_act, out.observation, out.action_mask, out.rewards, out.done, out.loser, out.loss_reason, out.truncated,
+        )  # fmt: skip
+
+    def deal(self, out: BatchStep, queue: _DealQueue, slot_of: np.ndarray) -> None:
+        s, r, d = self.state, self.rules, queue.deals
+        self.kernels["deal"](
+            slot_of, s.hands, s.collections, s.stats, s.seat_claim, s.seen, s.removed, s.penalty, s.info, s.steps, r.card_table,
+            d.starter, d.hands, d.collections, d.removed, d.penalty, d.penalty_size, out.to_act, out.observation, out.action_mask,
         )  # fmt: skip
 
     def states(self, out: np.ndarray) -> np.ndarray:
         s, r = self.state, self.rules
-        _kernel("write_states", self.parallel)(
+        self.kernels["write_states"](
             s.hands, s.collections, s.stats, s.seat_claim, s.seen, s.removed, s.penalty, s.info, r.segments, r.params, r.state_position, out
         )
         return out
-
-    def emit(self, out: BatchStep, queue: _DealQueue, slot_of: np.ndarray) -> None:
-        s, r, d = self.state, self.rules, queue.deals
-        _kernel("emit", self.parallel)(
-            s.hands, s.collections, s.stats, s.seat_claim, s.seen, s.removed, s.penalty, s.info, s.steps, r.card_table, r.params,
-            r.segments, r.observation_position, slot_of, d.starter, d.hands, d.collections, d.removed, d.penalty, d.penalty_size,
-            out.to_act, out.observation, out.action_mask,
-        )  # fmt: skip
 
 
 # ---------------------------------------------------------------------------- public API
@@ -1289,7 +1462,7 @@ class BatchedGames:
         slot_of = self._queue.take(self.batch_size)
         out = self._new_step()
         _clear_outcome(out)
-        self._backend.emit(out, self._queue, slot_of.astype(np.int64))
+        self._backend.deal(out, self._queue, slot_of.astype(np.int64))
         self._remember_deals(games, slot_of)
         self._started = True
         return out
@@ -1303,17 +1476,15 @@ class BatchedGames:
         if not self._started:
             raise ValueError("step() called before reset(); call reset() first")
         actions = self._check_actions(actions)
+        # A deal for every game that may end now. Deals are drawn in blocks of a fixed
+        # size, so drawing before the step (even one that is refused) leaves the stream of deals unchanged.
+        self._queue.ensure(self.batch_size)
         out = self._new_step()
-        bad = self._backend.apply(actions, out)
+        bad = self._backend.step(actions, out, self._queue)
         if bad >= 0:
             raise ValueError(self._illegal_message(bad, int(actions[bad])))
-        self._queue.ensure(self.batch_size)
         games = np.flatnonzero(out.done)
-        slots = self._queue.take(games.size)
-        slot_of = np.full(self.batch_size, -1, np.int64)
-        slot_of[games] = slots
-        self._backend.emit(out, self._queue, slot_of)
-        self._remember_deals(games, slots)
+        self._remember_deals(games, self._queue.take(games.size))
         return out
 
     def state(self) -> np.ndarray:
@@ -1414,7 +1585,7 @@ def random_legal_actions(mask: np.ndarray, rng: np.random.Generator) -> np.ndarr
     if numba is None:
         return np.argmax(mask * rng.random(mask.shape, dtype=np.float32), axis=1)
     out = np.empty(len(mask), np.int64)
-    _kernel("random_legal")(mask, rng.bit_generator.random_raw(len(mask)), out)
+    _random_legal(mask, rng.bit_generator.random_raw(len(mask)), np.empty((mask.shape[1] + 63) // 64, np.uint64), out)
     return out
 
 
