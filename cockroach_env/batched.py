@@ -1052,7 +1052,7 @@ def _nb_write_mask(d, hands, seen, info, card_table, b, mask):
 
 
 @_jit
-def _nb_write_observation(d, hands, collections, stats, seat_claim, seen, penalty, info, b, out):
+def _nb_write_observation(d, hands, collections, stats, seat_claim, seen, penalty, info, b, out, row):
     """Row ``b`` of ``out``: the observation of the seat to act (``viewer``), seats counted from it.
 
     The one-hot entries of a segment are written unconditionally (the value is the
@@ -1062,50 +1062,57 @@ def _nb_write_observation(d, hands, collections, stats, seat_claim, seen, penalt
     n, i, c, k = d.n, d.i, d.c, d.k
     viewer = np.intp(np.uint8(info[b, CURRENT]))  # unsigned: LLVM then drops the negative-index checks
     for entry in range(d.observation_size):
-        out[b, entry] = 0.0
+        out[row, entry] = 0.0
     for card in range(i):
-        out[b, d.own_hand + card] = hands[b, viewer, card]
+        out[row, d.own_hand + card] = hands[b, viewer, card]
     for rel in range(n):
         seat = (viewer + rel) % n
         size = 0
         for card in range(i):
             size += hands[b, seat, card]
-            out[b, d.collections + rel * i + card] = collections[b, seat, card]
-        out[b, d.hand_sizes + rel] = size
+            out[row, d.collections + rel * i + card] = collections[b, seat, card]
+        out[row, d.hand_sizes + rel] = size
         for stat in range(k):
-            out[b, d.history + rel * k + stat] = stats[b, seat, stat]
-        out[b, d.chain_seen + rel] = seen[b, seat]
+            out[row, d.history + rel * k + stat] = stats[b, seat, stat]
+        out[row, d.chain_seen + rel] = seen[b, seat]
         claim = seat_claim[b, seat]
-        out[b, d.chain_claims + rel * c + max(claim, 0)] = claim >= 0
+        out[row, d.chain_claims + rel * c + max(claim, 0)] = claim >= 0
     phase, card = info[b, PHASE], info[b, CARD]
     live = phase != OVER
-    out[b, d.phase + min(phase, OVER - 1)] = live
-    out[b, d.to_act] = live  # the viewer is the seat to act
+    out[row, d.phase + min(phase, OVER - 1)] = live
+    out[row, d.to_act] = live  # the viewer is the seat to act
     chain = card >= 0
-    out[b, d.chain_claim + max(info[b, CLAIM], 0)] = chain
-    out[b, d.chain_latest_passer + (info[b, PASSER] - viewer + n) % n] = chain
-    out[b, d.chain_holder + (info[b, HOLDER] - viewer + n) % n] = chain
-    out[b, d.chain_card + max(card, 0)] = chain & seen[b, viewer]  # only who offered or peeked saw it
+    out[row, d.chain_claim + max(info[b, CLAIM], 0)] = chain
+    out[row, d.chain_latest_passer + (info[b, PASSER] - viewer + n) % n] = chain
+    out[row, d.chain_holder + (info[b, HOLDER] - viewer + n) % n] = chain
+    out[row, d.chain_card + max(card, 0)] = chain & seen[b, viewer]  # only who offered or peeked saw it
     if d.royal:
         top, end = info[b, PENALTY_TOP], info[b, PENALTY_END]
         if top < end:
-            out[b, d.penalty_top + penalty[b, top]] = 1.0
-            out[b, d.penalty_size] = end - top
-        for row in range(2):  # known holders, hidden while the holder's offered card is in play
-            seat = info[b, SPECIAL_HOLDER + row]
+            out[row, d.penalty_top + penalty[b, top]] = 1.0
+            out[row, d.penalty_size] = end - top
+        for special in range(2):  # known holders, hidden while the holder's offered card is in play
+            seat = info[b, SPECIAL_HOLDER + special]
             if seat >= 0 and (card < 0 or seat != info[b, OFFERER]):
-                out[b, d.special_holder + row * n + (seat - viewer + n) % n] = 1.0
+                out[row, d.special_holder + special * n + (seat - viewer + n) % n] = 1.0
         if phase == PLACE:
             if info[b, PLACE_CLAIM] >= 0:
-                out[b, d.place_claim + info[b, PLACE_CLAIM]] = 1.0
-            out[b, d.place_remaining] = info[b, PLACE_REMAINING]
+                out[row, d.place_claim + info[b, PLACE_CLAIM]] = 1.0
+            out[row, d.place_remaining] = info[b, PLACE_REMAINING]
 
 
 @_jit
-def _nb_emit_one(d, hands, collections, stats, seat_claim, seen, penalty, info, card_table, b, to_act, observation, action_mask):
+def _nb_emit_one(d, hands, collections, stats, seat_claim, seen, penalty, info, card_table, b, to_act, observation, action_mask, scratch, row):
     to_act[b] = info[b, CURRENT]
     _nb_write_mask(d, hands, seen, info, card_table, b, action_mask)
-    _nb_write_observation(d, hands, collections, stats, seat_claim, seen, penalty, info, b, observation)
+    _nb_write_observation(d, hands, collections, stats, seat_claim, seen, penalty, info, b, scratch, row)
+    for entry in range(d.observation_size):
+        observation[b, entry] = scratch[row, entry]
+
+
+# Called, not inlined, where it runs for few games (re-deals, reset): one compiled copy
+# serves every config (``d`` is then an argument), and the kernels compile faster.
+_nb_emit_called = numba.njit(cache=True, _nrt=False)(_nb_emit_one.py_func) if numba is not None else _nb_emit_one
 
 
 @_jit
@@ -1202,6 +1209,10 @@ def _nb_write_view(hands, collections, stats, seat_claim, seen, removed, penalty
             _nb_put(out, position, segments[S_PLACE_REMAINING], info[b, PLACE_REMAINING])
 
 
+CHUNK = 256
+"""Games per chunk of the compiled loops (the unit handed to a thread)."""
+
+
 def _compile(d: _Dims) -> dict:
     """The kernels of one ``_Dims`` (``d.parallel`` included), compiled on first use.
 
@@ -1220,36 +1231,39 @@ def _compile(d: _Dims) -> dict:
     @jit
     def step(actions, hands, collections, stats, seat_claim, seen, removed, penalty, info, steps, card_table, params,
              first_slot, deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty, deal_penalty_size,
-             to_act, observation, action_mask, rewards, done, loser, loss_reason, truncated):  # fmt: skip
+             to_act, observation, action_mask, rewards, done, loser, loss_reason, truncated, scratch):  # fmt: skip
         """Check every action (nothing changes if one is illegal: returns its game), apply, re-deal, emit."""
         games = actions.shape[0]
         for b in range(games):
             if not _nb_legal(d, hands, seen, info, card_table, b, actions[b]):
                 return b
-        for b in numba.prange(games):
-            _nb_apply_one(d, hands, collections, stats, seat_claim, seen, penalty, info, steps, card_table, params, loser, loss_reason, b, actions[b])
-            _nb_outcome(d, params, info, steps, loser, b, rewards, done, truncated)
-            if not done[b]:
-                _nb_emit_one(d, hands, collections, stats, seat_claim, seen, penalty, info, card_table, b, to_act, observation, action_mask)
+        for chunk in numba.prange(scratch.shape[0]):
+            for b in range(chunk * CHUNK, min(games, (chunk + 1) * CHUNK)):
+                _nb_apply_one(d, hands, collections, stats, seat_claim, seen, penalty, info, steps, card_table, params, loser, loss_reason, b, actions[b])
+                _nb_outcome(d, params, info, steps, loser, b, rewards, done, truncated)
+                if not done[b]:
+                    _nb_emit_one(d, hands, collections, stats, seat_claim, seen, penalty, info, card_table, b, to_act, observation, action_mask, scratch, chunk)
         slot = first_slot  # finished games take the queued deals in game order
         for b in range(games):
             if done[b]:
                 _nb_redeal(hands, collections, stats, seat_claim, seen, removed, penalty, info, steps, b,
                            slot, deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty, deal_penalty_size)  # fmt: skip
-                _nb_emit_one(d, hands, collections, stats, seat_claim, seen, penalty, info, card_table, b, to_act, observation, action_mask)
+                _nb_emit_called(d, hands, collections, stats, seat_claim, seen, penalty, info, card_table, b, to_act, observation, action_mask, scratch, 0)
                 slot += 1
         return -1
 
     @jit
     def deal(slot_of, hands, collections, stats, seat_claim, seen, removed, penalty, info, steps, card_table,
              deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty, deal_penalty_size,
-             to_act, observation, action_mask):  # fmt: skip
+             to_act, observation, action_mask, scratch):  # fmt: skip
         """Deal game ``b`` from the queued deal at ``slot_of[b]`` (where >= 0), then emit every game."""
-        for b in numba.prange(info.shape[0]):
-            if slot_of[b] >= 0:
-                _nb_redeal(hands, collections, stats, seat_claim, seen, removed, penalty, info, steps, b,
-                           slot_of[b], deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty, deal_penalty_size)  # fmt: skip
-            _nb_emit_one(d, hands, collections, stats, seat_claim, seen, penalty, info, card_table, b, to_act, observation, action_mask)
+        games = info.shape[0]
+        for chunk in numba.prange(scratch.shape[0]):
+            for b in range(chunk * CHUNK, min(games, (chunk + 1) * CHUNK)):
+                if slot_of[b] >= 0:
+                    _nb_redeal(hands, collections, stats, seat_claim, seen, removed, penalty, info, steps, b,
+                               slot_of[b], deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty, deal_penalty_size)  # fmt: skip
+                _nb_emit_called(d, hands, collections, stats, seat_claim, seen, penalty, info, card_table, b, to_act, observation, action_mask, scratch, chunk)
 
     @jit
     def write_states(hands, collections, stats, seat_claim, seen, removed, penalty, info, segments, params, position, out):
@@ -1286,7 +1300,7 @@ def _nb_below(bits, bound):
 
 if numba is not None:
     from llvmlite import ir
-    from numba.core import types
+    from numba.core import cgutils, types
     from numba.core.extending import intrinsic
 
     @intrinsic
@@ -1303,6 +1317,26 @@ if numba is not None:
             return None
         return types.uint64(types.uint64), lambda context, builder, signature, args: builder.cttz(args[0], ir.Constant(ir.IntType(1), 0))
 
+    @intrinsic
+    def _nb_nonzero_bits(typingctx, array, row, start):
+        """Bit ``j`` set where ``array[row, start + j] != 0``, for j < 64, from one 64-byte load.
+
+        ``array``: 2-D, C-contiguous, one byte per entry. The load reads 64 bytes from
+        ``array[row, start]`` on: the caller keeps them inside the array's buffer and
+        drops the bits past the row's end.
+        """
+        if not (isinstance(array, types.Array) and array.ndim == 2 and array.layout == "C" and array.dtype in (types.int8, types.uint8)):
+            return None
+
+        def codegen(context, builder, signature, args):
+            array_type = signature.args[0]
+            pointer = cgutils.get_item_pointer(context, builder, array_type, context.make_array(array_type)(context, builder, args[0]), args[1:], wraparound=False)
+            bytes64 = ir.VectorType(ir.IntType(8), 64)
+            loaded = builder.load(builder.bitcast(pointer, bytes64.as_pointer()), align=1)
+            return builder.bitcast(builder.icmp_unsigned("!=", loaded, ir.Constant(bytes64, None)), ir.IntType(64))
+
+        return types.uint64(array, types.intp, types.intp), codegen
+
 
 def _nb_random_legal(mask, seeds, words, out):
     """Row ``b``: a uniformly random legal entry (-1 if none), from the 64-bit seed ``seeds[b]``.
@@ -1312,8 +1346,8 @@ def _nb_random_legal(mask, seeds, words, out):
     into 64-bit words of legal bits (``words``: scratch, one per 64 entries). Either way
     the choice is uniform over the legal entries.
     """
-    width = mask.shape[1]
-    for b in range(mask.shape[0]):
+    rows, width = mask.shape
+    for b in range(rows):
         state = seeds[b]
         choice = -1
         for _ in range(2 if width > 0 else 0):
@@ -1326,9 +1360,15 @@ def _nb_random_legal(mask, seeds, words, out):
             count = 0
             for w in range(words.shape[0]):
                 base = w * 64
-                word = np.uint64(0)
-                for j in range(min(64, width - base)):
-                    word |= np.uint64(mask[b, base + j] != 0) << np.uint64(j)
+                left = width - base
+                if left >= 64 or b + 1 < rows:  # the 64 bytes from here stay inside the array
+                    word = _nb_nonzero_bits(mask, b, base)
+                    if left < 64:
+                        word &= (np.uint64(1) << np.uint64(left)) - np.uint64(1)
+                else:
+                    word = np.uint64(0)
+                    for j in range(left):
+                        word |= np.uint64(mask[b, base + j] != 0) << np.uint64(j)
                 words[w] = word
                 count += np.int64(_nb_popcount(word))
             if count > 0:
@@ -1359,6 +1399,8 @@ class _NumbaBackend:
             raise ValueError("backend='numba' needs numba; install it with pip install numba, or use backend='numpy'")
         self.rules, self.state = rules, state
         self.kernels = _kernels_for(rules.dims._replace(parallel=int(parallel)))
+        self.scratch = np.zeros((-(-state.info.shape[0] // CHUNK), rules.observation_size), np.float32)
+        """One observation row per chunk of games, written in cache before it is copied out."""
 
     def first_illegal(self, actions: np.ndarray) -> int:
         s = self.state
@@ -1369,14 +1411,14 @@ class _NumbaBackend:
         return self.kernels["step"](
             actions, s.hands, s.collections, s.stats, s.seat_claim, s.seen, s.removed, s.penalty, s.info, s.steps, r.card_table, r.params,
             queue.next, d.starter, d.hands, d.collections, d.removed, d.penalty, d.penalty_size,
-            out.to_act, out.observation, out.action_mask, out.rewards, out.done, out.loser, out.loss_reason, out.truncated,
+            out.to_act, out.observation, out.action_mask, out.rewards, out.done, out.loser, out.loss_reason, out.truncated, self.scratch,
         )  # fmt: skip
 
     def deal(self, out: BatchStep, queue: _DealQueue, slot_of: np.ndarray) -> None:
         s, r, d = self.state, self.rules, queue.deals
         self.kernels["deal"](
             slot_of, s.hands, s.collections, s.stats, s.seat_claim, s.seen, s.removed, s.penalty, s.info, s.steps, r.card_table,
-            d.starter, d.hands, d.collections, d.removed, d.penalty, d.penalty_size, out.to_act, out.observation, out.action_mask,
+            d.starter, d.hands, d.collections, d.removed, d.penalty, d.penalty_size, out.to_act, out.observation, out.action_mask, self.scratch,
         )  # fmt: skip
 
     def states(self, out: np.ndarray) -> np.ndarray:
@@ -1584,6 +1626,7 @@ def random_legal_actions(mask: np.ndarray, rng: np.random.Generator) -> np.ndarr
     mask = np.ascontiguousarray(mask)
     if numba is None:
         return np.argmax(mask * rng.random(mask.shape, dtype=np.float32), axis=1)
+    mask = mask.view(np.int8) if mask.dtype.itemsize == 1 else (mask != 0).view(np.int8)
     out = np.empty(len(mask), np.int64)
     _random_legal(mask, rng.bit_generator.random_raw(len(mask)), np.empty((mask.shape[1] + 63) // 64, np.uint64), out)
     return out
