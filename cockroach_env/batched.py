@@ -65,7 +65,8 @@ Two interchangeable backends play identically (the tests compare them):
 Fresh deals follow ``engine.random_deal``'s rules exactly (starter, one permutation of
 the deck used front to back: removed cards, penalty deck, opening cards, hands dealt
 round-robin from the starter, Royal leftovers); they are drawn ahead in blocks from the
-batch's ``numpy.random.Generator``, so the stream is not bit-identical to calling
+batch's ``numpy.random.Generator`` (``deal_orders``, then ``deals_from_orders``, or its
+compiled twin when numba is there), so the stream is not bit-identical to calling
 ``random_deal`` game by game.
 """
 
@@ -379,6 +380,17 @@ def deal_orders(config: GameConfig, rng: np.random.Generator, count: int) -> tup
     return starters, orders
 
 
+def _deck_positions(config: GameConfig, deck_size: int) -> tuple[int, int, int, int]:
+    """How ``engine.random_deal`` uses a shuffled deck, front to back: cards removed,
+    penalty deck, opening cards (round-robin from the starter), cards dealt to hands
+    (round-robin from the starter); the Royal leftovers after them go under the penalty deck."""
+    n = config.num_players
+    opening = config.opening_cards * n
+    rest = deck_size - config.discard - config.penalty_deck_size - opening
+    dealt = rest if config.edition == "classic" else (rest // n) * n + (1 if rest % n else 0)
+    return config.discard, config.penalty_deck_size, opening, dealt
+
+
 def deals_from_orders(config: GameConfig, starters: np.ndarray, orders: np.ndarray, penalty_capacity: int | None = None) -> _Deals:
     """Deal shuffled decks as ``engine.random_deal`` does (same positions, same seats)."""
     n, i = config.num_players, len(config.cards.identities)
@@ -390,17 +402,15 @@ def deals_from_orders(config: GameConfig, starters: np.ndarray, orders: np.ndarr
         flat = ((rows * n + seats) * i + cards).ravel()
         return np.bincount(flat, minlength=count * n * i).reshape(count, n, i).astype(np.int8)
 
-    position = config.discard
+    discard, penalty_size, opening, dealt = _deck_positions(config, size)
+    position = discard
     removed = np.bincount((rows * i + orders[:, :position]).ravel(), minlength=count * i).reshape(count, i).astype(np.int8)
-    penalty_size = config.penalty_deck_size
     penalty = orders[:, position : position + penalty_size]
     position += penalty_size
-    opening = config.opening_cards * n
     seats = (starters[:, None] + np.arange(opening)) % n
     collections = per_seat(orders[:, position : position + opening], seats)
     position += opening
     rest = orders[:, position:]
-    dealt = rest.shape[1] if config.edition == "classic" else (rest.shape[1] // n) * n + (1 if rest.shape[1] % n else 0)
     hands = per_seat(rest[:, :dealt], (starters[:, None] + np.arange(dealt)) % n)
     penalty = np.concatenate([penalty, rest[:, dealt:]], axis=1)
     capacity = penalty.shape[1] if penalty_capacity is None else penalty_capacity
@@ -409,6 +419,20 @@ def deals_from_orders(config: GameConfig, starters: np.ndarray, orders: np.ndarr
     return _Deals(
         starters.astype(np.int8), hands, collections, removed, padded, np.full(count, penalty.shape[1], np.int8)
     )
+
+
+def _random_deals(config: GameConfig, rules: "_Rules", rng: np.random.Generator, count: int) -> _Deals:
+    """``count`` random deals: ``deals_from_orders(deal_orders(...))``, dealt by compiled code when numba is there."""
+    starters, orders = deal_orders(config, rng, count)
+    if numba is None:
+        return deals_from_orders(config, starters, orders, rules.penalty_capacity)
+    n, i = rules.n, rules.i
+    block = _Deals(
+        np.zeros(count, np.int8), np.zeros((count, n, i), np.int8), np.zeros((count, n, i), np.int8),
+        np.zeros((count, i), np.int8), np.zeros((count, rules.penalty_capacity), np.int8), np.zeros(count, np.int8),
+    )  # fmt: skip
+    _deal_orders_compiled(starters, orders, *_deck_positions(config, orders.shape[1]), *(getattr(block, f.name) for f in fields(_Deals)))
+    return block
 
 
 def _deals_from_engine(config: GameConfig, rules: _Rules, deals: Sequence[Deal]) -> _Deals:
@@ -453,7 +477,7 @@ class _DealQueue:
 
     def __init__(self, config: GameConfig, rules: _Rules, rng: np.random.Generator, block_size: int):
         self.config, self.rules, self.rng, self.block_size = config, rules, rng, block_size
-        self.deals = deals_from_orders(config, *deal_orders(config, rng, 0), rules.penalty_capacity)
+        self.deals = _random_deals(config, rules, rng, 0)
         self.next = 0
 
     def push(self, block: _Deals) -> None:
@@ -465,7 +489,7 @@ class _DealQueue:
         missing = count - (len(self.deals) - self.next)
         if missing > 0:
             size = max(missing, self.block_size)
-            self.push(deals_from_orders(self.config, *deal_orders(self.config, self.rng, size), self.rules.penalty_capacity))
+            self.push(_random_deals(self.config, self.rules, self.rng, size))
 
     def take(self, count: int) -> np.ndarray:
         """Queue positions of the next ``count`` deals (``ensure`` first)."""
@@ -1113,6 +1137,40 @@ def _nb_emit_one(d, hands, collections, stats, seat_claim, seen, penalty, info, 
 # Called, not inlined, where it runs for few games (re-deals, reset): one compiled copy
 # serves every config (``d`` is then an argument), and the kernels compile faster.
 _nb_emit_called = numba.njit(cache=True, _nrt=False)(_nb_emit_one.py_func) if numba is not None else _nb_emit_one
+
+
+def _nb_deal_orders(starters, orders, discard, penalty_size, opening, dealt, starter, hands, collections, removed, penalty, sizes):
+    """``deals_from_orders`` as a loop, into zeroed arrays (``_Deals`` fields, in order); see ``_deck_positions``."""
+    n = hands.shape[1]
+    for k in range(orders.shape[0]):
+        first = starters[k]
+        starter[k] = first
+        for position in range(discard):
+            removed[k, orders[k, position]] += 1
+        position = discard
+        depth = 0
+        for _ in range(penalty_size):
+            penalty[k, depth] = orders[k, position]
+            depth += 1
+            position += 1
+        seat = first
+        for _ in range(opening):
+            collections[k, seat, orders[k, position]] += 1
+            position += 1
+            seat = seat + 1 if seat + 1 < n else 0
+        seat = first
+        for _ in range(dealt):
+            hands[k, seat, orders[k, position]] += 1
+            position += 1
+            seat = seat + 1 if seat + 1 < n else 0
+        while position < orders.shape[1]:  # Royal leftovers go under the penalty deck
+            penalty[k, depth] = orders[k, position]
+            depth += 1
+            position += 1
+        sizes[k] = depth
+
+
+_deal_orders_compiled = numba.njit(cache=True, _nrt=False)(_nb_deal_orders) if numba is not None else None
 
 
 @_jit

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from cockroach_env import raw_env
-from cockroach_env.batched import BatchedGames, BatchStep, deal_orders, deals_from_orders, random_legal_actions
+from cockroach_env.batched import BatchedGames, BatchStep, _random_deals, deal_orders, deals_from_orders, random_legal_actions
 from cockroach_env.config import GameConfig
 from cockroach_env.engine import LOSS_REASONS, Deal, explicit_deal, random_deal
 
@@ -267,6 +267,21 @@ def test_random_deals_follow_the_engine_rules(options):
         assert block.deal(k) == expected
         if config.starter is not None:
             assert expected.starter == config.starter
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"preset": p, "num_players": n} for p in ("classic", "even-deal", "creature-to-start", "royal") for n in range(2, 7)] + [{"num_players": 5, "starter": 3}, {"num_players": 6, "edition": "royal", "starter": 2}, {"preset": "classic", "num_players": 3, "discard": 5, "opening_cards": 1}],
+    ids=str,
+)
+def test_queued_random_deals_are_deals_from_orders(options):
+    """The queue deals its random blocks with compiled code when numba is installed: the same deals."""
+    config = GameConfig.from_options(**options)
+    rules = BatchedGames(config, 1, seed=0).rules
+    block = _random_deals(config, rules, np.random.default_rng(3), 300)
+    expected = deals_from_orders(config, *deal_orders(config, np.random.default_rng(3), 300), rules.penalty_capacity)
+    for field in fields(block):
+        assert np.array_equal(getattr(block, field.name), getattr(expected, field.name)), field.name
 
 
 def test_queued_deals_start_the_next_games_in_order():
