@@ -1,15 +1,27 @@
 """Batched engine speed: random legal play at several batch sizes, beside the single AEC env.
 
-    python benchmarks/bench_batched.py [--seconds 1] [--sizes 1 64 1024 8192] [--backends numba numpy] [--parallel]
+    python benchmarks/bench_batched.py [--seconds 1] [--sizes 1 64 1024 8192]
+        [--variants numba numba-threads numpy] [--rule-sets "classic 4p" "classic 6p" "royal 4p"]
 
 One step is one decision in one game: a call ``games.step(actions)`` on ``B`` games
-counts ``B`` steps. The timed loop is ``actions = random_legal_actions(step.action_mask,
-rng); step = games.step(actions)``: the vectorized random legal choice (compiled when
-numba is installed, else ``argmax(mask * noise)``; ``--sampler argmax`` forces the latter)
-is part of it, and so are the automatic re-deals of finished games. The AEC baseline is
-the wrapped PettingZoo env in its ``agent_iter`` / ``last`` / ``step`` loop with a random
-legal action from the mask, counting decisions only (not the dead steps after the end).
-Pgx and OpenSpiel are timed on their Leduc Hold'em when importable, for scale only.
+counts ``B`` steps. The timed loop is the public API as a training loop uses it::
+
+    actions = random_legal_actions(step.action_mask, rng)   # uniform over each game's legal actions
+    step = games.step(actions)                               # fresh output arrays, finished games re-dealt
+
+so the random legal choice (compiled when numba is installed, else ``argmax(mask *
+noise)``; ``--sampler argmax`` forces the latter) and the automatic re-deals are inside
+it; the ``sampler`` column is its share of the loop. Every rate is given twice: per
+second of wall time, and per second of CPU time of this process (``time.process_time``,
+all threads). The machine may be shared: wall rates drop under load, CPU-time rates
+much less, so the load average is printed before and after. ``numba-threads`` is
+``parallel=True`` on numba's threads (the workqueue layer unless NUMBA_THREADING_LAYER
+says otherwise; see ``BatchedGames``); it only pays where the cores are free.
+
+The AEC baseline is the wrapped PettingZoo env in its ``agent_iter`` / ``last`` /
+``step`` loop with a random legal action from the mask, counting decisions only (not
+the dead steps after the end), timed in the same run; ratios are wall to wall and CPU
+to CPU. Pgx and OpenSpiel are timed on their Leduc Hold'em when importable, for scale only.
 """
 
 from __future__ import annotations
@@ -18,28 +30,59 @@ import argparse
 import os
 import random
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
-from cockroach_env.batched import BatchedGames, numba, random_legal_actions
-from cockroach_env.config import GameConfig
+# Numba's OpenMP layer stalls at every call when other processes hold the cores (its
+# threads wait for descheduled ones); workqueue degrades to about the serial speed. Set
+# before numba starts its threads; NUMBA_THREADING_LAYER overrides it, the output says which.
+os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")
+
+from cockroach_env.batched import BatchedGames, numba, random_legal_actions  # noqa: E402
+from cockroach_env.config import GameConfig  # noqa: E402
 
 RULE_SETS = {
     "classic 4p": GameConfig(num_players=4),
     "classic 6p": GameConfig(num_players=6),
     "royal 4p": GameConfig(num_players=4, edition="royal"),
 }
+VARIANTS = {"numba": ("numba", False), "numba-threads": ("numba", True), "numpy": ("numpy", False)}
 
 
-def aec_rate(config: GameConfig, seconds: float, seed: int = 0) -> float:
+@dataclass
+class Rate:
+    """Steps per second of wall time and of process CPU time; the sampler's share of the wall time."""
+
+    wall: float
+    cpu: float
+    sampler: float = 0.0
+
+    @property
+    def cores(self) -> float:
+        return self.wall / self.cpu
+
+
+class Clock:
+    """Wall and process CPU time since ``start``."""
+
+    def __init__(self):
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def rate(self, steps: int, sampler: float = 0.0) -> Rate:
+        wall, cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
+        return Rate(steps / wall, steps / cpu, sampler / wall)
+
+
+def aec_rate(config: GameConfig, seconds: float, seed: int = 0) -> Rate:
     """Decisions per second of one AEC env playing random legal moves."""
     import cockroach_env
 
     env = cockroach_env.env(config=config)
     chooser = random.Random(seed)
     decisions, games = 0, 0
-    start = time.perf_counter()
-    while time.perf_counter() - start < seconds:
+    clock = Clock()
+    while time.perf_counter() - clock.wall < seconds:
         env.reset(seed=seed + games)
         games += 1
         for _agent in env.agent_iter():
@@ -50,26 +93,29 @@ def aec_rate(config: GameConfig, seconds: float, seed: int = 0) -> float:
             legal = observation["action_mask"].nonzero()[0]
             env.step(int(legal[chooser.randrange(len(legal))]))
             decisions += 1
-    return decisions / (time.perf_counter() - start)
+    return clock.rate(decisions)
 
 
 def argmax_sampler(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return np.argmax(mask * rng.random(mask.shape, dtype=np.float32), axis=1)
 
 
-def batched_rate(config: GameConfig, batch_size: int, backend: str, parallel: bool, seconds: float, sampler) -> tuple[float, int]:
+def batched_rate(config: GameConfig, batch_size: int, backend: str, parallel: bool, seconds: float, sampler) -> tuple[Rate, int]:
     """Decisions per second of ``batch_size`` games stepped together; and bytes per game."""
     games = BatchedGames(config, batch_size, seed=0, backend=backend, parallel=parallel)
     rng = np.random.default_rng(0)
     step = games.reset()
     for _ in range(3):  # compile (first use) and warm up
         step = games.step(sampler(step.action_mask, rng))
-    calls = 0
-    start = time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        step = games.step(sampler(step.action_mask, rng))
+    calls, sampling = 0, 0.0
+    clock = Clock()
+    while time.perf_counter() - clock.wall < seconds:
+        start = time.perf_counter()
+        actions = sampler(step.action_mask, rng)
+        sampling += time.perf_counter() - start
+        step = games.step(actions)
         calls += 1
-    return calls * batch_size / (time.perf_counter() - start), games.bytes_per_game
+    return clock.rate(calls * batch_size, sampling), games.bytes_per_game
 
 
 def openspiel_rate(seconds: float) -> float | None:
@@ -127,37 +173,44 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=1.0, help="wall time per measurement")
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 64, 1024, 8192], help="batch sizes B")
-    parser.add_argument("--backends", nargs="+", default=["numba", "numpy"] if numba is not None else ["numpy"], choices=["numba", "numpy"])
-    parser.add_argument("--parallel", action="store_true", help="also time numba's threaded kernels (numba.set_num_threads)")
+    default_variants = list(VARIANTS) if numba is not None else ["numpy"]
+    parser.add_argument("--variants", nargs="+", default=default_variants, choices=list(VARIANTS), help="backends; numba-threads is numba with parallel=True")
     parser.add_argument("--sampler", choices=["auto", "argmax"], default="auto", help="auto: random_legal_actions; argmax: numpy argmax(mask * noise)")
     parser.add_argument("--rule-sets", nargs="+", default=list(RULE_SETS), choices=list(RULE_SETS))
     args = parser.parse_args(argv)
+    if numba is None and any(VARIANTS[v][0] == "numba" for v in args.variants):
+        parser.error("the numba variants need numba (pip install numba)")
 
     sampler = random_legal_actions if args.sampler == "auto" else argmax_sampler
-    sampler_name = ("compiled k-th legal entry" if numba is not None else "numpy argmax(mask * noise)") if args.sampler == "auto" else "numpy argmax(mask * noise)"
-    variants = [(backend, False) for backend in args.backends]
-    if args.parallel and "numba" in args.backends:
-        variants.append(("numba", True))
-        threads = numba.get_num_threads()
-    print(f"steps/s = decisions/s over all games; random legal action selection ({sampler_name}) is inside the timed loop")
-    print(f"cpus={os.cpu_count()} load average={os.getloadavg()[0]:.2f} (other processes share these cores: expect noise)")
+    sampler_name = "compiled, rejection then rank" if numba is not None and args.sampler == "auto" else "numpy argmax(mask * noise)"
+    print("steps/s = decisions/s over all games, per second of wall time and per second of this process's CPU time;")
+    print(f"the timed loop is random_legal_actions ({sampler_name}) + games.step, re-deals included.")
+    threads = f"{numba.get_num_threads()} numba threads" if numba is not None else "no numba"
+    print(f"cpus={os.cpu_count()}, {threads}, load average {os.getloadavg()[0]:.2f} at start (other processes share these cores)")
     for name in args.rule_sets:
         config = RULE_SETS[name]
         aec = aec_rate(config, args.seconds)
-        print(f"\n{name}: single AEC env {aec:,.0f} steps/s")
-        header = f"{'B':>6}" + "".join(f"{(b + (f' x{threads}' if p else '')):>24}" for b, p in variants)
-        print(header)
-        rows = []
+        print(f"\n{name}: single AEC env {aec.wall:,.0f} steps/s wall, {aec.cpu:,.0f} per CPU-second")
+        print(f"{'B':>6} {'variant':>14} {'steps/s wall':>14} {'x AEC':>7} {'per CPU-s':>12} {'x AEC':>7} {'cores':>6} {'sampler':>8}")
+        per_game = 0
         for size in args.sizes:
-            cells, per_game = [], 0
-            for backend, parallel in variants:
+            for variant in args.variants:
+                backend, parallel = VARIANTS[variant]
                 rate, per_game = batched_rate(config, size, backend, parallel, args.seconds, sampler)
-                cells.append(f"{rate:>13,.0f} {rate / aec:>7.1f}x")
-                rows.append((size, backend, parallel, rate))
-            print(f"{size:>6}" + "".join(f"{cell:>24}" for cell in cells))
-        print(f"(ratio: to the single AEC env; {per_game} bytes of game state per game)")
+                print(
+                    f"{size:>6} {variant:>14} {rate.wall:>14,.0f} {rate.wall / aec.wall:>6.1f}x {rate.cpu:>12,.0f} {rate.cpu / aec.cpu:>6.1f}x"
+                    f" {rate.cores:>6.2f} {rate.sampler:>7.0%}"
+                )
+        print(f"({per_game} bytes of game state per game)")
+    layer = ""
+    if numba is not None and "numba-threads" in args.variants:
+        try:
+            layer = f"; numba threading layer {numba.threading_layer()}"
+        except ValueError:  # not started
+            pass
+    print(f"\nload average {os.getloadavg()[0]:.2f} at the end{layer}")
     spiel = openspiel_rate(args.seconds)
-    print("\nOpenSpiel leduc_poker (single state):", f"{spiel:,.0f} steps/s" if spiel else "not installed; skipped (pip install open_spiel)")
+    print("OpenSpiel leduc_poker (single state):", f"{spiel:,.0f} steps/s" if spiel else "not installed; skipped (pip install open_spiel)")
     for size in args.sizes:
         rate = pgx_rate(size, args.seconds)
         if rate is None:

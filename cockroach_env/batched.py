@@ -803,16 +803,16 @@ class _NumpyBackend:
     def states(self, out: np.ndarray) -> np.ndarray:
         return _write_states(self.rules, self.state, out)
 
-    def step(self, actions: np.ndarray, out: BatchStep, queue: _DealQueue) -> int:
-        """Check, apply, deal finished games from the queue in game order, emit; the first illegal game or -1."""
+    def step(self, actions: np.ndarray, out: BatchStep, queue: _DealQueue) -> tuple[int, int]:
+        """Check, apply, deal finished games from the queue in game order, emit; (first illegal game or -1, games dealt)."""
         bad = self.apply(actions, out)
         if bad >= 0:
-            return bad
+            return bad, 0
         games = np.flatnonzero(out.done)
         slot_of = np.full(len(actions), -1, np.int64)
         slot_of[games] = np.arange(queue.next, queue.next + games.size)
         self.deal(out, queue, slot_of)
-        return -1
+        return -1, games.size
 
     def deal(self, out: BatchStep, queue: _DealQueue, slot_of: np.ndarray) -> None:
         """Deal game ``b`` from the queued deal at ``slot_of[b]`` (where >= 0), then write to_act, masks and observations of every game."""
@@ -1269,6 +1269,8 @@ def _nb_write_view(hands, collections, stats, seat_claim, seen, removed, penalty
 
 CHUNK = 256
 """Games per chunk of the compiled loops (the unit handed to a thread)."""
+PARALLEL_MIN_GAMES = 4 * CHUNK
+"""Smaller batches run the serial kernels even with ``parallel=True``: starting threads costs more than they save."""
 
 
 def _compile(d: _Dims) -> dict:
@@ -1290,11 +1292,14 @@ def _compile(d: _Dims) -> dict:
     def step(actions, hands, collections, stats, seat_claim, seen, removed, penalty, info, steps, card_table, params,
              first_slot, deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty, deal_penalty_size,
              to_act, observation, action_mask, rewards, done, loser, loss_reason, truncated, scratch):  # fmt: skip
-        """Check every action (nothing changes if one is illegal: returns its game), apply, re-deal, emit."""
+        """Check every action, apply, re-deal, emit; returns the number of games dealt again.
+
+        If an action is illegal nothing changes and it returns ``-1 - game`` of the first such game.
+        """
         games = actions.shape[0]
         for b in range(games):
             if not _nb_legal(d, hands, seen, info, card_table, b, actions[b]):
-                return b
+                return -1 - b
         for chunk in numba.prange(scratch.shape[0]):
             for b in range(chunk * CHUNK, min(games, (chunk + 1) * CHUNK)):
                 _nb_apply_one(d, hands, collections, stats, seat_claim, seen, penalty, info, steps, card_table, params, loser, loss_reason, b, actions[b])
@@ -1308,7 +1313,7 @@ def _compile(d: _Dims) -> dict:
                            slot, deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty, deal_penalty_size)  # fmt: skip
                 _nb_emit_called(d, hands, collections, stats, seat_claim, seen, penalty, info, card_table, b, to_act, observation, action_mask, scratch, 0)
                 slot += 1
-        return -1
+        return slot - first_slot
 
     @jit
     def deal(slot_of, hands, collections, stats, seat_claim, seen, removed, penalty, info, steps, card_table,
@@ -1456,7 +1461,8 @@ class _NumbaBackend:
         if numba is None:
             raise ValueError("backend='numba' needs numba; install it with pip install numba, or use backend='numpy'")
         self.rules, self.state = rules, state
-        self.kernels = _kernels_for(rules.dims._replace(parallel=int(parallel)))
+        self.kernels = _kernels_for(rules.dims)
+        self.threaded = _kernels_for(rules.dims._replace(parallel=1)) if parallel and len(state.info) >= PARALLEL_MIN_GAMES else self.kernels
         self.scratch = np.zeros((-(-state.info.shape[0] // CHUNK), rules.observation_size), np.float32)
         """One observation row per chunk of games, written in cache before it is copied out."""
 
@@ -1464,17 +1470,18 @@ class _NumbaBackend:
         s = self.state
         return int(self.kernels["first_illegal"](actions, s.hands, s.seen, s.info, self.rules.card_table))
 
-    def step(self, actions: np.ndarray, out: BatchStep, queue: _DealQueue) -> int:
+    def step(self, actions: np.ndarray, out: BatchStep, queue: _DealQueue) -> tuple[int, int]:
         s, r, d = self.state, self.rules, queue.deals
-        return self.kernels["step"](
+        dealt = self.threaded["step"](
             actions, s.hands, s.collections, s.stats, s.seat_claim, s.seen, s.removed, s.penalty, s.info, s.steps, r.card_table, r.params,
             queue.next, d.starter, d.hands, d.collections, d.removed, d.penalty, d.penalty_size,
             out.to_act, out.observation, out.action_mask, out.rewards, out.done, out.loser, out.loss_reason, out.truncated, self.scratch,
         )  # fmt: skip
+        return (-1 - dealt, 0) if dealt < 0 else (-1, dealt)
 
     def deal(self, out: BatchStep, queue: _DealQueue, slot_of: np.ndarray) -> None:
         s, r, d = self.state, self.rules, queue.deals
-        self.kernels["deal"](
+        self.threaded["deal"](
             slot_of, s.hands, s.collections, s.stats, s.seat_claim, s.seen, s.removed, s.penalty, s.info, s.steps, r.card_table,
             d.starter, d.hands, d.collections, d.removed, d.penalty, d.penalty_size, out.to_act, out.observation, out.action_mask, self.scratch,
         )  # fmt: skip
@@ -1493,7 +1500,11 @@ class BatchedGames:
 
     ``backend``: ``"numba"`` (compiled; needs numba), ``"numpy"`` (vectorized numpy), or
     ``"auto"`` (numba when importable). ``parallel=True`` spreads the compiled kernels
-    over numba's threads (``numba.set_num_threads``); both play identically.
+    over numba's threads (``numba.set_num_threads``) for batches of at least
+    ``PARALLEL_MIN_GAMES``; both play identically. Threads only pay where cores are
+    free: on a machine busy with other processes, numba's OpenMP layer waits for its
+    descheduled threads at every call (many times slower); ``NUMBA_THREADING_LAYER=workqueue``
+    (or ``OMP_WAIT_POLICY=passive``) then degrades to about the serial speed.
     """
 
     def __init__(self, config: GameConfig, batch_size: int, seed: int | None = None, backend: str = "auto", parallel: bool = False):
@@ -1580,11 +1591,11 @@ class BatchedGames:
         # size, so drawing before the step (even one that is refused) leaves the stream of deals unchanged.
         self._queue.ensure(self.batch_size)
         out = self._new_step()
-        bad = self._backend.step(actions, out, self._queue)
+        bad, dealt = self._backend.step(actions, out, self._queue)
         if bad >= 0:
             raise ValueError(self._illegal_message(bad, int(actions[bad])))
-        games = np.flatnonzero(out.done)
-        self._remember_deals(games, self._queue.take(games.size))
+        games = np.flatnonzero(out.done) if dealt else _NO_GAMES
+        self._remember_deals(games, self._queue.take(dealt))
         return out
 
     def state(self) -> np.ndarray:
@@ -1663,6 +1674,9 @@ class BatchedGames:
 
     def __repr__(self) -> str:
         return f"BatchedGames({self.config.edition}, {self.rules.n}p, B={self.batch_size}, backend={self.backend}, {self.bytes_per_game} bytes/game)"
+
+
+_NO_GAMES = np.zeros(0, np.int64)
 
 
 def _clear_outcome(out: BatchStep) -> None:
