@@ -145,6 +145,11 @@ class Encoding:
         self.observation = Layout(self._observation_specs())
         self.offsets = {name: seg.start for name, seg in self.state.segments.items()}
         """Start index of every state segment (hot-path lookups)."""
+        self.tail_offsets = tuple(
+            self.offsets[name]
+            for name in ("phase", "to_act", "chain_claim", "chain_latest_passer", "chain_holder", "chain_seen", "chain_claims", "chain_card")
+        )
+        self.royal = config.edition == "royal"
         self.special_cards = tuple(c for c in range(self.num_cards) if cards.is_special[c])
         """Identities whose holder the ``special_holder`` segment tracks, in row order."""
 
@@ -189,6 +194,11 @@ class Encoding:
             offset, claim = divmod(action - self.pass_start, self.num_claims)
             return ("pass", offset + 1, claim)
         return ("place", action - self.place_start)
+
+    @cached_property
+    def decoded_actions(self) -> tuple[tuple, ...]:
+        """``decode_action`` of every index, precomputed (the env's step reads it)."""
+        return tuple(self.decode_action(a) for a in range(self.num_actions))
 
     # ------------------------------------------------------------- observation index
     @cached_property
@@ -254,23 +264,23 @@ def write_state(encoding: Encoding, game, out: np.ndarray) -> np.ndarray:
 
 def _write_tail(encoding: Encoding, game, out: np.ndarray, head: int) -> None:
     """Everything after the leading count segments: phase, seat to act, chain, Royal extras."""
-    at = encoding.offsets
+    phase_at, to_act_at, claim_at, passer_at, holder_at, seen_at, claims_at, card_at = encoding.tail_offsets
     out[head:] = 0.0
     if game.phase is not Phase.OVER:
-        out[at["phase"] + _PHASE_INDEX[game.phase]] = 1.0
-        out[at["to_act"] + game.current] = 1.0
+        out[phase_at + _PHASE_INDEX[game.phase]] = 1.0
+        out[to_act_at + game.current] = 1.0
     chain = game.chain
     if chain is not None:
         c = encoding.num_claims
-        out[at["chain_claim"] + chain.claim] = 1.0
-        out[at["chain_latest_passer"] + chain.latest_passer] = 1.0
-        out[at["chain_holder"] + chain.holder] = 1.0
+        out[claim_at + chain.claim] = 1.0
+        out[passer_at + chain.latest_passer] = 1.0
+        out[holder_at + chain.holder] = 1.0
         for s in chain.seen:
-            out[at["chain_seen"] + s] = 1.0
+            out[seen_at + s] = 1.0
         for s, claim in chain.claims:
-            out[at["chain_claims"] + s * c + claim] = 1.0
-        out[at["chain_card"] + chain.card] = 1.0
-    if encoding.config.edition == "royal":
+            out[claims_at + s * c + claim] = 1.0
+        out[card_at + chain.card] = 1.0
+    if encoding.royal:
         _write_royal(encoding, game, out)
 
 
@@ -287,7 +297,7 @@ class StateWriter:
         self._rows: list[list[int]] | None = None
         n, i, k = encoding.num_players, encoding.num_cards, len(STAT_NAMES)
         at = encoding.offsets
-        self._starts = [s * i for s in range(2 * n)] + [at["history"] + s * k for s in range(n)] + [at["removed"]]
+        self._starts = [s * i for s in range(2 * n)] + [at["history"] + s * k for s in range(n)]
         self._sizes_at = at["hand_sizes"]
         self._head = at["removed"] + i
 
@@ -297,21 +307,22 @@ class StateWriter:
 
     def write(self, game) -> np.ndarray:
         out = self.out
-        rows = [*game.hands, *game.collections, *game.stats, game.removed]
-        sizes = list(map(sum, game.hands))
         previous = self._rows
-        if previous is None:
+        if previous is None:  # a new game: full write (the removed cards are fixed from here on)
             write_state(self.encoding, game, out)
-            self._rows = [list(row) for row in rows] + [sizes]
+            self._rows = [list(row) for row in (*game.hands, *game.collections, *game.stats)]
             return out
-        for k, row in enumerate(rows):
-            if row != previous[k]:
-                start = self._starts[k]
-                out[start : start + len(row)] = row
-                previous[k] = list(row)
-        if sizes != previous[-1]:
-            out[self._sizes_at : self._sizes_at + len(sizes)] = sizes
-            previous[-1] = sizes
+        n = self.encoding.num_players
+        for first, group in ((0, game.hands), (n, game.collections), (2 * n, game.stats)):
+            if group == previous[first : first + n]:  # one C-level comparison in the common case
+                continue
+            for k, row in enumerate(group, first):
+                if row != previous[k]:
+                    start = self._starts[k]
+                    out[start : start + len(row)] = row
+                    previous[k] = list(row)
+            if first == 0:
+                out[self._sizes_at : self._sizes_at + n] = list(map(sum, group))
         _write_tail(self.encoding, game, out, self._head)
         return out
 

@@ -106,6 +106,21 @@ class IllegalActionError(ValueError):
         super().__init__(f"{agent} chose illegal action {action!r}{decoded}: {reason}")
 
 
+def _apply(game: Game, decoded: tuple) -> None:
+    """Play a decoded action (``Encoding.decode_action``) on the engine, for the seat to act."""
+    kind, seat, n = decoded[0], game.current, game.num_players
+    if kind == "offer":
+        game.offer(decoded[1], (seat + decoded[2]) % n, decoded[3])
+    elif kind == "call":
+        game.call(decoded[1])
+    elif kind == "peek":
+        game.peek()
+    elif kind == "pass":
+        game.pass_card((seat + decoded[1]) % n, decoded[2])
+    else:
+        game.place(decoded[1])
+
+
 def env(render_mode: str | None = None, **options: Any) -> AECEnv:
     """The wrapped environment: ``raw_env`` plus PettingZoo's order enforcement.
 
@@ -174,6 +189,7 @@ class raw_env(AECEnv):
         if illegal_action not in ILLEGAL_ACTION_MODES:
             raise ValueError(f"illegal_action={illegal_action!r} is not allowed; expected one of {list(ILLEGAL_ACTION_MODES)}")
         self.config = config
+        self._max_steps = config.max_steps
         self.render_mode = render_mode
         self.illegal_action = illegal_action
         self.encoding = enc = encoding_for(config)
@@ -190,9 +206,13 @@ class raw_env(AECEnv):
         self._action_space = gymnasium.spaces.Discrete(enc.num_actions)
         self.state_space = gymnasium.spaces.Box(0.0, self._state_high(), (enc.state.size,), np.float32)
         self._writer = StateWriter(enc)
+        self._observation_indices = [[enc.observation_index(s, seen) for seen in (False, True)] for s in range(config.num_players)]
         self._masks: dict[tuple, np.ndarray] = {}
         """Legal masks by the phase and the few facts they depend on (built once, then shared read-only)."""
+        self._legal_bytes: dict[int, bytes] = {}
+        """The same masks as bytes, for a fast legality check of one action."""
         self._zero_mask = np.zeros(enc.num_actions, np.int8)
+        self._zero_mask.flags.writeable = False
         self._rng = np.random.default_rng()
         self.game: Game | None = None
 
@@ -291,39 +311,14 @@ class raw_env(AECEnv):
             raise IllegalActionError(agent, action, None, f"expected an integer action in [0, {enc.num_actions})")
         if not 0 <= index < enc.num_actions:
             raise IllegalActionError(agent, action, None, f"out of range; expected an integer in [0, {enc.num_actions})")
-        if not self._mask[index]:
-            move = self.decode(index)
-            raise IllegalActionError(agent, index, move, self._why_illegal(index))
-        game, seat = self.game, self.game.current
-        decoded = enc.decode_action(index)
-        kind = decoded[0]
-        if kind == "offer":
-            game.offer(decoded[1], (seat + decoded[2]) % game.num_players, decoded[3])
-        elif kind == "call":
-            game.call(decoded[1])
-        elif kind == "peek":
-            game.peek()
-        elif kind == "pass":
-            game.pass_card((seat + decoded[1]) % game.num_players, decoded[2])
-        else:
-            game.place(decoded[1])
+        if not self._legal[index]:
+            raise IllegalActionError(agent, index, self.decode(index), self._why_illegal(index))
+        _apply(self.game, self.encoding.decoded_actions[index])
 
     def _why_illegal(self, index: int) -> str:
         """Ask the engine on a copy why the move is refused (illegal moves are rare; clarity wins)."""
-        decoded = self.encoding.decode_action(index)
-        probe = self.game.copy()
-        seat = probe.current
         try:
-            if decoded[0] == "offer":
-                probe.offer(decoded[1], (seat + decoded[2]) % probe.num_players, decoded[3])
-            elif decoded[0] == "call":
-                probe.call(decoded[1])
-            elif decoded[0] == "peek":
-                probe.peek()
-            elif decoded[0] == "pass":
-                probe.pass_card((seat + decoded[1]) % probe.num_players, decoded[2])
-            else:
-                probe.place(decoded[1])
+            _apply(self.game.copy(), self.encoding.decoded_actions[index])
         except IllegalMove as refusal:
             return str(refusal)
         return "the action mask does not allow it"
@@ -336,13 +331,12 @@ class raw_env(AECEnv):
             self.rewards[a] = -1.0 if a == agent else 0.0
             self.infos[a] = {"illegal_move": True, "offender": agent, "reason": str(error)}
         self._accumulate_rewards()
-        self._mask = self._zero_mask
+        self._set_mask(self._zero_mask)
 
     def _after_move(self) -> None:
         """Refresh the cached mask, select the next agent, and settle the end of the game."""
         game = self.game
         self._state_step = -1
-        self._clear_rewards()
         if game.over:
             loser = self.possible_agents[game.loser]
             win = 1.0 / (game.num_players - 1)
@@ -351,16 +345,22 @@ class raw_env(AECEnv):
                 self.terminations[a] = True
                 self.infos[a] = {"loser": loser, "loss_reason": game.loss_reason}
             self._accumulate_rewards()
-            self._mask = self._zero_mask
+            self._set_mask(self._zero_mask)
             self.agent_selection = self.possible_agents[game.current]
             return
-        self._mask = self._legal_mask()
+        # Rewards stay zero until the game ends (or an illegal action is penalized), so
+        # there is nothing to clear on an ordinary move.
+        self._set_mask(self._legal_mask())
         self.agent_selection = self.possible_agents[game.current]
-        if self.config.max_steps is not None and game.steps >= self.config.max_steps:
+        if self._max_steps is not None and game.steps >= self._max_steps:
             for a in self.agents:
                 self.truncations[a] = True
                 self.infos[a] = {"truncated_at_step": game.steps}
-            self._mask = self._zero_mask
+            self._set_mask(self._zero_mask)
+
+    def _set_mask(self, mask: np.ndarray) -> None:
+        self._mask = mask
+        self._legal = self._legal_bytes.get(id(mask)) or mask.tobytes()
 
     def _legal_mask(self) -> np.ndarray:
         """The mask of the agent to act, from a cache keyed by what it depends on."""
@@ -378,6 +378,7 @@ class raw_env(AECEnv):
         mask = self._masks.get(key)
         if mask is None:
             mask = self._masks[key] = self._build_mask(key)
+            self._legal_bytes[id(mask)] = mask.tobytes()
         return mask
 
     def _build_mask(self, key: tuple) -> np.ndarray:
@@ -403,8 +404,8 @@ class raw_env(AECEnv):
         seat = self._seat[agent]
         state = self._full_state()
         chain = self.game.chain
-        index = self.encoding.observation_index(seat, chain is not None and seat in chain.seen)
-        mask = self._mask.copy() if seat == self.game.current and not self.game.over else self._zero_mask.copy()
+        index = self._observation_indices[seat][chain is not None and seat in chain.seen]
+        mask = (self._mask if seat == self.game.current else self._zero_mask).copy()
         return {"observation": state[index], "action_mask": mask}
 
     def _full_state(self) -> np.ndarray:
