@@ -335,6 +335,10 @@ class _Rules:
             if (tuple(seg.shape), seg.seat_axis, seg.visibility) != expected:
                 raise ValueError(f"observation segment {seg.name!r} is {(seg.shape, seg.seat_axis, seg.visibility)}; the batched engine writes it as (shape, seat axis, visibility) {expected}")
             starts[seg.name] = seg.start
+        counts = {"own_hand": 0, "collections": self.i, "hand_sizes": self.i + self.n * self.i, "history": self.i + self.n * self.i + self.n}
+        end = counts["history"] + self.n * self.k
+        if any(starts[name] != at for name, at in counts.items()) or any(0 <= at < end for name, at in starts.items() if name not in counts):
+            raise ValueError(f"the observation layout does not lead with {list(counts)} at {list(counts.values())}; the batched engine writes them first, eight entries at a time")
         return starts
 
 
@@ -499,14 +503,20 @@ class _DealQueue:
 
 
 # ---------------------------------------------------------------------------- state
+def _padded(shape: tuple[int, ...], dtype) -> np.ndarray:
+    """Zeros of ``shape`` with 8 spare bytes after them: compiled code reads rows 8 entries at a time."""
+    size = int(np.prod(shape))
+    return np.zeros(size + 8, dtype)[:size].reshape(shape)
+
+
 class _State:
-    """The arrays of ``B`` games (small integer dtypes)."""
+    """The arrays of ``B`` games (small integer dtypes; the count arrays ``_padded``)."""
 
     def __init__(self, rules: _Rules, batch_size: int):
         b, n, i = batch_size, rules.n, rules.i
-        self.hands = np.zeros((b, n, i), np.int8)
-        self.collections = np.zeros((b, n, i), np.int8)
-        self.stats = np.zeros((b, n, rules.k), np.uint8)
+        self.hands = _padded((b, n, i), np.int8)
+        self.collections = _padded((b, n, i), np.int8)
+        self.stats = _padded((b, n, rules.k), np.uint8)
         self.seat_claim = np.full((b, n), -1, np.int8)
         """The claim each seat made in the current round (a seat claims at most once per round)."""
         self.seen = np.zeros((b, n), np.bool_)
@@ -860,6 +870,74 @@ def _jit(function):
     return numba.njit(cache=True, inline="always")(function) if numba is not None else function
 
 
+if numba is not None:
+    from llvmlite import ir
+    from numba.core import cgutils, types
+    from numba.core.extending import intrinsic
+
+    @intrinsic
+    def _nb_popcount(typingctx, word):
+        """The number of set bits of a uint64 (one instruction)."""
+        if word != types.uint64:
+            return None
+        return types.uint64(types.uint64), lambda context, builder, signature, args: builder.ctpop(args[0])
+
+    @intrinsic
+    def _nb_lowest_bit(typingctx, word):
+        """The position of the lowest set bit of a nonzero uint64 (one instruction)."""
+        if word != types.uint64:
+            return None
+        return types.uint64(types.uint64), lambda context, builder, signature, args: builder.cttz(args[0], ir.Constant(ir.IntType(1), 0))
+
+    @intrinsic
+    def _nb_nonzero_bits(typingctx, array, row, start):
+        """Bit ``j`` set where ``array[row, start + j] != 0``, for j < 64, from one 64-byte load.
+
+        ``array``: 2-D, C-contiguous, one byte per entry. The load reads 64 bytes from
+        ``array[row, start]`` on: the caller keeps them inside the array's buffer and
+        drops the bits past the row's end.
+        """
+        if not (isinstance(array, types.Array) and array.ndim == 2 and array.layout == "C" and array.dtype in (types.int8, types.uint8)):
+            return None
+
+        def codegen(context, builder, signature, args):
+            array_type = signature.args[0]
+            pointer = cgutils.get_item_pointer(context, builder, array_type, context.make_array(array_type)(context, builder, args[0]), args[1:], wraparound=False)
+            bytes64 = ir.VectorType(ir.IntType(8), 64)
+            loaded = builder.load(builder.bitcast(pointer, bytes64.as_pointer()), align=1)
+            return builder.bitcast(builder.icmp_unsigned("!=", loaded, ir.Constant(bytes64, None)), ir.IntType(64))
+
+        return types.uint64(array, types.intp, types.intp), codegen
+
+
+    @intrinsic
+    def _nb_widen8(typingctx, source, game, seat, column, out, row, at):
+        """``out[row, at:at + 8] = source[game, seat, column:column + 8]``, as float32, in one load and one store.
+
+        Eight entries even past the end of ``source``'s row or ``out``'s segment: the
+        caller keeps them inside the buffers (``_padded``, a scratch row with room to
+        spare) and overwrites what spills into the next segment.
+        """
+        if not (isinstance(source, types.Array) and source.ndim == 3 and source.dtype in (types.int8, types.uint8)):
+            return None
+        if not (isinstance(out, types.Array) and out.ndim == 2 and out.dtype == types.float32):
+            return None
+
+        def codegen(context, builder, signature, args):
+            source_type, out_type = signature.args[0], signature.args[4]
+            source_array = context.make_array(source_type)(context, builder, args[0])
+            out_array = context.make_array(out_type)(context, builder, args[4])
+            source_at = cgutils.get_item_pointer(context, builder, source_type, source_array, args[1:4], wraparound=False)
+            out_at = cgutils.get_item_pointer(context, builder, out_type, out_array, args[5:7], wraparound=False)
+            counts = builder.load(builder.bitcast(source_at, ir.VectorType(ir.IntType(8), 8).as_pointer()), align=1)
+            floats = ir.VectorType(ir.FloatType(), 8)
+            widened = builder.sitofp(counts, floats) if source_type.dtype.signed else builder.uitofp(counts, floats)
+            builder.store(widened, builder.bitcast(out_at, floats.as_pointer()), align=4)
+            return context.get_dummy_value()
+
+        return types.none(source, types.intp, types.intp, types.intp, out, types.intp, types.intp), codegen
+
+
 @_jit
 def _nb_hand_size(d, hands, b, p):
     total = 0
@@ -1077,27 +1155,32 @@ def _nb_write_mask(d, hands, seen, info, card_table, b, mask):
 
 @_jit
 def _nb_write_observation(d, hands, collections, stats, seat_claim, seen, penalty, info, b, out, row):
-    """Row ``b`` of ``out``: the observation of the seat to act (``viewer``), seats counted from it.
+    """Row ``row`` of ``out``: game ``b``'s observation by the seat to act (``viewer``), seats counted from it.
 
-    The one-hot entries of a segment are written unconditionally (the value is the
-    condition, the position clamped into the segment): nothing else writes there, and
-    branch-free code is about twice as fast on random game states.
+    The count segments lead the layout (checked in ``_Rules``): they are widened eight
+    entries at a time in layout order, so that what spills past a segment is written
+    over next, and everything after them is zeroed. The one-hot entries are written
+    unconditionally (the value is the condition, the position clamped into the segment):
+    nothing else writes there, and branch-free code is about twice as fast on random states.
     """
     n, i, c, k = d.n, d.i, d.c, d.k
     viewer = np.intp(np.uint8(info[b, CURRENT]))  # unsigned: LLVM then drops the negative-index checks
-    for entry in range(d.observation_size):
+    for column in range(0, i, 8):
+        _nb_widen8(hands, b, viewer, column, out, row, d.own_hand + column)
+    for rel in range(n):
+        for column in range(0, i, 8):
+            _nb_widen8(collections, b, (viewer + rel) % n, column, out, row, d.collections + rel * i + column)
+    for rel in range(n):
+        for column in range(0, k, 8):
+            _nb_widen8(stats, b, (viewer + rel) % n, column, out, row, d.history + rel * k + column)
+    for entry in range(d.history + n * k, d.observation_size):
         out[row, entry] = 0.0
-    for card in range(i):
-        out[row, d.own_hand + card] = hands[b, viewer, card]
     for rel in range(n):
         seat = (viewer + rel) % n
         size = 0
         for card in range(i):
             size += hands[b, seat, card]
-            out[row, d.collections + rel * i + card] = collections[b, seat, card]
         out[row, d.hand_sizes + rel] = size
-        for stat in range(k):
-            out[row, d.history + rel * k + stat] = stats[b, seat, stat]
         out[row, d.chain_seen + rel] = seen[b, seat]
         claim = seat_claim[b, seat]
         out[row, d.chain_claims + rel * c + max(claim, 0)] = claim >= 0
@@ -1361,46 +1444,6 @@ def _nb_below(bits, bound):
     return np.int64(((bits >> np.uint64(32)) * np.uint64(bound)) >> np.uint64(32))
 
 
-if numba is not None:
-    from llvmlite import ir
-    from numba.core import cgutils, types
-    from numba.core.extending import intrinsic
-
-    @intrinsic
-    def _nb_popcount(typingctx, word):
-        """The number of set bits of a uint64 (one instruction)."""
-        if word != types.uint64:
-            return None
-        return types.uint64(types.uint64), lambda context, builder, signature, args: builder.ctpop(args[0])
-
-    @intrinsic
-    def _nb_lowest_bit(typingctx, word):
-        """The position of the lowest set bit of a nonzero uint64 (one instruction)."""
-        if word != types.uint64:
-            return None
-        return types.uint64(types.uint64), lambda context, builder, signature, args: builder.cttz(args[0], ir.Constant(ir.IntType(1), 0))
-
-    @intrinsic
-    def _nb_nonzero_bits(typingctx, array, row, start):
-        """Bit ``j`` set where ``array[row, start + j] != 0``, for j < 64, from one 64-byte load.
-
-        ``array``: 2-D, C-contiguous, one byte per entry. The load reads 64 bytes from
-        ``array[row, start]`` on: the caller keeps them inside the array's buffer and
-        drops the bits past the row's end.
-        """
-        if not (isinstance(array, types.Array) and array.ndim == 2 and array.layout == "C" and array.dtype in (types.int8, types.uint8)):
-            return None
-
-        def codegen(context, builder, signature, args):
-            array_type = signature.args[0]
-            pointer = cgutils.get_item_pointer(context, builder, array_type, context.make_array(array_type)(context, builder, args[0]), args[1:], wraparound=False)
-            bytes64 = ir.VectorType(ir.IntType(8), 64)
-            loaded = builder.load(builder.bitcast(pointer, bytes64.as_pointer()), align=1)
-            return builder.bitcast(builder.icmp_unsigned("!=", loaded, ir.Constant(bytes64, None)), ir.IntType(64))
-
-        return types.uint64(array, types.intp, types.intp), codegen
-
-
 def _nb_random_legal(mask, seeds, words, out):
     """Row ``b``: a uniformly random legal entry (-1 if none), from the 64-bit seed ``seeds[b]``.
 
@@ -1463,8 +1506,8 @@ class _NumbaBackend:
         self.rules, self.state = rules, state
         self.kernels = _kernels_for(rules.dims)
         self.threaded = _kernels_for(rules.dims._replace(parallel=1)) if parallel and len(state.info) >= PARALLEL_MIN_GAMES else self.kernels
-        self.scratch = np.zeros((-(-state.info.shape[0] // CHUNK), rules.observation_size), np.float32)
-        """One observation row per chunk of games, written in cache before it is copied out."""
+        self.scratch = np.zeros((-(-state.info.shape[0] // CHUNK), rules.observation_size + 8), np.float32)
+        """One observation row per chunk of games (and room for ``_nb_widen8`` to spill), written in cache before it is copied out."""
 
     def first_illegal(self, actions: np.ndarray) -> int:
         s = self.state
