@@ -260,7 +260,7 @@ def build_model(checkpoint: Checkpoint, device: str = "cpu"):
 def load_agent(path_or_name: str | os.PathLike, seed: int | None = None, config: GameConfig | None = None, greedy: bool = False, device: str = "cpu"):
     """An agent of the ``baselines`` protocol playing a checkpoint.
 
-    ``path_or_name`` is a checkpoint path (``runs/ppo_4p/agent``, with or without
+    ``path_or_name`` is a checkpoint path (``runs/ppo_4p/final``, with or without
     ``.json``) or a shipped name (``classic-4p``, ``classic-2p``, ...). ``config``, if
     given, must be the rule set the checkpoint was trained for.
     """
