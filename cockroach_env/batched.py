@@ -1085,10 +1085,9 @@ def _nb_apply_one(d, hands, collections, stats, seat_claim, seen, penalty, info,
     card, claim, holder = info[b, CARD], info[b, CLAIM], info[b, HOLDER]
     right = believe == (card_table[card, TRUTH + claim] != 0)
     taker = info[b, PASSER] if right else holder
-    for seat in range(n):
-        made = seat_claim[b, seat]
-        if made >= 0:
-            stats[b, seat, TRUTHFUL_CLAIMS if card_table[card, TRUTH + made] else FALSE_CLAIMS] += 1
+    for seat in range(n):  # branch-free: whether a seat claimed is a coin flip for the branch predictor
+        made = seat_claim[b, seat]  # -1 (no claim) reads a column left of the truth table: counted as nothing
+        stats[b, seat, TRUTHFUL_CLAIMS if card_table[card, TRUTH + made] else FALSE_CLAIMS] += made >= 0
         seat_claim[b, seat] = -1
         seen[b, seat] = False
     stats[b, holder, RIGHT_CALLS if right else WRONG_CALLS] += 1

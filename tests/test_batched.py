@@ -234,6 +234,26 @@ def test_backends_agree_step_by_step(config):
         steps = [games.step(actions) for games in runs]
 
 
+@pytest.mark.parametrize("config", [GameConfig(num_players=4), GameConfig(num_players=3, edition="royal")], ids=config_id)
+def test_threaded_kernels_play_like_the_serial_ones(config):
+    """``parallel=True`` spreads chunks of games over numba's threads: the very same steps."""
+    if "numba" not in BACKENDS:
+        pytest.skip("numba is not installed")
+    from cockroach_env.batched import PARALLEL_MIN_GAMES
+
+    size = PARALLEL_MIN_GAMES + 77  # threaded, with a partial last chunk
+    runs = [BatchedGames(config, size, seed=5, parallel=parallel) for parallel in (False, True)]
+    steps = [games.reset() for games in runs]
+    rng = np.random.default_rng(1)
+    for _ in range(60):
+        for field in fields(BatchStep):
+            assert np.array_equal(getattr(steps[0], field.name), getattr(steps[1], field.name)), field.name
+        actions = random_legal_actions(steps[0].action_mask, rng)
+        steps = [games.step(actions) for games in runs]
+    assert np.array_equal(runs[0].state(), runs[1].state())
+    assert runs[0].last_deals == runs[1].last_deals
+
+
 class StubRng:
     """Hands ``engine.random_deal`` a chosen starter and permutation."""
 
