@@ -170,15 +170,10 @@ OBSERVATION_SEGMENTS = {
 }
 """The observation segments the compiled kernels write: shape, seat axis (rotated so the viewer is seat 0), visibility."""
 
-# Integer parameters handed to the compiled kernels, by position.
-PARAM_NAMES = (
-    "n", "i", "c", "k", "loss_count", "rainbow", "animal_groups", "max_steps",
-    "offer_size", "respond_start", "pass_start", "place_start", "num_actions", "observation_size", "state_size",
-)  # fmt: skip
-(
-    P_N, P_I, P_C, P_K, P_LOSS_COUNT, P_RAINBOW, P_ANIMAL_GROUPS, P_MAX_STEPS,
-    P_OFFER_SIZE, P_RESPOND_START, P_PASS_START, P_PLACE_START, P_NUM_ACTIONS, P_OBSERVATION_SIZE, P_STATE_SIZE,
-) = range(len(PARAM_NAMES))  # fmt: skip
+# Rule numbers handed to the compiled kernels at run time, by position (the sizes also for
+# ``state()``, whose kernel is shared by every config; the other kernels have them in ``_Dims``).
+PARAM_NAMES = ("n", "i", "c", "k", "loss_count", "rainbow", "animal_groups", "max_steps")
+P_N, P_I, P_C, P_K, P_LOSS_COUNT, P_RAINBOW, P_ANIMAL_GROUPS, P_MAX_STEPS = range(len(PARAM_NAMES))
 (
     S_HANDS, S_COLLECTIONS, S_HAND_SIZES, S_HISTORY, S_PHASE, S_TO_ACT, S_CHAIN_CLAIM, S_CHAIN_LATEST_PASSER,
     S_CHAIN_HOLDER, S_CHAIN_SEEN, S_CHAIN_CLAIMS, S_CHAIN_CARD, S_REMOVED, S_PENALTY_TOP, S_PENALTY_SIZE,
@@ -298,9 +293,7 @@ class _Rules:
         self.card_table[:, TRUTH + c :] = self.fits
         values = dict(
             n=n, i=i, c=c, k=self.k, loss_count=self.loss_count, rainbow=int(self.rainbow), animal_groups=self.animal_groups,
-            max_steps=self.max_steps, offer_size=self.offer_size, respond_start=self.respond_start, pass_start=self.pass_start,
-            place_start=self.place_start, num_actions=self.num_actions, observation_size=self.observation_size,
-            state_size=self.state_size,
+            max_steps=self.max_steps,
         )  # fmt: skip
         self.params = np.array([values[name] for name in PARAM_NAMES], np.int64)
         starts = self._observation_starts(encoding)
@@ -863,9 +856,11 @@ class _NumpyBackend:
 # offsets): a constant of every compiled kernel, so the fixed-size loops unroll and the
 # divisions by N and C become multiplications. The rule numbers (``P_*`` positions in
 # ``params``) and the card table (``_Rules.card_table``) are runtime arguments.
-# Per-game code indexes the batch arrays as ``array[b, ...]`` and takes no row views
-# (``array[b]``) and no short-circuit ``and``/``or`` on array reads: inlined, either
-# can cost two reference-count calls per game, which is more than the game step.
+# The kernels allocate nothing and are compiled without numba's reference counting
+# (``_nrt=False``): with it, the arrays handed through the inlined helpers cost a few
+# atomic reference-count calls per game, more than the game step itself. Where the
+# outcome of a branch is a coin flip (whether a seat claimed, the phase of a random
+# game), the code computes both sides instead: mispredicted branches cost more.
 def _jit(function):
     return numba.njit(cache=True, inline="always")(function) if numba is not None else function
 
@@ -908,7 +903,6 @@ if numba is not None:
             return builder.bitcast(builder.icmp_unsigned("!=", loaded, ir.Constant(bytes64, None)), ir.IntType(64))
 
         return types.uint64(array, types.intp, types.intp), codegen
-
 
     @intrinsic
     def _nb_widen8(typingctx, source, game, seat, column, out, row, at):
@@ -1410,13 +1404,16 @@ def _compile(d: _Dims) -> dict:
                                slot_of[b], deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty, deal_penalty_size)  # fmt: skip
                 _nb_emit_called(d, hands, collections, stats, seat_claim, seen, penalty, info, card_table, b, to_act, observation, action_mask, scratch, chunk)
 
-    @jit
-    def write_states(hands, collections, stats, seat_claim, seen, removed, penalty, info, segments, params, position, out):
-        for b in numba.prange(info.shape[0]):
-            _nb_write_view(hands, collections, stats, seat_claim, seen, removed, penalty, info, segments, params, b, position, out[b])
+    return {"first_illegal": first_illegal, "step": step, "deal": deal}
 
-    return {"first_illegal": first_illegal, "step": step, "deal": deal, "write_states": write_states}
 
+def _nb_write_states(hands, collections, stats, seat_claim, seen, removed, penalty, info, segments, params, position, out):
+    for b in range(info.shape[0]):
+        _nb_write_view(hands, collections, stats, seat_claim, seen, removed, penalty, info, segments, params, b, position, out[b])
+
+
+_write_states_compiled = numba.njit(cache=True, _nrt=False)(_nb_write_states) if numba is not None else None
+"""``state()``: not a hot path, one serial kernel for every config."""
 
 _compiled: dict[_Dims, dict] = {}
 
@@ -1530,7 +1527,7 @@ class _NumbaBackend:
 
     def states(self, out: np.ndarray) -> np.ndarray:
         s, r = self.state, self.rules
-        self.kernels["write_states"](
+        _write_states_compiled(
             s.hands, s.collections, s.stats, s.seat_claim, s.seen, s.removed, s.penalty, s.info, r.segments, r.params, r.state_position, out
         )
         return out
