@@ -294,10 +294,16 @@ class StateWriter:
     def __init__(self, encoding: Encoding):
         self.encoding = encoding
         self.out = np.zeros(encoding.state.size + 1, np.float32)
-        self._rows: list[list[int]] | None = None
+        self._rows: list[list[list[int]]] | None = None
+        """Copies of the hands, collections and history rows as last written."""
         n, i, k = encoding.num_players, encoding.num_cards, len(STAT_NAMES)
         at = encoding.offsets
-        self._starts = [s * i for s in range(2 * n)] + [at["history"] + s * k for s in range(n)]
+        self._starts = (
+            [at["hands"] + s * i for s in range(n)],
+            [at["collections"] + s * i for s in range(n)],
+            [at["history"] + s * k for s in range(n)],
+        )
+        """Start of each seat's row in the hands, collections and history segments."""
         self._sizes_at = at["hand_sizes"]
         self._head = at["removed"] + i
 
@@ -310,19 +316,17 @@ class StateWriter:
         previous = self._rows
         if previous is None:  # a new game: full write (the removed cards are fixed from here on)
             write_state(self.encoding, game, out)
-            self._rows = [list(row) for row in (*game.hands, *game.collections, *game.stats)]
+            self._rows = [[list(row) for row in group] for group in (game.hands, game.collections, game.stats)]
             return out
-        n = self.encoding.num_players
-        for first, group in ((0, game.hands), (n, game.collections), (2 * n, game.stats)):
-            if group == previous[first : first + n]:  # one C-level comparison in the common case
+        for group, written, starts in zip((game.hands, game.collections, game.stats), previous, self._starts):
+            if group == written:  # one C-level comparison in the common case
                 continue
-            for k, row in enumerate(group, first):
-                if row != previous[k]:
-                    start = self._starts[k]
-                    out[start : start + len(row)] = row
-                    previous[k] = list(row)
-            if first == 0:
-                out[self._sizes_at : self._sizes_at + n] = list(map(sum, group))
+            for k, row in enumerate(group):
+                if row != written[k]:
+                    out[starts[k] : starts[k] + len(row)] = row
+                    written[k] = list(row)
+            if starts is self._starts[0]:
+                out[self._sizes_at : self._sizes_at + len(group)] = list(map(sum, group))
         _write_tail(self.encoding, game, out, self._head)
         return out
 

@@ -215,7 +215,9 @@ class Game:
         return [s for s in range(self.num_players) if s != chain.holder and s not in chain.seen]
 
     def can_peek(self) -> bool:
-        return self.phase is Phase.RESPOND and bool(self.eligible_recipients())
+        """Peeking needs an eligible recipient. The holder has not seen the card (nobody
+        receives a card they have seen), so the eligible are the others not in ``seen``."""
+        return self.phase is Phase.RESPOND and len(self.chain.seen) + 1 < self.num_players
 
     def placeable_cards(self) -> list[int]:
         """Royal replacement: the identities the placing player may put into their collection now."""
@@ -366,7 +368,7 @@ class Game:
         cards, collection = self.cards, self.collections[seat]
         groups = range(len(cards.groups)) if placed is None else (cards.group_of[placed],)
         for group in groups:
-            if group >= 0 and sum(collection[c] for c in self._members[group]) >= self.config.loss_count:
+            if group >= 0 and sum([collection[c] for c in self._members[group]]) >= self.config.loss_count:
                 self.loss_reason = "same_type"
                 return True
         if self.config.rainbow_loses and all(any(collection[c] for c in self._members[g]) for g in range(cards.animal_groups)):
