@@ -1141,9 +1141,9 @@ def _nb_write_mask(d, hands, seen, info, card_table, b, mask):
         for claim in range(d.c):
             mask[b, d.pass_start + (offset - 1) * d.c + claim] = legal
     if d.royal:
-        placing = phase == PLACE
+        placing = phase == PLACE  # rare: a predictable branch
         for card in range(d.i):
-            mask[b, d.place_start + card] = placing & _nb_placeable(d, hands, info, card_table, b, card)
+            mask[b, d.place_start + card] = _nb_placeable(d, hands, info, card_table, b, card) if placing else False
 
 
 @_jit
@@ -1193,8 +1193,8 @@ def _nb_write_observation(d, hands, collections, stats, seat_claim, seen, penalt
             out[row, d.penalty_size] = end - top
         for special in range(2):  # known holders, hidden while the holder's offered card is in play
             seat = info[b, SPECIAL_HOLDER + special]
-            if seat >= 0 and (card < 0 or seat != info[b, OFFERER]):
-                out[row, d.special_holder + special * n + (seat - viewer + n) % n] = 1.0
+            known = (seat >= 0) & ((card < 0) | (seat != info[b, OFFERER]))
+            out[row, d.special_holder + special * n + (seat - viewer + n) % n] = known
         if phase == PLACE:
             if info[b, PLACE_CLAIM] >= 0:
                 out[row, d.place_claim + info[b, PLACE_CLAIM]] = 1.0
