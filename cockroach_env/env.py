@@ -207,12 +207,11 @@ class raw_env(AECEnv):
         self.state_space = gymnasium.spaces.Box(0.0, self._state_high(), (enc.state.size,), np.float32)
         self._writer = StateWriter(enc)
         self._observation_indices = [[enc.observation_index(s, seen) for seen in (False, True)] for s in range(config.num_players)]
-        self._masks: dict[tuple, np.ndarray] = {}
-        """Legal masks by the phase and the few facts they depend on (built once, then shared read-only)."""
-        self._legal_bytes: dict[int, bytes] = {}
-        """The same masks as bytes, for a fast legality check of one action."""
+        self._masks: dict[tuple, tuple[np.ndarray, bytes]] = {}
+        """Legal masks (read-only, and as bytes) by the phase and the few facts they depend on, built once."""
         self._zero_mask = np.zeros(enc.num_actions, np.int8)
         self._zero_mask.flags.writeable = False
+        self._no_action = (self._zero_mask, self._zero_mask.tobytes())
         self._rng = np.random.default_rng()
         self.game: Game | None = None
 
@@ -303,7 +302,9 @@ class raw_env(AECEnv):
     def _play(self, agent: str, action: Any) -> None:
         """Apply one action; raise ``IllegalActionError`` leaving the game unchanged."""
         enc = self.encoding
-        if isinstance(action, (int, np.integer)) and not isinstance(action, bool):
+        if type(action) is int or isinstance(action, np.integer):
+            index = int(action)
+        elif isinstance(action, int) and not isinstance(action, bool):
             index = int(action)
         elif isinstance(action, np.ndarray) and action.shape in ((), (1,)) and np.issubdtype(action.dtype, np.integer):
             index = int(action.reshape(()))
@@ -331,7 +332,7 @@ class raw_env(AECEnv):
             self.rewards[a] = -1.0 if a == agent else 0.0
             self.infos[a] = {"illegal_move": True, "offender": agent, "reason": str(error)}
         self._accumulate_rewards()
-        self._set_mask(self._zero_mask)
+        self._set_mask(self._no_action)
 
     def _after_move(self) -> None:
         """Refresh the cached mask, select the next agent, and settle the end of the game."""
@@ -345,7 +346,7 @@ class raw_env(AECEnv):
                 self.terminations[a] = True
                 self.infos[a] = {"loser": loser, "loss_reason": game.loss_reason}
             self._accumulate_rewards()
-            self._set_mask(self._zero_mask)
+            self._set_mask(self._no_action)
             self.agent_selection = self.possible_agents[game.current]
             return
         # Rewards stay zero until the game ends (or an illegal action is penalized), so
@@ -356,13 +357,13 @@ class raw_env(AECEnv):
             for a in self.agents:
                 self.truncations[a] = True
                 self.infos[a] = {"truncated_at_step": game.steps}
-            self._set_mask(self._zero_mask)
+            self._set_mask(self._no_action)
 
-    def _set_mask(self, mask: np.ndarray) -> None:
-        self._mask = mask
-        self._legal = self._legal_bytes.get(id(mask)) or mask.tobytes()
+    def _set_mask(self, mask_and_bytes: tuple[np.ndarray, bytes]) -> None:
+        """Make this the mask of the agent to act (the bytes serve the legality check in ``step``)."""
+        self._mask, self._legal = mask_and_bytes
 
-    def _legal_mask(self) -> np.ndarray:
+    def _legal_mask(self) -> tuple[np.ndarray, bytes]:
         """The mask of the agent to act, from a cache keyed by what it depends on."""
         game = self.game
         phase = game.phase
@@ -375,11 +376,11 @@ class raw_env(AECEnv):
             key = (phase, tuple((t - seat) % n for t in game.eligible_recipients()))
         else:
             key = (phase, tuple(game.placeable_cards()))
-        mask = self._masks.get(key)
-        if mask is None:
-            mask = self._masks[key] = self._build_mask(key)
-            self._legal_bytes[id(mask)] = mask.tobytes()
-        return mask
+        cached = self._masks.get(key)
+        if cached is None:
+            mask = self._build_mask(key)
+            cached = self._masks[key] = (mask, mask.tobytes())
+        return cached
 
     def _build_mask(self, key: tuple) -> np.ndarray:
         enc = self.encoding
@@ -402,10 +403,14 @@ class raw_env(AECEnv):
     # ------------------------------------------------------------------ observe
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         seat = self._seat[agent]
-        state = self._full_state()
-        chain = self.game.chain
+        game = self.game
+        if self._state_step != game.steps:  # rewrite the state at most once per step
+            self._writer.write(game)
+            self._state_step = game.steps
+        state = self._writer.out
+        chain = game.chain
         index = self._observation_indices[seat][chain is not None and seat in chain.seen]
-        mask = (self._mask if seat == self.game.current else self._zero_mask).copy()
+        mask = (self._mask if seat == game.current else self._zero_mask).copy()
         return {"observation": state[index], "action_mask": mask}
 
     def _full_state(self) -> np.ndarray:
