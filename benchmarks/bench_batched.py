@@ -16,7 +16,8 @@ second of wall time, and per second of CPU time of this process (``time.process_
 all threads). The machine may be shared: wall rates drop under load, CPU-time rates
 much less, so the load average is printed before and after. ``numba-threads`` is
 ``parallel=True`` on numba's threads (the workqueue layer unless NUMBA_THREADING_LAYER
-says otherwise; see ``BatchedGames``); it only pays where the cores are free.
+says otherwise; see ``BatchedGames``), timed from ``PARALLEL_MIN_GAMES`` games on (smaller
+batches run the serial kernels); it only pays where the cores are free.
 
 The AEC baseline is the wrapped PettingZoo env in its ``agent_iter`` / ``last`` /
 ``step`` loop with a random legal action from the mask, counting decisions only (not
@@ -39,7 +40,7 @@ import numpy as np
 # before numba starts its threads; NUMBA_THREADING_LAYER overrides it, the output says which.
 os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")
 
-from cockroach_env.batched import BatchedGames, numba, random_legal_actions  # noqa: E402
+from cockroach_env.batched import PARALLEL_MIN_GAMES, BatchedGames, numba, random_legal_actions  # noqa: E402
 from cockroach_env.config import GameConfig  # noqa: E402
 
 RULE_SETS = {
@@ -196,6 +197,8 @@ def main(argv: list[str] | None = None) -> None:
         for size in args.sizes:
             for variant in args.variants:
                 backend, parallel = VARIANTS[variant]
+                if parallel and size < PARALLEL_MIN_GAMES:  # runs the serial kernels: the numba row
+                    continue
                 rate, per_game = batched_rate(config, size, backend, parallel, args.seconds, sampler)
                 print(
                     f"{size:>6} {variant:>14} {rate.wall:>14,.0f} {rate.wall / aec.wall:>6.1f}x {rate.cpu:>12,.0f} {rate.cpu / aec.cpu:>6.1f}x"
