@@ -239,6 +239,22 @@ class Encoding:
         return mask[: self.state.size]
 
 
+def apply_action(game, encoding: Encoding, action: int) -> None:
+    """Play action index ``action`` for the seat to act; the engine raises ``IllegalMove`` if the rules refuse it."""
+    decoded = encoding.decoded_actions[action]
+    kind, seat, n = decoded[0], game.current, game.num_players
+    if kind == "offer":
+        game.offer(decoded[1], (seat + decoded[2]) % n, decoded[3])
+    elif kind == "call":
+        game.call(decoded[1])
+    elif kind == "peek":
+        game.peek()
+    elif kind == "pass":
+        game.pass_card((seat + decoded[1]) % n, decoded[2])
+    else:
+        game.place(decoded[1])
+
+
 @lru_cache(maxsize=64)
 def encoding_for(config: GameConfig) -> Encoding:
     """The (cached) ``Encoding`` of a config."""

@@ -72,7 +72,7 @@ from pettingzoo.utils import wrappers
 from pettingzoo.utils.env_logger import EnvLogger
 
 from cockroach_env.config import GameConfig
-from cockroach_env.encoding import LAYOUT_VERSION, StateWriter, encoding_for
+from cockroach_env.encoding import LAYOUT_VERSION, StateWriter, apply_action, encoding_for
 from cockroach_env.engine import Game, IllegalMove, Phase, STAT_NAMES, explicit_deal, random_deal
 
 MOVE_KINDS = ("offer", "call", "peek", "pass", "place")
@@ -104,21 +104,6 @@ class IllegalActionError(ValueError):
         self.agent, self.action, self.move, self.reason = agent, action, move, reason
         decoded = f" ({move})" if move is not None else ""
         super().__init__(f"{agent} chose illegal action {action!r}{decoded}: {reason}")
-
-
-def _apply(game: Game, decoded: tuple) -> None:
-    """Play a decoded action (``Encoding.decode_action``) on the engine, for the seat to act."""
-    kind, seat, n = decoded[0], game.current, game.num_players
-    if kind == "offer":
-        game.offer(decoded[1], (seat + decoded[2]) % n, decoded[3])
-    elif kind == "call":
-        game.call(decoded[1])
-    elif kind == "peek":
-        game.peek()
-    elif kind == "pass":
-        game.pass_card((seat + decoded[1]) % n, decoded[2])
-    else:
-        game.place(decoded[1])
 
 
 def env(render_mode: str | None = None, **options: Any) -> AECEnv:
@@ -314,12 +299,12 @@ class raw_env(AECEnv):
             raise IllegalActionError(agent, action, None, f"out of range; expected an integer in [0, {enc.num_actions})")
         if not self._legal[index]:
             raise IllegalActionError(agent, index, self.decode(index), self._why_illegal(index))
-        _apply(self.game, self.encoding.decoded_actions[index])
+        apply_action(self.game, self.encoding, index)
 
     def _why_illegal(self, index: int) -> str:
         """Ask the engine on a copy why the move is refused (illegal moves are rare; clarity wins)."""
         try:
-            _apply(self.game.copy(), self.encoding.decoded_actions[index])
+            apply_action(self.game.copy(), self.encoding, index)
         except IllegalMove as refusal:
             return str(refusal)
         return "the action mask does not allow it"

@@ -13,24 +13,9 @@ import numpy as np
 import pytest
 
 from cockroach_env import IllegalActionError, IllegalMove, Phase, env, raw_env
+from cockroach_env.encoding import apply_action
 
 from .conftest import call, dealt_env, legal_actions, offer, pass_to, peek, play, rule_sets
-
-
-def apply_to_engine(game, encoding, action: int) -> None:
-    """Play ``action`` of the seat to act directly on the engine (no mask involved)."""
-    kind, *args = encoding.decode_action(action)
-    seat, n = game.current, game.num_players
-    if kind == "offer":
-        game.offer(args[0], (seat + args[1]) % n, args[2])
-    elif kind == "call":
-        game.call(args[0])
-    elif kind == "peek":
-        game.peek()
-    elif kind == "pass":
-        game.pass_card((seat + args[0]) % n, args[1])
-    else:
-        game.place(args[0])
 
 
 def sample_states(preset: str, num_players: int, seeds=range(2), per_phase: int = 2) -> list:
@@ -75,11 +60,11 @@ def assert_mask_matches_engine(e) -> set:
     for action in range(enc.num_actions):
         if mask[action]:
             probe = copy.deepcopy(game, dict(shared))
-            apply_to_engine(probe, enc, action)  # must not raise
+            apply_action(probe, enc, action)  # must not raise
             accepted.add(action)
         else:
             with pytest.raises(IllegalMove):
-                apply_to_engine(game, enc, action)
+                apply_action(game, enc, action)
             assert vars(game) == before, f"refused action {action} changed the game"
     return accepted
 
