@@ -37,7 +37,8 @@ action and its move in words, and changes nothing. ``state()`` gives the full st
 Design
 ------
 Game state is a handful of small-integer arrays (``bytes_per_game`` reports the size):
-hand and collection counts ``(B, N, I)``, history counters, the claim each seat made in
+hand and collection counts ``(B, N, I)`` and history counters (with 8 spare bytes after
+the batch, for word-wide reads), the claim each seat made in
 the current round, who has seen the card, the Royal penalty deck with a top pointer,
 and one int8 row of per-game scalars (phase, seat to act, the card in play, its holder
 and latest passer, the claim, the pending replacement, the penalty deck pointers and
@@ -55,12 +56,14 @@ Two interchangeable backends play identically (the tests compare them):
   for the batch, then gathered with ``Encoding.observation_index`` per game.
 * ``numba`` (default when numba is importable, ``pip install numba``): the same rules
   as compiled per-game code, close to ``engine.py`` line by line. One kernel call per
-  step checks every action, then in one pass over the games applies each move and
-  writes its outcome, mask and observation (seats rotated from the viewer, straight
-  into the output: no state vector is materialized), then deals the finished games
-  again in game order. The kernels are compiled for each config shape (sizes and
-  layout offsets are constants in them) and cached on disk by numba; a shape's first
-  use compiles for a few seconds.
+  step checks every action, then in one pass over the games (chunks of ``CHUNK``,
+  spread over numba's threads with ``parallel=True``) applies each move and writes its
+  outcome, mask and observation, then deals the finished games again in game order.
+  The observation is written by segment, seats rotated from the viewer (no state
+  vector is materialized), into a scratch row that stays in cache, then copied out
+  whole. The kernels are compiled for each config shape (sizes and layout offsets are
+  constants in them) and cached on disk by numba; a shape's first use compiles for a
+  few seconds.
 
 Fresh deals follow ``engine.random_deal``'s rules exactly (starter, one permutation of
 the deck used front to back: removed cards, penalty deck, opening cards, hands dealt
