@@ -15,9 +15,10 @@ it; the ``sampler`` column is its share of the loop. Every rate is given twice: 
 second of wall time, and per second of CPU time of this process (``time.process_time``,
 all threads). The machine may be shared: wall rates drop under load, CPU-time rates
 much less, so the load average is printed before and after. ``numba-threads`` is
-``parallel=True`` on numba's threads (the workqueue layer unless NUMBA_THREADING_LAYER
-says otherwise; see ``BatchedGames``), timed from ``PARALLEL_MIN_GAMES`` games on (smaller
-batches run the serial kernels); it only pays where the cores are free.
+``parallel=True`` for both the engine and the sampler, on numba's threads, timed from
+``PARALLEL_MIN_GAMES`` games on (smaller batches run the serial kernels). It only pays
+where the cores are free, and there it depends on the threading layer (printed at the
+end; ``NUMBA_THREADING_LAYER`` picks it): see ``BatchedGames``.
 
 The AEC baseline is the wrapped PettingZoo env in its ``agent_iter`` / ``last`` /
 ``step`` loop with a random legal action from the mask, counting decisions only (not
@@ -35,13 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# Numba's OpenMP layer stalls at every call when other processes hold the cores (its
-# threads wait for descheduled ones); workqueue degrades to about the serial speed. Set
-# before numba starts its threads; NUMBA_THREADING_LAYER overrides it, the output says which.
-os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")
-
-from cockroach_env.batched import PARALLEL_MIN_GAMES, BatchedGames, numba, random_legal_actions  # noqa: E402
-from cockroach_env.config import GameConfig  # noqa: E402
+from cockroach_env.batched import PARALLEL_MIN_GAMES, BatchedGames, numba, random_legal_actions
+from cockroach_env.config import GameConfig
 
 RULE_SETS = {
     "classic 4p": GameConfig(num_players=4),
@@ -97,7 +93,7 @@ def aec_rate(config: GameConfig, seconds: float, seed: int = 0) -> Rate:
     return clock.rate(decisions)
 
 
-def argmax_sampler(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def argmax_sampler(mask: np.ndarray, rng: np.random.Generator, parallel: bool = False) -> np.ndarray:
     return np.argmax(mask * rng.random(mask.shape, dtype=np.float32), axis=1)
 
 
@@ -107,12 +103,12 @@ def batched_rate(config: GameConfig, batch_size: int, backend: str, parallel: bo
     rng = np.random.default_rng(0)
     step = games.reset()
     for _ in range(3):  # compile (first use) and warm up
-        step = games.step(sampler(step.action_mask, rng))
+        step = games.step(sampler(step.action_mask, rng, parallel))
     calls, sampling = 0, 0.0
     clock = Clock()
     while time.perf_counter() - clock.wall < seconds:
         start = time.perf_counter()
-        actions = sampler(step.action_mask, rng)
+        actions = sampler(step.action_mask, rng, parallel)
         sampling += time.perf_counter() - start
         step = games.step(actions)
         calls += 1

@@ -1460,55 +1460,69 @@ def _nb_below(bits, bound):
     return np.int64(((bits >> np.uint64(32)) * np.uint64(bound)) >> np.uint64(32))
 
 
-def _nb_random_legal(mask, seeds, words, out):
+@_jit
+def _nb_random_legal_row(mask, seeds, words, chunk, b, out):
     """Row ``b``: a uniformly random legal entry (-1 if none), from the 64-bit seed ``seeds[b]``.
 
     Two tries of a uniform entry first, kept if legal (likely for the many-legal offer
     masks); then a uniform rank among the legal entries, found through the row packed
-    into 64-bit words of legal bits (``words``: scratch, one per 64 entries). Either way
-    the choice is uniform over the legal entries.
+    into 64-bit words of legal bits (``words[chunk]``: scratch, one per 64 entries).
+    Either way the choice is uniform over the legal entries.
     """
     rows, width = mask.shape
-    for b in range(rows):
-        state = seeds[b]
-        choice = -1
-        for _ in range(2 if width > 0 else 0):
+    state = seeds[b]
+    choice = -1
+    for _ in range(2 if width > 0 else 0):
+        state, bits = _nb_splitmix(state)
+        entry = _nb_below(bits, width)
+        if mask[b, entry] != 0:
+            choice = entry
+            break
+    if choice < 0:
+        count = 0
+        for w in range(words.shape[1]):
+            base = w * 64
+            left = width - base
+            if left >= 64 or b + 1 < rows:  # the 64 bytes from here stay inside the array
+                word = _nb_nonzero_bits(mask, b, base)
+                if left < 64:
+                    word &= (np.uint64(1) << np.uint64(left)) - np.uint64(1)
+            else:
+                word = np.uint64(0)
+                for j in range(left):
+                    word |= np.uint64(mask[b, base + j] != 0) << np.uint64(j)
+            words[chunk, w] = word
+            count += np.int64(_nb_popcount(word))
+        if count > 0:
             state, bits = _nb_splitmix(state)
-            entry = _nb_below(bits, width)
-            if mask[b, entry] != 0:
-                choice = entry
-                break
-        if choice < 0:
-            count = 0
-            for w in range(words.shape[0]):
-                base = w * 64
-                left = width - base
-                if left >= 64 or b + 1 < rows:  # the 64 bytes from here stay inside the array
-                    word = _nb_nonzero_bits(mask, b, base)
-                    if left < 64:
-                        word &= (np.uint64(1) << np.uint64(left)) - np.uint64(1)
-                else:
-                    word = np.uint64(0)
-                    for j in range(left):
-                        word |= np.uint64(mask[b, base + j] != 0) << np.uint64(j)
-                words[w] = word
-                count += np.int64(_nb_popcount(word))
-            if count > 0:
-                state, bits = _nb_splitmix(state)
-                pick = _nb_below(bits, count)
-                for w in range(words.shape[0]):
-                    word = words[w]
-                    inside = np.int64(_nb_popcount(word))
-                    if pick < inside:
-                        for _ in range(pick):
-                            word &= word - np.uint64(1)  # drop the lowest legal entries
-                        choice = w * 64 + np.int64(_nb_lowest_bit(word))
-                        break
-                    pick -= inside
-        out[b] = choice
+            pick = _nb_below(bits, count)
+            for w in range(words.shape[1]):
+                word = words[chunk, w]
+                inside = np.int64(_nb_popcount(word))
+                if pick < inside:
+                    for _ in range(pick):
+                        word &= word - np.uint64(1)  # drop the lowest legal entries
+                    choice = w * 64 + np.int64(_nb_lowest_bit(word))
+                    break
+                pick -= inside
+    out[b] = choice
 
 
-_random_legal = numba.njit(cache=True, _nrt=False)(_nb_random_legal) if numba is not None else None
+def _random_legal_kernel(parallel: bool):
+    """``random_legal_actions``'s kernel: chunks of ``CHUNK`` rows, spread over numba's threads if ``parallel``."""
+
+    @numba.njit(cache=True, parallel=parallel, _nrt=False)
+    def random_legal(mask, seeds, words, out):
+        rows = mask.shape[0]
+        size = CHUNK if parallel else rows  # a closure constant: keys the two variants apart in numba's cache
+        for chunk in numba.prange(words.shape[0]):
+            for b in range(chunk * size, min(rows, (chunk + 1) * size)):
+                _nb_random_legal_row(mask, seeds, words, chunk, b, out)
+
+    return random_legal
+
+
+_random_legal = {parallel: _random_legal_kernel(parallel) for parallel in (False, True)} if numba is not None else None
 
 
 class _NumbaBackend:
@@ -1561,9 +1575,13 @@ class BatchedGames:
     ``"auto"`` (numba when importable). ``parallel=True`` spreads the compiled kernels
     over numba's threads (``numba.set_num_threads``) for batches of at least
     ``PARALLEL_MIN_GAMES``; both play identically. Threads only pay where cores are
-    free: on a machine busy with other processes, numba's OpenMP layer waits for its
-    descheduled threads at every call (many times slower); ``NUMBA_THREADING_LAYER=workqueue``
-    (or ``OMP_WAIT_POLICY=passive``) then degrades to about the serial speed.
+    free. On the 2-core VM this was measured on, with numba's default OpenMP layer:
+    about 1.6x at B = 8192 (with ``random_legal_actions(..., parallel=True)``) when
+    both cores are idle, but many times slower when other processes hold the cores
+    (its threads spin-wait for descheduled ones at every call);
+    ``NUMBA_THREADING_LAYER=workqueue`` or ``OMP_WAIT_POLICY=passive`` stay near the
+    serial speed there, but gave no speed-up on idle cores either (sleeping threads
+    wake too slowly for millisecond kernels).
     """
 
     def __init__(self, config: GameConfig, batch_size: int, seed: int | None = None, backend: str = "auto", parallel: bool = False):
@@ -1747,19 +1765,22 @@ def _clear_outcome(out: BatchStep) -> None:
     out.loss_reason.fill(-1)
 
 
-def random_legal_actions(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def random_legal_actions(mask: np.ndarray, rng: np.random.Generator, parallel: bool = False) -> np.ndarray:
     """One uniformly random legal action per row of ``mask`` (B, A), vectorized.
 
     Compiled when numba is importable (one 64-bit seed per row drawn from ``rng``; see
-    ``_nb_random_legal``), otherwise ``argmax(mask * uniform noise)``. Rows without a
-    legal action give -1 (compiled) or 0.
+    ``_nb_random_legal_row``), otherwise ``argmax(mask * uniform noise)``. Rows without a
+    legal action give -1 (compiled) or 0. ``parallel=True`` spreads rows over numba's
+    threads from ``PARALLEL_MIN_GAMES`` rows on (the same choices).
     """
     mask = np.ascontiguousarray(mask)
     if numba is None:
         return np.argmax(mask * rng.random(mask.shape, dtype=np.float32), axis=1)
     mask = mask.view(np.int8) if mask.dtype.itemsize == 1 else (mask != 0).view(np.int8)
+    threads = parallel and len(mask) >= PARALLEL_MIN_GAMES
     out = np.empty(len(mask), np.int64)
-    _random_legal(mask, rng.bit_generator.random_raw(len(mask)), np.empty((mask.shape[1] + 63) // 64, np.uint64), out)
+    words = np.empty((-(-len(mask) // CHUNK) if threads else 1, (mask.shape[1] + 63) // 64), np.uint64)
+    _random_legal[threads](mask, rng.bit_generator.random_raw(len(mask)), words, out)
     return out
 
 

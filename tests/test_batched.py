@@ -451,6 +451,16 @@ def test_bad_deals_and_options_are_refused():
         BatchedGames(config, 0)
 
 
+def test_threaded_random_legal_actions_choose_the_same():
+    from cockroach_env.batched import PARALLEL_MIN_GAMES
+
+    games = BatchedGames(GameConfig(num_players=5, edition="royal"), PARALLEL_MIN_GAMES + 77, seed=2)
+    mask = games.reset().action_mask
+    serial = random_legal_actions(mask, np.random.default_rng(4))
+    assert np.array_equal(random_legal_actions(mask, np.random.default_rng(4), parallel=True), serial)
+    assert mask[np.arange(len(mask)), serial].all()
+
+
 def test_random_legal_actions_are_legal_and_uniform():
     mask = np.zeros((2000, 10), np.int8)
     mask[:, [1, 4, 7]] = 1
