@@ -335,6 +335,31 @@ def test_train_checkpoint_resume_load_and_evaluate_on_a_tiny_budget(tmp_path):
     assert meta["evaluation"]["final"] and {r["opponent"] for r in meta["evaluation"]["results"]} == {"random", "heuristic"}
 
 
+def test_a_run_with_an_exploiter_trains_both_networks_and_resumes_exactly(tmp_path):
+    """The exploiter (its weights and Adam state) is in the run checkpoint; a reset puts it in the pool and restarts it from the policy."""
+    exploiter = ["--set", "opponents.exploiter=0.5", "--set", "opponents.exploiter_reset_every=3", "--set", "opponents.snapshot_every=0"]
+    assert _train(tmp_path, "whole", 4, *exploiter) == 0
+    assert _train(tmp_path, "split", 2, *exploiter) == 0
+    assert _train(tmp_path, "split", 4, "--resume", *exploiter) == 0
+    whole = ckpt.load_checkpoint(tmp_path / "whole" / "checkpoint", kind="run")
+    split = ckpt.load_checkpoint(tmp_path / "split" / "checkpoint", kind="run")
+    assert whole.tensors.keys() == split.tensors.keys()
+    for key, value in whole.tensors.items():
+        assert torch.equal(value, split.tensors[key]), key
+    assert _metrics(tmp_path / "whole" / "metrics.csv") == _metrics(tmp_path / "split" / "metrics.csv")
+
+    assert any(k.startswith("exploiter.optimizer.") for k in whole.tensors)
+    policy, exploit = whole.group("model"), whole.group("exploiter.model")
+    assert policy.keys() == exploit.keys() and any(not torch.equal(policy[k], exploit[k]) for k in policy)  # trained apart since the reset
+    assert [entry["source"] for entry in whole.metadata["pool"]] == ["policy", "exploiter"]  # the initial policy, the exploiter reset at update 3
+    exploiter_pool_weights = whole.group(f"pool.{whole.metadata['pool'][1]['id']}")
+    assert any(not torch.equal(exploiter_pool_weights[k], exploit[k]) for k in exploit)
+    rows = (tmp_path / "whole" / "metrics.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    assert {"exploiter_loss_rate", "exploiter_entropy", "train_loss_rate_vs_exploiter"} <= set(header)
+    assert any(row.split(",")[header.index("exploiter_entropy")] for row in rows[1:])
+
+
 def test_resume_refuses_a_changed_config(tmp_path):
     assert _train(tmp_path, "run", 2) == 0
     assert _train(tmp_path, "run", 4, "--resume", "--set", "ppo.learning_rate=0.1") == 2

@@ -8,8 +8,9 @@ A checkpoint named ``P`` is two files side by side::
                     RNG states and optimizer hyperparameters (a run), and the name,
                     size and sha256 of the tensor file
     P.safetensors   tensors: "model.*" (the network); a run checkpoint adds
-                    "optimizer.*" (Adam moments), "pool.<id>.*" (opponent snapshots)
-                    and "rng.*" (torch generator states)
+                    "optimizer.*" (Adam moments), "pool.<id>.*" (opponent snapshots),
+                    "rng.*" (torch generator states) and, with an exploiter,
+                    "exploiter.model.*" and "exploiter.optimizer.*"
 
 Saving writes both files to temporary files in the same directory, fsyncs them, then
 renames them over the old ones with ``os.replace`` (tensors first, metadata last). A
@@ -275,23 +276,26 @@ def load_agent(path_or_name: str | os.PathLike, seed: int | None = None, config:
 # ---------------------------------------------------------------------------- optimizer and RNG state
 
 
-def optimizer_state(optimizer) -> tuple[dict[str, Any], dict[str, Any]]:
-    """An optimizer's state as (tensors for safetensors, JSON-able rest)."""
+def optimizer_state(optimizer, prefix: str = "optimizer") -> tuple[dict[str, Any], dict[str, Any]]:
+    """An optimizer's state as (tensors named ``prefix.*`` for safetensors, JSON-able rest for ``metadata[prefix]``)."""
     state = optimizer.state_dict()
     tensors, scalars = {}, {}
     for index, entries in state["state"].items():
         for key, value in entries.items():
             if hasattr(value, "shape"):
-                tensors[f"optimizer.{index}.{key}"] = value
+                tensors[f"{prefix}.{index}.{key}"] = value
             else:
                 scalars[f"{index}.{key}"] = value
     return tensors, {"param_groups": state["param_groups"], "scalars": scalars}
 
 
-def restore_optimizer(optimizer, checkpoint: Checkpoint) -> None:
-    record = checkpoint.metadata["optimizer"]
+def restore_optimizer(optimizer, checkpoint: Checkpoint, prefix: str = "optimizer") -> None:
+    """Restore what ``optimizer_state(optimizer, prefix)`` saved into ``checkpoint``."""
+    if prefix not in checkpoint.metadata:
+        raise CheckpointError(f"{checkpoint.path}: no optimizer state {prefix!r} in this checkpoint")
+    record = checkpoint.metadata[prefix]
     state: dict[int, dict[str, Any]] = {}
-    for name, value in checkpoint.group("optimizer").items():
+    for name, value in checkpoint.group(prefix).items():
         index, key = name.split(".", 1)
         state.setdefault(int(index), {})[key] = value
     for name, value in record["scalars"].items():

@@ -119,6 +119,10 @@ class OpponentConfig:
     """Weight of games against a past snapshot of the policy (drawn uniformly from the pool; self-play while the pool is empty)."""
     baselines: dict[str, float] = field(default_factory=lambda: {"heuristic": 0.15, "random": 0.05})
     """Weight of games against each baseline agent, by name."""
+    exploiter: float = 0.0
+    """Weight of games against the exploiter: a second network, trained at the same time, in one seat and the policy in all the others. It learns to beat the current policy, and the policy learns from the same games to close the weaknesses it finds (0: no exploiter)."""
+    exploiter_reset_every: int = 0
+    """Updates between exploiter resets: its weights enter the snapshot pool, and it starts again from the current policy (0: never reset)."""
     learner_seats: list[int] = field(default_factory=lambda: [1])
     """Seats the learner takes in games against snapshots and baselines (the other seats are the opponent); each game draws one of these counts."""
     snapshot_every: int = 20
@@ -131,14 +135,15 @@ class OpponentConfig:
     """Pool size; the oldest snapshot leaves when a new one enters."""
 
     def validate(self, where: str) -> None:
-        for name in ("self_play", "snapshots"):
+        for name in ("self_play", "snapshots", "exploiter"):
             _require(where, name, getattr(self, name), getattr(self, name) >= 0, "a weight >= 0")
         for name, weight in self.baselines.items():
             if name not in baseline_names():
                 raise ConfigError(f"{where}: baselines: unknown baseline {name!r}; expected names from {baseline_names()}")
             _require(f"{where}.baselines", name, weight, weight >= 0, "a weight >= 0")
-        total = self.self_play + self.snapshots + sum(self.baselines.values())
-        _require(where, "self_play", self.self_play, total > 0, "weights (self_play, snapshots, baselines) with a positive sum")
+        total = self.self_play + self.snapshots + self.exploiter + sum(self.baselines.values())
+        _require(where, "self_play", self.self_play, total > 0, "weights (self_play, snapshots, exploiter, baselines) with a positive sum")
+        _require(where, "exploiter_reset_every", self.exploiter_reset_every, self.exploiter_reset_every >= 0, "an integer >= 0")
         _require(where, "snapshot_every", self.snapshot_every, self.snapshot_every >= 0, "an integer >= 0")
         _require(where, "beat_pool_loss_rate", self.beat_pool_loss_rate, 0 <= self.beat_pool_loss_rate <= 1, "a number from 0 to 1")
         _require(where, "beat_pool_games", self.beat_pool_games, self.beat_pool_games >= 1, "an integer >= 1")

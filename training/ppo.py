@@ -5,9 +5,13 @@ its table when it starts, with the weights of ``config.opponents``:
 
 * ``self_play``: every seat is the current policy, and every seat's decisions are samples;
 * ``snapshots``: ``learner_seats`` seats are the current policy, the others one past snapshot;
-* ``baselines``: ``learner_seats`` seats are the current policy, the others one baseline agent.
+* ``baselines``: ``learner_seats`` seats are the current policy, the others one baseline agent;
+* ``exploiter``: one seat is the exploiter, a second network trained at the same time to
+  beat the current policy, and all the other seats are the current policy. Both learn
+  from these games: the exploiter finds the policy's weaknesses, and the policy learns
+  to close them (a best response in the population, as in PSRO and AlphaStar's league).
 
-Only the learner's decisions are training samples. Turns are not alternating, so a
+Only the learners' decisions are training samples. Turns are not alternating, so a
 learner transition runs from one of its decisions to that seat's next decision in the
 same game, or to the end of the game, whose terminal reward is the transition's reward.
 A decision whose successor has not happened yet when a rollout ends is carried into
@@ -47,6 +51,11 @@ from training.model import ActorCritic, PolicyAgent
 
 SELF = "self"
 SNAPSHOT = "snapshot"
+EXPLOITER = "exploiter"
+POLICY_SEAT = 0
+"""``Tables.owner`` code of a seat played by the policy being trained."""
+EXPLOITER_SEAT = -1
+"""``Tables.owner`` code of the seat played by the exploiter."""
 CHECKPOINT_NAME = "checkpoint"
 """The run's latest full checkpoint (for ``--resume``): ``runs/<name>/checkpoint.{json,safetensors}``."""
 AGENT_NAME = "final"
@@ -63,6 +72,8 @@ class Snapshot:
     id: int
     update: int
     model: ActorCritic
+    source: str = "policy"
+    """``policy`` (a past policy) or ``exploiter`` (an exploiter's weights before a reset)."""
 
 
 @dataclass
@@ -84,20 +95,21 @@ class Progress:
 
 
 class Tables:
-    """Who sits where in each game: ``owner[b, s]`` is 0 for the learner, else an index into ``opponents``."""
+    """Who sits where in each game: ``owner[b, s]`` is ``POLICY_SEAT``, ``EXPLOITER_SEAT``, else an index (>= 1) into ``opponents``."""
 
     def __init__(self, config: TrainConfig, game: GameConfig, batch: int):
         self.n = game.num_players
         self.learner_seat_counts = np.asarray(config.opponents.learner_seats)
         mix = config.opponents
-        self.kinds = [SELF, SNAPSHOT, *mix.baselines]
-        weights = np.array([mix.self_play, mix.snapshots, *mix.baselines.values()], np.float64)
+        exploiter = [EXPLOITER] if mix.exploiter else []
+        self.kinds = [SELF, SNAPSHOT, *exploiter, *mix.baselines]
+        weights = np.array([mix.self_play, mix.snapshots, *[mix.exploiter for _ in exploiter], *mix.baselines.values()], np.float64)
         self.weights = weights / weights.sum()
         self.owner = np.zeros((batch, self.n), np.int64)
         self.kind = np.zeros(batch, np.int64)
         """Index into ``kinds`` of each game's table."""
         self.learner_seats = np.full(batch, self.n, np.int64)
-        """Number of learner seats in each game."""
+        """Number of seats of the policy in each game."""
 
     def draw(self, games: np.ndarray, rng: np.random.Generator, baseline_index: dict[str, int], snapshot_indices: list[int]) -> None:
         """Draw new tables for ``games`` (indices)."""
@@ -112,13 +124,16 @@ class Tables:
             if name == SNAPSHOT and not snapshot_indices:
                 k, name = 0, SELF
             self.kind[b] = k
-            if name == SELF:
-                self.owner[b] = 0
+            if name in (SELF, EXPLOITER):
+                self.owner[b] = POLICY_SEAT
                 self.learner_seats[b] = self.n
+                if name == EXPLOITER:
+                    self.owner[b, order[0]] = EXPLOITER_SEAT
+                    self.learner_seats[b] = self.n - 1
                 continue
             opponent = snapshot_indices[pick] if name == SNAPSHOT else baseline_index[name]
             self.owner[b] = opponent
-            self.owner[b, order[:count]] = 0
+            self.owner[b, order[:count]] = POLICY_SEAT
             self.learner_seats[b] = count
 
 
@@ -165,6 +180,50 @@ class Rollout:
         pending[pending >= 0] = new
 
 
+class Learner:
+    """A network in training: its optimizer, its rollout, and each seat's decision still waiting for its successor."""
+
+    def __init__(self, model: ActorCritic, learning_rate: float, capacity: int, batch: int, n_players: int, obs_size: int, num_actions: int):
+        self.model = model
+        self.optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate, eps=1e-5)
+        self.rollout = Rollout(capacity, obs_size, num_actions)
+        self.spare = Rollout(capacity, obs_size, num_actions)
+        self.pending = np.full((batch, n_players), -1, np.int64)
+        """Rollout index of each seat's latest decision of this learner still waiting for its successor."""
+
+    def restart(self) -> None:
+        """The games restart: nothing is waiting any more."""
+        self.pending[:] = -1
+        self.rollout.clear()
+
+    def act(self, step, rows: np.ndarray, seat: np.ndarray, sampler: torch.Generator, device) -> np.ndarray:
+        """Sample the actions of ``rows`` (games where this learner is to act), record them and link them to their predecessors."""
+        obs = torch.from_numpy(step.observation[rows]).to(device)
+        mask = torch.from_numpy(step.action_mask[rows].astype(bool)).to(device)
+        action, logprob, value = self.model.sample(obs, mask, sampler)
+        action = action.cpu().numpy()
+        index = self.rollout.append(step.observation[rows], mask.cpu().numpy(), action, logprob.cpu().numpy(), value.cpu().numpy())
+        previous = self.pending[rows, seat[rows]]
+        linked = previous >= 0
+        self.rollout.successor[previous[linked]] = index[linked]
+        self.pending[rows, seat[rows]] = index
+        return action
+
+    def finish(self, finished: np.ndarray, rewards: np.ndarray) -> None:
+        """Games ``finished`` ended: each seat's last decision gets the seat's terminal reward."""
+        waiting = self.pending[finished]
+        has = waiting >= 0
+        self.rollout.reward[waiting[has]] = rewards[finished][has]
+        self.rollout.terminal[waiting[has]] = True
+        self.pending[finished] = -1
+
+    def carry_over(self) -> None:
+        """After an update: the decisions still waiting for a successor move into a fresh rollout."""
+        self.spare.clear()
+        self.rollout.carry_into(self.spare, self.pending)
+        self.rollout, self.spare = self.spare, self.rollout
+
+
 # ---------------------------------------------------------------------------- training
 
 
@@ -189,32 +248,34 @@ def train(config: TrainConfig, resume: bool = False, command: str | None = None,
     device = torch.device(config.device)
     command = command or " ".join(["cockroach-train", *sys.argv[1:]])
 
-    model = ActorCritic(game, config.model.hidden_sizes, config.model.activation, config.model.card_counting, seed=config.seed).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=ppo.learning_rate, eps=1e-5)
+    def new_learner(seed: int | None) -> Learner:
+        model = ActorCritic(game, config.model.hidden_sizes, config.model.activation, config.model.card_counting, seed=seed).to(device)
+        return Learner(model, ppo.learning_rate, B * T + B * n_players, B, n_players, enc.observation.size, enc.num_actions)
+
+    policy = new_learner(config.seed)
+    exploiter = new_learner(None) if config.opponents.exploiter else None
+    learners = {POLICY_SEAT: policy, **({EXPLOITER_SEAT: exploiter} if exploiter else {})}
     sampler = torch.Generator(device=device).manual_seed(config.seed)
-    """Action sampling of the learner and the snapshots."""
+    """Action sampling of the learners and the snapshots."""
     rng = np.random.default_rng(config.seed)
     """Table draws and minibatch shuffles."""
     pool: list[Snapshot] = []
     state = Progress()
-
     if resume:
-        state, rng = _restore(run_dir, config, model, optimizer, sampler, pool, device)
+        state, rng = _restore(run_dir, config, policy, exploiter, sampler, pool, device)
         print(f"resuming {run_dir} at update {state.update} ({state.decisions:,} decisions)", file=sys.stderr)
     else:
         if initial_weights is not None:
-            model.load_state_dict(initial_weights)
-        _add_snapshot(pool, state, model, config, game)
+            policy.model.load_state_dict(initial_weights)
+        if exploiter:
+            exploiter.model.load_state_dict(policy.model.state_dict())
+        _add_snapshot(pool, state, policy.model, config, game)
     state.commands.append(command)
     logs = RunLogs(run_dir, config, resume_update=state.update if resume else None)
 
     games = BatchedGames(game, batch_size=B, seed=config.seed)
     tables = Tables(config, game, B)
     baseline_names = list(config.opponents.baselines)
-    rollout = Rollout(B * T + B * n_players, enc.observation.size, enc.num_actions)
-    spare = Rollout(B * T + B * n_players, enc.observation.size, enc.num_actions)
-    pending = np.full((B, n_players), -1, np.int64)
-    """Rollout index of each seat's latest learner decision still waiting for its successor."""
     started = time.perf_counter() - state.wall_seconds
     bar = tqdm(total=num_updates * decisions_per_update, initial=state.decisions, unit="dec", unit_scale=True, dynamic_ncols=True, disable=not progress_bar)
     bar.set_postfix_str(_eval_summary(state.evaluations))
@@ -228,32 +289,26 @@ def train(config: TrainConfig, resume: bool = False, command: str | None = None,
             segment_seed = int(np.random.SeedSequence([config.seed, update]).generate_state(1)[0])
             step = games.reset(seed=segment_seed)
             opponents = [None] + [baselines.make(name, game, seed=segment_seed + i) for i, name in enumerate(baseline_names)]
-            pending[:] = -1
-            rollout.clear()
+            for learner in learners.values():
+                learner.restart()
             tables.draw(np.arange(B), rng, _baseline_index(baseline_names), _snapshot_indices(pool, baseline_names))
-        if ppo.anneal_lr:
-            optimizer.param_groups[0]["lr"] = ppo.learning_rate * (1.0 - update / num_updates)
+        for learner in learners.values():
+            if ppo.anneal_lr:
+                learner.optimizer.param_groups[0]["lr"] = ppo.learning_rate * (1.0 - update / num_updates)
 
         # ------------------------------------------------------------ 1. rollout
-        model.eval()
-        outcomes = {kind: [0, 0, 0] for kind in tables.kinds}  # kind -> [games, learner seat-games, learner losses]
+        for learner in learners.values():
+            learner.model.eval()
+        outcomes = {kind: [0, 0, 0] for kind in tables.kinds}  # kind -> [games, policy seat-games, policy losses]
         actions = np.zeros(B, np.int64)
         for _ in range(T):
             seat = step.to_act
             owner = tables.owner[np.arange(B), seat]
-            learning = np.flatnonzero(owner == 0)
-            if len(learning):
-                obs = torch.from_numpy(step.observation[learning]).to(device)
-                mask = torch.from_numpy(step.action_mask[learning].astype(bool)).to(device)
-                action, logprob, value = model.sample(obs, mask, sampler)
-                action = action.cpu().numpy()
-                actions[learning] = action
-                index = rollout.append(step.observation[learning], mask.cpu().numpy(), action, logprob.cpu().numpy(), value.cpu().numpy())
-                previous = pending[learning, seat[learning]]
-                linked = previous >= 0
-                rollout.successor[previous[linked]] = index[linked]
-                pending[learning, seat[learning]] = index
-            for who in np.unique(owner[owner != 0]):
+            for code, learner in learners.items():
+                rows = np.flatnonzero(owner == code)
+                if len(rows):
+                    actions[rows] = learner.act(step, rows, seat, sampler, device)
+            for who in np.unique(owner[owner > 0]):
                 rows = np.flatnonzero(owner == who)
                 actions[rows] = _act(opponents, pool, baseline_names, who, step.observation[rows], step.action_mask[rows], sampler, device)
 
@@ -261,95 +316,30 @@ def train(config: TrainConfig, resume: bool = False, command: str | None = None,
 
             finished = np.flatnonzero(step.done)
             if len(finished):
-                waiting = pending[finished]
-                has = waiting >= 0
-                rollout.reward[waiting[has]] = step.rewards[finished][has]
-                rollout.terminal[waiting[has]] = True
-                pending[finished] = -1
+                for learner in learners.values():
+                    learner.finish(finished, step.rewards)
                 for b in finished:
                     if step.loser[b] >= 0:  # (a game truncated by max_steps has no loser and zero rewards)
                         kind = tables.kinds[tables.kind[b]]
                         outcomes[kind][0] += 1
                         outcomes[kind][1] += int(tables.learner_seats[b])
-                        outcomes[kind][2] += int(tables.owner[b, step.loser[b]] == 0)
+                        outcomes[kind][2] += int(tables.owner[b, step.loser[b]] == POLICY_SEAT)
                 tables.draw(finished, rng, _baseline_index(baseline_names), _snapshot_indices(pool, baseline_names))
         state.decisions += decisions_per_update
         state.games += sum(games for games, _, _ in outcomes.values())
 
-        # ------------------------------------------------------------ 2. advantages (GAE)
-        # Walk the decisions backwards in time: each one's successor is later, so its
-        # advantage is already known. Decisions still waiting for their successor
-        # are not trained now; they are carried into the next rollout.
-        size = rollout.size
-        advantages = np.zeros(size, np.float32)
-        complete = rollout.terminal[:size] | (rollout.successor[:size] >= 0)
-        for start, stop in reversed(rollout.blocks):
-            rows = slice(start, stop)
-            successor = rollout.successor[rows]
-            has_next = successor >= 0
-            next_value = np.where(has_next, rollout.value[successor], 0.0)
-            next_advantage = np.where(has_next, advantages[successor], 0.0)
-            delta = rollout.reward[rows] + ppo.gamma * next_value - rollout.value[rows]
-            advantages[rows] = np.where(complete[rows], delta + ppo.gamma * ppo.gae_lambda * next_advantage, 0.0)
-        train_rows = np.flatnonzero(complete)
-        returns = advantages + rollout.value[:size]
+        # ------------------------------------------------------------ 2. advantages (GAE) and 3. update, for each learner
+        stats = {}
+        for code, learner in learners.items():
+            advantages, returns, train_rows = _advantages(learner.rollout, ppo)
+            learner_stats = _update(learner, advantages, returns, train_rows, ppo, rng, device)
+            prefix = "" if code == POLICY_SEAT else "exploiter_"
+            stats.update({prefix + k: v for k, v in learner_stats.items()})
+            if code == POLICY_SEAT:
+                state.samples += len(train_rows)
+            learner.carry_over()
 
-        # ------------------------------------------------------------ 3. update
-        model.train()
-        b_obs = torch.from_numpy(rollout.obs[train_rows]).to(device)
-        b_mask = torch.from_numpy(rollout.mask[train_rows]).to(device)
-        b_action = torch.from_numpy(rollout.action[train_rows]).to(device)
-        b_logprob = torch.from_numpy(rollout.logprob[train_rows]).to(device)
-        b_value = torch.from_numpy(rollout.value[train_rows]).to(device)
-        b_advantage = torch.from_numpy(advantages[train_rows]).to(device)
-        b_return = torch.from_numpy(returns[train_rows]).to(device)
-        n_train = len(train_rows)
-        minibatch = max(1, math.ceil(n_train / ppo.num_minibatches))
-        clipfracs, stats = [], {}
-        for _epoch in range(ppo.update_epochs if n_train else 0):
-            order = rng.permutation(n_train)
-            for start in range(0, n_train, minibatch):
-                mb = torch.from_numpy(order[start : start + minibatch]).to(device)
-                new_logprob, entropy, new_value = model.evaluate(b_obs[mb], b_mask[mb], b_action[mb])
-                log_ratio = new_logprob - b_logprob[mb]
-                ratio = log_ratio.exp()
-                with torch.no_grad():
-                    approx_kl = ((ratio - 1) - log_ratio).mean()
-                    clipfracs.append(((ratio - 1.0).abs() > ppo.clip_coef).float().mean().item())
-                mb_advantage = b_advantage[mb]
-                if ppo.norm_adv and len(mb) > 1:
-                    mb_advantage = (mb_advantage - mb_advantage.mean()) / (mb_advantage.std() + 1e-8)
-                pg_loss = torch.max(-mb_advantage * ratio, -mb_advantage * ratio.clamp(1 - ppo.clip_coef, 1 + ppo.clip_coef)).mean()
-                if ppo.clip_vloss:
-                    v_clipped = b_value[mb] + (new_value - b_value[mb]).clamp(-ppo.clip_coef, ppo.clip_coef)
-                    v_loss = 0.5 * torch.max((new_value - b_return[mb]) ** 2, (v_clipped - b_return[mb]) ** 2).mean()
-                else:
-                    v_loss = 0.5 * ((new_value - b_return[mb]) ** 2).mean()
-                entropy_loss = entropy.mean()
-                loss = pg_loss - ppo.ent_coef * entropy_loss + ppo.vf_coef * v_loss
-                optimizer.zero_grad()
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), ppo.max_grad_norm)
-                optimizer.step()
-            if ppo.target_kl is not None and approx_kl.item() > ppo.target_kl:
-                break
-        if n_train:
-            var_y = b_return.var().item()
-            stats = {
-                "pg_loss": pg_loss.item(),
-                "v_loss": v_loss.item(),
-                "entropy": entropy_loss.item(),
-                "approx_kl": approx_kl.item(),
-                "clipfrac": float(np.mean(clipfracs)),
-                "explained_variance": float("nan") if var_y == 0 else 1 - (b_return - b_value).var().item() / var_y,
-            }
-        state.samples += n_train
-        # Carry the decisions still waiting for a successor into the next rollout.
-        spare.clear()
-        rollout.carry_into(spare, pending)
-        rollout, spare = spare, rollout
-
-        # ------------------------------------------------------------ 4. snapshots, evaluation, logs, checkpoints
+        # ------------------------------------------------------------ 4. snapshots, exploiter reset, evaluation, logs, checkpoints
         state.update = update + 1
         _, pool_seat_games, pool_losses = outcomes[SNAPSHOT]
         state.pool_games += pool_seat_games
@@ -361,12 +351,18 @@ def train(config: TrainConfig, resume: bool = False, command: str | None = None,
         )
         scheduled = config.opponents.snapshot_every and state.update % config.opponents.snapshot_every == 0
         if beats_pool or scheduled:
-            _add_snapshot(pool, state, model, config, game)
+            _add_snapshot(pool, state, policy.model, config, game)
+        reset_every = config.opponents.exploiter_reset_every
+        if exploiter and reset_every and state.update % reset_every == 0:
+            # The exploiter joins the pool, and starts again from the current policy with a fresh optimizer.
+            _add_snapshot(pool, state, exploiter.model, config, game, source=EXPLOITER)
+            exploiter.model.load_state_dict(policy.model.state_dict())
+            exploiter.optimizer = torch.optim.Adam(exploiter.model.parameters(), lr=ppo.learning_rate, eps=1e-5)
 
         now = time.perf_counter()
         state.wall_seconds = now - started
         sps = decisions_per_update / max(now - iteration_start, 1e-9)
-        logs.train_row(state, optimizer.param_groups[0]["lr"], sps, stats, outcomes, len(pool))
+        logs.train_row(state, policy.optimizer.param_groups[0]["lr"], sps, stats, outcomes, len(pool))
         bar.update(decisions_per_update)
 
         last = state.update == num_updates
@@ -374,27 +370,102 @@ def train(config: TrainConfig, resume: bool = False, command: str | None = None,
         if out_of_time and not last:
             stop_reason = f"time limit of {config.schedule.time_limit_minutes} minutes reached"
         if config.evaluation.every and state.update % config.evaluation.every == 0 and not last and not stop_reason:
-            results = evaluate_model(model, game, config.evaluation.opponents, config.evaluation.games, seed=config.seed + state.update)
+            results = evaluate_model(policy.model, game, config.evaluation.opponents, config.evaluation.games, seed=config.seed + state.update)
             _record_evaluation(state, logs, results)
             bar.set_postfix_str(_eval_summary(state.evaluations))
         if state.update % config.schedule.checkpoint_every == 0 or last or stop_reason:
             state.wall_seconds = time.perf_counter() - started
-            save_run_checkpoint(run_dir / CHECKPOINT_NAME, config, model, optimizer, sampler, rng, pool, state, command)
+            save_run_checkpoint(run_dir / CHECKPOINT_NAME, config, policy, exploiter, sampler, rng, pool, state, command)
         if stop_reason:
             break
     bar.close()
 
     # ---------------------------------------------------------------- final evaluation, agent checkpoint, plots
     if config.evaluation.final_games:
-        results = evaluate_model(model, game, config.evaluation.opponents, config.evaluation.final_games, seed=config.seed + 10**6)
+        results = evaluate_model(policy.model, game, config.evaluation.opponents, config.evaluation.final_games, seed=config.seed + 10**6)
         _record_evaluation(state, logs, results, final=True)
         print("final evaluation: " + _eval_summary(state.evaluations), file=sys.stderr)
     if stop_reason:
         print(f"stopped early: {stop_reason}; continue with --resume", file=sys.stderr)
-    agent_path = save_agent_checkpoint(run_dir / AGENT_NAME, config, model, state, command)
+    agent_path = save_agent_checkpoint(run_dir / AGENT_NAME, config, policy.model, state, command)
     logs.close()
     plot_learning_curves(run_dir / "eval.csv", run_dir / "learning_curves.png", title=f"{config.name}: {n_players}-player {game.edition}")
     return agent_path
+
+
+def _advantages(rollout: Rollout, ppo) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """GAE over a rollout: ``(advantages, returns, rows to train)``.
+
+    Walk the decisions backwards in time: each one's successor is later, so its
+    advantage is already known. Decisions still waiting for their successor are not
+    trained now; they are carried into the next rollout.
+    """
+    size = rollout.size
+    advantages = np.zeros(size, np.float32)
+    complete = rollout.terminal[:size] | (rollout.successor[:size] >= 0)
+    for start, stop in reversed(rollout.blocks):
+        rows = slice(start, stop)
+        successor = rollout.successor[rows]
+        has_next = successor >= 0
+        next_value = np.where(has_next, rollout.value[successor], 0.0)
+        next_advantage = np.where(has_next, advantages[successor], 0.0)
+        delta = rollout.reward[rows] + ppo.gamma * next_value - rollout.value[rows]
+        advantages[rows] = np.where(complete[rows], delta + ppo.gamma * ppo.gae_lambda * next_advantage, 0.0)
+    return advantages, advantages + rollout.value[:size], np.flatnonzero(complete)
+
+
+def _update(learner: Learner, advantages: np.ndarray, returns: np.ndarray, train_rows: np.ndarray, ppo, rng: np.random.Generator, device) -> dict[str, float]:
+    """Clipped PPO on a learner's complete decisions; returns the statistics of the last minibatch."""
+    model, optimizer, rollout = learner.model, learner.optimizer, learner.rollout
+    model.train()
+    b_obs = torch.from_numpy(rollout.obs[train_rows]).to(device)
+    b_mask = torch.from_numpy(rollout.mask[train_rows]).to(device)
+    b_action = torch.from_numpy(rollout.action[train_rows]).to(device)
+    b_logprob = torch.from_numpy(rollout.logprob[train_rows]).to(device)
+    b_value = torch.from_numpy(rollout.value[train_rows]).to(device)
+    b_advantage = torch.from_numpy(advantages[train_rows]).to(device)
+    b_return = torch.from_numpy(returns[train_rows]).to(device)
+    n_train = len(train_rows)
+    minibatch = max(1, math.ceil(n_train / ppo.num_minibatches))
+    clipfracs = []
+    for _epoch in range(ppo.update_epochs if n_train else 0):
+        order = rng.permutation(n_train)
+        for start in range(0, n_train, minibatch):
+            mb = torch.from_numpy(order[start : start + minibatch]).to(device)
+            new_logprob, entropy, new_value = model.evaluate(b_obs[mb], b_mask[mb], b_action[mb])
+            log_ratio = new_logprob - b_logprob[mb]
+            ratio = log_ratio.exp()
+            with torch.no_grad():
+                approx_kl = ((ratio - 1) - log_ratio).mean()
+                clipfracs.append(((ratio - 1.0).abs() > ppo.clip_coef).float().mean().item())
+            mb_advantage = b_advantage[mb]
+            if ppo.norm_adv and len(mb) > 1:
+                mb_advantage = (mb_advantage - mb_advantage.mean()) / (mb_advantage.std() + 1e-8)
+            pg_loss = torch.max(-mb_advantage * ratio, -mb_advantage * ratio.clamp(1 - ppo.clip_coef, 1 + ppo.clip_coef)).mean()
+            if ppo.clip_vloss:
+                v_clipped = b_value[mb] + (new_value - b_value[mb]).clamp(-ppo.clip_coef, ppo.clip_coef)
+                v_loss = 0.5 * torch.max((new_value - b_return[mb]) ** 2, (v_clipped - b_return[mb]) ** 2).mean()
+            else:
+                v_loss = 0.5 * ((new_value - b_return[mb]) ** 2).mean()
+            entropy_loss = entropy.mean()
+            loss = pg_loss - ppo.ent_coef * entropy_loss + ppo.vf_coef * v_loss
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), ppo.max_grad_norm)
+            optimizer.step()
+        if ppo.target_kl is not None and approx_kl.item() > ppo.target_kl:
+            break
+    if not n_train:
+        return {}
+    var_y = b_return.var().item()
+    return {
+        "pg_loss": pg_loss.item(),
+        "v_loss": v_loss.item(),
+        "entropy": entropy_loss.item(),
+        "approx_kl": approx_kl.item(),
+        "clipfrac": float(np.mean(clipfracs)),
+        "explained_variance": float("nan") if var_y == 0 else 1 - (b_return - b_value).var().item() / var_y,
+    }
 
 
 # ---------------------------------------------------------------------------- opponents
@@ -417,17 +488,19 @@ def _act(opponents, pool, baseline_names, who, obs, masks, sampler, device) -> n
     return action.cpu().numpy()
 
 
-def _add_snapshot(pool: list[Snapshot], state: Progress, model: ActorCritic, config: TrainConfig, game: GameConfig) -> None:
+def _add_snapshot(pool: list[Snapshot], state: Progress, model: ActorCritic, config: TrainConfig, game: GameConfig, source: str = "policy") -> None:
+    """A frozen copy of ``model`` enters the pool (the oldest leaves past ``max_snapshots``)."""
     frozen = ActorCritic(game, config.model.hidden_sizes, config.model.activation, config.model.card_counting).to(next(model.parameters()).device)
     frozen.load_state_dict(model.state_dict())
     frozen.eval().requires_grad_(False)
-    snapshot = Snapshot(state.next_snapshot_id, state.update, frozen)
+    snapshot = Snapshot(state.next_snapshot_id, state.update, frozen, source)
     if len(pool) < config.opponents.max_snapshots:
         pool.append(snapshot)
     else:  # replace the oldest in place, so that the other snapshots keep their table indices
         pool[min(range(len(pool)), key=lambda k: pool[k].id)] = snapshot
     state.next_snapshot_id += 1
-    state.pool_games = state.pool_losses = 0
+    if source == "policy":  # the beat-the-pool rule counts from the latest policy snapshot
+        state.pool_games = state.pool_losses = 0
 
 
 # ---------------------------------------------------------------------------- evaluation
@@ -492,18 +565,22 @@ def _metadata(config: TrainConfig, state: Progress, command: str, kind: str) -> 
     }
 
 
-def save_run_checkpoint(path: Path, config, model, optimizer, sampler, rng, pool: list[Snapshot], state: Progress, command: str) -> Path:
-    """Everything ``--resume`` needs: weights, Adam state, pool, RNG states, counters."""
-    tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
-    optimizer_tensors, optimizer_rest = ckpt.optimizer_state(optimizer)
-    tensors.update(optimizer_tensors)
+def save_run_checkpoint(path: Path, config, policy: Learner, exploiter: Learner | None, sampler, rng, pool: list[Snapshot], state: Progress, command: str) -> Path:
+    """Everything ``--resume`` needs: weights, Adam state (of the policy and the exploiter), pool, RNG states, counters."""
+    tensors, optimizers = {}, {}
+    for prefix, learner in (("", policy), ("exploiter.", exploiter)):
+        if learner is None:
+            continue
+        tensors.update({f"{prefix}model.{k}": v for k, v in learner.model.state_dict().items()})
+        optimizer_tensors, optimizers[f"{prefix}optimizer"] = ckpt.optimizer_state(learner.optimizer, prefix=f"{prefix}optimizer")
+        tensors.update(optimizer_tensors)
     for snapshot in pool:
         tensors.update({f"pool.{snapshot.id}.{k}": v for k, v in snapshot.model.state_dict().items()})
     tensors["rng.sampler"] = sampler.get_state()
     metadata = _metadata(config, state, command, "run")
     metadata.update(
-        optimizer=optimizer_rest,
-        pool=[{"id": s.id, "update": s.update} for s in pool],
+        optimizers,
+        pool=[{"id": s.id, "update": s.update, "source": s.source} for s in pool],
         progress={k: v for k, v in state.__dict__.items()},
         rng={"numpy": ckpt.numpy_rng_state(rng)},
     )
@@ -522,7 +599,7 @@ RESUMABLE_CHANGES = ("schedule.total_decisions", "schedule.time_limit_minutes", 
 """Config entries that may differ between a run and its resumption."""
 
 
-def _restore(run_dir: Path, config: TrainConfig, model, optimizer, sampler, pool: list[Snapshot], device) -> tuple[Progress, np.random.Generator]:
+def _restore(run_dir: Path, config: TrainConfig, policy: Learner, exploiter: Learner | None, sampler, pool: list[Snapshot], device) -> tuple[Progress, np.random.Generator]:
     checkpoint = ckpt.load_checkpoint(run_dir / CHECKPOINT_NAME, game=config.game_config(), kind="run")
     meta = checkpoint.metadata
     saved = config_from_dict(meta["training_config"], where=str(checkpoint.path))
@@ -531,14 +608,16 @@ def _restore(run_dir: Path, config: TrainConfig, model, optimizer, sampler, pool
         raise ckpt.CheckpointError(
             f"{checkpoint.path}: cannot resume with a different config; changed: {differences} (only {list(RESUMABLE_CHANGES)} may change)"
         )
-    model.load_state_dict(checkpoint.group("model"))
-    ckpt.restore_optimizer(optimizer, checkpoint)
+    for prefix, learner in (("", policy), ("exploiter.", exploiter)):
+        if learner is not None:
+            learner.model.load_state_dict(checkpoint.group(f"{prefix}model"))
+            ckpt.restore_optimizer(learner.optimizer, checkpoint, prefix=f"{prefix}optimizer")
     sampler.set_state(checkpoint.tensors["rng.sampler"])
     game = config.game_config()
     for entry in meta["pool"]:
         frozen = ActorCritic(game, config.model.hidden_sizes, config.model.activation, config.model.card_counting).to(device)
         frozen.load_state_dict(checkpoint.group(f"pool.{entry['id']}"))
-        pool.append(Snapshot(entry["id"], entry["update"], frozen.eval().requires_grad_(False)))
+        pool.append(Snapshot(entry["id"], entry["update"], frozen.eval().requires_grad_(False), entry.get("source", "policy")))
     state = Progress(**meta["progress"])
     return state, ckpt.restore_numpy_rng(meta["rng"]["numpy"])
 
@@ -558,11 +637,13 @@ class RunLogs:
 
     def __init__(self, run_dir: Path, config: TrainConfig, resume_update: int | None):
         self.run_dir = run_dir
-        self.opponent_kinds = [SNAPSHOT, *config.opponents.baselines]
+        exploiter = [EXPLOITER] if config.opponents.exploiter else []
+        self.opponent_kinds = [SNAPSHOT, *exploiter, *config.opponents.baselines]
+        stats = ["pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac", "explained_variance"]
         self.metrics_columns = [
             "update", "decisions", "samples", "games", "wall_seconds", "decisions_per_second", "learning_rate",
-            "pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac", "explained_variance", "pool_size",
-            *[f"train_loss_rate_vs_{k}" for k in self.opponent_kinds],
+            *stats, "pool_size", *[f"train_loss_rate_vs_{k}" for k in self.opponent_kinds],
+            *[f"exploiter_{k}" for s in exploiter for k in ("loss_rate", *stats)],
         ]  # fmt: skip
         self.eval_columns = [
             "update", "decisions", "wall_seconds", "final", "opponent", "games", "loss_rate", "ci95_low", "ci95_high", "parity",
@@ -587,6 +668,9 @@ class RunLogs:
         for kind in self.opponent_kinds:
             _, seat_games, losses = outcomes.get(kind, (0, 0, 0))
             row[f"train_loss_rate_vs_{kind}"] = round(losses / seat_games, 4) if seat_games else ""  # per learner seat; parity 1/N
+        if EXPLOITER in outcomes:  # the exploiter loses the games that the policy's seats do not: an online exploitability estimate
+            games, _, policy_losses = outcomes[EXPLOITER]
+            row["exploiter_loss_rate"] = round(1 - policy_losses / games, 4) if games else ""
         _append_csv(self.run_dir / "metrics.csv", self.metrics_columns, row)
         for key, value in row.items():
             if key not in ("update", "decisions") and value != "" and not (isinstance(value, float) and math.isnan(value)):
