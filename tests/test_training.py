@@ -359,6 +359,9 @@ def test_a_run_with_an_exploiter_trains_both_networks_and_resumes_exactly(tmp_pa
     assert {"exploiter_loss_rate", "exploiter_entropy", "train_loss_rate_vs_exploiter"} <= set(header)
     assert any(row.split(",")[header.index("exploiter_entropy")] for row in rows[1:])
 
+    agent = ckpt.load_checkpoint(ckpt.export_agent(tmp_path / "whole" / "checkpoint", tmp_path / "agent"))
+    assert agent.tensors.keys() == {f"model.{k}" for k in policy} and "exploiter.optimizer" not in agent.metadata
+
 
 def test_resume_refuses_a_changed_config(tmp_path):
     assert _train(tmp_path, "run", 2) == 0

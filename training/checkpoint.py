@@ -323,11 +323,12 @@ def restore_numpy_rng(state: dict[str, Any]):
 def export_agent(source: str | os.PathLike, destination: str | os.PathLike, extra: dict[str, Any] | None = None) -> Path:
     """Write the weights-only (``agent``) checkpoint of ``source`` (a run or agent checkpoint) to ``destination``.
 
-    The metadata is kept, less the run-only fields (optimizer, pool, progress, RNG
-    states); ``extra`` entries are added (e.g. the command history of a resumed run).
+    The metadata is kept, less the run-only fields (optimizers, pool, progress, RNG
+    states) and tensors (the exploiter's, Adam moments, snapshots); ``extra`` entries are added (e.g. the command history of a resumed run).
     """
     checkpoint = load_checkpoint(source)
-    meta = {k: v for k, v in checkpoint.metadata.items() if k not in ("optimizer", "pool", "progress", "rng", "tensors", "format", "format_version")}
+    run_only = ("optimizer", "exploiter.optimizer", "pool", "progress", "rng", "tensors", "format", "format_version")
+    meta = {k: v for k, v in checkpoint.metadata.items() if k not in run_only}
     meta.update(kind="agent", exported_from=str(checkpoint.path), **(extra or {}))
     return save_checkpoint(destination, {k: v for k, v in checkpoint.tensors.items() if k.startswith("model.")}, meta)
 
