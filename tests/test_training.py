@@ -405,6 +405,15 @@ def test_exploitability_trains_a_best_response_against_a_frozen_checkpoint(tmp_p
     assert result["parity"] == 0.25 and result["games"] == 20
     assert result["exploitability"] == pytest.approx(0.25 - result["best_response_loss_rate"])
     assert "exploitability" in capsys.readouterr().out
+    assert main(argv + [a for s in sets for a in ("--set", s)]) == 2  # the same best-response run again: refused
+    assert "--overwrite" in capsys.readouterr().err
+
+
+def test_best_response_runs_of_two_runs_final_checkpoints_get_different_names():
+    from training.exploitability import _label
+
+    assert _label("runs/ppo_4p/final") == "ppo_4p-final" and _label("runs/other/final.json") == "other-final"
+    assert _label("classic-4p") == "classic-4p" and _label("agents/mine.safetensors") == "mine"
 
 
 def test_a_run_checkpoint_exports_to_a_small_agent_checkpoint(tmp_path):
