@@ -335,9 +335,10 @@ def test_train_checkpoint_resume_load_and_evaluate_on_a_tiny_budget(tmp_path):
     assert meta["evaluation"]["final"] and {r["opponent"] for r in meta["evaluation"]["results"]} == {"random", "heuristic"}
 
 
-def test_a_run_with_an_exploiter_trains_both_networks_and_resumes_exactly(tmp_path):
+def test_a_run_with_an_exploiter_and_a_magnet_trains_both_networks_and_resumes_exactly(tmp_path):
     """The exploiter (its weights and Adam state) is in the run checkpoint; a reset puts it in the pool and restarts it from the policy."""
     exploiter = ["--set", "opponents.exploiter=0.5", "--set", "opponents.exploiter_reset_every=3", "--set", "opponents.snapshot_every=0"]
+    exploiter += ["--set", "ppo.magnet_coef=0.5", "--set", "ppo.magnet_every=3"]  # and a magnet, refreshed after the checkpoint
     assert _train(tmp_path, "whole", 4, *exploiter) == 0
     assert _train(tmp_path, "split", 2, *exploiter) == 0
     assert _train(tmp_path, "split", 4, "--resume", *exploiter) == 0
@@ -356,7 +357,9 @@ def test_a_run_with_an_exploiter_trains_both_networks_and_resumes_exactly(tmp_pa
     assert any(not torch.equal(exploiter_pool_weights[k], exploit[k]) for k in exploit)
     rows = (tmp_path / "whole" / "metrics.csv").read_text().splitlines()
     header = rows[0].split(",")
-    assert {"exploiter_loss_rate", "exploiter_entropy", "train_loss_rate_vs_exploiter"} <= set(header)
+    assert {"exploiter_loss_rate", "exploiter_entropy", "train_loss_rate_vs_exploiter", "magnet_kl"} <= set(header)
+    magnet = whole.group("magnet")
+    assert any(not torch.equal(magnet[k], policy[k]) for k in policy)  # refreshed at update 3, trained away from it at update 4
     assert any(row.split(",")[header.index("exploiter_entropy")] for row in rows[1:])
 
     agent = ckpt.load_checkpoint(ckpt.export_agent(tmp_path / "whole" / "checkpoint", tmp_path / "agent"))

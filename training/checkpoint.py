@@ -9,8 +9,9 @@ A checkpoint named ``P`` is two files side by side::
                     size and sha256 of the tensor file
     P.safetensors   tensors: "model.*" (the network); a run checkpoint adds
                     "optimizer.*" (Adam moments), "pool.<id>.*" (opponent snapshots),
-                    "rng.*" (torch generator states) and, with an exploiter,
-                    "exploiter.model.*" and "exploiter.optimizer.*"
+                    "rng.*" (torch generator states), with an exploiter
+                    "exploiter.model.*" and "exploiter.optimizer.*", and with a
+                    magnet "magnet.*"
 
 Saving writes both files to temporary files in the same directory, fsyncs them, then
 renames them over the old ones with ``os.replace`` (tensors first, metadata last). A

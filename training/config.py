@@ -72,18 +72,22 @@ class PPOConfig:
     """Gradient norm clip."""
     norm_adv: bool = True
     """Normalize advantages per minibatch."""
+    magnet_coef: float = 0.0
+    """Weight of the KL divergence from the policy to its magnet, a past copy of itself refreshed every ``magnet_every`` updates (regularized Nash dynamics, as in R-NaD and magnetic mirror descent): it damps the cycling of self-play in bluffing games (0: off)."""
+    magnet_every: int = 100
+    """Updates between two refreshes of the magnet (it becomes the current policy)."""
     target_kl: float | None = None
     """Stop the epochs of an update early once the approximate KL exceeds this (``null``: never)."""
 
     def validate(self, where: str) -> None:
-        for name in ("num_envs", "num_steps", "num_minibatches", "update_epochs"):
+        for name in ("num_envs", "num_steps", "num_minibatches", "update_epochs", "magnet_every"):
             _require(where, name, getattr(self, name), getattr(self, name) >= 1, "an integer >= 1")
         _require(where, "learning_rate", self.learning_rate, self.learning_rate > 0, "a number > 0")
         for name in ("gamma", "gae_lambda"):
             _require(where, name, getattr(self, name), 0 <= getattr(self, name) <= 1, "a number from 0 to 1")
         for name in ("clip_coef", "max_grad_norm"):
             _require(where, name, getattr(self, name), getattr(self, name) > 0, "a number > 0")
-        for name in ("ent_coef", "vf_coef"):
+        for name in ("ent_coef", "vf_coef", "magnet_coef"):
             _require(where, name, getattr(self, name), getattr(self, name) >= 0, "a number >= 0")
         if self.target_kl is not None:
             _require(where, "target_kl", self.target_kl, self.target_kl > 0, "null or a number > 0")

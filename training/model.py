@@ -144,12 +144,12 @@ class ActorCritic(nn.Module):
         return action, logprob, value
 
     def evaluate(self, obs: torch.Tensor, mask: torch.Tensor, action: torch.Tensor):
-        """Log-probabilities of ``action``, policy entropies and values, with gradients."""
+        """Log-probabilities of ``action``, policy entropies, values and the log-policy over all actions (B, A), with gradients."""
         logits, value = self(obs, mask)
         logp_all = torch.log_softmax(logits, dim=-1)
         logprob = logp_all.gather(1, action[:, None]).squeeze(1)
         entropy = -(logp_all.exp() * logp_all).sum(-1)
-        return logprob, entropy, value
+        return logprob, entropy, value, logp_all
 
 
 class PolicyAgent:

@@ -30,6 +30,7 @@ holds everything else (weights, Adam state, pool, RNG states, counters), so
 
 from __future__ import annotations
 
+import copy
 import csv
 import math
 import sys
@@ -190,6 +191,14 @@ class Learner:
         self.spare = Rollout(capacity, obs_size, num_actions)
         self.pending = np.full((batch, n_players), -1, np.int64)
         """Rollout index of each seat's latest decision of this learner still waiting for its successor."""
+        self.magnet: ActorCritic | None = None
+        """A frozen past copy of ``model`` that the update pulls towards (``ppo.magnet_coef``), or None."""
+
+    def refresh_magnet(self) -> None:
+        """The magnet becomes a frozen copy of the current network."""
+        if self.magnet is None:
+            self.magnet = copy.deepcopy(self.model).eval().requires_grad_(False)
+        self.magnet.load_state_dict(self.model.state_dict())
 
     def restart(self) -> None:
         """The games restart: nothing is waiting any more."""
@@ -269,6 +278,8 @@ def train(config: TrainConfig, resume: bool = False, command: str | None = None,
             policy.model.load_state_dict(initial_weights)
         if exploiter:
             exploiter.model.load_state_dict(policy.model.state_dict())
+        if ppo.magnet_coef:
+            policy.refresh_magnet()
         _add_snapshot(pool, state, policy.model, config, game)
     state.commands.append(command)
     logs = RunLogs(run_dir, config, resume_update=state.update if resume else None)
@@ -352,6 +363,8 @@ def train(config: TrainConfig, resume: bool = False, command: str | None = None,
         scheduled = config.opponents.snapshot_every and state.update % config.opponents.snapshot_every == 0
         if beats_pool or scheduled:
             _add_snapshot(pool, state, policy.model, config, game)
+        if ppo.magnet_coef and state.update % ppo.magnet_every == 0:
+            policy.refresh_magnet()
         reset_every = config.opponents.exploiter_reset_every
         if exploiter and reset_every and state.update % reset_every == 0:
             # The exploiter joins the pool, and starts again from the current policy with a fresh optimizer.
@@ -432,7 +445,7 @@ def _update(learner: Learner, advantages: np.ndarray, returns: np.ndarray, train
         order = rng.permutation(n_train)
         for start in range(0, n_train, minibatch):
             mb = torch.from_numpy(order[start : start + minibatch]).to(device)
-            new_logprob, entropy, new_value = model.evaluate(b_obs[mb], b_mask[mb], b_action[mb])
+            new_logprob, entropy, new_value, log_policy = model.evaluate(b_obs[mb], b_mask[mb], b_action[mb])
             log_ratio = new_logprob - b_logprob[mb]
             ratio = log_ratio.exp()
             with torch.no_grad():
@@ -449,6 +462,11 @@ def _update(learner: Learner, advantages: np.ndarray, returns: np.ndarray, train
                 v_loss = 0.5 * ((new_value - b_return[mb]) ** 2).mean()
             entropy_loss = entropy.mean()
             loss = pg_loss - ppo.ent_coef * entropy_loss + ppo.vf_coef * v_loss
+            if learner.magnet is not None:  # KL(policy || magnet) over the legal actions (illegal ones have probability 0)
+                with torch.no_grad():
+                    magnet_log_policy = torch.log_softmax(learner.magnet(b_obs[mb], b_mask[mb])[0], dim=-1)
+                magnet_kl = (log_policy.exp() * (log_policy - magnet_log_policy)).sum(-1).mean()
+                loss = loss + ppo.magnet_coef * magnet_kl
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), ppo.max_grad_norm)
@@ -465,6 +483,7 @@ def _update(learner: Learner, advantages: np.ndarray, returns: np.ndarray, train
         "approx_kl": approx_kl.item(),
         "clipfrac": float(np.mean(clipfracs)),
         "explained_variance": float("nan") if var_y == 0 else 1 - (b_return - b_value).var().item() / var_y,
+        **({"magnet_kl": magnet_kl.item()} if learner.magnet is not None else {}),
     }
 
 
@@ -566,7 +585,7 @@ def _metadata(config: TrainConfig, state: Progress, command: str, kind: str) -> 
 
 
 def save_run_checkpoint(path: Path, config, policy: Learner, exploiter: Learner | None, sampler, rng, pool: list[Snapshot], state: Progress, command: str) -> Path:
-    """Everything ``--resume`` needs: weights, Adam state (of the policy and the exploiter), pool, RNG states, counters."""
+    """Everything ``--resume`` needs: weights, Adam state (of the policy and the exploiter), magnet, pool, RNG states, counters."""
     tensors, optimizers = {}, {}
     for prefix, learner in (("", policy), ("exploiter.", exploiter)):
         if learner is None:
@@ -574,6 +593,8 @@ def save_run_checkpoint(path: Path, config, policy: Learner, exploiter: Learner 
         tensors.update({f"{prefix}model.{k}": v for k, v in learner.model.state_dict().items()})
         optimizer_tensors, optimizers[f"{prefix}optimizer"] = ckpt.optimizer_state(learner.optimizer, prefix=f"{prefix}optimizer")
         tensors.update(optimizer_tensors)
+    if policy.magnet is not None:
+        tensors.update({f"magnet.{k}": v for k, v in policy.magnet.state_dict().items()})
     for snapshot in pool:
         tensors.update({f"pool.{snapshot.id}.{k}": v for k, v in snapshot.model.state_dict().items()})
     tensors["rng.sampler"] = sampler.get_state()
@@ -612,6 +633,9 @@ def _restore(run_dir: Path, config: TrainConfig, policy: Learner, exploiter: Lea
         if learner is not None:
             learner.model.load_state_dict(checkpoint.group(f"{prefix}model"))
             ckpt.restore_optimizer(learner.optimizer, checkpoint, prefix=f"{prefix}optimizer")
+    if config.ppo.magnet_coef:
+        policy.refresh_magnet()
+        policy.magnet.load_state_dict(checkpoint.group("magnet"))
     sampler.set_state(checkpoint.tensors["rng.sampler"])
     game = config.game_config()
     for entry in meta["pool"]:
@@ -642,7 +666,7 @@ class RunLogs:
         stats = ["pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac", "explained_variance"]
         self.metrics_columns = [
             "update", "decisions", "samples", "games", "wall_seconds", "decisions_per_second", "learning_rate",
-            *stats, "pool_size", *[f"train_loss_rate_vs_{k}" for k in self.opponent_kinds],
+            *stats, *(["magnet_kl"] if config.ppo.magnet_coef else []), "pool_size", *[f"train_loss_rate_vs_{k}" for k in self.opponent_kinds],
             *[f"exploiter_{k}" for s in exploiter for k in ("loss_rate", *stats)],
         ]  # fmt: skip
         self.eval_columns = [
