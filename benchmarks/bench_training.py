@@ -23,6 +23,12 @@ arena instead (seat rotation, duplicate deals, 95% Wilson intervals):
 ``random``, and a ``heuristic`` among three copies of the agent loses >= 40%.
 2 players: the agent wins >= 65% against ``heuristic``. Both: a clearly non-zero
 false-claim rate, and call accuracy above ``heuristic``'s in the same match.
+
+``--exploit CHECKPOINT`` measures the exploitability target: ``cockroach-exploit``
+trains a best response against the frozen checkpoint (``--decisions``, default 5 M)
+and the target is a best-response loss rate within 5 points of parity:
+
+    python benchmarks/bench_training.py --exploit classic-4p --decisions 5000000 --games 4000
 """
 
 from __future__ import annotations
@@ -49,9 +55,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strength", metavar="CHECKPOINT", help="measure the strength targets of a checkpoint instead of the throughput")
     parser.add_argument("--games", type=int, default=4000, help="games per match for --strength (default 4000)")
     parser.add_argument("--seed", type=int, default=0, help="arena seed for --strength (default 0)")
+    parser.add_argument("--exploit", metavar="CHECKPOINT", help="measure the exploitability target of a checkpoint instead of the throughput")
+    parser.add_argument("--decisions", type=int, default=5_000_000, help="best-response budget for --exploit (default 5,000,000)")
     args = parser.parse_args(argv)
     if args.strength:
         return strength(args.strength, args.games, args.seed)
+    if args.exploit:
+        return exploit(args.exploit, args.decisions, args.games, args.seed)
 
     from training.config import load_config
     from training.ppo import train
@@ -132,6 +142,27 @@ def strength(checkpoint: str, games: int, seed: int) -> int:
     print("targets:")
     for label, ok, value in checks:
         print(f"  [{'met' if ok else 'NOT met'}] {label}: {value}")
+    return 0
+
+
+def exploit(checkpoint: str, decisions: int, games: int, seed: int) -> int:
+    """Train a best response with ``cockroach-exploit`` and check it stays within 5 points of parity."""
+    import json
+
+    from training.exploitability import main as exploitability
+
+    with tempfile.TemporaryDirectory() as out:
+        report_path = Path(out) / "report.json"
+        started = time.perf_counter()
+        argv = [checkpoint, "--decisions", str(decisions), "--games", str(games), "--seed", str(seed + 1), "--output-dir", out, "--json", str(report_path), "--no-progress"]
+        if exploitability(argv) != 0:
+            return 2
+        report = json.loads(report_path.read_text())
+    gap = report["exploitability"]
+    print(f"best response: {decisions:,} decisions, {time.perf_counter() - started:.0f} s wall")
+    print("targets:")
+    print(f"  [{'met' if gap <= 0.05 else 'NOT met'}] best response within 5 points of parity: {100 * gap:+.1f} points "
+          f"(loss rate {100 * report['best_response_loss_rate']:.1f}%, parity {100 * report['parity']:.1f}%)")
     return 0
 
 
