@@ -17,8 +17,11 @@ same game, or to the end of the game, whose terminal reward is the transition's 
 A decision whose successor has not happened yet when a rollout ends is carried into
 the next rollout, so every transition is trained once with exact GAE.
 
-Each iteration has three sections: rollout, advantages (GAE), update. Then come the
-bookkeeping steps: snapshots (on a schedule, or when the policy beats the pool),
+Each iteration has three sections: rollout, advantages (GAE), update (for the policy,
+then the exploiter). The policy's update may add a pull towards its magnet, a frozen
+copy of itself refreshed every ``ppo.magnet_every`` updates (``ppo.magnet_coef``, the
+KL regularization of R-NaD and magnetic mirror descent). Then come the bookkeeping
+steps: snapshots (on a schedule, or when the policy beats the pool), exploiter resets,
 evaluation in the arena against baselines, logs and checkpoints.
 
 Exact resume: the games restart (from a seed derived from the run seed and the
