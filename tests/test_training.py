@@ -434,6 +434,10 @@ def test_a_run_checkpoint_exports_to_a_small_agent_checkpoint(tmp_path):
 def test_a_run_can_start_from_the_weights_of_another(tmp_path):
     assert _train(tmp_path, "base", 1) == 0
     assert _train(tmp_path, "tuned", 1, "--init-from", str(tmp_path / "base" / "final")) == 0
+    assert _train(tmp_path, "tuned_again", 1, "--init-from", str(tmp_path / "tuned" / "final")) == 0
+    record = ckpt.read_metadata(tmp_path / "tuned_again" / "final")["base_run"]  # the whole history of the weights
+    assert record["path"].endswith("final") and "tuned" in record["commands"][0] and "base" in record["base_run"]["commands"][0]
+    assert record["step"]["update"] == 1 and "base_run" not in record["base_run"]
     assert _train(tmp_path, "wider", 1, "--init-from", str(tmp_path / "base" / "final"), "--set", "model.hidden_sizes=[32]") == 2
 
 

@@ -57,8 +57,8 @@ def main(argv: list[str] | None = None) -> int:
 
     command = "cockroach-train " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
     try:
-        initial = _initial_weights(args.init_from, config) if args.init_from and not args.resume else None
-        agent = train(config, resume=args.resume, command=command, progress_bar=not args.no_progress, initial_weights=initial)
+        initial, base_run = _initial_weights(args.init_from, config) if args.init_from and not args.resume else (None, None)
+        agent = train(config, resume=args.resume, command=command, progress_bar=not args.no_progress, initial_weights=initial, base_run=base_run)
     except CheckpointError as error:
         print(f"cockroach-train: error: {error}", file=sys.stderr)
         return 2
@@ -66,8 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _initial_weights(path: str, config) -> dict:
-    """The weights of ``path``, checked against the rules and network of ``config``."""
+def _initial_weights(path: str, config) -> tuple[dict, dict]:
+    """The weights of ``path``, checked against the rules and network of ``config``, and the record of where they came from."""
     from training.checkpoint import CheckpointError, build_model, load_checkpoint
 
     checkpoint = load_checkpoint(path, game=config.game_config())
@@ -75,7 +75,11 @@ def _initial_weights(path: str, config) -> dict:
     wanted = {"hidden_sizes": list(config.model.hidden_sizes), "activation": config.model.activation, "card_counting": config.model.card_counting}
     if {**wanted, **spec} != wanted:
         raise CheckpointError(f"{checkpoint.path}: --init-from needs the network of the config {wanted}, the checkpoint has {spec}")
-    return build_model(checkpoint).state_dict()
+    meta = checkpoint.metadata
+    base_run = {"path": str(checkpoint.path.with_suffix("")), "commands": meta.get("commands") or [meta.get("command")], "step": meta.get("step")}
+    if meta.get("base_run"):
+        base_run["base_run"] = meta["base_run"]
+    return build_model(checkpoint).state_dict(), base_run
 
 
 if __name__ == "__main__":

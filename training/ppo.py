@@ -96,6 +96,8 @@ class Progress:
     evaluations: list[dict[str, Any]] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
     """Every command that trained this run (the first, then each ``--resume``)."""
+    base_run: dict[str, Any] | None = None
+    """The checkpoint a fresh run started from (``--init-from``): path, commands, step, and its own ``base_run``."""
 
 
 class Tables:
@@ -239,10 +241,13 @@ class Learner:
 # ---------------------------------------------------------------------------- training
 
 
-def train(config: TrainConfig, resume: bool = False, command: str | None = None, progress_bar: bool = True, initial_weights: dict | None = None) -> Path:
+def train(
+    config: TrainConfig, resume: bool = False, command: str | None = None, progress_bar: bool = True, initial_weights: dict | None = None, base_run: dict | None = None
+) -> Path:
     """Train (or resume) the run of ``config``; return the path of the final agent checkpoint.
 
-    ``initial_weights``: a state dict to start a fresh run from (instead of a random network).
+    ``initial_weights``: a state dict to start a fresh run from (instead of a random network);
+    ``base_run``: where those weights came from (recorded in every checkpoint's metadata).
     """
     from tqdm import tqdm
 
@@ -279,6 +284,7 @@ def train(config: TrainConfig, resume: bool = False, command: str | None = None,
     else:
         if initial_weights is not None:
             policy.model.load_state_dict(initial_weights)
+            state.base_run = base_run
         if exploiter:
             exploiter.model.load_state_dict(policy.model.state_dict())
         if ppo.magnet_coef:
@@ -581,6 +587,7 @@ def _metadata(config: TrainConfig, state: Progress, command: str, kind: str) -> 
         "training_config": config.to_dict(),
         "command": command,
         "commands": state.commands,
+        **({"base_run": state.base_run} if state.base_run else {}),
         "step": {"update": state.update, "decisions": state.decisions, "samples": state.samples, "games": state.games, "wall_seconds": round(state.wall_seconds, 1)},
         "evaluation": state.evaluations[-1] if state.evaluations else None,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
