@@ -191,7 +191,8 @@ class Learner:
 
     def __init__(self, model: ActorCritic, learning_rate: float, capacity: int, batch: int, n_players: int, obs_size: int, num_actions: int):
         self.model = model
-        self.optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate, eps=1e-5)
+        self.learning_rate = learning_rate
+        self.reset_optimizer()
         self.rollout = Rollout(capacity, obs_size, num_actions)
         self.spare = Rollout(capacity, obs_size, num_actions)
         self.pending = np.full((batch, n_players), -1, np.int64)
@@ -199,11 +200,13 @@ class Learner:
         self.magnet: ActorCritic | None = None
         """A frozen past copy of ``model`` that the update pulls towards (``ppo.magnet_coef``), or None."""
 
+    def reset_optimizer(self) -> None:
+        """A fresh Adam state."""
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.learning_rate, eps=1e-5)
+
     def refresh_magnet(self) -> None:
         """The magnet becomes a frozen copy of the current network."""
-        if self.magnet is None:
-            self.magnet = copy.deepcopy(self.model).eval().requires_grad_(False)
-        self.magnet.load_state_dict(self.model.state_dict())
+        self.magnet = _frozen_copy(self.model)
 
     def restart(self) -> None:
         """The games restart: nothing is waiting any more."""
@@ -289,7 +292,7 @@ def train(
             exploiter.model.load_state_dict(policy.model.state_dict())
         if ppo.magnet_coef:
             policy.refresh_magnet()
-        _add_snapshot(pool, state, policy.model, config, game)
+        _add_snapshot(pool, state, policy.model, config)
     state.commands.append(command)
     logs = RunLogs(run_dir, config, resume_update=state.update if resume else None)
 
@@ -371,15 +374,15 @@ def train(
         )
         scheduled = config.opponents.snapshot_every and state.update % config.opponents.snapshot_every == 0
         if beats_pool or scheduled:
-            _add_snapshot(pool, state, policy.model, config, game)
+            _add_snapshot(pool, state, policy.model, config)
         if ppo.magnet_coef and state.update % ppo.magnet_every == 0:
             policy.refresh_magnet()
         reset_every = config.opponents.exploiter_reset_every
         if exploiter and reset_every and state.update % reset_every == 0:
             # The exploiter joins the pool, and starts again from the current policy with a fresh optimizer.
-            _add_snapshot(pool, state, exploiter.model, config, game, source=EXPLOITER)
+            _add_snapshot(pool, state, exploiter.model, config, source=EXPLOITER)
             exploiter.model.load_state_dict(policy.model.state_dict())
-            exploiter.optimizer = torch.optim.Adam(exploiter.model.parameters(), lr=ppo.learning_rate, eps=1e-5)
+            exploiter.reset_optimizer()
 
         now = time.perf_counter()
         state.wall_seconds = now - started
@@ -516,12 +519,9 @@ def _act(opponents, pool, baseline_names, who, obs, masks, sampler, device) -> n
     return action.cpu().numpy()
 
 
-def _add_snapshot(pool: list[Snapshot], state: Progress, model: ActorCritic, config: TrainConfig, game: GameConfig, source: str = "policy") -> None:
+def _add_snapshot(pool: list[Snapshot], state: Progress, model: ActorCritic, config: TrainConfig, source: str = "policy") -> None:
     """A frozen copy of ``model`` enters the pool (the oldest leaves past ``max_snapshots``)."""
-    frozen = ActorCritic(game, config.model.hidden_sizes, config.model.activation, config.model.card_counting).to(next(model.parameters()).device)
-    frozen.load_state_dict(model.state_dict())
-    frozen.eval().requires_grad_(False)
-    snapshot = Snapshot(state.next_snapshot_id, state.update, frozen, source)
+    snapshot = Snapshot(state.next_snapshot_id, state.update, _frozen_copy(model), source)
     if len(pool) < config.opponents.max_snapshots:
         pool.append(snapshot)
     else:  # replace the oldest in place, so that the other snapshots keep their table indices
@@ -529,6 +529,13 @@ def _add_snapshot(pool: list[Snapshot], state: Progress, model: ActorCritic, con
     state.next_snapshot_id += 1
     if source == "policy":  # the beat-the-pool rule counts from the latest policy snapshot
         state.pool_games = state.pool_losses = 0
+
+
+def _frozen_copy(model: ActorCritic) -> ActorCritic:
+    """A copy of ``model`` for inference only (snapshots, the magnet)."""
+    frozen = copy.deepcopy(model)
+    frozen.zero_grad(set_to_none=True)
+    return frozen.eval().requires_grad_(False)
 
 
 # ---------------------------------------------------------------------------- evaluation
@@ -597,9 +604,7 @@ def _metadata(config: TrainConfig, state: Progress, command: str, kind: str) -> 
 def save_run_checkpoint(path: Path, config, policy: Learner, exploiter: Learner | None, sampler, rng, pool: list[Snapshot], state: Progress, command: str) -> Path:
     """Everything ``--resume`` needs: weights, Adam state (of the policy and the exploiter), magnet, pool, RNG states, counters."""
     tensors, optimizers = {}, {}
-    for prefix, learner in (("", policy), ("exploiter.", exploiter)):
-        if learner is None:
-            continue
+    for prefix, learner in _prefixed(policy, exploiter):
         tensors.update({f"{prefix}model.{k}": v for k, v in learner.model.state_dict().items()})
         optimizer_tensors, optimizers[f"{prefix}optimizer"] = ckpt.optimizer_state(learner.optimizer, prefix=f"{prefix}optimizer")
         tensors.update(optimizer_tensors)
@@ -626,6 +631,11 @@ def save_agent_checkpoint(path: Path, config: TrainConfig, model: ActorCritic, s
     return ckpt.save_checkpoint(path, tensors, metadata)
 
 
+def _prefixed(policy: Learner, exploiter: Learner | None) -> list[tuple[str, Learner]]:
+    """The learners with the prefix of their tensors and optimizer state in a run checkpoint."""
+    return [("", policy)] + ([("exploiter.", exploiter)] if exploiter else [])
+
+
 RESUMABLE_CHANGES = ("schedule.total_decisions", "schedule.time_limit_minutes", "evaluation", "device", "torch_threads")
 """Config entries that may differ between a run and its resumption."""
 
@@ -639,10 +649,9 @@ def _restore(run_dir: Path, config: TrainConfig, policy: Learner, exploiter: Lea
         raise ckpt.CheckpointError(
             f"{checkpoint.path}: cannot resume with a different config; changed: {differences} (only {list(RESUMABLE_CHANGES)} may change)"
         )
-    for prefix, learner in (("", policy), ("exploiter.", exploiter)):
-        if learner is not None:
-            learner.model.load_state_dict(checkpoint.group(f"{prefix}model"))
-            ckpt.restore_optimizer(learner.optimizer, checkpoint, prefix=f"{prefix}optimizer")
+    for prefix, learner in _prefixed(policy, exploiter):
+        learner.model.load_state_dict(checkpoint.group(f"{prefix}model"))
+        ckpt.restore_optimizer(learner.optimizer, checkpoint, prefix=f"{prefix}optimizer")
     if config.ppo.magnet_coef:
         policy.refresh_magnet()
         policy.magnet.load_state_dict(checkpoint.group("magnet"))
