@@ -99,6 +99,7 @@ from cockroach_env.config import GameConfig
 from cockroach_env.encoding import encoding_for
 from cockroach_env.engine import LOSS_REASONS, Deal, random_deal
 from training.ratings import Rating, plackett_luce_ratings, wilson_interval
+from training.report import format_result
 
 SCHEMA = "cockroach-eval/1"
 ENGINES = ("auto", "batched", "aec")
@@ -460,8 +461,6 @@ class MatchResult:
 
     def table(self) -> str:
         """A readable terminal table."""
-        from training.eval_cli import format_result
-
         return format_result(self)
 
 

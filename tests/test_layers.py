@@ -1,0 +1,71 @@
+"""The layers point one way (STYLE.md): rules engine <- encoding <- env and batched engine
+<- baselines <- training and evaluation <- command line. Read from the source, lazy
+imports inside functions included (``if TYPE_CHECKING:`` blocks are type hints only)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("cockroach_env", "baselines", "training")
+COMMAND_LINES = {"training.cli", "training.eval_cli", "training.exploitability"}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(tree: ast.AST) -> set[str]:
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)  # a submodule, where it is one
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return {name for name in found if name.split(".")[0] in PACKAGES}
+
+
+def _graph() -> dict[str, set[str]]:
+    """``{module: project modules it imports}``; a package's own ``__init__`` (run first anyway) is no edge."""
+    paths = [p for package in PACKAGES for p in (ROOT / package).rglob("*.py")]
+    graph = {_module_name(p): _imports(ast.parse(p.read_text(encoding="utf-8"))) for p in paths}
+    return {m: {d for d in deps if d in graph and not (m == d or m.startswith(d + "."))} for m, deps in graph.items()}
+
+
+def test_no_import_cycles():
+    graph = _graph()
+    state: dict[str, int] = {}
+
+    def walk(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for dep in sorted(graph.get(module, ())):
+            if state.get(dep) == 1:
+                raise AssertionError(f"import cycle: {' -> '.join(path[path.index(dep):] + [dep]) if dep in path else module + ' -> ' + dep}")
+            if dep in graph and dep not in state:
+                walk(dep, path + [dep])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            walk(module, [module])
+
+
+def test_lower_layers_never_import_higher_ones():
+    rank = {package: i for i, package in enumerate(PACKAGES)}
+    for module, deps in _graph().items():
+        for dep in deps:
+            assert rank[dep.split(".")[0]] <= rank[module.split(".")[0]], f"{module} imports {dep}, a higher layer"
+            if dep in COMMAND_LINES:
+                assert module in COMMAND_LINES, f"{module} imports the command line {dep}"
