@@ -8,6 +8,10 @@ from typing import Any, Iterable
 from cockroach_env.cards import EDITIONS, CardSet, classic_cards, royal_cards
 
 MIN_PLAYERS, MAX_PLAYERS = 2, 6
+MAX_STEPS = 2**15 - 1
+"""Largest ``max_steps`` bound: the batched engine counts decisions in int16, and no game
+comes near it (every decision moves a card toward a collection or a peek, a game of 64
+cards ends within a few thousand decisions)."""
 
 PRESETS: dict[str, dict[str, Any]] = {
     "classic": {},
@@ -19,6 +23,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     "royal": {"edition": "royal"},
 }
 """Named rule sets (section 3 of the rules). Combine several with ``+``, e.g. ``"rainbow+even-deal"``."""
+THREE_OF_A_KIND_PLAYERS = 3
+"""The three-of-a-kind variant is for 3 to 6 players (shared/RULES.md)."""
 
 
 def _default_discard(edition: str, num_players: int) -> int:
@@ -106,8 +112,8 @@ class GameConfig:
                 raise ValueError(f"starter={self.starter!r} is not allowed; expected None (random) or a seat from 0 to {self.num_players - 1}")
         if self.max_steps is not None:
             _check_type("max_steps", self.max_steps, int)
-            if self.max_steps <= 0:
-                raise ValueError(f"max_steps={self.max_steps!r} is not allowed; expected None or a positive integer")
+            if not 0 < self.max_steps <= MAX_STEPS:
+                raise ValueError(f"max_steps={self.max_steps!r} is not allowed; expected None or an integer from 1 to {MAX_STEPS}")
 
     @property
     def cards(self) -> CardSet:
@@ -135,18 +141,30 @@ class GameConfig:
         if unknown:
             raise ValueError(f"unknown game option(s) {unknown}; expected some of {sorted(known)} or preset")
         merged: dict[str, Any] = {}
-        for name in _preset_names(preset):
+        names = _preset_names(preset)
+        for name in names:
             merged.update(PRESETS[name])
         merged.update({k: v for k, v in options.items()})
-        return cls(**merged)
+        config = cls(**merged)
+        if "three-of-a-kind" in names and config.num_players < THREE_OF_A_KIND_PLAYERS:
+            raise ValueError(
+                f"preset='three-of-a-kind' is not allowed with num_players={config.num_players}; the rules allow three of a kind "
+                f"for {THREE_OF_A_KIND_PLAYERS} to {MAX_PLAYERS} players (or set loss_count=3 explicitly)"
+            )
+        return config
 
 
 def _preset_names(preset: str | Iterable[str] | None) -> list[str]:
     if preset is None:
         return []
-    names = preset.split("+") if isinstance(preset, str) else list(preset)
+    if isinstance(preset, str):
+        names = preset.split("+")
+    elif isinstance(preset, (list, tuple)):
+        names = list(preset)
+    else:
+        raise ValueError(f"preset={preset!r} is not allowed; expected a preset name from {sorted(PRESETS)}, names joined by '+', or a list of names")
     for name in names:
-        if name not in PRESETS:
+        if not isinstance(name, str) or name not in PRESETS:
             raise ValueError(f"preset={name!r} is not allowed; expected one of {sorted(PRESETS)} (combine with '+')")
     return names
 
@@ -160,3 +178,12 @@ def _check_type(name: str, value: Any, kind: type) -> None:
 
 def _is_numpy_int(value: Any) -> bool:
     return type(value).__module__ == "numpy" and "int" in type(value).__name__
+
+
+def check_seed(name: str, value: Any) -> int | None:
+    """``value`` as a seed: ``None`` or an integer from 0 to 2**64 - 1 (what ``numpy.random.default_rng`` and torch take)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not (isinstance(value, int) or _is_numpy_int(value)) or not 0 <= int(value) < 2**64:
+        raise ValueError(f"{name}={value!r} is not allowed; expected None or an integer from 0 to 2**64 - 1")
+    return int(value)

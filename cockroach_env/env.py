@@ -61,6 +61,7 @@ final `info` holds `loser` and `loss_reason` (`same_type`, `empty_hand`, `rainbo
 
 from __future__ import annotations
 
+import copy
 import warnings
 from dataclasses import dataclass, replace
 from typing import Any
@@ -71,7 +72,7 @@ from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 from pettingzoo.utils.env_logger import EnvLogger
 
-from cockroach_env.config import GameConfig
+from cockroach_env.config import GameConfig, check_seed
 from cockroach_env.encoding import LAYOUT_VERSION, StateWriter, apply_action, encoding_for
 from cockroach_env.engine import Game, IllegalMove, Phase, STAT_NAMES, explicit_deal, random_deal
 
@@ -200,6 +201,16 @@ class raw_env(AECEnv):
         self._rng = np.random.default_rng()
         self.game: Game | None = None
 
+    def _require_reset(self, what: str) -> None:
+        if self.game is None:
+            raise ValueError(f"{what} called before reset(); call reset() first")
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached when normal lookup fails: the per-game attributes before the first reset.
+        if name in ("agent_selection", "agents", "rewards", "terminations", "truncations", "infos", "_cumulative_rewards"):
+            raise AttributeError(f"{name} cannot be accessed before reset(); call reset() first")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     # ------------------------------------------------------------------ spaces
     def observation_space(self, agent: str) -> gymnasium.spaces.Space:
         return self._observation_space
@@ -225,9 +236,13 @@ class raw_env(AECEnv):
 
     # ------------------------------------------------------------------ reset
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
-        if seed is not None:
-            self._rng = np.random.default_rng(seed)
-        deal = self._deal_from_options(options or {})
+        # Everything is checked before anything changes: a refused reset leaves the game and the seed stream as they were.
+        seed = check_seed("seed", seed)
+        if options is not None and not isinstance(options, dict):
+            raise ValueError(f"options={options!r} is not allowed; expected None or a dict of reset options {list(RESET_OPTIONS)}")
+        rng = np.random.default_rng(seed) if seed is not None else copy.deepcopy(self._rng)
+        deal = self._deal_from_options(options or {}, rng)
+        self._rng = rng
         self.game = Game(self.config, deal)
         self._writer.reset()
         self.agents = list(self.possible_agents)
@@ -238,7 +253,7 @@ class raw_env(AECEnv):
         self.infos = {a: {} for a in self.agents}
         self._after_move()
 
-    def _deal_from_options(self, options: dict) -> Any:
+    def _deal_from_options(self, options: dict, rng: np.random.Generator) -> Any:
         unknown = sorted(set(options) - set(RESET_OPTIONS))
         if unknown:
             warnings.warn(f"reset() ignores unknown option(s) {unknown}; known options: {list(RESET_OPTIONS)}", stacklevel=3)
@@ -246,10 +261,10 @@ class raw_env(AECEnv):
         if "starter" in options:
             config = replace(config, starter=self._seat_of("starter", options["starter"]))
         if not any(k in options for k in ("hands", "collections", "penalty_deck")):
-            return random_deal(config, self._rng)
+            return random_deal(config, rng)
         if "hands" not in options:
             raise ValueError("reset options set collections or penalty_deck without hands; an explicit deal needs hands")
-        starter = config.starter if config.starter is not None else int(self._rng.integers(config.num_players))
+        starter = config.starter if config.starter is not None else int(rng.integers(config.num_players))
         return explicit_deal(
             config,
             starter,
@@ -259,7 +274,7 @@ class raw_env(AECEnv):
         )
 
     def _seat_of(self, what: str, agent: Any) -> int:
-        if agent not in self._seat:
+        if not isinstance(agent, str) or agent not in self._seat:
             raise ValueError(f"{what}={agent!r} is not an agent of this game; expected one of {self.possible_agents}")
         return self._seat[agent]
 
@@ -270,6 +285,9 @@ class raw_env(AECEnv):
 
     # ------------------------------------------------------------------ step
     def step(self, action: Any) -> None:
+        self._require_reset("step()")
+        if not self.agents:
+            raise ValueError(f"step({action!r}) called after the game ended and every agent is done; call reset() to start a new game")
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
@@ -387,7 +405,8 @@ class raw_env(AECEnv):
 
     # ------------------------------------------------------------------ observe
     def observe(self, agent: str) -> dict[str, np.ndarray]:
-        seat = self._seat[agent]
+        self._require_reset("observe()")
+        seat = self._seat_of("agent", agent)
         game = self.game
         if self._state_step != game.steps:  # rewrite the state at most once per step
             self._writer.write(game)
@@ -406,10 +425,12 @@ class raw_env(AECEnv):
         return self._writer.out
 
     def state(self) -> np.ndarray:
+        self._require_reset("state()")
         return self._full_state()[:-1].copy()
 
     def observation_mask(self, agent: str) -> np.ndarray:
         """Boolean mask over ``state()`` of what ``agent`` may see now."""
+        self._require_reset("observation_mask()")
         seat = self._seat_of("agent", agent)
         chain = self.game.chain
         return self.encoding.observation_mask(seat, chain is not None and seat in chain.seen)
@@ -418,6 +439,8 @@ class raw_env(AECEnv):
     def encode(self, move: Move, actor: str | None = None) -> int:
         """The action index of ``move`` for ``actor`` (default: the agent to act)."""
         enc, cards = self.encoding, self.cards
+        if actor is None:
+            self._require_reset("encode() without an actor")
         seat = self._seat_of("actor", actor) if actor is not None else self.game.current
         n = self.config.num_players
 
@@ -446,9 +469,13 @@ class raw_env(AECEnv):
     def decode(self, action: int, actor: str | None = None) -> Move:
         """The ``Move`` an action index means for ``actor`` (default: the agent to act)."""
         enc, cards = self.encoding, self.cards
+        if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
+            raise ValueError(f"action={action!r} is not allowed; expected an integer action in [0, {enc.num_actions})")
         index = int(action)
         if not 0 <= index < enc.num_actions:
             raise ValueError(f"action={action!r} is out of range; expected an integer in [0, {enc.num_actions})")
+        if actor is None:
+            self._require_reset("decode() without an actor")
         seat = self._seat_of("actor", actor) if actor is not None else self.game.current
         n = self.config.num_players
         decoded = enc.decode_action(index)
@@ -464,11 +491,13 @@ class raw_env(AECEnv):
         return Move("place", card=cards.identities[decoded[1]])
 
     def legal_moves(self) -> list[Move]:
+        self._require_reset("legal_moves()")
         return [self.decode(a) for a in np.flatnonzero(self._mask)]
 
     # ------------------------------------------------------------------ public views
     def public_view(self) -> dict[str, Any]:
         """JSON-serializable public information: what every player may know."""
+        self._require_reset("public_view()")
         game, cards, names = self.game, self.cards, self.possible_agents
         view: dict[str, Any] = {
             "edition": self.config.edition,

@@ -1,0 +1,37 @@
+"""Helpers of the hostile suite (``tests/test_hostile_*.py``): a bad input is refused with a
+``ValueError`` whose message names the value, and the refused call changes nothing."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+
+def refused(call: Callable[[], Any], *fragments: str, error: type[BaseException] = ValueError) -> str:
+    """Run ``call``; it must raise ``error`` (never another exception) whose message holds every fragment."""
+    with pytest.raises(error) as caught:
+        call()
+    message = str(caught.value)
+    for fragment in fragments:
+        assert fragment in message, f"{fragment!r} not in the error message {message!r}"
+    return message
+
+
+def env_snapshot(env) -> dict[str, Any]:
+    """What a refused env call must leave as it was: the game, the agent to act, the RNG stream."""
+    raw = env.unwrapped
+    game = raw.game
+    return {
+        "rng": copy.deepcopy(raw._rng.bit_generator.state),
+        "state": None if game is None else raw.state().tolist(),
+        "history": None if game is None else copy.deepcopy(raw.history),
+        "agent_selection": getattr(raw, "agent_selection", None),
+        "agents": list(getattr(raw, "agents", [])),
+    }
+
+
+def same_arrays(a: Any, b: Any) -> bool:
+    return all(np.array_equal(x, y) for x, y in zip(a, b))
