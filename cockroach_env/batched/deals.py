@@ -118,15 +118,13 @@ def _deals_from_engine(config: GameConfig, rules: _Rules, deals: Sequence[Deal])
         np.zeros(count, np.int8), np.zeros((count, n, i), np.int8), np.zeros((count, n, i), np.int8),
         np.zeros((count, i), np.int8), np.zeros((count, p), np.int8), np.zeros(count, np.int8),
     )  # fmt: skip
+    copies = np.array(config.cards.copies)
     for k, deal in enumerate(deals):
         where = f"deals[{k}]"
         if not isinstance(deal, Deal):
             raise ValueError(f"{where}={deal!r} is not allowed; expected an engine.Deal")
-        try:
-            hands, collections = np.array(deal.hands, np.int64), np.array(deal.collections, np.int64)
-            removed, penalty = np.array(deal.removed, np.int64), np.array(deal.penalty_deck, np.int64).reshape(-1)
-        except (TypeError, ValueError) as error:
-            raise ValueError(f"{where} has ragged or non-integer card counts ({error})") from None
+        hands, collections = _counts(where, "hands", deal.hands), _counts(where, "collections", deal.collections)
+        removed, penalty = _counts(where, "removed", deal.removed), _counts(where, "penalty_deck", deal.penalty_deck).reshape(-1)
         if hands.shape != (n, i) or collections.shape != (n, i) or removed.shape != (i,):
             raise ValueError(f"{where} has hands {hands.shape}, collections {collections.shape}, removed {removed.shape}; expected ({n}, {i}), ({n}, {i}), ({i},)")
         if min(hands.min(), collections.min(), removed.min()) < 0:
@@ -134,17 +132,33 @@ def _deals_from_engine(config: GameConfig, rules: _Rules, deals: Sequence[Deal])
         if penalty.size > p or (penalty.size and not (0 <= penalty.min() and penalty.max() < i)):
             raise ValueError(f"{where} has a penalty deck {deal.penalty_deck!r}; expected at most {p} card indices in [0, {i})")
         used = hands.sum(0) + collections.sum(0) + removed + np.bincount(penalty, minlength=i)
-        copies = np.array(config.cards.copies)
         if (used > copies).any():
             card = int(np.argmax(used > copies))
             raise ValueError(f"{where} uses {used[card]} cards of {config.cards.identities[card]!r}; the deck holds {copies[card]}")
-        if not (isinstance(deal.starter, (int, np.integer)) and 0 <= deal.starter < n):
+        if (used != copies).any():
+            card = int(np.argmax(used != copies))
+            raise ValueError(
+                f"{where} places {int(used.sum())} of the {int(copies.sum())} cards ({used[card]} of the {copies[card]} {config.cards.identities[card]!r}); "
+                "expected every card in a hand, a collection, the penalty deck or removed (as engine.explicit_deal deals)"
+            )
+        if isinstance(deal.starter, (bool, np.bool_)) or not (isinstance(deal.starter, (int, np.integer)) and 0 <= deal.starter < n):
             raise ValueError(f"{where}.starter={deal.starter!r} is not allowed; expected a seat from 0 to {n - 1}")
         if Game(config, deal).over:  # raises ValueError for a collection that already loses
             raise ValueError(f"{where} makes seat {deal.starter} start with an empty hand; expected a game that is not over at the start")
         block.starter[k], block.hands[k], block.collections[k], block.removed[k] = deal.starter, hands, collections, removed
         block.penalty[k, : penalty.size], block.penalty_size[k] = penalty, penalty.size
     return block
+
+
+def _counts(where: str, field: str, value) -> np.ndarray:
+    """A deal field as int64 card counts (or indices), refusing what is not integers (floats, bools, strings, ragged lists)."""
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError) as error:  # ragged nesting
+        raise ValueError(f"{where}.{field} is not a regular array of integers ({error})") from None
+    if array.size and array.dtype.kind not in "iu":
+        raise ValueError(f"{where}.{field} holds {array.dtype} values; expected integer card counts")
+    return array.astype(np.int64)
 
 
 class _DealQueue:

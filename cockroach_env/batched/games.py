@@ -12,7 +12,7 @@ from cockroach_env.batched.numba_backend import _NumbaBackend
 from cockroach_env.batched.numba_kernels import numba
 from cockroach_env.batched.numpy_backend import _NumpyBackend
 from cockroach_env.batched.state import _State
-from cockroach_env.config import GameConfig
+from cockroach_env.config import GameConfig, check_seed
 from cockroach_env.encoding import PHASES, encoding_for
 from cockroach_env.engine import Deal
 
@@ -38,7 +38,10 @@ class BatchedGames:
             raise ValueError(f"config={config!r} is not allowed; expected a GameConfig")
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
             raise ValueError(f"batch_size={batch_size!r} is not allowed; expected a positive integer")
-        if backend not in BACKENDS:
+        seed = check_seed("seed", seed)
+        if not isinstance(parallel, (bool, np.bool_)):
+            raise ValueError(f"parallel={parallel!r} is not allowed; expected True or False")
+        if not isinstance(backend, str) or backend not in BACKENDS:
             raise ValueError(f"backend={backend!r} is not allowed; expected one of {list(BACKENDS)}")
         if backend == "auto":
             backend = "numba" if numba is not None else "numpy"
@@ -86,14 +89,21 @@ class BatchedGames:
         ``batch_size``) starts game ``b`` from ``deals[b]``; further deals are queued and
         used, in order, by the next games to be dealt automatically.
         """
-        if seed is not None:
-            self._rng = np.random.default_rng(seed)
-        self._queue = _DealQueue(self.config, self.rules, self._rng, max(64, self.batch_size))
+        # Everything is checked before anything changes: a refused reset keeps the games, the queue and the seed stream.
+        seed = check_seed("seed", seed)
+        block = None
         if deals is not None:
+            if isinstance(deals, (str, bytes, Deal)) or not hasattr(deals, "__iter__"):
+                raise ValueError(f"deals={deals!r} is not allowed; expected a sequence of engine.Deal, at least batch_size={self.batch_size}")
             deals = list(deals)
             if len(deals) < self.batch_size:
                 raise ValueError(f"reset got {len(deals)} deals; expected at least batch_size={self.batch_size} (one per game, extra ones are queued)")
-            self._queue.push(_deals_from_engine(self.config, self.rules, deals))
+            block = _deals_from_engine(self.config, self.rules, deals)
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        self._queue = _DealQueue(self.config, self.rules, self._rng, max(64, self.batch_size))
+        if block is not None:
+            self._queue.push(block)
         self._queue.ensure(self.batch_size)
         games = np.arange(self.batch_size)
         slot_of = self._queue.take(self.batch_size)
