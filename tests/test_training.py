@@ -137,16 +137,14 @@ def test_a_failure_in_the_middle_of_a_save_leaves_the_previous_checkpoint_intact
     old, new = _model(0), _model(1)
     _save(tmp_path / "agent", old)
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
-    real_fsync = os.fsync
-    calls = []
+    real_write = ckpt._write_temporary
 
-    def failing_fsync(fd):
-        calls.append(fd)
-        if len(calls) == 2:  # the tensor file is written, the metadata is being written
+    def failing_write(final, data):
+        if final.suffix == ".json":  # the tensor file is written, the metadata is being written
             raise OSError(28, "No space left on device")
-        real_fsync(fd)
+        return real_write(final, data)
 
-    monkeypatch.setattr(ckpt.os, "fsync", failing_fsync)
+    monkeypatch.setattr(ckpt, "_write_temporary", failing_write)
     with pytest.raises(OSError, match="No space left"):
         _save(tmp_path / "agent", new)
     monkeypatch.undo()
@@ -156,19 +154,19 @@ def test_a_failure_in_the_middle_of_a_save_leaves_the_previous_checkpoint_intact
 
 def test_a_truncated_tensor_file_is_a_clear_error(tmp_path):
     _save(tmp_path / "agent", _model())
-    tensors = tmp_path / "agent.safetensors"
+    tensors = ckpt.checkpoint_files(tmp_path / "agent")[1]
     tensors.write_bytes(tensors.read_bytes()[:-100])
-    with pytest.raises(ckpt.CheckpointError, match=r"agent.safetensors: .*truncated, corrupted"):
+    with pytest.raises(ckpt.CheckpointError, match=r"agent\.\d+\.safetensors: .*truncated, corrupted"):
         ckpt.load_agent(tmp_path / "agent")
 
 
 def test_a_corrupted_tensor_file_is_a_clear_error(tmp_path):
     _save(tmp_path / "agent", _model())
-    tensors = tmp_path / "agent.safetensors"
+    tensors = ckpt.checkpoint_files(tmp_path / "agent")[1]
     data = bytearray(tensors.read_bytes())
     data[len(data) // 2] ^= 0xFF
     tensors.write_bytes(bytes(data))
-    with pytest.raises(ckpt.CheckpointError, match=r"agent.safetensors: .*truncated, corrupted"):
+    with pytest.raises(ckpt.CheckpointError, match=r"agent\.\d+\.safetensors: .*truncated, corrupted"):
         ckpt.load_agent(tmp_path / "agent")
 
 
@@ -306,8 +304,10 @@ def test_train_checkpoint_resume_load_and_evaluate_on_a_tiny_budget(tmp_path):
     """The smoke test of ``cockroach-train``: an interrupted and resumed run equals an uninterrupted one."""
     assert _train(tmp_path, "whole", 4) == 0
     run = tmp_path / "whole"
-    for name in ("checkpoint.json", "checkpoint.safetensors", "final.json", "final.safetensors", "metrics.csv", "eval.csv", "learning_curves.png"):
+    for name in ("checkpoint.json", "final.json", "metrics.csv", "eval.csv", "learning_curves.png"):
         assert (run / name).exists(), name
+    for name in ("checkpoint", "final"):
+        assert ckpt.checkpoint_files(run / name)[1].exists(), name
     assert _train(tmp_path, "whole", 4) == 2  # refuses to overwrite a run without --resume or --overwrite
 
     # The same run, stopped after two updates (a checkpoint) and resumed for the last two.

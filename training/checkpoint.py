@@ -7,20 +7,27 @@ A checkpoint named ``P`` is two files side by side::
                     training config, evaluation results, the command that made it,
                     RNG states and optimizer hyperparameters (a run), and the name,
                     size and sha256 of the tensor file
-    P.safetensors   tensors: "model.*" (the network); a run checkpoint adds
+    P.<G>.safetensors  tensors of generation ``G`` (``P.safetensors`` in checkpoints
+                    written before generations): "model.*" (the network); a run checkpoint adds
                     "optimizer.*" (Adam moments), "pool.<id>.*" (opponent snapshots),
                     "rng.*" (torch generator states), with an exploiter
                     "exploiter.model.*" and "exploiter.optimizer.*", and with a
                     magnet "magnet.*"
 
-Saving writes both files to temporary files in the same directory, fsyncs them, then
-renames them over the old ones with ``os.replace`` (tensors first, metadata last). A
-failure before the renames leaves the previous checkpoint untouched; the metadata
-records the tensor file's sha256, so a torn pair (a crash between the two renames)
-or a truncated or corrupted file is reported on load instead of loading silently.
+Saving writes the tensors of a new generation under a new name (``P.<G+1>.safetensors``,
+through a temporary file, fsynced), then the metadata that points at them
+(``tensors.file``) to a temporary file, and switches with one ``os.replace`` of
+``P.json``: that rename is the commit. A kill at any instant leaves ``P.json`` naming a
+complete tensor file, the old pair or the new one; the tensors of older generations and
+the temporary files of killed writes are removed after the switch and by
+``remove_stale`` (when a run starts). The metadata records the tensor file's size and
+sha256, so a truncated or corrupted file is reported on load instead of loading silently.
 
-Loading reads JSON and safetensors only (never ``torch.load``/pickle) and checks the
-format, the layout version, the rule set and the sizes against the running code.
+Loading reads JSON and safetensors only (never ``torch.load``/pickle). The metadata is
+validated against one declared schema (``SCHEMA``, and ``RUN_SCHEMA`` to resume a run)
+before anything is built; the recorded network's shapes are compared with the tensors
+(on torch's meta device, allocating nothing) before it is built; non-finite tensors are
+refused; the format, layout version, rule set and sizes are checked against the code.
 ``python -m training.checkpoint PATH`` prints a checkpoint's metadata.
 """
 
@@ -28,12 +35,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from cockroach_env.config import GameConfig
 from cockroach_env.encoding import LAYOUT_VERSION, encoding_for
@@ -47,6 +56,107 @@ SHIPPED_DIR = "checkpoints"
 
 class CheckpointError(ValueError):
     """A checkpoint that cannot be used; the message names the file and the problem."""
+
+
+# ---------------------------------------------------------------------------- metadata schema
+
+
+def _integer(low: int = 0) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+
+
+def _file_name(v: Any) -> bool:
+    """A plain file name beside the metadata (never a path elsewhere)."""
+    return isinstance(v, str) and v.endswith(".safetensors") and v == os.path.basename(v) and v not in ("", ".", "..") and "\\" not in v
+
+
+def _is(*kinds: type) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, kinds) and not (isinstance(v, bool) and bool not in kinds)
+
+
+def _activation(v: Any) -> bool:
+    from training.config import ACTIVATIONS
+
+    return v in ACTIVATIONS
+
+
+@dataclass(frozen=True)
+class Field:
+    """One metadata entry: its dotted path, whether it must be there, the check, and what is expected."""
+
+    path: str
+    check: Callable[[Any], bool]
+    expected: str
+    required: bool = True
+
+
+SCHEMA: tuple[Field, ...] = (
+    Field("format", lambda v: v == FORMAT, repr(FORMAT)),
+    Field("format_version", lambda v: v == FORMAT_VERSION, str(FORMAT_VERSION)),
+    Field("kind", lambda v: v in KINDS, f"one of {list(KINDS)}"),
+    Field("layout_version", _integer(0), "an integer"),
+    Field("game_config", _is(dict), "a mapping of GameConfig options"),
+    Field("observation_size", _integer(1), "a positive integer"),
+    Field("num_actions", _integer(1), "a positive integer"),
+    Field("model", _is(dict), "a mapping with hidden_sizes and activation"),
+    Field("model.hidden_sizes", lambda v: isinstance(v, list) and len(v) >= 1 and all(_integer(1)(h) for h in v), "a non-empty list of positive integers"),
+    Field("model.activation", _activation, "'tanh' or 'relu'"),
+    Field("model.card_counting", _is(bool), "true or false", required=False),
+    Field("tensors", _is(dict), "a mapping with file, bytes and sha256"),
+    Field("tensors.file", _file_name, "a .safetensors file name in the checkpoint's directory"),
+    Field("tensors.bytes", _integer(0), "an integer >= 0"),
+    Field("tensors.sha256", lambda v: isinstance(v, str) and re.fullmatch("[0-9a-f]{64}", v) is not None, "64 lowercase hex digits"),
+    Field("name", _is(str, type(None)), "a string", required=False),
+    Field("step", _is(dict, type(None)), "a mapping", required=False),
+    Field("commands", lambda v: isinstance(v, list) and all(isinstance(c, str) for c in v), "a list of strings", required=False),
+)
+"""What every checkpoint's metadata holds (checked by ``read_metadata`` before anything is built)."""
+
+PROGRESS_COUNTERS = ("update", "decisions", "samples", "games", "next_snapshot_id", "pool_games", "pool_losses")
+
+RUN_SCHEMA: tuple[Field, ...] = (
+    Field("training_config", _is(dict), "a mapping (the run's training config)"),
+    Field("optimizer", _is(dict), "a mapping with param_groups and scalars"),
+    Field("optimizer.param_groups", lambda v: isinstance(v, list) and all(isinstance(g, dict) for g in v), "a list of mappings"),
+    Field("optimizer.scalars", _is(dict), "a mapping"),
+    Field("pool", lambda v: isinstance(v, list) and all(isinstance(e, dict) and _integer(0)(e.get("id")) and _integer(0)(e.get("update")) for e in v), "a list of {id, update} with integers >= 0"),
+    Field("progress", _is(dict), "a mapping of the run's counters"),
+    *(Field(f"progress.{name}", _integer(0), "an integer >= 0") for name in PROGRESS_COUNTERS),
+    Field("progress.wall_seconds", _number, "a finite number >= 0"),
+    Field("progress.evaluations", lambda v: isinstance(v, list) and all(isinstance(e, dict) for e in v), "a list of mappings"),
+    Field("progress.commands", lambda v: isinstance(v, list) and all(isinstance(c, str) for c in v), "a list of strings"),
+    Field("progress.base_run", _is(dict, type(None)), "a mapping or null", required=False),
+    Field("rng", _is(dict), "a mapping with the numpy generator state"),
+    Field("rng.numpy", lambda v: isinstance(v, dict) and isinstance(v.get("bit_generator"), str), "a numpy bit generator state"),
+)
+"""What a run checkpoint holds besides ``SCHEMA``, to be resumed (``load_checkpoint(..., schema=RUN_SCHEMA)`` in ``training.ppo``)."""
+
+_MISSING = object()
+
+
+def validate_metadata(meta: Any, schema: tuple[Field, ...], where: Path | str) -> None:
+    """Raise ``CheckpointError`` naming the file and the first field of ``schema`` that ``meta`` lacks or gets wrong."""
+    if not isinstance(meta, dict):
+        raise CheckpointError(f"{where}: the metadata is {_short(meta)}; expected a JSON object (not a checkpoint of this project?)")
+    for field in schema:
+        value: Any = meta
+        for part in field.path.split("."):
+            value = value.get(part, _MISSING) if isinstance(value, dict) else _MISSING
+        if value is _MISSING:
+            if field.required:
+                raise CheckpointError(f"{where}: the metadata lacks {field.path!r} (expected {field.expected}); the file is incomplete or not a checkpoint of this version")
+            continue
+        if not field.check(value):
+            raise CheckpointError(f"{where}: metadata field {field.path!r} is {_short(value)}; expected {field.expected}")
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 @dataclass
@@ -70,12 +180,83 @@ class Checkpoint:
 # ---------------------------------------------------------------------------- paths
 
 
+_GENERATION = re.compile(r"\.(\d+)\.safetensors$")
+
+
 def checkpoint_files(path: str | os.PathLike) -> tuple[Path, Path]:
-    """``(P.json, P.safetensors)`` for ``P``, ``P.json`` or ``P.safetensors``."""
-    path = Path(path)
+    """``(P.json, tensors)`` for ``P``, ``P.json``, ``P.safetensors`` or ``P.<G>.safetensors``.
+
+    The tensor file is the one ``P.json`` names (``tensors.file``) when it can be read,
+    else ``P.safetensors``.
+    """
+    meta = _stem(Path(path))
+    meta = meta.with_name(meta.name + ".json")
+    tensors = meta.with_name(meta.name[: -len(".json")] + ".safetensors")
+    try:
+        record = json.loads(meta.read_bytes()).get("tensors")
+        if _file_name(record.get("file")):
+            tensors = meta.with_name(record["file"])
+    except (OSError, ValueError, AttributeError):
+        pass
+    return meta, tensors
+
+
+def _stem(path: Path) -> Path:
+    """``P`` of ``P``, ``P.json``, ``P.safetensors`` and ``P.<G>.safetensors``."""
+    name = _GENERATION.sub("", path.name)
+    if name != path.name:
+        return path.with_name(name)
     if path.suffix in (".json", ".safetensors"):
-        path = path.with_suffix("")
-    return path.with_name(path.name + ".json"), path.with_name(path.name + ".safetensors")
+        return path.with_suffix("")
+    return path
+
+
+def _generations(stem: Path) -> dict[int, Path]:
+    """The generation tensor files ``P.<G>.safetensors`` of checkpoint ``P`` on disk."""
+    found = {}
+    prefix = stem.name + "."
+    try:
+        entries = list(os.scandir(stem.parent))
+    except OSError:
+        return {}
+    for entry in entries:
+        if entry.name.startswith(prefix):
+            match = _GENERATION.fullmatch("." + entry.name[len(prefix):])
+            if match:
+                found[int(match.group(1))] = stem.parent / entry.name
+    return found
+
+
+def remove_stale(path: str | os.PathLike) -> list[Path]:
+    """Remove what killed saves of checkpoint ``P`` left behind; return the removed paths.
+
+    Temporary files of interrupted writes always go; tensor files go only when
+    ``P.json`` is a valid checkpoint naming another tensor file (so nothing that may
+    still be needed is ever removed).
+    """
+    stem = _stem(Path(path))
+    meta_path = stem.with_name(stem.name + ".json")
+    removed = []
+    try:
+        entries = [e.name for e in os.scandir(stem.parent)]
+    except OSError:
+        return []
+    for name in entries:
+        if name.startswith(f".{stem.name}.") and name.endswith(".tmp"):
+            removed.append(stem.parent / name)
+    try:
+        current = read_metadata(meta_path)["tensors"]["file"]
+    except CheckpointError:
+        current = None
+    if current is not None:
+        candidates = list(_generations(stem).values()) + [stem.with_name(stem.name + ".safetensors")]
+        removed += [c for c in candidates if c.name != current and c.exists()]
+    for stale in removed:
+        try:
+            os.unlink(stale)
+        except FileNotFoundError:
+            pass
+    return removed
 
 
 def shipped_checkpoints() -> list[str]:
@@ -89,7 +270,10 @@ def shipped_checkpoints() -> list[str]:
 
 def resolve(path_or_name: str | os.PathLike) -> Path:
     """The metadata file of a checkpoint given by path or by shipped name."""
-    meta, _ = checkpoint_files(path_or_name)
+    if not isinstance(path_or_name, (str, os.PathLike)):
+        raise CheckpointError(f"checkpoint={path_or_name!r} is not allowed; expected a path or a shipped checkpoint name {shipped_checkpoints()}")
+    meta = _stem(Path(path_or_name))
+    meta = meta.with_name(meta.name + ".json")
     if meta.exists():
         return meta
     name = str(path_or_name)
@@ -109,11 +293,17 @@ def save_checkpoint(path: str | os.PathLike, tensors: dict[str, Any], metadata: 
     """
     from safetensors.torch import save as save_tensors
 
-    meta_path, tensor_path = checkpoint_files(path)
+    stem = _stem(Path(path))
+    meta_path = stem.with_name(stem.name + ".json")
     meta_path.parent.mkdir(parents=True, exist_ok=True)
+    previous = checkpoint_files(stem)[1]
+    generation = 1 + max([*_generations(stem), *_generation_of(previous)], default=0)
+    tensor_path = stem.with_name(f"{stem.name}.{generation}.safetensors")
     game = GameConfig(**metadata["game_config"])
     enc = encoding_for(game)
-    blob = save_tensors({k: v.detach().cpu().contiguous() for k, v in tensors.items()})
+    tensors = {k: v.detach().cpu().contiguous() for k, v in tensors.items()}
+    _check_finite(tensors, f"{meta_path} (not saved)")
+    blob = save_tensors(tensors)
     document = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -130,19 +320,27 @@ def save_checkpoint(path: str | os.PathLike, tensors: dict[str, Any], metadata: 
     try:
         tmp_tensors = _write_temporary(tensor_path, blob)
         temporaries.append(tmp_tensors)
+        os.replace(tmp_tensors, tensor_path)  # a new name: the current pair is untouched
+        temporaries[-1] = str(tensor_path)
+        _fsync_directory(meta_path.parent)
         tmp_meta = _write_temporary(meta_path, text.encode())
         temporaries.append(tmp_meta)
-        os.replace(tmp_tensors, tensor_path)
-        os.replace(tmp_meta, meta_path)
+        os.replace(tmp_meta, meta_path)  # the commit: P.json now names the new tensors
         temporaries.clear()
         _fsync_directory(meta_path.parent)
     finally:
-        for tmp in temporaries:
+        for tmp in temporaries:  # a failed save (full disk...) removes its own files; the previous pair stays
             try:
                 os.unlink(tmp)
             except FileNotFoundError:
                 pass
+    remove_stale(stem)
     return meta_path
+
+
+def _generation_of(path: Path) -> list[int]:
+    match = _GENERATION.search(path.name)
+    return [int(match.group(1))] if match else []
 
 
 def _write_temporary(final: Path, data: bytes) -> str:
@@ -179,20 +377,25 @@ def read_metadata(path_or_name: str | os.PathLike) -> dict[str, Any]:
     """The checked metadata of a checkpoint, without reading its tensors."""
     meta_path = resolve(path_or_name)
     try:
-        text = meta_path.read_text()
+        size = meta_path.stat().st_size
+        if size > MAX_METADATA_BYTES:
+            raise CheckpointError(f"{meta_path}: the metadata file has {size} bytes; expected at most {MAX_METADATA_BYTES} (not a checkpoint of this project?)")
+        text = meta_path.read_bytes().decode("utf-8")
     except OSError as error:
-        raise CheckpointError(f"{meta_path}: cannot read the checkpoint metadata ({error.strerror})") from None
+        raise CheckpointError(f"{meta_path}: cannot read the checkpoint metadata ({error.strerror or error})") from None
+    except UnicodeDecodeError as error:
+        raise CheckpointError(f"{meta_path}: the metadata is not UTF-8 text (byte {error.start}); the file is corrupted or not a checkpoint") from None
     try:
-        meta = json.loads(text)
+        meta = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as error:
         raise CheckpointError(f"{meta_path}: the metadata is not valid JSON ({error.msg} at line {error.lineno}); the file is truncated or corrupted") from None
+    except (ValueError, RecursionError) as error:
+        raise CheckpointError(f"{meta_path}: the metadata is not valid checkpoint JSON ({error})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise CheckpointError(f"{meta_path}: not a checkpoint of this project (format={meta.get('format') if isinstance(meta, dict) else None!r}, expected {FORMAT!r})")
     if meta.get("format_version") != FORMAT_VERSION:
         raise CheckpointError(f"{meta_path}: checkpoint format version {meta.get('format_version')!r} is not supported; expected {FORMAT_VERSION}")
-    missing = [k for k in ("kind", "layout_version", "game_config", "observation_size", "num_actions", "model", "tensors") if k not in meta]
-    if missing:
-        raise CheckpointError(f"{meta_path}: the metadata lacks {missing}; the file is incomplete")
+    validate_metadata(meta, SCHEMA, meta_path)
     if meta["layout_version"] != LAYOUT_VERSION:
         raise CheckpointError(
             f"{meta_path}: observation/action layout version {meta['layout_version']} does not match this code's LAYOUT_VERSION={LAYOUT_VERSION}; retrain or use a matching version of cockroach_env"
@@ -211,8 +414,17 @@ def read_metadata(path_or_name: str | os.PathLike) -> dict[str, Any]:
     return meta
 
 
-def load_checkpoint(path_or_name: str | os.PathLike, game: GameConfig | None = None, kind: str | None = None) -> Checkpoint:
-    """Load and check a checkpoint. ``game``: refuse a checkpoint trained for other rules. ``kind``: require "run" or "agent"."""
+MAX_METADATA_BYTES = 64 * 2**20
+"""Metadata files are a few kilobytes to a few megabytes (the evaluation history)."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a finite number")
+
+
+def load_checkpoint(path_or_name: str | os.PathLike, game: GameConfig | None = None, kind: str | None = None, schema: tuple[Field, ...] = ()) -> Checkpoint:
+    """Load and check a checkpoint. ``game``: refuse a checkpoint trained for other rules. ``kind``: require "run" or "agent".
+    ``schema``: more fields the metadata must hold (``RUN_SCHEMA`` to resume a run), checked before the tensors are read."""
     from safetensors import SafetensorError
     from safetensors.torch import load as load_tensors
 
@@ -222,6 +434,7 @@ def load_checkpoint(path_or_name: str | os.PathLike, game: GameConfig | None = N
         raise CheckpointError(f"{meta_path}: trained for {_rules(GameConfig(**meta['game_config']))}, but the game here is {_rules(game)}")
     if kind == "run" and meta["kind"] != "run":
         raise CheckpointError(f"{meta_path}: an {meta['kind']!r} checkpoint (weights only) cannot resume training; expected a run checkpoint (runs/<name>/checkpoint)")
+    validate_metadata(meta, schema, meta_path)
     record = meta["tensors"]
     tensor_path = meta_path.with_name(record["file"])
     try:
@@ -237,7 +450,18 @@ def load_checkpoint(path_or_name: str | os.PathLike, game: GameConfig | None = N
         tensors = load_tensors(blob)
     except (SafetensorError, ValueError) as error:
         raise CheckpointError(f"{tensor_path}: not a valid safetensors file ({error})") from None
+    _check_finite(tensors, tensor_path)
     return Checkpoint(meta_path, meta, tensors)
+
+
+def _check_finite(tensors: dict[str, Any], where: Path | str) -> None:
+    """Refuse NaN or infinite values in any floating-point tensor (a diverged or tampered network)."""
+    import torch
+
+    for name, tensor in tensors.items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            bad = int((~torch.isfinite(tensor)).sum())
+            raise CheckpointError(f"{where}: tensor {name!r} holds {bad} NaN or infinite value(s) of {tensor.numel()}; expected finite weights (the run diverged, or the file was altered)")
 
 
 def _rules(game: GameConfig) -> str:
@@ -251,12 +475,30 @@ def build_model(checkpoint: Checkpoint, device: str = "cpu"):
     from training.model import ActorCritic
 
     spec = checkpoint.metadata["model"]
+    check_shapes(checkpoint, "model")
     model = ActorCritic(checkpoint.game_config, spec["hidden_sizes"], spec["activation"], spec.get("card_counting", False))
     try:
         model.load_state_dict(checkpoint.group("model"))
     except RuntimeError as error:
         raise CheckpointError(f"{checkpoint.path}: the weights do not fit the recorded network {spec}: {error}") from None
     return model.to(device)
+
+
+def check_shapes(checkpoint: Checkpoint, prefix: str = "model") -> None:
+    """The tensors under ``prefix`` must be exactly those of the recorded network: checked on
+    torch's meta device, so a bogus ``hidden_sizes`` costs nothing before it is refused."""
+    import torch
+
+    from training.model import ActorCritic
+
+    spec = checkpoint.metadata["model"]
+    with torch.device("meta"):
+        expected = {k: tuple(v.shape) for k, v in ActorCritic(checkpoint.game_config, spec["hidden_sizes"], spec["activation"], spec.get("card_counting", False)).state_dict().items()}
+    found = {k: tuple(v.shape) for k, v in checkpoint.group(prefix).items()}
+    if found != expected:
+        wrong = sorted(set(found) ^ set(expected)) or [k for k in expected if found[k] != expected[k]]
+        detail = ", ".join(f"{prefix}.{k}: {found.get(k, 'absent')} (expected {expected.get(k, 'absent')})" for k in wrong[:3])
+        raise CheckpointError(f"{checkpoint.path}: the {prefix!r} tensors do not fit the recorded network {spec}: {detail}")
 
 
 def load_agent(path_or_name: str | os.PathLike, seed: int | None = None, config: GameConfig | None = None, greedy: bool = False, device: str = "cpu"):

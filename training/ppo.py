@@ -641,7 +641,7 @@ RESUMABLE_CHANGES = ("schedule.total_decisions", "schedule.time_limit_minutes", 
 
 
 def _restore(run_dir: Path, config: TrainConfig, policy: Learner, exploiter: Learner | None, sampler, pool: list[Snapshot], device) -> tuple[Progress, np.random.Generator]:
-    checkpoint = ckpt.load_checkpoint(run_dir / CHECKPOINT_NAME, game=config.game_config(), kind="run")
+    checkpoint = ckpt.load_checkpoint(run_dir / CHECKPOINT_NAME, game=config.game_config(), kind="run", schema=ckpt.RUN_SCHEMA)
     meta = checkpoint.metadata
     saved = config_from_dict(meta["training_config"], where=str(checkpoint.path))
     differences = [key for key in _diff(saved.to_dict(), config.to_dict()) if not key.startswith(RESUMABLE_CHANGES)]

@@ -1,0 +1,316 @@
+"""A tamper corpus over checkpoints (issue #10, items 3, 5, 7, 8, 9): every damaged or
+hostile file is a ``CheckpointError`` naming the file and the problem, never another
+exception, never an unpickle, never a network built before its shapes are checked; a
+save killed at any instant leaves a loadable checkpoint; old and shipped files still load."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("safetensors")
+
+from safetensors.torch import save as save_tensors  # noqa: E402
+
+from cockroach_env import GameConfig  # noqa: E402
+from training import checkpoint as ckpt  # noqa: E402
+from training.model import ActorCritic  # noqa: E402
+
+from .hostile import refused  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+GAME = GameConfig(num_players=3)
+SPEC = {"hidden_sizes": [8], "activation": "tanh", "card_counting": False}
+
+
+def _model(seed: int = 0, hidden=(8,)) -> ActorCritic:
+    return ActorCritic(GAME, list(hidden), "tanh", seed=seed)
+
+
+def _save(path: Path, model: ActorCritic | None = None, spec: dict = SPEC) -> Path:
+    model = model or _model()
+    tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
+    return ckpt.save_checkpoint(path, tensors, {"kind": "agent", "name": "t", "game_config": GAME.to_dict(), "model": spec})
+
+
+def _rewrite_tensors(path: Path, tensors: dict | None = None, blob: bytes | None = None) -> None:
+    """Replace the tensor file and record its true size and sha256: a tamper the checksum cannot catch."""
+    import hashlib
+
+    meta_path, tensor_path = ckpt.checkpoint_files(path)
+    blob = blob if blob is not None else save_tensors(tensors)
+    tensor_path.write_bytes(blob)
+    meta = json.loads(meta_path.read_text())
+    meta["tensors"].update(bytes=len(blob), sha256=hashlib.sha256(blob).hexdigest())
+    meta_path.write_text(json.dumps(meta))
+
+
+def _edit_meta(path: Path, edit) -> None:
+    meta_path = ckpt.checkpoint_files(path)[0]
+    meta = json.loads(meta_path.read_text())
+    edit(meta)
+    meta_path.write_text(json.dumps(meta))
+
+
+def _state(model: ActorCritic) -> dict:
+    return {f"model.{k}": v.clone() for k, v in model.state_dict().items()}
+
+
+def _with_nan(value: float):
+    def tamper(path):
+        tensors = _state(_model())
+        tensors["model.trunk.0.weight"][0, 0] = value
+        _rewrite_tensors(path, tensors)
+
+    return tamper
+
+
+def _raw(path: Path, data: bytes, which: int) -> None:
+    ckpt.checkpoint_files(path)[which].write_bytes(data)
+
+
+def _flip(which: int, where: float):
+    def tamper(path):
+        file = ckpt.checkpoint_files(path)[which]
+        data = bytearray(file.read_bytes())
+        data[int(where * (len(data) - 1))] ^= 0x5A
+        file.write_bytes(bytes(data))
+
+    return tamper
+
+
+def _pop(*keys):
+    def edit(meta):
+        node = meta
+        for key in keys[:-1]:
+            node = node[key]
+        del node[keys[-1]]
+
+    return lambda path: _edit_meta(path, edit)
+
+
+def _set(value, *keys):
+    def edit(meta):
+        node = meta
+        for key in keys[:-1]:
+            node = node[key]
+        node[keys[-1]] = value
+
+    return lambda path: _edit_meta(path, edit)
+
+
+TAMPERS = [
+    # metadata fields (item 7)
+    ("no model.hidden_sizes", _pop("model", "hidden_sizes"), ["'model.hidden_sizes'"]),
+    ("no model.activation", _pop("model", "activation"), ["'model.activation'"]),
+    ("no tensors.sha256", _pop("tensors", "sha256"), ["'tensors.sha256'"]),
+    ("no tensors.file", _pop("tensors", "file"), ["'tensors.file'"]),
+    ("tensors null", _set(None, "tensors"), ["'tensors'", "None"]),
+    ("model a list", _set([], "model"), ["'model'", "[]"]),
+    ("no game_config", _pop("game_config"), ["'game_config'"]),
+    ("game_config a string", _set("classic", "game_config"), ["'game_config'"]),
+    ("hidden_sizes a string", _set("16", "model", "hidden_sizes"), ["'model.hidden_sizes'", "'16'"]),
+    ("hidden_sizes zero", _set([0], "model", "hidden_sizes"), ["'model.hidden_sizes'"]),
+    ("hidden_sizes a bool", _set([True], "model", "hidden_sizes"), ["'model.hidden_sizes'"]),
+    ("activation unknown", _set("gelu", "model", "activation"), ["'model.activation'", "'gelu'"]),
+    ("card_counting a string", _set("yes", "model", "card_counting"), ["'model.card_counting'"]),
+    ("tensors.file a path up", _set("../x.safetensors", "tensors", "file"), ["'tensors.file'"]),
+    ("tensors.file absolute", _set("/etc/passwd", "tensors", "file"), ["'tensors.file'"]),
+    ("tensors.bytes negative", _set(-1, "tensors", "bytes"), ["'tensors.bytes'"]),
+    ("tensors.sha256 not hex", _set("xyz", "tensors", "sha256"), ["'tensors.sha256'"]),
+    ("kind unknown", _set("weights", "kind"), ["'kind'"]),
+    ("layout_version a string", _set("1", "layout_version"), ["'layout_version'"]),
+    ("observation_size a float", _set(80.0, "observation_size"), ["'observation_size'"]),
+    ("name a number", _set(5, "name"), ["'name'"]),
+    ("format_version 2", _set(2, "format_version"), ["format version 2"]),
+    ("format other", _set("pytorch", "format"), ["not a checkpoint of this project"]),
+    ("game_config unknown option", _set({"num_players": 3, "colour": "red"}, "game_config"), ["game config", "colour"]),
+    ("game_config bad value", _set({"num_players": 9}, "game_config"), ["num_players=9"]),
+    ("rules of another player count", _set({"num_players": 4}, "game_config"), ["observation/action sizes"]),
+    # metadata bytes
+    ("metadata not UTF-8", lambda p: _raw(p, b'{"format": "\xff\xfe"}', 0), ["not UTF-8"]),
+    ("metadata a pickle", lambda p: _raw(p, pickle.dumps({"format": ckpt.FORMAT}), 0), ["metadata"]),
+    ("metadata empty", lambda p: _raw(p, b"", 0), ["not valid JSON"]),
+    ("metadata a list", lambda p: _raw(p, b"[1, 2]", 0), ["not a checkpoint of this project"]),
+    ("metadata NaN", lambda p: _raw(p, ckpt.checkpoint_files(p)[0].read_bytes().replace(b'"format_version": 1', b'"format_version": NaN'), 0), ["NaN"]),
+    ("metadata truncated", lambda p: _raw(p, ckpt.checkpoint_files(p)[0].read_bytes()[:40], 0), ["not valid JSON"]),
+    ("metadata flipped byte", _flip(0, 0.02), ["agent.json"]),
+    # tensor bytes
+    ("tensors truncated", lambda p: _raw(p, ckpt.checkpoint_files(p)[1].read_bytes()[:-10], 1), ["truncated, corrupted"]),
+    ("tensors empty", lambda p: _raw(p, b"", 1), ["truncated, corrupted"]),
+    ("tensors missing", lambda p: ckpt.checkpoint_files(p)[1].unlink(), ["cannot read the checkpoint tensors"]),
+    ("tensors flipped header byte", _flip(1, 0.001), ["truncated, corrupted"]),
+    ("tensors flipped data byte", _flip(1, 0.7), ["truncated, corrupted"]),
+    ("tensors a pickle, checksum matched", lambda p: _rewrite_tensors(p, blob=pickle.dumps(_state(_model()))), ["not a valid safetensors file"]),
+    ("tensors torch.save, checksum matched", lambda p: _rewrite_tensors(p, blob=_torch_save(_state(_model()))), ["not a valid safetensors file"]),
+    ("tensors garbage header, checksum matched", lambda p: _rewrite_tensors(p, blob=(8).to_bytes(8, "little") + b"{not js}"), ["not a valid safetensors file"]),
+    ("tensors huge header length, checksum matched", lambda p: _rewrite_tensors(p, blob=(2**62).to_bytes(8, "little") + b"{}"), ["not a valid safetensors file"]),
+    # layouts and shapes (item 8)
+    ("tensor names of another layout", lambda p: _rewrite_tensors(p, {k.replace("trunk", "body"): v for k, v in _state(_model()).items()}), ["do not fit", "model.body.0.weight"]),
+    ("a missing tensor", lambda p: _rewrite_tensors(p, {k: v for k, v in _state(_model()).items() if "value_head.bias" not in k}), ["do not fit", "value_head.bias"]),
+    ("tensors of a wider network", lambda p: _rewrite_tensors(p, _state(_model(hidden=(12,)))), ["do not fit", "(12, 106)", "(8, 106)"]),
+    ("hidden_sizes [6000, 6000]", _set([6000, 6000], "model", "hidden_sizes"), ["do not fit", "(6000, 6000)"]),
+    ("hidden_sizes [100000, 100000]", _set([100000, 100000], "model", "hidden_sizes"), ["do not fit", "(100000, 100000)"]),
+    ("tensors of a scalar shape", lambda p: _rewrite_tensors(p, {**_state(_model()), "model.trunk.0.bias": torch.zeros(())}), ["do not fit", "model.trunk.0.bias"]),
+    # values (item 9)
+    ("a NaN weight, checksum matched", _with_nan(float("nan")), ["'model.trunk.0.weight'", "NaN or infinite"]),
+    ("an inf weight, checksum matched", _with_nan(float("inf")), ["'model.trunk.0.weight'", "NaN or infinite"]),
+    ("a -inf weight, checksum matched", _with_nan(float("-inf")), ["'model.trunk.0.weight'", "NaN or infinite"]),
+]
+
+
+def _torch_save(state: dict) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("tamper, fragments", [pytest.param(t, f, id=i) for i, t, f in TAMPERS])
+def test_a_tampered_checkpoint_is_a_checkpoint_error_naming_the_file(tmp_path, monkeypatch, tamper, fragments):
+    _save(tmp_path / "agent")
+    tamper(tmp_path / "agent")
+    monkeypatch.setattr(torch, "load", lambda *a, **k: pytest.fail("torch.load must never be called"))
+    monkeypatch.setattr(pickle, "loads", lambda *a, **k: pytest.fail("pickle.loads must never be called"))
+    built = []
+    real_init = ActorCritic.__init__
+
+    def counting_init(self, *args, **kwargs):
+        built.append(torch.get_default_device())
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(ActorCritic, "__init__", counting_init)
+    message = refused(lambda: ckpt.load_agent(tmp_path / "agent"), "agent", *fragments, error=ckpt.CheckpointError)
+    assert all(device.type == "meta" for device in built), f"a network was built on {built} before the checkpoint was refused"
+    assert len(message) < 600
+
+
+def test_the_checkpoint_cli_names_the_problem_instead_of_a_traceback(tmp_path, capsys):
+    _save(tmp_path / "agent")
+    _set(None, "tensors")(tmp_path / "agent")
+    with pytest.raises(SystemExit) as exit_:
+        ckpt.main([str(tmp_path / "agent")])
+    assert "'tensors'" in str(exit_.value) and "agent.json" in str(exit_.value)
+
+
+def test_non_finite_weights_are_never_saved_over_a_good_checkpoint(tmp_path):
+    good = _model(1)
+    _save(tmp_path / "agent", good)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    bad = _model(2)
+    with torch.no_grad():
+        bad.trunk[0].weight[0, 0] = float("nan")
+    refused(lambda: _save(tmp_path / "agent", bad), "model.trunk.0.weight", "NaN", error=ckpt.CheckpointError)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert torch.equal(ckpt.load_agent(tmp_path / "agent").model.trunk[0].weight, good.trunk[0].weight)
+
+
+# ---------------------------------------------------------------------------- formats that must keep loading
+
+
+def test_a_checkpoint_of_the_fixed_name_layout_loads_and_is_upgraded_on_save(tmp_path):
+    """Checkpoints written before generations have ``P.safetensors``; they load, and a save over one switches to a generation."""
+    old = _model(3)
+    _save(tmp_path / "agent", old)
+    meta_path, tensor_path = ckpt.checkpoint_files(tmp_path / "agent")
+    tensor_path.rename(tmp_path / "agent.safetensors")
+    _set("agent.safetensors", "tensors", "file")(tmp_path / "agent")
+    assert torch.equal(ckpt.load_agent(tmp_path / "agent.safetensors").model.trunk[0].weight, old.trunk[0].weight)
+    new = _model(4)
+    _save(tmp_path / "agent", new)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["agent.2.safetensors", "agent.json"] or sorted(p.name for p in tmp_path.iterdir())[0].endswith(".safetensors")
+    assert not (tmp_path / "agent.safetensors").exists()
+    assert torch.equal(ckpt.load_agent(tmp_path / "agent").model.trunk[0].weight, new.trunk[0].weight)
+
+
+@pytest.mark.parametrize("name", ckpt.shipped_checkpoints())
+def test_shipped_checkpoints_pass_the_schema_and_load(name):
+    meta = ckpt.read_metadata(name)
+    ckpt.validate_metadata(meta, ckpt.SCHEMA, name)
+    assert ckpt.load_agent(name).model.num_actions == meta["num_actions"]
+
+
+def test_every_path_form_of_a_checkpoint_loads(tmp_path):
+    _save(tmp_path / "agent")
+    _save(tmp_path / "agent")  # generation 2
+    tensor = ckpt.checkpoint_files(tmp_path / "agent")[1]
+    assert tensor.name == "agent.2.safetensors" and sorted(p.name for p in tmp_path.iterdir()) == ["agent.2.safetensors", "agent.json"]
+    for form in ("agent", "agent.json", "agent.safetensors", "agent.2.safetensors"):
+        ckpt.load_agent(tmp_path / form)
+
+
+# ---------------------------------------------------------------------------- kills and failures during a save
+
+
+def test_a_failure_at_any_step_of_a_save_keeps_the_previous_checkpoint_and_leaves_no_files(tmp_path, monkeypatch):
+    old = _model(5)
+    _save(tmp_path / "agent", old)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    for failing in ("fsync", "replace", "write"):
+        for at in range(1, 4):
+            calls = []
+            real = {"fsync": os.fsync, "replace": os.replace, "write": os.write}[failing]
+
+            def fail_once(*args, real=real, calls=calls, at=at):
+                calls.append(1)
+                if len(calls) == at:
+                    raise OSError(28, "No space left on device")
+                return real(*args)
+
+            monkeypatch.setattr(ckpt.os, failing, fail_once)
+            try:
+                _save(tmp_path / "agent", _model(6))
+            except OSError:
+                monkeypatch.undo()
+                assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before, (failing, at)
+            else:  # the failure hit a step that may fail (a directory fsync): the save went through
+                monkeypatch.undo()
+                before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+                old = _model(6)
+            assert torch.equal(ckpt.load_agent(tmp_path / "agent").model.trunk[0].weight, old.trunk[0].weight)
+
+
+SAVER = """
+import sys, torch
+from cockroach_env import GameConfig
+from training import checkpoint as ckpt
+from training.model import ActorCritic
+game = GameConfig(num_players=3)
+print("ready", flush=True)
+for i in range(10**9):
+    model = ActorCritic(game, [64, 64], "tanh", seed=i % 7)
+    ckpt.save_checkpoint(sys.argv[1], {f"model.{k}": v for k, v in model.state_dict().items()},
+                         {"kind": "agent", "name": str(i % 7), "game_config": game.to_dict(), "model": {"hidden_sizes": [64, 64], "activation": "tanh"}})
+"""
+
+
+@pytest.mark.slow
+def test_a_save_killed_at_random_instants_always_leaves_a_loadable_matching_pair(tmp_path):
+    """SIGKILL a process that saves again and again: ``P.json`` always names complete tensors of the same save."""
+    rng = np.random.default_rng(0)
+    path = tmp_path / "agent"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for kill in range(6):
+        process = subprocess.Popen([sys.executable, "-c", SAVER, str(path)], stdout=subprocess.PIPE, env=env)
+        assert process.stdout.readline().strip() == b"ready"
+        time.sleep(0.05 + 0.6 * rng.random())
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        if not ckpt.checkpoint_files(path)[0].exists():
+            continue  # killed before the first save finished
+        agent = ckpt.load_agent(path)
+        seed = int(agent.name)
+        assert torch.equal(agent.model.trunk[0].weight, ActorCritic(GAME, [64, 64], "tanh", seed=seed).trunk[0].weight)
+        ckpt.remove_stale(path)
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["agent.json", ckpt.checkpoint_files(path)[1].name])
