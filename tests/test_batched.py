@@ -440,7 +440,8 @@ def test_bad_deals_and_options_are_refused():
     with pytest.raises(ValueError, match="at least batch_size=4"):
         BatchedGames(config, 4).reset(deals=[random_deal(config, np.random.default_rng(0))])
     deal = random_deal(config, np.random.default_rng(0))
-    empty_starter = replace(deal, hands=[[0] * 8 if s == deal.starter else row for s, row in enumerate(deal.hands)])
+    removed = [r + h for r, h in zip(deal.removed, deal.hands[deal.starter])]  # the starter's cards out of play: a whole deck still
+    empty_starter = replace(deal, hands=[[0] * 8 if s == deal.starter else row for s, row in enumerate(deal.hands)], removed=removed)
     with pytest.raises(ValueError, match="empty hand"):
         BatchedGames(config, 1).reset(deals=[empty_starter])
     with pytest.raises(ValueError, match=r"deals\[0\] has hands"):

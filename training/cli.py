@@ -8,8 +8,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
+import tempfile
+from pathlib import Path
 
 from training.config import ConfigError, describe_options, load_config
 
@@ -44,26 +47,67 @@ def main(argv: list[str] | None = None) -> int:
 
         print(yaml.safe_dump(config.to_dict(), sort_keys=False), end="")
         return 0
-    checkpoint = config.run_dir / "checkpoint.json"
-    if args.resume and not checkpoint.exists():
-        print(f"cockroach-train: error: --resume: no checkpoint at {checkpoint}", file=sys.stderr)
-        return 2
-    if not args.resume and not args.overwrite and checkpoint.exists():
-        print(f"cockroach-train: error: {config.run_dir} already holds a run; pass --resume to continue it, --overwrite to start again, or --set name=...", file=sys.stderr)
+    problem = _check_run_dir(config.run_dir, resume=args.resume, overwrite=args.overwrite)
+    if problem:
+        print(f"cockroach-train: error: {problem}", file=sys.stderr)
         return 2
 
     from training.checkpoint import CheckpointError
-    from training.ppo import train
+    from training.ppo import Interrupted, train
 
     command = "cockroach-train " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+    resume_command = _resume_command(args)
     try:
         initial, base_run = _initial_weights(args.init_from, config) if args.init_from and not args.resume else (None, None)
         agent = train(config, resume=args.resume, command=command, progress_bar=not args.no_progress, initial_weights=initial, base_run=base_run)
     except CheckpointError as error:
         print(f"cockroach-train: error: {error}", file=sys.stderr)
         return 2
+    except Interrupted as stop:
+        print(f"cockroach-train: stopped by {stop}. Continue with:\n  {resume_command}", file=sys.stderr)
+        return stop.exit_code
+    except KeyboardInterrupt:
+        print(f"cockroach-train: interrupted; the last checkpoint written in {config.run_dir} (if any) is intact. Continue with:\n  {resume_command}", file=sys.stderr)
+        return 130
+    except OSError as error:  # a full disk, a directory made read-only meanwhile: the previous checkpoint is kept
+        where = f" ({error.filename})" if error.filename else ""
+        print(f"cockroach-train: error: cannot write the run{where}: {error.strerror or error}; the previous checkpoint in {config.run_dir} (if any) is kept. Free space or fix the permissions, then continue with:\n  {resume_command}", file=sys.stderr)
+        return 1
     print(f"agent checkpoint: {agent}  (load with training.load_agent({str(agent.with_suffix(''))!r}) or cockroach-eval)")
     return 0
+
+
+def _check_run_dir(run_dir: Path, resume: bool, overwrite: bool) -> str | None:
+    """Why ``run_dir`` cannot be used as asked (or None); checked before any work. Creates the directory."""
+    try:
+        if run_dir.exists() and not run_dir.is_dir():
+            return f"the run directory {run_dir} is a file; expected a directory (change output_dir or name)"
+        existing = sorted(entry.name for entry in os.scandir(run_dir)) if run_dir.is_dir() else []
+    except OSError as error:
+        return f"cannot read the run directory {run_dir}: {error.strerror or error}"
+    checkpoint = run_dir / "checkpoint.json"
+    if resume and not checkpoint.is_file():
+        found = f"; it holds {existing[:8]}" if existing else ""
+        return f"--resume: no checkpoint at {checkpoint}{found}"
+    if not resume and not overwrite and existing:
+        shown = ", ".join(existing[:8]) + (", ..." if len(existing) > 8 else "")
+        return f"{run_dir} already holds a run ({shown}); pass --resume to continue it, --overwrite to start again (replacing its files), or --set name=..."
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=run_dir):
+            pass
+    except OSError as error:
+        return f"cannot write to the run directory {run_dir}: {error.strerror or error} (check output_dir={str(run_dir.parent)!r} and its permissions)"
+    return None
+
+
+def _resume_command(args) -> str:
+    argv = ["cockroach-train"]
+    if args.config:
+        argv += ["--config", args.config]
+    for item in args.overrides:
+        argv += ["--set", item]
+    return " ".join(shlex.quote(a) for a in argv + ["--resume"])
 
 
 def _initial_weights(path: str, config) -> tuple[dict, dict]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import math
 import re
 import types
 import typing
@@ -217,8 +218,12 @@ class TrainConfig:
     evaluation: EvalConfig = field(default_factory=EvalConfig)
 
     def validate(self, where: str = "config") -> None:
-        _require(where, "name", self.name, bool(self.name) and "/" not in self.name, "a non-empty name without '/'")
-        _require(where, "device", self.device, self.device == "cpu" or self.device.startswith("cuda"), "'cpu' or 'cuda[:N]'")
+        _require(where, "name", self.name, _RUN_NAME.fullmatch(self.name) is not None and self.name not in (".", ".."), "a directory name of letters, digits, '.', '_' and '-' (not '.' or '..'), so that the run stays inside output_dir")
+        _require(where, "output_dir", self.output_dir, bool(self.output_dir.strip()) and "\0" not in self.output_dir, "a directory path")
+        _require(where, "seed", self.seed, 0 <= self.seed < 2**32, "an integer from 0 to 2**32 - 1")
+        _require(where, "device", self.device, _DEVICE.fullmatch(self.device) is not None, "'cpu', 'cuda' or 'cuda:N'")
+        if self.device != "cpu":
+            _check_cuda(where, self.device)
         _require(where, "torch_threads", self.torch_threads, self.torch_threads >= 0, "an integer >= 0")
         game = self.game_config(where)
         self.ppo.validate(f"{where}: ppo")
@@ -253,6 +258,19 @@ class TrainConfig:
 
 
 SECTIONS = {f.name: f.type for f in fields(TrainConfig)}
+_RUN_NAME = re.compile(r"[A-Za-z0-9._-]+")
+_DEVICE = re.compile(r"cpu|cuda(:\d+)?")
+
+
+def _check_cuda(where: str, device: str) -> None:
+    """``cuda[:N]`` must exist here (checked when the config is read, not at the first tensor)."""
+    import torch
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    index = int(device.partition(":")[2] or 0)
+    if index >= count:
+        found = f"{count} CUDA device(s)" if count else "no CUDA device (or a torch build without CUDA)"
+        raise ConfigError(f"{where}: device={device!r} is not allowed; this machine has {found}; expected 'cpu'" + (f" or 'cuda:0' to 'cuda:{count - 1}'" if count else ""))
 
 
 # ---------------------------------------------------------------------------- loading
@@ -381,7 +399,13 @@ def _convert(kind: Any, value: Any, where: str, key: str) -> Any:
             return float(value)  # YAML 1.1 reads 3e-4 (no dot) as a string
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected a number")
-        return float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an integer beyond the float range
+            number = math.inf
+        if not math.isfinite(number):
+            raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected a finite number")
+        return number
     if kind is str:
         if not isinstance(value, str):
             raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected a string")

@@ -36,8 +36,13 @@ from __future__ import annotations
 import copy
 import csv
 import math
+import os
+import signal
 import sys
+import tempfile
+import threading
 import time
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,7 +55,7 @@ from cockroach_env.batched import BatchedGames
 from cockroach_env.config import GameConfig
 from cockroach_env.encoding import encoding_for
 from training import checkpoint as ckpt
-from training.config import TrainConfig, config_from_dict
+from training.config import ConfigError, TrainConfig, config_from_dict
 from training.model import ActorCritic, PolicyAgent
 
 SELF = "self"
@@ -241,6 +246,48 @@ class Learner:
         self.rollout, self.spare = self.spare, self.rollout
 
 
+# ---------------------------------------------------------------------------- signals
+
+
+class Interrupted(Exception):
+    """SIGINT or SIGTERM stopped training after the current update; the run checkpoint holds it."""
+
+    def __init__(self, signum: int, checkpoint: Path, update: int):
+        self.signum, self.checkpoint, self.update = signum, checkpoint, update
+        super().__init__(f"{signal.Signals(signum).name} at update {update}; the run is saved in {checkpoint}")
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum  # the shell's convention: 130 for SIGINT, 143 for SIGTERM
+
+
+class _StopSignals:
+    """While training: the first SIGINT/SIGTERM asks the loop to stop after the current update;
+    a second one interrupts at once (``KeyboardInterrupt``; the last checkpoint on disk is intact)."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self):
+        self.received: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> "_StopSignals":
+        if threading.current_thread() is threading.main_thread():  # handlers can only be set there
+            for signum in self.SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame) -> None:
+        if self.received is not None:
+            raise KeyboardInterrupt(f"second {signal.Signals(signum).name}")
+        self.received = signum
+        print(f"\n{signal.Signals(signum).name} received: finishing the current update, then saving (send it again to stop at once)", file=sys.stderr)
+
+    def __exit__(self, *exc) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+
 # ---------------------------------------------------------------------------- training
 
 
@@ -251,7 +298,14 @@ def train(
 
     ``initial_weights``: a state dict to start a fresh run from (instead of a random network);
     ``base_run``: where those weights came from (recorded in every checkpoint's metadata).
+    SIGINT or SIGTERM (in the main thread) stops after the current update with a run
+    checkpoint and raises ``Interrupted`` (its ``exit_code`` is 130 or 143).
     """
+    with _StopSignals() as signals:
+        return _train(config, resume, command, progress_bar, initial_weights, base_run, signals)
+
+
+def _train(config: TrainConfig, resume: bool, command: str | None, progress_bar: bool, initial_weights: dict | None, base_run: dict | None, signals: "_StopSignals") -> Path:
     from tqdm import tqdm
 
     game = config.game_config()
@@ -282,7 +336,11 @@ def train(
     pool: list[Snapshot] = []
     state = Progress()
     if resume:
-        state, rng = _restore(run_dir, config, policy, exploiter, sampler, pool, device)
+        state, rng = _restore(run_dir, config, policy, exploiter, sampler, pool, device)  # the whole checkpoint is checked before any file is touched
+        finished = _finished_agent(run_dir, state, config) if state.update >= num_updates else None
+        if finished is not None:
+            print(f"{run_dir} is already finished at update {state.update}; its agent checkpoint is {finished} (raise schedule.total_decisions to train on)", file=sys.stderr)
+            return finished
         print(f"resuming {run_dir} at update {state.update} ({state.decisions:,} decisions)", file=sys.stderr)
     else:
         if initial_weights is not None:
@@ -294,6 +352,8 @@ def train(
             policy.refresh_magnet()
         _add_snapshot(pool, state, policy.model, config)
     state.commands.append(command)
+    for name in (CHECKPOINT_NAME, AGENT_NAME):
+        ckpt.remove_stale(run_dir / name)  # temporary files of killed saves, tensors of replaced generations
     logs = RunLogs(run_dir, config, resume_update=state.update if resume else None)
 
     games = BatchedGames(game, batch_size=B, seed=config.seed)
@@ -394,6 +454,8 @@ def train(
         out_of_time = config.schedule.time_limit_minutes is not None and state.wall_seconds > 60 * config.schedule.time_limit_minutes
         if out_of_time and not last:
             stop_reason = f"time limit of {config.schedule.time_limit_minutes} minutes reached"
+        if signals.received is not None:
+            stop_reason = f"{signal.Signals(signals.received).name} received"
         if config.evaluation.every and state.update % config.evaluation.every == 0 and not last and not stop_reason:
             results = evaluate_model(policy.model, game, config.evaluation.opponents, config.evaluation.games, seed=config.seed + state.update)
             _record_evaluation(state, logs, results)
@@ -404,6 +466,9 @@ def train(
         if stop_reason:
             break
     bar.close()
+    if signals.received is not None:
+        logs.close()
+        raise Interrupted(signals.received, run_dir / CHECKPOINT_NAME, state.update)
 
     # ---------------------------------------------------------------- final evaluation, agent checkpoint, plots
     if config.evaluation.final_games:
@@ -642,6 +707,18 @@ RESUMABLE_CHANGES = ("schedule.total_decisions", "schedule.time_limit_minutes", 
 
 def _restore(run_dir: Path, config: TrainConfig, policy: Learner, exploiter: Learner | None, sampler, pool: list[Snapshot], device) -> tuple[Progress, np.random.Generator]:
     checkpoint = ckpt.load_checkpoint(run_dir / CHECKPOINT_NAME, game=config.game_config(), kind="run", schema=ckpt.RUN_SCHEMA)
+    try:
+        return _restore_from(checkpoint, config, policy, exploiter, sampler, pool, device)
+    except ckpt.CheckpointError:
+        raise
+    except ConfigError as error:
+        raise ckpt.CheckpointError(f"{checkpoint.path}: its training config is not valid here: {error}") from None
+    except (KeyError, TypeError, ValueError, RuntimeError, IndexError, AttributeError) as error:
+        # Everything was validated against RUN_SCHEMA; what is left is a checkpoint altered in a way the schema cannot see.
+        raise ckpt.CheckpointError(f"{checkpoint.path}: the run state cannot be restored ({type(error).__name__}: {error}); the checkpoint is inconsistent") from None
+
+
+def _restore_from(checkpoint, config: TrainConfig, policy: Learner, exploiter: Learner | None, sampler, pool: list[Snapshot], device) -> tuple[Progress, np.random.Generator]:
     meta = checkpoint.metadata
     saved = config_from_dict(meta["training_config"], where=str(checkpoint.path))
     differences = [key for key in _diff(saved.to_dict(), config.to_dict()) if not key.startswith(RESUMABLE_CHANGES)]
@@ -649,6 +726,11 @@ def _restore(run_dir: Path, config: TrainConfig, policy: Learner, exploiter: Lea
         raise ckpt.CheckpointError(
             f"{checkpoint.path}: cannot resume with a different config; changed: {differences} (only {list(RESUMABLE_CHANGES)} may change)"
         )
+    for prefix in [f"{p}model" for p, _ in _prefixed(policy, exploiter)] + (["magnet"] if config.ppo.magnet_coef else []) + [f"pool.{e['id']}" for e in meta["pool"]]:
+        ckpt.check_shapes(checkpoint, prefix)  # before anything is loaded: a refused resume changes nothing
+    progress_keys = {f.name for f in dataclasses.fields(Progress)}
+    if set(meta["progress"]) - progress_keys:
+        raise ckpt.CheckpointError(f"{checkpoint.path}: metadata field 'progress' has unknown entries {sorted(set(meta['progress']) - progress_keys)}; expected some of {sorted(progress_keys)}")
     for prefix, learner in _prefixed(policy, exploiter):
         learner.model.load_state_dict(checkpoint.group(f"{prefix}model"))
         ckpt.restore_optimizer(learner.optimizer, checkpoint, prefix=f"{prefix}optimizer")
@@ -663,6 +745,17 @@ def _restore(run_dir: Path, config: TrainConfig, policy: Learner, exploiter: Lea
         pool.append(Snapshot(entry["id"], entry["update"], frozen.eval().requires_grad_(False), entry.get("source", "policy")))
     state = Progress(**meta["progress"])
     return state, ckpt.restore_numpy_rng(meta["rng"]["numpy"])
+
+
+def _finished_agent(run_dir: Path, state: Progress, config: TrainConfig) -> Path | None:
+    """The agent checkpoint of a run that finished at ``state.update`` (final evaluation included), else None."""
+    try:
+        meta = ckpt.read_metadata(run_dir / AGENT_NAME)
+    except ckpt.CheckpointError:
+        return None
+    step = meta.get("step") or {}
+    evaluated = not config.evaluation.final_games or bool((meta.get("evaluation") or {}).get("final"))
+    return Path(meta["_path"]) if step.get("update") == state.update and step.get("decisions") == state.decisions and evaluated else None
 
 
 def _diff(a: Any, b: Any, prefix: str = "") -> list[str]:
@@ -743,15 +836,33 @@ class _NoWriter:
 
 
 def _prepare_csv(path: Path, columns: list[str], resume_update: int | None) -> None:
-    """Start a fresh CSV, or on resume drop the rows written after the checkpoint."""
+    """Start a fresh CSV, or on resume keep the rows up to the checkpoint (final evaluations
+    are dropped: they come after the checkpoint and are made again). Written to a temporary
+    file and renamed, so a kill never leaves a half-written log."""
+    for stale in path.parent.glob(f".{path.name}.*.tmp"):  # left by a killed rewrite
+        stale.unlink(missing_ok=True)
     rows = []
     if resume_update is not None and path.exists():
         with path.open(newline="") as handle:
-            rows = [r for r in csv.DictReader(handle) if int(r["update"]) <= resume_update]
-    with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, columns)
-        writer.writeheader()
-        writer.writerows(rows)
+            rows = [r for r in csv.DictReader(handle) if _row_update(r) <= resume_update and r.get("final") not in ("1", "True")]
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, columns, extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows(rows)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _row_update(row: dict) -> int:
+    try:
+        return int(row["update"])
+    except (KeyError, TypeError, ValueError):
+        return 2**62  # an unreadable row (a torn last line) is dropped
 
 
 def _append_csv(path: Path, columns: list[str], row: dict) -> None:
