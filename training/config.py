@@ -395,9 +395,8 @@ def _convert(kind: Any, value: Any, where: str, key: str) -> Any:
             raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected an integer")
         return value
     if kind is float:
-        if isinstance(value, str) and _FLOAT_TEXT.fullmatch(value.strip()):
-            return float(value)  # YAML 1.1 reads 3e-4 (no dot) as a string
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        text = isinstance(value, str) and _FLOAT_TEXT.fullmatch(value.strip()) is not None  # YAML 1.1 reads 3e-4 (no dot) as a string
+        if not text and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected a number")
         try:
             number = float(value)

@@ -701,7 +701,7 @@ def _prefixed(policy: Learner, exploiter: Learner | None) -> list[tuple[str, Lea
     return [("", policy)] + ([("exploiter.", exploiter)] if exploiter else [])
 
 
-RESUMABLE_CHANGES = ("schedule.total_decisions", "schedule.time_limit_minutes", "evaluation", "device", "torch_threads")
+RESUMABLE_CHANGES = ("schedule.total_decisions", "schedule.time_limit_minutes", "evaluation", "device", "torch_threads", "output_dir")
 """Config entries that may differ between a run and its resumption."""
 
 

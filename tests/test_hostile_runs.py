@@ -1,0 +1,334 @@
+"""Runs are never destroyed (issue #10, items 1-6, 10, 11): the real ``cockroach-train`` on a
+tiny config, hostile run directories, tampered run checkpoints, bad configs, signals and
+SIGKILLs at random instants (real subprocesses). A refused command leaves every file as it was."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("yaml")
+
+from training import checkpoint as ckpt  # noqa: E402
+from training.cli import main  # noqa: E402
+from training.config import ConfigError, load_config  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = [
+    "ppo.num_envs=16", "ppo.num_steps=8", "ppo.anneal_lr=false", "ppo.num_minibatches=2", "ppo.update_epochs=1",
+    "model.hidden_sizes=[16]", "opponents.snapshot_every=1", "opponents.max_snapshots=2", "opponents.learner_seats=[1, 3]",
+    "schedule.checkpoint_every=2", "evaluation.every=2", "evaluation.games=8", "evaluation.final_games=8",
+]  # fmt: skip
+DECISIONS = 16 * 8
+
+
+def _argv(out: Path, name: str, updates: int, *extra: str) -> list[str]:
+    sets = [*TINY, f"name={name}", f"output_dir={out}", f"schedule.total_decisions={updates * DECISIONS}"]
+    return ["--config", str(ROOT / "configs" / "quick.yaml"), "--no-progress", *[a for s in sets for a in ("--set", s)], *extra]
+
+
+def _files(directory: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory) -> Path:
+    """A finished 4-update run (checkpoints at 2 and 4, final evaluation), copied by each test that alters it."""
+    out = tmp_path_factory.mktemp("runs")
+    assert main(_argv(out, "done", 4)) == 0
+    return out / "done"
+
+
+def _copy(run: Path, tmp_path: Path) -> Path:
+    target = tmp_path / run.name
+    shutil.copytree(run, target, symlinks=True)
+    return target
+
+
+# ---------------------------------------------------------------------------- item 1: a plain run never overwrites
+
+
+@pytest.mark.parametrize(
+    "leave",
+    [
+        pytest.param(lambda run: (run / "checkpoint.json").unlink(), id="checkpoint.json missing"),
+        pytest.param(lambda run: [p.unlink() for p in run.glob("checkpoint*")], id="no checkpoint at all"),
+        pytest.param(lambda run: ((run / "checkpoint.json").unlink(), (run / "checkpoint.json").symlink_to("checkpoint.json")), id="checkpoint.json a symlink loop"),
+        pytest.param(lambda run: [p.unlink() for p in run.iterdir() if p.is_file() and p.name != "metrics.csv"], id="only metrics.csv"),
+    ],
+)
+def test_a_plain_run_refuses_any_existing_run_and_changes_nothing(finished_run, tmp_path, capsys, leave):
+    run = _copy(finished_run, tmp_path)
+    leave(run)
+    before = _files(run)
+    assert main(_argv(tmp_path, run.name, 4)) == 2
+    err = capsys.readouterr().err
+    assert "--resume" in err and "--overwrite" in err and "Traceback" not in err
+    assert _files(run) == before
+
+
+def test_an_empty_run_directory_may_be_used(tmp_path):
+    (tmp_path / "empty").mkdir()
+    assert main(_argv(tmp_path, "empty", 1, "--set", "evaluation.final_games=0")) == 0
+
+
+# ---------------------------------------------------------------------------- items 2 and 7: a bad checkpoint is named before any file changes
+
+
+def _meta_edit(edit):
+    def tamper(run: Path):
+        path = run / "checkpoint.json"
+        meta = json.loads(path.read_text())
+        edit(meta)
+        path.write_text(json.dumps(meta))
+
+    return tamper
+
+
+def _tensor_edit(edit):
+    def tamper(run: Path):
+        import hashlib
+
+        from safetensors.torch import load, save
+
+        meta_path, tensor_path = ckpt.checkpoint_files(run / "checkpoint")
+        tensors = load(tensor_path.read_bytes())
+        edit(tensors)
+        blob = save(tensors)
+        tensor_path.write_bytes(blob)
+        meta = json.loads(meta_path.read_text())
+        meta["tensors"].update(bytes=len(blob), sha256=hashlib.sha256(blob).hexdigest())
+        meta_path.write_text(json.dumps(meta))
+
+    return tamper
+
+
+def _nan(tensors):
+    tensors["model.trunk.0.weight"][0, 0] = float("nan")
+
+
+RESUME_TAMPERS = [
+    ("progress.update negative", _meta_edit(lambda m: m["progress"].update(update=-5)), ["'progress.update'", "-5"]),
+    ("progress missing", _meta_edit(lambda m: m.pop("progress")), ["'progress'"]),
+    ("progress unknown entry", _meta_edit(lambda m: m["progress"].update(extra=1)), ["'progress'", "extra"]),
+    ("progress.wall_seconds a string", _meta_edit(lambda m: m["progress"].update(wall_seconds="1")), ["'progress.wall_seconds'"]),
+    ("pool entry without id", _meta_edit(lambda m: m["pool"][0].pop("id")), ["'pool'"]),
+    ("pool entry of a missing snapshot", _meta_edit(lambda m: m["pool"][0].update(id=77)), ["pool.77"]),
+    ("optimizer param_groups null", _meta_edit(lambda m: m["optimizer"].update(param_groups=None)), ["'optimizer.param_groups'"]),
+    ("rng state bogus", _meta_edit(lambda m: m["rng"].update(numpy={"bit_generator": "Nope"})), ["checkpoint.json", "cannot be restored"]),
+    ("training_config invalid", _meta_edit(lambda m: m["training_config"]["ppo"].update(num_envs=0)), ["training config", "num_envs=0"]),
+    ("training_config changed", _meta_edit(lambda m: m["training_config"]["ppo"].update(num_envs=32)), ["different config", "ppo.num_envs"]),
+    ("model.hidden_sizes missing", _meta_edit(lambda m: m["model"].pop("hidden_sizes")), ["'model.hidden_sizes'"]),
+    ("tensors null", _meta_edit(lambda m: m.update(tensors=None)), ["'tensors'"]),
+    ("a NaN weight", _tensor_edit(_nan), ["'model.trunk.0.weight'", "NaN"]),
+    ("a snapshot of another shape", _tensor_edit(lambda t: t.update({min(k for k in t if k.startswith("pool.") and k.endswith("trunk.0.weight")): torch.zeros(3, 3)})), ["pool.", "trunk.0.weight", "(3, 3)"]),
+    ("metadata not UTF-8", lambda run: (run / "checkpoint.json").write_bytes(b"\xff\xfe{}"), ["not UTF-8"]),
+    ("tensors truncated", lambda run: ckpt.checkpoint_files(run / "checkpoint")[1].write_bytes(b"12345678"), ["truncated"]),
+]
+
+
+@pytest.mark.parametrize("tamper, fragments", [pytest.param(t, f, id=i) for i, t, f in RESUME_TAMPERS])
+def test_a_bad_run_checkpoint_refuses_resume_by_name_and_changes_no_file(finished_run, tmp_path, capsys, tamper, fragments):
+    run = _copy(finished_run, tmp_path)
+    tamper(run)
+    before = _files(run)
+    assert main(_argv(tmp_path, run.name, 6, "--resume")) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "checkpoint" in err
+    for fragment in fragments:
+        assert fragment in err, (fragment, err)
+    assert _files(run) == before
+
+
+@pytest.mark.parametrize("tamper, fragments", [
+    pytest.param(_meta_edit(lambda m: m["model"].pop("activation")), ["'model.activation'"], id="no activation"),
+    pytest.param(_tensor_edit(_nan), ["NaN"], id="NaN weights"),
+    pytest.param(_meta_edit(lambda m: m.update(model=[])), ["'model'"], id="model a list"),
+])  # fmt: skip
+def test_init_from_a_bad_checkpoint_is_a_named_error(finished_run, tmp_path, capsys, tamper, fragments):
+    source = _copy(finished_run, tmp_path / "source")
+    tamper(source)
+    assert main(_argv(tmp_path, "fresh", 2, "--init-from", str(source / "checkpoint"))) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and all(f in err for f in fragments), err
+    assert not (tmp_path / "fresh" / "checkpoint.json").exists()
+
+
+# ---------------------------------------------------------------------------- items 5 and 6: stale files, finished runs
+
+
+def test_resume_removes_stale_temporary_files_and_old_generations(finished_run, tmp_path):
+    run = _copy(finished_run, tmp_path)
+    current = ckpt.checkpoint_files(run / "checkpoint")[1].name
+    stale = [".checkpoint.json.k1ll3d.tmp", ".checkpoint.9.safetensors.x.tmp", "checkpoint.1.safetensors", ".final.json.abc.tmp", ".metrics.csv.q.tmp"]
+    for name in stale:
+        (run / name).write_bytes(b"partial")
+    assert main(_argv(tmp_path, run.name, 6, "--resume")) == 0
+    names = {p.name for p in run.iterdir()}
+    assert not names & set(stale)
+    assert current not in names and {"checkpoint.json", "final.json"} <= names  # generation switched on the new saves
+
+
+def test_resuming_a_finished_run_changes_nothing(finished_run, tmp_path, capsys):
+    run = _copy(finished_run, tmp_path)
+    before = _files(run)
+    assert main(_argv(tmp_path, run.name, 4, "--resume")) == 0
+    assert "already finished" in capsys.readouterr().err
+    assert _files(run) == before
+
+
+def test_a_run_killed_during_its_final_evaluation_evaluates_once_on_resume(finished_run, tmp_path):
+    run = _copy(finished_run, tmp_path)
+    reference = (run / "eval.csv").read_text()
+    for path in run.glob("final*"):  # the kill came before the agent checkpoint was written
+        path.unlink()
+    assert main(_argv(tmp_path, run.name, 4, "--resume")) == 0
+
+    def rows(text):  # wall_seconds differs between the two evaluations
+        return [line.split(",")[:2] + line.split(",")[3:] for line in text.splitlines()]
+
+    assert rows((run / "eval.csv").read_text()) == rows(reference)
+    assert sum(line.split(",")[3] == "1" for line in reference.splitlines()) == 2  # two opponents, final rows once
+
+
+# ---------------------------------------------------------------------------- items 10 and 11: configs and paths named before any work
+
+CONFIG_CASES = [
+    ("ppo.learning_rate=.inf", "learning_rate=inf"),
+    ("ppo.learning_rate=.nan", "learning_rate=nan"),
+    ("schedule.time_limit_minutes=.inf", "time_limit_minutes=inf"),
+    ("opponents.self_play=.inf", "self_play=inf"),
+    ("ppo.ent_coef=.inf", "ent_coef=inf"),
+    ("ppo.gamma=-.inf", "gamma=-inf"),
+    ("opponents.baselines={heuristic: .nan}", "heuristic=nan"),
+    ("ppo.target_kl=1e400", "target_kl="),
+    ("seed=-1", "seed=-1"),
+    (f"seed={2**70}", f"seed={2**70}"),
+    ("device=cudafoo", "device='cudafoo'"),
+    ("device=cuda:x", "device='cuda:x'"),
+    ("device=cuda:99", "device='cuda:99'"),
+    ("name=..", "name='..'"),
+    ("name=.", "name='.'"),
+    ("name=a/b", "name='a/b'"),
+    ("name=", "name="),
+    ("output_dir=' '", "output_dir="),
+]
+
+
+@pytest.mark.parametrize("override, fragment", [pytest.param(o, f, id=o) for o, f in CONFIG_CASES])
+def test_bad_config_values_are_named_when_the_config_is_read(override, fragment):
+    with pytest.raises(ConfigError) as error:
+        load_config(ROOT / "configs" / "quick.yaml", [override])
+    assert fragment in str(error.value)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_device_cuda_without_cuda_is_named_when_the_config_is_read():
+    with pytest.raises(ConfigError, match="device='cuda' is not allowed; this machine has no CUDA device"):
+        load_config(None, ["device=cuda"])
+
+
+def test_output_paths_that_cannot_hold_a_run_are_named_before_training(tmp_path, capsys):
+    (tmp_path / "a_file").write_text("x")
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "taken").write_text("x")
+    cases = [
+        (["--set", f"output_dir={tmp_path / 'a_file'}"], "a_file"),
+        (["--set", f"output_dir={tmp_path / 'runs'}", "--set", "name=taken"], "is a file"),
+        (["--set", "output_dir=/proc/no-such-place/runs"], "cannot write to the run directory"),
+    ]
+    for extra, fragment in cases:
+        before = _files(tmp_path)
+        assert main([*_argv(tmp_path, "x", 1), *extra]) == 2
+        err = capsys.readouterr().err
+        assert fragment in err and "Traceback" not in err, err
+        assert _files(tmp_path) == before
+
+
+def test_a_full_disk_keeps_the_previous_checkpoint_and_exits_with_a_message(tmp_path, capsys, monkeypatch):
+    assert main(_argv(tmp_path, "full", 2, "--set", "evaluation.final_games=0")) == 0
+    before = _files(tmp_path / "full")
+    real = ckpt._write_temporary
+
+    def no_space(final, data):
+        raise OSError(errno.ENOSPC, "No space left on device", str(final))
+
+    monkeypatch.setattr(ckpt, "_write_temporary", no_space)
+    assert main(_argv(tmp_path, "full", 4, "--resume", "--set", "evaluation.final_games=0")) == 1
+    monkeypatch.setattr(ckpt, "_write_temporary", real)
+    err = capsys.readouterr().err
+    assert "No space left on device" in err and "previous checkpoint" in err and "--resume" in err and "Traceback" not in err
+    assert ckpt.read_metadata(tmp_path / "full" / "checkpoint")["step"]["update"] == 2
+    assert {k: v for k, v in _files(tmp_path / "full").items() if "checkpoint" in k} == {k: v for k, v in before.items() if "checkpoint" in k}
+
+
+# ---------------------------------------------------------------------------- item 4: signals, and SIGKILL at random instants
+
+
+def _spawn(out: Path, name: str, updates: int, *extra: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, "-m", "training.cli", *_argv(out, name, updates, *extra)]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+
+
+def _wait_for_rows(path: Path, rows: int, process: subprocess.Popen, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and len(path.read_text().splitlines()) > rows:
+            return
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.05)
+    raise AssertionError(f"no {rows} rows in {path}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_saves_the_updates_so_far_says_how_to_resume_and_exits_128_plus_the_signal(tmp_path, signum, code):
+    process = _spawn(tmp_path, "signalled", 10_000, "--set", "schedule.checkpoint_every=1000")
+    _wait_for_rows(tmp_path / "signalled" / "metrics.csv", 2, process)
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=120)
+    err = err.decode()
+    assert process.returncode == code, err
+    assert "Traceback" not in err and "--resume" in err and signal.Signals(signum).name in err
+    rows = len((tmp_path / "signalled" / "metrics.csv").read_text().splitlines()) - 1
+    assert ckpt.read_metadata(tmp_path / "signalled" / "checkpoint")["step"]["update"] == rows >= 2  # no update lost
+    assert main(_argv(tmp_path, "signalled", rows + 1, "--resume", "--set", "schedule.checkpoint_every=1000")) == 0
+
+
+@pytest.mark.slow
+def test_sigkill_at_random_instants_always_leaves_a_run_that_resumes_to_the_uninterrupted_result(finished_run, tmp_path):
+    """Kill a real ``python -m training.cli`` again and again; each time continue it (``--resume``, or
+    ``--overwrite`` if no checkpoint was written yet). The result equals the uninterrupted run bitwise."""
+    rng = np.random.default_rng(10)
+    kills = 0
+    for attempt in range(12):
+        has_checkpoint = (tmp_path / "killed" / "checkpoint.json").exists()
+        started = (tmp_path / "killed").exists()
+        process = _spawn(tmp_path, "killed", 4, *(["--resume"] if has_checkpoint else ["--overwrite"] if started else []))
+        if attempt < 5:
+            time.sleep(2.0 + 4.0 * rng.random())  # interpreter start, numba cache, then a few updates and saves
+            if process.poll() is None:
+                process.send_signal(signal.SIGKILL)
+                kills += 1
+        _, err = process.communicate(timeout=300)
+        if process.returncode == 0:
+            break
+        assert process.returncode == -signal.SIGKILL, err.decode()
+    assert process.returncode == 0 and kills >= 1
+    reference = ckpt.load_checkpoint(finished_run / "checkpoint", kind="run")
+    result = ckpt.load_checkpoint(tmp_path / "killed" / "checkpoint", kind="run")
+    assert result.metadata["step"]["decisions"] == reference.metadata["step"]["decisions"] == 4 * DECISIONS
+    for key, value in reference.tensors.items():
+        assert torch.equal(value, result.tensors[key]), key
