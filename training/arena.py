@@ -123,6 +123,8 @@ def expand_lineup(entries: Sequence[Any]) -> list[Any]:
             if count < 1:
                 raise ArenaError(f"agent {entry!r}: the repeat count must be at least 1")
             out.extend([match["spec"]] * count)
+        elif isinstance(entry, str) and "*" in entry and not os.path.exists(entry):
+            raise ArenaError(f"agent {entry!r}: expected NAME*K with K a whole number of seats (e.g. 'random*3'), got {entry.rpartition('*')[2]!r} after '*'")
         else:
             out.append(entry)
     return out

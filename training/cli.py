@@ -8,13 +8,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import sys
-import tempfile
-from pathlib import Path
 
 from training.config import ConfigError, describe_options, load_config
+from training.output_paths import run_dir_problem
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
 
         print(yaml.safe_dump(config.to_dict(), sort_keys=False), end="")
         return 0
-    problem = _check_run_dir(config.run_dir, resume=args.resume, overwrite=args.overwrite)
+    problem = run_dir_problem(config.run_dir, resume=args.resume, overwrite=args.overwrite)
     if problem:
         print(f"cockroach-train: error: {problem}", file=sys.stderr)
         return 2
@@ -75,30 +73,6 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(f"agent checkpoint: {agent}  (load with training.load_agent({str(agent.with_suffix(''))!r}) or cockroach-eval)")
     return 0
-
-
-def _check_run_dir(run_dir: Path, resume: bool, overwrite: bool) -> str | None:
-    """Why ``run_dir`` cannot be used as asked (or None); checked before any work. Creates the directory."""
-    try:
-        if run_dir.exists() and not run_dir.is_dir():
-            return f"the run directory {run_dir} is a file; expected a directory (change output_dir or name)"
-        existing = sorted(entry.name for entry in os.scandir(run_dir)) if run_dir.is_dir() else []
-    except OSError as error:
-        return f"cannot read the run directory {run_dir}: {error.strerror or error}"
-    checkpoint = run_dir / "checkpoint.json"
-    if resume and not checkpoint.is_file():
-        found = f"; it holds {existing[:8]}" if existing else ""
-        return f"--resume: no checkpoint at {checkpoint}{found}"
-    if not resume and not overwrite and existing:
-        shown = ", ".join(existing[:8]) + (", ..." if len(existing) > 8 else "")
-        return f"{run_dir} already holds a run ({shown}); pass --resume to continue it, --overwrite to start again (replacing its files), or --set name=..."
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=run_dir):
-            pass
-    except OSError as error:
-        return f"cannot write to the run directory {run_dir}: {error.strerror or error} (check output_dir={str(run_dir.parent)!r} and its permissions)"
-    return None
 
 
 def _resume_command(args) -> str:

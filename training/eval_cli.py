@@ -23,6 +23,7 @@ from typing import Any, Sequence
 from cockroach_env.config import PRESETS, GameConfig
 from cockroach_env.engine import LOSS_REASONS
 from training.arena import ENGINES, ArenaError, MatchResult, expand_lineup, play_league, play_match
+from training.output_paths import output_file_problem
 from training.report import describe_config, format_result
 
 
@@ -87,8 +88,14 @@ def _parse_value(text: str) -> Any:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    problem = output_file_problem("--json", args.json) or output_file_problem("--plot", args.plot)  # before any game is played
+    if problem:
+        print(f"cockroach-eval: error: {problem}", file=sys.stderr)
+        return 2
     try:
         entries = expand_lineup(args.agents)
+        if len(entries) < 2 and args.players is None:
+            raise ArenaError(f"the lineup {args.agents} has {len(entries)} agent(s); expected one per seat, at least 2 (NAME*K repeats an agent K times)")
         default_players = (4 if len(entries) >= 4 else len(entries)) if args.league else len(entries)
         config = config_from_args(args, default_players)
         common = dict(games=args.games, seed=args.seed, duplicate=not args.no_duplicate, engine=args.engine, batch_size=args.batch_size, progress=False if args.quiet else None)

@@ -1,0 +1,54 @@
+"""Output files of the command-line tools, checked before any work (games, training) is done."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def output_file_problem(option: str, path: str | os.PathLike | None) -> str | None:
+    """Why ``path`` (the value of ``option``) cannot be written, or None; creates nothing that stays.
+
+    Refused: an existing directory, a missing or non-directory parent, a parent where no
+    file can be created (read-only, no permission). ``None`` and ``-`` (stdout) pass.
+    """
+    if path is None or str(path) == "-":
+        return None
+    target = Path(path)
+    parent = target.parent if str(target.parent) else Path(".")
+    if target.is_dir():
+        return f"{option} {str(path)!r} is a directory; expected a file path"
+    if not parent.is_dir():
+        why = "does not exist" if not parent.exists() else "is not a directory"
+        return f"{option} {str(path)!r}: the directory {str(parent)!r} {why}; expected a file path in an existing directory"
+    try:
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as error:
+        return f"{option} {str(path)!r}: cannot create a file in {str(parent)!r} ({error.strerror or error})"
+    return None
+
+
+def run_dir_problem(run_dir: Path, resume: bool, overwrite: bool) -> str | None:
+    """Why ``run_dir`` cannot be used as asked (or None); checked before any work. Creates the directory."""
+    try:
+        if run_dir.exists() and not run_dir.is_dir():
+            return f"the run directory {run_dir} is a file; expected a directory (change output_dir or name)"
+        existing = sorted(entry.name for entry in os.scandir(run_dir)) if run_dir.is_dir() else []
+    except OSError as error:
+        return f"cannot read the run directory {run_dir}: {error.strerror or error}"
+    checkpoint = run_dir / "checkpoint.json"
+    if resume and not checkpoint.is_file():
+        found = f"; it holds {existing[:8]}" if existing else ""
+        return f"--resume: no checkpoint at {checkpoint}{found}"
+    if not resume and not overwrite and existing:
+        shown = ", ".join(existing[:8]) + (", ..." if len(existing) > 8 else "")
+        return f"{run_dir} already holds a run ({shown}); pass --resume to continue it, --overwrite to start again (replacing its files), or --set name=..."
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=run_dir):
+            pass
+    except OSError as error:
+        return f"cannot write to the run directory {run_dir}: {error.strerror or error} (check output_dir={str(run_dir.parent)!r} and its permissions)"
+    return None
