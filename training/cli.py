@@ -18,8 +18,9 @@ from training.output_paths import run_dir_problem
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cockroach-train",
-        description="Self-play masked PPO for Cockroach Poker. Writes runs/<name>/: checkpoint.{json,safetensors} (for --resume), "
-        "final.{json,safetensors} (the trained weights, for load_agent and cockroach-eval), metrics.csv, eval.csv, tensorboard/ and learning_curves.png.",
+        description="Self-play masked PPO for Cockroach Poker. Writes runs/<name>/: checkpoint.json + checkpoint.<G>.safetensors (for --resume), "
+        "final.json + final.<G>.safetensors (the trained weights, for load_agent and cockroach-eval), metrics.csv, eval.csv, tensorboard/ and learning_curves.png. "
+        "SIGINT/SIGTERM: finish the current update, save, exit 130/143 (continue with --resume).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="config options (YAML keys, or --set dotted.key=value):\n" + "\n".join(describe_options()),
     )
