@@ -333,7 +333,9 @@ class raw_env(AECEnv):
         for a in self.agents:
             self.terminations[a] = True
             self.rewards[a] = -1.0 if a == agent else 0.0
-            self.infos[a] = {"illegal_move": True, "offender": agent, "reason": str(error)}
+            # The reason may describe the offender's hand ("has no fly in hand"): only the offender reads it.
+            reason = str(error) if a == agent else f"{agent} chose an illegal action"
+            self.infos[a] = {"illegal_move": True, "offender": agent, "reason": reason}
         self._accumulate_rewards()
         self._set_mask(self._no_action)
 

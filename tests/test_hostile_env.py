@@ -115,6 +115,17 @@ def test_raw_env_step_after_every_agent_is_done_is_a_named_error():
     refused(lambda: env.step(0), "step(0)", "reset()")
 
 
+def test_a_penalized_illegal_action_tells_the_others_nothing_about_the_offenders_hand():
+    env = raw_env(num_players=3, illegal_action="penalize")
+    env.reset(seed=0, options={"starter": "player_0", "hands": {"player_0": {"fly": 2}, "player_1": {"bat": 2}, "player_2": {"rat": 2}}})
+    actor, name = "player_0", "toad"
+    env.step(env.encoding.offer_action(env.cards.index(name), 1, 0))
+    assert name in env.infos[actor]["reason"]  # the offender learns why
+    for other in env.possible_agents:
+        if other != actor:
+            assert name not in str(env.infos[other]) and "hand" not in str(env.infos[other])
+
+
 # ---------------------------------------------------------------------------- fuzzing
 
 junk = st.one_of(
