@@ -245,7 +245,7 @@ def remove_stale(path: str | os.PathLike) -> list[Path]:
         if name.startswith(f".{stem.name}.") and name.endswith(".tmp"):
             removed.append(stem.parent / name)
     try:
-        current = read_metadata(meta_path)["tensors"]["file"]
+        current = read_metadata(meta_path)["tensors"]["file"] if meta_path.is_file() else None
     except CheckpointError:
         current = None
     if current is not None:
