@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import dataclasses
 import math
 import os
 import signal
@@ -42,7 +43,6 @@ import sys
 import tempfile
 import threading
 import time
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
