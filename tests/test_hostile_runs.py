@@ -180,6 +180,20 @@ def test_resume_removes_stale_temporary_files_and_old_generations(finished_run, 
     assert current not in names and {"checkpoint.json", "final.json"} <= names  # generation switched on the new saves
 
 
+def test_a_run_written_before_generations_resumes(finished_run, tmp_path):
+    """Runs saved as ``checkpoint.safetensors`` (the fixed name of earlier versions) load and continue."""
+    run = _copy(finished_run, tmp_path)
+    for stem in ("checkpoint", "final"):
+        meta_path, tensor_path = ckpt.checkpoint_files(run / stem)
+        tensor_path.rename(run / f"{stem}.safetensors")
+        meta = json.loads(meta_path.read_text())
+        meta["tensors"]["file"] = f"{stem}.safetensors"
+        meta_path.write_text(json.dumps(meta))
+    assert main(_argv(tmp_path, run.name, 6, "--resume")) == 0
+    assert ckpt.read_metadata(run / "checkpoint")["step"]["update"] == 6
+    assert not (run / "checkpoint.safetensors").exists() and not (run / "final.safetensors").exists()
+
+
 def test_resuming_a_finished_run_changes_nothing(finished_run, tmp_path, capsys):
     run = _copy(finished_run, tmp_path)
     before = _files(run)
