@@ -52,8 +52,9 @@ The mask is all zeros for every agent but the one to act.
 ## Rewards
 
 Zero-sum at the end: the loser gets -1, every other player +1/(N-1). Every agent's
-`info` has the same keys on every step, never None (`INFO_DEFAULTS`): at the end `loser`
-and `loss_reason` (`same_type`, `empty_hand`, `rainbow`), `""` before.
+`info` has the same numeric keys on every step (`INFO_DEFAULTS`): at the end `loser`
+(the losing seat) and `loss_reason` (index into `engine.LOSS_REASONS`: `same_type`,
+`empty_hand`, `rainbow`), `-1` before.
 
 ## Version history
 
@@ -74,16 +75,18 @@ from pettingzoo.utils.env_logger import EnvLogger
 
 from cockroach_env.config import GameConfig
 from cockroach_env.encoding import LAYOUT_VERSION, StateWriter, apply_action, encoding_for
-from cockroach_env.engine import Game, IllegalMove, Phase, STAT_NAMES, explicit_deal, random_deal
+from cockroach_env.engine import LOSS_REASONS, Game, IllegalMove, Phase, STAT_NAMES, explicit_deal, random_deal
 
 MOVE_KINDS = ("offer", "call", "peek", "pass", "place")
 RESET_OPTIONS = ("starter", "hands", "collections", "penalty_deck")
 ILLEGAL_ACTION_MODES = ("raise", "penalize")
-INFO_DEFAULTS: dict[str, Any] = {"loser": "", "loss_reason": "", "illegal_move": False, "offender": "", "reason": "", "truncated_at_step": -1}
-"""Every agent's ``info`` has exactly these keys on every step, never ``None`` (libraries
-such as Tianshou stack infos into arrays): ``loser`` and ``loss_reason`` once someone lost;
-``illegal_move`` and ``offender`` when ``illegal_action="penalize"`` ended the game, with the
-refusal ``reason`` in the offender's info only (it may name a card the others cannot see);
+INFO_DEFAULTS: dict[str, Any] = {"loser": -1, "loss_reason": -1, "illegal_move": False, "offender": -1, "truncated_at_step": -1}
+"""Every agent's ``info`` has exactly these keys on every step, numbers only and never
+``None`` (Tianshou stacks infos into arrays, TorchRL into tensors): ``loser`` (the losing
+seat, agent ``possible_agents[loser]``) and ``loss_reason`` (index into
+``engine.LOSS_REASONS``) once someone lost, ``-1`` before; ``illegal_move`` and
+``offender`` (a seat) when ``illegal_action="penalize"`` ended the game (the refusal's
+text is ``env.unwrapped.refusal``, not in any info: it may name the offender's cards);
 ``truncated_at_step`` when ``max_steps`` cut the game."""
 
 
@@ -237,6 +240,8 @@ class raw_env(AECEnv):
         self.terminations = {a: False for a in self.agents}
         self.truncations = {a: False for a in self.agents}
         self.infos = {a: dict(INFO_DEFAULTS) for a in self.agents}
+        self.refusal: str | None = None
+        """Under ``illegal_action="penalize"``: why the action that ended the game was refused."""
         self._after_move()
 
     def _deal_from_options(self, options: dict) -> Any:
@@ -316,7 +321,8 @@ class raw_env(AECEnv):
         for a in self.agents:
             self.terminations[a] = True
             self.rewards[a] = -1.0 if a == agent else 0.0
-            self.infos[a] = {**INFO_DEFAULTS, "illegal_move": True, "offender": agent, "reason": str(error) if a == agent else ""}
+            self.infos[a] = {**INFO_DEFAULTS, "illegal_move": True, "offender": self._seat[agent]}
+        self.refusal = str(error)
         self._accumulate_rewards()
         self._set_mask(self._no_action)
 
@@ -330,7 +336,7 @@ class raw_env(AECEnv):
             for a in self.agents:
                 self.rewards[a] = -1.0 if a == loser else win
                 self.terminations[a] = True
-                self.infos[a] = {**INFO_DEFAULTS, "loser": loser, "loss_reason": game.loss_reason}
+                self.infos[a] = {**INFO_DEFAULTS, "loser": game.loser, "loss_reason": LOSS_REASONS.index(game.loss_reason)}
             self._accumulate_rewards()
             self._set_mask(self._no_action)
             self.agent_selection = self.possible_agents[game.current]

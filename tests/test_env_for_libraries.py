@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from cockroach_env import GameConfig, encoding_for, env
+from cockroach_env.engine import LOSS_REASONS
 from cockroach_env.env import INFO_DEFAULTS
 
 from .conftest import rule_sets
@@ -98,19 +99,26 @@ def test_every_info_has_the_same_keys_and_types_on_every_step(options, illegal_a
     assert infos[0] == INFO_DEFAULTS
     last = infos[-1]
     if illegal_at is not None:
-        assert last["illegal_move"] and last["offender"]
+        assert last["illegal_move"] and last["offender"] >= 0
     elif "max_steps" in options:
-        assert last["truncated_at_step"] == 6 and last["loser"] == ""
+        assert last["truncated_at_step"] == 6 and last["loser"] == -1
     else:
-        assert last["loser"].startswith("player_") and last["loss_reason"]
+        assert last["loser"] >= 0 and LOSS_REASONS[last["loss_reason"]]
 
 
-def test_the_refusal_reason_reaches_only_the_offender():
-    """The reason may name the offender's cards ("has no fly in hand"): the others get ""."""
+def test_the_refusal_reason_is_kept_out_of_every_info():
+    """The reason may name the offender's cards ("has no fly in hand"): it is ``env.unwrapped.refusal`` only."""
     e = env(num_players=4, illegal_action="penalize")
     e.reset(seed=0)
     offender = e.agent_selection
     mask = e.observe(offender)["action_mask"]
     e.step(int(np.flatnonzero(mask == 0)[0]))
-    assert e.infos[offender]["reason"]
-    assert all(e.infos[a]["reason"] == "" and e.infos[a]["offender"] == offender for a in e.possible_agents if a != offender)
+    assert e.unwrapped.refusal and offender in e.unwrapped.refusal
+    assert all(e.infos[a] == {**INFO_DEFAULTS, "illegal_move": True, "offender": int(offender[-1])} for a in e.possible_agents)
+    e.reset(seed=1)
+    assert e.unwrapped.refusal is None
+
+
+def test_infos_are_numbers_only():
+    """TorchRL builds tensor specs from the infos at reset; Tianshou stacks them into arrays."""
+    assert all(type(v) in (int, bool) for v in INFO_DEFAULTS.values())

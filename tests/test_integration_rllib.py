@@ -58,7 +58,7 @@ def test_every_seat_receives_its_terminal_reward():
                 break
             assert set(obs) == {env.game.agent_selection} and set(rewards) == {agent}
         assert set(obs) == set(rewards) == set(infos) == set(env.possible_agents)
-        loser = infos["player_0"]["loser"]
+        loser = env.possible_agents[infos["player_0"]["loser"]]
         assert totals == {a: -1.0 if a == loser else pytest.approx(1 / 3) for a in env.possible_agents}
         assert all(not o["action_mask"].any() for o in obs.values())
         with pytest.raises(RuntimeError, match="after the episode ended"):

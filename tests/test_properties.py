@@ -125,7 +125,7 @@ def test_random_play_conserves_cards_and_ends_with_exactly_one_loser(case):
     assert e.history[-1] == {"type": "loss", "player": loser, "reason": game.loss_reason}
     assert sum(event["type"] == "loss" for event in e.history) == 1
     assert all(e.terminations.values())
-    assert all(info == {**INFO_DEFAULTS, "loser": loser, "loss_reason": game.loss_reason} for info in e.infos.values())
+    assert all(info == {**INFO_DEFAULTS, "loser": game.loser, "loss_reason": LOSS_REASONS.index(game.loss_reason)} for info in e.infos.values())
     rewards = e.rewards
     assert rewards[loser] == -1
     assert all(r == pytest.approx(1 / (num_players - 1)) for a, r in rewards.items() if a != loser)
