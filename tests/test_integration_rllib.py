@@ -40,6 +40,9 @@ def test_observations_have_the_keys_of_rllibs_action_masking_module():
     assert set(obs[agent]) == {"observations", "action_mask"}
     assert obs[agent]["action_mask"].dtype == np.float32  # the module takes log(mask)
     assert env.get_observation_space(agent).contains(obs[agent])
+    seen = env.game.observe(agent)  # exactly the env's observation of that seat, nothing more
+    np.testing.assert_array_equal(obs[agent]["observations"], seen["observation"])
+    np.testing.assert_array_equal(obs[agent]["action_mask"], seen["action_mask"])
 
 
 def test_every_seat_receives_its_terminal_reward():

@@ -57,6 +57,20 @@ def test_an_unmasked_learner_action_raises_by_default_and_changes_nothing():
     np.testing.assert_array_equal(env.game.state(), before)
 
 
+def test_the_learner_sees_exactly_its_env_observation_and_info():
+    """The adapter adds nothing to what the env lets the learner's seat see (tests/test_no_leak.py covers the env)."""
+    env = MaskedSelfPlayEnv(baselines.make("random", seed=0), seed=0)
+    rng = np.random.default_rng(2)
+    obs, info = env.reset(seed=2)
+    for _ in range(30):
+        np.testing.assert_array_equal(obs, env.game.observe(env._learner)["observation"])
+        assert info == env.game.infos[env._learner]
+        np.testing.assert_array_equal(env.action_masks(), env.game.observe(env._learner)["action_mask"].astype(bool))
+        obs, reward, terminated, truncated, info = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
+        if terminated or truncated:
+            obs, info = env.reset()
+
+
 def test_penalize_ends_the_episode_with_minus_one_for_the_learner():
     env = MaskedSelfPlayEnv(baselines.make("random", seed=0), seed=0, illegal_action="penalize")
     env.reset(seed=1)
