@@ -49,6 +49,10 @@ def test_gymnasium_and_sb3_env_checkers_pass_with_penalize():
 
 def test_an_unmasked_learner_action_raises_by_default_and_changes_nothing():
     env = MaskedSelfPlayEnv(baselines.make("random", seed=0), seed=0)
+    with pytest.raises(RuntimeError, match="before reset"):
+        env.action_masks()
+    with pytest.raises(RuntimeError, match="call reset"):
+        env.step(0)
     env.reset(seed=1)
     illegal = int(np.flatnonzero(~env.action_masks())[0])
     before = env.game.state()

@@ -71,6 +71,7 @@ class MaskedSelfPlayEnv(gymnasium.Env):
         self.action_space = self.game.action_space("player_0")
         self._episode = 0
         self._seat = 0
+        self._learner: str | None = None
         self._seed = seed
         self._done = True
 
@@ -141,6 +142,8 @@ class MaskedSelfPlayEnv(gymnasium.Env):
 
     def action_masks(self) -> np.ndarray:
         """The learner's legal actions (bool, ``(A,)``); all False once the episode is over."""
+        if self._learner is None:
+            raise RuntimeError("action_masks() called before reset(); call reset() first")
         return self.game.observe(self._learner)["action_mask"].astype(bool)
 
     def render(self) -> str | None:
