@@ -25,9 +25,9 @@ rotation, 95% Wilson interval; parity is 25%). The routes: RLlib's PPO with one 
 masked policy in self-play (``ppo_config``); SB3's MaskablePPO on ``MaskedSelfPlayEnv``
 against three ``heuristic``; Tianshou's DQN in seat 0 of the plain ``PettingZooEnv``
 recipe against three masked random policies (Tianshou's tutorial set-up) with
-``EverySeatRewarded``. TorchRL is measured for throughput only: it ships no trainer for
-turn-based games whose agents act one at a time (its multi-agent losses expect all
-agents of a group to act at every step). Torch runs on one thread for every route.
+``EverySeatRewarded``. TorchRL is measured for throughput only: it ships no ready-made
+trainer for turn-based games, whose agents act one at a time. Torch runs on one thread
+for every route.
 """
 
 from __future__ import annotations
