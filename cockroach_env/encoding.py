@@ -200,6 +200,34 @@ class Encoding:
         """``decode_action`` of every index, precomputed (the env's step reads it)."""
         return tuple(self.decode_action(a) for a in range(self.num_actions))
 
+    # ------------------------------------------------------------- bounds
+    @cached_property
+    def state_high(self) -> np.ndarray:
+        """Upper bound of every state entry (every entry is >= 0), derived from the deck.
+
+        Card counts and hand sizes are at most the deck size. Each history counter is too:
+        a seat claims, calls and peeks at most once per round, and every round takes at
+        least one card out of the hands for good (a joker or blank drawn from the Royal
+        penalty deck adds one, at most twice, from the same deck), so a game has at most
+        ``deck_size`` rounds. ``place_remaining`` is at most 2; one-hot entries at most 1.
+        """
+        high = np.ones(self.state.size, np.float32)
+        deck = float(self.config.cards.deck_size)
+        for seg in self.state.segments.values():
+            if seg.name in ("hands", "collections", "hand_sizes", "history", "removed", "penalty_size", "penalty_hidden"):
+                high[seg.start : seg.stop] = deck
+            elif seg.name == "place_remaining":
+                high[seg.start : seg.stop] = 2.0
+        high.flags.writeable = False
+        return high
+
+    @cached_property
+    def observation_high(self) -> np.ndarray:
+        """Upper bound of every observation entry: ``state_high`` gathered like an observation."""
+        high = np.append(self.state_high, np.float32(0.0))[self.observation_index(0, True)]
+        high.flags.writeable = False
+        return high
+
     # ------------------------------------------------------------- observation index
     @cached_property
     def zero_slot(self) -> int:

@@ -52,7 +52,9 @@ The mask is all zeros for every agent but the one to act.
 ## Rewards
 
 Zero-sum at the end: the loser gets -1, every other player +1/(N-1). Every agent's
-final `info` holds `loser` and `loss_reason` (`same_type`, `empty_hand`, `rainbow`).
+`info` has the same numeric keys on every step (`INFO_DEFAULTS`): at the end `loser`
+(the losing seat) and `loss_reason` (index into `engine.LOSS_REASONS`: `same_type`,
+`empty_hand`, `rainbow`), `-1` before.
 
 ## Version history
 
@@ -74,11 +76,19 @@ from pettingzoo.utils.env_logger import EnvLogger
 
 from cockroach_env.config import GameConfig, check_seed
 from cockroach_env.encoding import LAYOUT_VERSION, StateWriter, apply_action, encoding_for
-from cockroach_env.engine import Game, IllegalMove, Phase, STAT_NAMES, explicit_deal, random_deal
+from cockroach_env.engine import LOSS_REASONS, Game, IllegalMove, Phase, STAT_NAMES, explicit_deal, random_deal
 
 MOVE_KINDS = ("offer", "call", "peek", "pass", "place")
 RESET_OPTIONS = ("starter", "hands", "collections", "penalty_deck")
 ILLEGAL_ACTION_MODES = ("raise", "penalize")
+INFO_DEFAULTS: dict[str, Any] = {"loser": -1, "loss_reason": -1, "illegal_move": False, "offender": -1, "truncated_at_step": -1}
+"""Every agent's ``info`` has exactly these keys on every step, numbers only and never
+``None`` (Tianshou stacks infos into arrays, TorchRL into tensors): ``loser`` (the losing
+seat, agent ``possible_agents[loser]``) and ``loss_reason`` (index into
+``engine.LOSS_REASONS``) once someone lost, ``-1`` before; ``illegal_move`` and
+``offender`` (a seat) when ``illegal_action="penalize"`` ended the game (the refusal's
+text is ``env.unwrapped.refusal``, not in any info: it may name the offender's cards);
+``truncated_at_step`` when ``max_steps`` cut the game."""
 
 
 @dataclass(frozen=True)
@@ -182,15 +192,14 @@ class raw_env(AECEnv):
         self.cards = config.cards
         self.possible_agents = [f"player_{s}" for s in range(config.num_players)]
         self._seat = {agent: s for s, agent in enumerate(self.possible_agents)}
-        obs_high = self._observation_high()
         self._observation_space = gymnasium.spaces.Dict(
             {
-                "observation": gymnasium.spaces.Box(0.0, obs_high, (enc.observation.size,), np.float32),
+                "observation": gymnasium.spaces.Box(0.0, enc.observation_high, (enc.observation.size,), np.float32),
                 "action_mask": gymnasium.spaces.Box(0, 1, (enc.num_actions,), np.int8),
             }
         )
         self._action_space = gymnasium.spaces.Discrete(enc.num_actions)
-        self.state_space = gymnasium.spaces.Box(0.0, self._state_high(), (enc.state.size,), np.float32)
+        self.state_space = gymnasium.spaces.Box(0.0, enc.state_high, (enc.state.size,), np.float32)
         self._writer = StateWriter(enc)
         self._observation_indices = [[enc.observation_index(s, seen) for seen in (False, True)] for s in range(config.num_players)]
         self._masks: dict[tuple, tuple[np.ndarray, bytes]] = {}
@@ -218,21 +227,16 @@ class raw_env(AECEnv):
     def action_space(self, agent: str) -> gymnasium.spaces.Space:
         return self._action_space
 
-    def _state_high(self) -> np.ndarray:
-        high = np.ones(self.encoding.state.size, np.float32)
-        deck = float(self.cards.deck_size)
-        for seg in self.encoding.state.segments.values():
-            if seg.name in ("hands", "collections", "hand_sizes", "removed", "penalty_size", "penalty_hidden"):
-                high[seg.start : seg.stop] = deck
-            elif seg.name == "history":
-                high[seg.start : seg.stop] = np.inf
-            elif seg.name == "place_remaining":
-                high[seg.start : seg.stop] = 2.0
-        return high
+    @property
+    def np_random(self) -> np.random.Generator:
+        """The generator of the deals (reseeded by ``reset(seed=...)``), as in gymnasium's ``Env.np_random``."""
+        return self._rng
 
-    def _observation_high(self) -> np.ndarray:
-        high = np.append(self._state_high(), 0.0).astype(np.float32)
-        return high[self.encoding.observation_index(0, True)]
+    @np_random.setter
+    def np_random(self, generator: np.random.Generator) -> None:
+        if not isinstance(generator, np.random.Generator):
+            raise ValueError(f"np_random={generator!r} is not allowed; expected a numpy.random.Generator")
+        self._rng = generator
 
     # ------------------------------------------------------------------ reset
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
@@ -250,7 +254,9 @@ class raw_env(AECEnv):
         self._cumulative_rewards = {a: 0.0 for a in self.agents}
         self.terminations = {a: False for a in self.agents}
         self.truncations = {a: False for a in self.agents}
-        self.infos = {a: {} for a in self.agents}
+        self.infos = {a: dict(INFO_DEFAULTS) for a in self.agents}
+        self.refusal: str | None = None
+        """Under ``illegal_action="penalize"``: why the action that ended the game was refused."""
         self._after_move()
 
     def _deal_from_options(self, options: dict, rng: np.random.Generator) -> Any:
@@ -333,9 +339,8 @@ class raw_env(AECEnv):
         for a in self.agents:
             self.terminations[a] = True
             self.rewards[a] = -1.0 if a == agent else 0.0
-            # The reason may describe the offender's hand ("has no fly in hand"): only the offender reads it.
-            reason = str(error) if a == agent else f"{agent} chose an illegal action"
-            self.infos[a] = {"illegal_move": True, "offender": agent, "reason": reason}
+            self.infos[a] = {**INFO_DEFAULTS, "illegal_move": True, "offender": self._seat[agent]}
+        self.refusal = str(error)
         self._accumulate_rewards()
         self._set_mask(self._no_action)
 
@@ -349,7 +354,7 @@ class raw_env(AECEnv):
             for a in self.agents:
                 self.rewards[a] = -1.0 if a == loser else win
                 self.terminations[a] = True
-                self.infos[a] = {"loser": loser, "loss_reason": game.loss_reason}
+                self.infos[a] = {**INFO_DEFAULTS, "loser": game.loser, "loss_reason": LOSS_REASONS.index(game.loss_reason)}
             self._accumulate_rewards()
             self._set_mask(self._no_action)
             self.agent_selection = self.possible_agents[game.current]
@@ -361,7 +366,7 @@ class raw_env(AECEnv):
         if self._max_steps is not None and game.steps >= self._max_steps:
             for a in self.agents:
                 self.truncations[a] = True
-                self.infos[a] = {"truncated_at_step": game.steps}
+                self.infos[a] = {**INFO_DEFAULTS, "truncated_at_step": game.steps}
             self._set_mask(self._no_action)
 
     def _set_mask(self, mask_and_bytes: tuple[np.ndarray, bytes]) -> None:

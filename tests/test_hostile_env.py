@@ -120,10 +120,10 @@ def test_a_penalized_illegal_action_tells_the_others_nothing_about_the_offenders
     env.reset(seed=0, options={"starter": "player_0", "hands": {"player_0": {"fly": 2}, "player_1": {"bat": 2}, "player_2": {"rat": 2}}})
     actor, name = "player_0", "toad"
     env.step(env.encoding.offer_action(env.cards.index(name), 1, 0))
-    assert name in env.infos[actor]["reason"]  # the offender learns why
-    for other in env.possible_agents:
-        if other != actor:
-            assert name not in str(env.infos[other]) and "hand" not in str(env.infos[other])
+    assert name in env.refusal  # the offender's program learns why, from the env
+    for other in env.possible_agents:  # infos are numbers only: no text that could describe a hand
+        assert env.infos[other]["illegal_move"] and env.infos[other]["offender"] == 0
+        assert name not in str(env.infos[other]) and "hand" not in str(env.infos[other])
 
 
 # ---------------------------------------------------------------------------- fuzzing

@@ -190,7 +190,7 @@ def test_penalize_mode_ends_the_game_with_minus_one_for_the_offender(bad):
     assert set(finals) == set(e.possible_agents)
     assert finals[offender][0] == -1
     assert all(reward == 0 for a, (reward, _) in finals.items() if a != offender)
-    assert all(info["offender"] == offender and info["illegal_move"] for _, info in finals.values())
+    assert all(e.possible_agents[info["offender"]] == offender and info["illegal_move"] for _, info in finals.values())
 
 
 def test_penalize_mode_plays_legal_actions_normally():

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from cockroach_env import Move, Phase, raw_env
 from cockroach_env.encoding import write_state
+from cockroach_env.env import INFO_DEFAULTS
 from cockroach_env.engine import LOSS_REASONS
 
 from .conftest import CLASSIC_PRESETS, legal_actions
@@ -124,7 +125,7 @@ def test_random_play_conserves_cards_and_ends_with_exactly_one_loser(case):
     assert e.history[-1] == {"type": "loss", "player": loser, "reason": game.loss_reason}
     assert sum(event["type"] == "loss" for event in e.history) == 1
     assert all(e.terminations.values())
-    assert all(info == {"loser": loser, "loss_reason": game.loss_reason} for info in e.infos.values())
+    assert all(info == {**INFO_DEFAULTS, "loser": game.loser, "loss_reason": LOSS_REASONS.index(game.loss_reason)} for info in e.infos.values())
     rewards = e.rewards
     assert rewards[loser] == -1
     assert all(r == pytest.approx(1 / (num_players - 1)) for a, r in rewards.items() if a != loser)

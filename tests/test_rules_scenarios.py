@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from cockroach_env import GameConfig, IllegalActionError, Move, decode_observation, env, raw_env
-from cockroach_env.engine import Game, explicit_deal
+from cockroach_env.engine import LOSS_REASONS, Game, explicit_deal
+from cockroach_env.env import INFO_DEFAULTS
 
 from .conftest import agent, call, dealt_env, offer, pass_to, peek, play, play_random, rule_sets
 
@@ -301,7 +302,7 @@ def test_end_the_player_who_must_start_a_round_with_an_empty_hand_loses(moves, l
     play(e, *moves)
     game = e.unwrapped.game
     assert game.over and game.loser == loser and game.loss_reason == "empty_hand"
-    assert e.unwrapped.infos[agent(loser)] == {"loser": agent(loser), "loss_reason": "empty_hand"}
+    assert e.unwrapped.infos[agent(loser)] == {**INFO_DEFAULTS, "loser": loser, "loss_reason": LOSS_REASONS.index("empty_hand")}
 
 
 def test_end_the_round_of_the_last_card_is_resolved_first_same_type_before_empty_hand():
@@ -334,7 +335,7 @@ def test_rule_3_rainbow_a_collection_of_every_type_loses_only_with_the_flag(rain
     assert game.over is rainbow_loses
     if rainbow_loses:
         assert (game.loser, game.loss_reason) == (1, "rainbow")
-        assert e.unwrapped.infos["player_0"] == {"loser": "player_1", "loss_reason": "rainbow"}
+        assert e.unwrapped.infos["player_0"] == {**INFO_DEFAULTS, "loser": 1, "loss_reason": LOSS_REASONS.index("rainbow")}
 
 
 def test_rule_3_rainbow_a_full_rainbow_in_the_deal_is_refused():
@@ -360,7 +361,7 @@ def test_rule_5_the_loser_gets_minus_one_and_the_others_share_plus_one(num_playe
     assert finals["player_1"][0] == -1
     assert all(finals[a][0] == pytest.approx(1 / (num_players - 1)) for a in finals if a != "player_1")
     assert sum(r for r, _ in finals.values()) == pytest.approx(0.0, abs=1e-12)
-    assert all(info == {"loser": "player_1", "loss_reason": "same_type"} for _, info in finals.values())
+    assert all(info == {**INFO_DEFAULTS, "loser": 1, "loss_reason": LOSS_REASONS.index("same_type")} for _, info in finals.values())
 
 
 # ---------------------------------------------------------------- 6 information: public view, history, render

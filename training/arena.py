@@ -14,7 +14,8 @@ Agents
 A lineup lists one agent per seat. Each entry is a baseline name (``random``,
 ``honest``, ``bluffer``, ``heuristic``), an importable ``module:Class`` (built as
 ``Class(config, seed=seed)``), a checkpoint path or shipped checkpoint name (loaded
-through ``training.checkpoint.load_agent``, which imports torch only then), or an
+through ``training.checkpoint.load_agent``, which imports torch only then), a
+Stable-Baselines3 model ``path.zip`` (``training.sb3_agent.load_sb3_agent``), or an
 agent object. ``NAME*K`` repeats an entry ``K`` times. Equal entries are one
 *entrant*: one agent object playing all of its seats, reported as one row.
 
@@ -141,6 +142,8 @@ def resolve_agent(spec: Any, config: GameConfig, seed: int | None = None) -> Any
         return baselines.make(spec, config, seed=seed)
     if _looks_like_class(spec):
         return _agent_from_class(spec, config, seed)
+    if spec.endswith(".zip"):
+        return _agent_from_sb3(spec, config, seed)
     if _looks_like_path(spec) or os.path.exists(spec + ".json") or _is_shipped_checkpoint(spec):
         return _agent_from_checkpoint(spec, config, seed)
     raise ArenaError(
@@ -198,6 +201,18 @@ def _agent_from_checkpoint(spec: str, config: GameConfig, seed: int | None) -> A
         agent = load_agent(spec, seed=seed, config=config)
     except Exception as error:  # noqa: BLE001 - unreadable or incompatible checkpoint
         raise ArenaError(f"agent {spec!r}: cannot load the checkpoint ({type(error).__name__}: {error})") from error
+    _check_agent(agent, spec, config)
+    return agent
+
+
+def _agent_from_sb3(spec: str, config: GameConfig, seed: int | None) -> Any:
+    """A Stable-Baselines3 ``.zip`` model (see ``training.sb3_agent``)."""
+    try:
+        from training.sb3_agent import load_sb3_agent
+
+        agent = load_sb3_agent(spec, config, seed=seed)
+    except Exception as error:  # noqa: BLE001 - missing library, unreadable or mismatched model
+        raise ArenaError(f"agent {spec!r}: cannot load the Stable-Baselines3 model ({type(error).__name__}: {error})") from error
     _check_agent(agent, spec, config)
     return agent
 

@@ -8,7 +8,8 @@ Examples::
     cockroach-eval random honest bluffer heuristic runs/ppo/agent --league --games 400
     cockroach-eval mypkg.agents:MyAgent random*3 --preset royal --engine aec
 
-Agents are baseline names, ``module:Class`` or checkpoint paths/names, one per seat
+Agents are baseline names, ``module:Class``, checkpoint paths/names or Stable-Baselines3
+``.zip`` models (``training.sb3_agent``), one per seat
 (``NAME*K`` repeats). See ``training.arena`` for seat rotation, duplicate deals and
 the JSON schema. Exit status: 0 on success, 2 on bad input or a misbehaving agent.
 """
@@ -31,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cockroach-eval",
         description="Play Cockroach Poker agents against each other with seat rotation and duplicate deals; report loss rates with 95% Wilson intervals and behaviour statistics.",
-        epilog="Agents: " + "baseline names (random, honest, bluffer, heuristic), module:Class, or checkpoint paths/names; NAME*K repeats an agent K times.",
+        epilog="Agents: " + "baseline names (random, honest, bluffer, heuristic), module:Class, checkpoint paths/names, or Stable-Baselines3 model.zip files; NAME*K repeats an agent K times.",
     )
     parser.add_argument("agents", nargs="+", help="one agent per seat (or the pool, with --league)")
     parser.add_argument("--games", type=int, default=1000, help="games to play (per table in a league); rounded up to a multiple of the player count (default 1000)")

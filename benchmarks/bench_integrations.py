@@ -1,0 +1,448 @@
+"""The cost of each RL-library route: env throughput beside PettingZoo's Leduc, and strength per wall time.
+
+    python benchmarks/bench_integrations.py [--seconds 20] [--rounds 5] [--minutes 10] [--games 1000]
+                                            [--only throughput|strength] [--libraries rllib,sb3,tianshou,torchrl]
+
+**Throughput.** Each library's own loop with random legal actions, on 4-player
+Cockroach Poker and on PettingZoo's ``leduc_holdem_v4``, interleaved in short slices
+over ``--rounds`` rounds (so machine load hits both alike); the ratio is the median
+of the per-round ratios of steps per CPU second of this process:
+
+- RLlib: ``MultiAgentEnv.step`` of ``RLlibMultiAgentEnv`` and of RLlib's own
+  ``PettingZooEnv(leduc_holdem_v4.env())``;
+- SB3: ``DummyVecEnv.step`` of ``MaskedSelfPlayEnv`` (one seat against ``random``) and
+  of the same one-seat-against-random construction over Leduc (one step = one learner
+  decision; the opponents' decisions happen inside it);
+- Tianshou: ``Collector.collect`` with its masked random policies over
+  ``PettingZooEnv(env)`` in a ``DummyVectorEnv`` (one step = one decision);
+- TorchRL: ``PettingZooWrapper(env, use_mask=True).rollout`` with random actions from
+  the masked spec (one step = one decision).
+
+**Strength.** What each route's agent reaches in the same ``--minutes`` of wall time as
+``cockroach-train`` (``configs/ppo_4p.yaml`` cut to that time): the loss rate of one
+agent against three ``heuristic`` in ``--games`` arena games (duplicate deals, seat
+rotation, 95% Wilson interval; parity is 25%). The routes: RLlib's PPO with one shared
+masked policy in self-play (``ppo_config``); SB3's MaskablePPO on ``MaskedSelfPlayEnv``
+against three ``heuristic``; Tianshou's DQN in seat 0 of the plain ``PettingZooEnv``
+recipe against three masked random policies (Tianshou's tutorial set-up) with
+``EverySeatRewarded``. TorchRL is measured for throughput only: it ships no ready-made
+trainer for turn-based games, whose agents act one at a time. Torch runs on one thread
+for every route.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from cockroach_env import GameConfig  # noqa: E402
+
+LIBRARIES = ("rllib", "sb3", "tianshou", "torchrl")
+CONFIG = GameConfig(num_players=4)
+
+
+# ---------------------------------------------------------------------------- throughput loops
+class Loop:
+    """A library's loop on one env; ``run(seconds)`` returns (steps, wall seconds, CPU seconds)."""
+
+    def run(self, seconds: float) -> tuple[int, float, float]:
+        steps, cpu, start = 0, time.process_time(), time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            steps += self.chunk()
+        return steps, time.perf_counter() - start, time.process_time() - cpu
+
+
+def _legal(rng: np.random.Generator, mask) -> int:
+    return int(rng.choice(np.flatnonzero(np.asarray(mask))))
+
+
+class RLlibLoop(Loop):
+    def __init__(self, env_name: str):
+        if env_name == "cockroach":
+            from cockroach_env.integrations.rllib import RLlibMultiAgentEnv
+
+            self.env, self.obs_key = RLlibMultiAgentEnv({"num_players": 4}), "action_mask"
+        else:
+            from pettingzoo.classic import leduc_holdem_v4
+            from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
+
+            self.env, self.obs_key = PettingZooEnv(leduc_holdem_v4.env()), "action_mask"
+        self.rng, self.seed = np.random.default_rng(0), 0
+        self.obs = None
+
+    def chunk(self) -> int:
+        if self.obs is None:
+            self.obs, _ = self.env.reset(seed=self.seed)
+            self.seed += 1
+        steps = 0
+        for _ in range(100):
+            (agent, o), = self.obs.items()
+            self.obs, _, terminateds, truncateds, _ = self.env.step({agent: _legal(self.rng, o[self.obs_key])})
+            steps += 1
+            if terminateds["__all__"] or truncateds["__all__"]:
+                self.obs = None
+                break
+        return steps
+
+
+class OneSeatVsRandom:
+    """Leduc as a one-seat gymnasium-style env against a random opponent (what MaskedSelfPlayEnv is for this game)."""
+
+    def __init__(self):
+        import gymnasium
+        from pettingzoo.classic import leduc_holdem_v4
+
+        self.aec = leduc_holdem_v4.env()
+        self.rng = np.random.default_rng(1)
+        self.aec.reset(seed=0)
+        self.observation_space = self.aec.observation_space("player_0")["observation"]
+        self.action_space = self.aec.action_space("player_0")
+        self.gym = gymnasium
+        self.episode = 0
+
+    def reset(self, seed=None, options=None):
+        self.learner = self.aec.possible_agents[self.episode % 2]
+        self.episode += 1
+        self.aec.reset(seed=seed)
+        self._opponents()
+        while self.aec.terminations[self.learner]:  # over before the learner's first decision: deal again
+            self.aec.reset(seed=int(self.rng.integers(2**31)))
+            self._opponents()
+        return self.aec.observe(self.learner)["observation"], {}
+
+    def _opponents(self):
+        while self.aec.agents and self.aec.agent_selection != self.learner:
+            obs, _, term, trunc, _ = self.aec.last()
+            self.aec.step(None if term or trunc else _legal(self.rng, obs["action_mask"]))
+
+    def step(self, action):
+        self.aec.step(int(action))
+        self._opponents()
+        done = not self.aec.agents or self.aec.terminations[self.learner]
+        reward = float(self.aec._cumulative_rewards.get(self.learner, 0.0)) if done else 0.0
+        if done and self.aec.agents:
+            obs = self.aec.observe(self.learner)["observation"]
+        else:
+            obs = np.zeros(self.observation_space.shape, self.observation_space.dtype)
+        return obs, reward, bool(done), False, {}
+
+    def action_masks(self):
+        if not self.aec.agents:
+            return np.ones(self.action_space.n, bool)
+        return self.aec.observe(self.learner)["action_mask"].astype(bool)
+
+
+class SB3Loop(Loop):
+    def __init__(self, env_name: str):
+        import gymnasium
+        from stable_baselines3.common.vec_env import DummyVecEnv
+
+        if env_name == "cockroach":
+            import baselines
+            from cockroach_env.integrations.sb3 import MaskedSelfPlayEnv
+
+            make = lambda: MaskedSelfPlayEnv(baselines.make("random", CONFIG, seed=0), seed=0, config=CONFIG)  # noqa: E731
+        else:
+
+            class LeducEnv(OneSeatVsRandom, gymnasium.Env):
+                def __init__(self):
+                    OneSeatVsRandom.__init__(self)
+
+            make = LeducEnv
+        self.venv = DummyVecEnv([make])
+        self.venv.reset()
+        self.rng = np.random.default_rng(0)
+
+    def chunk(self) -> int:
+        for _ in range(100):
+            mask = self.venv.env_method("action_masks")[0]
+            self.venv.step(np.array([_legal(self.rng, mask)]))
+        return 100
+
+
+class TianshouLoop(Loop):
+    def __init__(self, env_name: str):
+        from tianshou.algorithm import MARLRandomDiscreteMaskedOffPolicyAlgorithm, MultiAgentOffPolicyAlgorithm
+        from tianshou.data import Collector, CollectStats
+        from tianshou.env import DummyVectorEnv, PettingZooEnv
+
+        if env_name == "cockroach":
+            import cockroach_env
+
+            make = lambda: PettingZooEnv(cockroach_env.env(num_players=4))  # noqa: E731
+        else:
+            from pettingzoo.classic import leduc_holdem_v4
+
+            make = lambda: PettingZooEnv(leduc_holdem_v4.env())  # noqa: E731
+        env = make()
+        players = MultiAgentOffPolicyAlgorithm(algorithms=[MARLRandomDiscreteMaskedOffPolicyAlgorithm(action_space=env.action_space) for _ in env.agents], env=env)
+        envs = DummyVectorEnv([make])
+        envs.seed(0)
+        self.collector = Collector[CollectStats](players, envs)
+        self.collector.reset()
+
+    def chunk(self) -> int:
+        return int(self.collector.collect(n_step=100).n_collected_steps)
+
+
+class TorchRLLoop(Loop):
+    def __init__(self, env_name: str):
+        from torchrl.envs import PettingZooWrapper
+
+        if env_name == "cockroach":
+            import cockroach_env
+
+            aec = cockroach_env.env(num_players=4)
+        else:
+            from pettingzoo.classic import leduc_holdem_v4
+
+            aec = leduc_holdem_v4.env()
+        self.env = PettingZooWrapper(aec, use_mask=True, seed=0)
+
+    def chunk(self) -> int:
+        return int(self.env.rollout(100, break_when_any_done=False).batch_size[0])
+
+
+LOOPS = {"rllib": RLlibLoop, "sb3": SB3Loop, "tianshou": TianshouLoop, "torchrl": TorchRLLoop}
+
+
+def throughput(libraries: list[str], seconds: float, rounds: int) -> list[dict]:
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    rows = []
+    for library in libraries:
+        try:
+            loops = {name: LOOPS[library](name) for name in ("cockroach", "leduc")}
+        except ImportError as error:
+            print(f"{library}: skipped ({error}); pip install '.[{library}]'", flush=True)
+            continue
+        totals = {name: [0, 0.0, 0.0] for name in loops}
+        ratios = []
+        for _ in range(rounds):
+            rates = {}
+            for name, loop in loops.items():
+                steps, wall, cpu = loop.run(seconds / rounds)
+                totals[name] = [totals[name][0] + steps, totals[name][1] + wall, totals[name][2] + cpu]
+                rates[name] = steps / max(cpu, 1e-9)
+            ratios.append(rates["cockroach"] / rates["leduc"])
+        row = {"library": library, "ratio": statistics.median(ratios), "ratio_min": min(ratios)}
+        for name, (steps, wall, cpu) in totals.items():
+            row[name] = steps / cpu
+            row[name + "_wall"] = steps / wall
+        rows.append(row)
+        print(f"{library}: cockroach {row['cockroach']:,.0f} steps/CPU s, leduc {row['leduc']:,.0f}, ratio {row['ratio']:.2f}", flush=True)
+    return rows
+
+
+# ---------------------------------------------------------------------------- strength
+class RLlibAgent:
+    """An RLlib RLModule (the shared masked policy) as an agent of the baselines protocol."""
+
+    supports_batch = True
+
+    def __init__(self, module, config: GameConfig, seed: int = 0, name: str = "rllib-ppo"):
+        self.module, self.config, self.name, self.rng = module, config, name, np.random.default_rng(seed)
+
+    def act(self, observation) -> int:
+        return int(self.act_batch(np.asarray(observation["observation"], np.float32)[None], np.asarray(observation["action_mask"])[None])[0])
+
+    def act_batch(self, observations, masks):
+        import torch
+
+        masks = np.asarray(masks).astype(bool)
+        with torch.no_grad():
+            batch = {"obs": {"observations": torch.as_tensor(np.asarray(observations, np.float32)), "action_mask": torch.as_tensor(masks.astype(np.float32))}}
+            logits = self.module.forward_inference(batch)["action_dist_inputs"].numpy().astype(np.float64)
+        logits = logits - np.log(-np.log(self.rng.random(logits.shape).clip(1e-20)))
+        return np.argmax(np.where(masks, logits, -np.inf), axis=1).astype(np.int64)
+
+
+class QAgent:
+    """A Tianshou Q-network as an agent: greedy over the legal actions."""
+
+    supports_batch = True
+
+    def __init__(self, net, config: GameConfig, name: str = "tianshou-dqn"):
+        self.net, self.config, self.name = net, config, name
+
+    def act(self, observation) -> int:
+        return int(self.act_batch(np.asarray(observation["observation"], np.float32)[None], np.asarray(observation["action_mask"])[None])[0])
+
+    def act_batch(self, observations, masks):
+        import torch
+
+        with torch.no_grad():
+            q = self.net(torch.as_tensor(np.asarray(observations, np.float32)))[0].numpy()
+        return np.argmax(np.where(np.asarray(masks).astype(bool), q, -np.inf), axis=1).astype(np.int64)
+
+
+def evaluate(agent, games: int) -> dict:
+    from training.arena import play_match
+
+    result = play_match([agent, "heuristic*3"], CONFIG, games=games, seed=12345)
+    report = result.agents[0]
+    return {"loss_rate": report.loss_rate, "ci": report.loss_rate_ci95, "games": report.games}
+
+
+def train_cockroach(minutes: float, workdir: str) -> tuple[object, dict]:
+    command = [
+        sys.executable, "-m", "training.cli", "--config", str(ROOT / "configs/ppo_4p.yaml"), "--no-progress", "--overwrite",
+        "--set", f"schedule.time_limit_minutes={minutes}", "--set", f"output_dir={workdir}", "--set", "name=bench_integrations",
+        "--set", "evaluation.every=1000000", "--set", "evaluation.final_games=4",
+    ]
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    start = time.perf_counter()
+    subprocess.run(command, check=True, env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
+    from training.checkpoint import load_agent, read_metadata
+
+    final = Path(workdir) / "bench_integrations" / "final"
+    step = read_metadata(final).get("step") or {}
+    decisions = step.get("decisions") if isinstance(step, dict) else step
+    return load_agent(final, seed=0, config=CONFIG), {"seconds": time.perf_counter() - start, "trained": f"{decisions:,} decisions"}
+
+
+def train_sb3(minutes: float) -> tuple[object, dict]:
+    import baselines
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    from cockroach_env.integrations.sb3 import MaskedSelfPlayEnv
+    from training.sb3_agent import SB3Agent
+
+    class Deadline(BaseCallback):
+        def __init__(self, seconds: float):
+            super().__init__()
+            self.deadline = time.perf_counter() + seconds
+
+        def _on_step(self) -> bool:
+            return time.perf_counter() < self.deadline
+
+    start = time.perf_counter()
+    env = MaskedSelfPlayEnv(baselines.make("heuristic", CONFIG, seed=0), seed=0, config=CONFIG)
+    model = MaskablePPO("MlpPolicy", env, n_steps=2048, batch_size=256, gamma=1.0, seed=0, policy_kwargs={"net_arch": [128, 128]})
+    model.learn(10**12, callback=Deadline(minutes * 60 - (time.perf_counter() - start)))
+    return SB3Agent(model, CONFIG, seed=0, name="sb3-maskable-ppo"), {"seconds": time.perf_counter() - start, "trained": f"{model.num_timesteps:,} learner decisions"}
+
+
+def train_rllib(minutes: float) -> tuple[object, dict]:
+    import ray
+
+    from cockroach_env.integrations.rllib import SHARED_POLICY, ppo_config
+
+    start = time.perf_counter()
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    algo = ppo_config({"num_players": 4}, hidden=(128, 128), train_batch_size_per_learner=4000, minibatch_size=256, num_epochs=4, gamma=1.0, lr=3e-4).build_algo()
+    sampled = 0
+    while time.perf_counter() - start < minutes * 60:
+        sampled = algo.train()["env_runners"].get("num_env_steps_sampled_lifetime", sampled)
+    agent = RLlibAgent(algo.get_module(SHARED_POLICY), CONFIG, seed=0)
+    info = {"seconds": time.perf_counter() - start, "trained": f"{int(sampled):,} decisions"}
+    return agent, info
+
+
+def train_tianshou(minutes: float) -> tuple[object, dict]:
+    import torch
+    from tianshou.algorithm import DQN, MARLRandomDiscreteMaskedOffPolicyAlgorithm, MultiAgentOffPolicyAlgorithm
+    from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy
+    from tianshou.algorithm.optim import AdamOptimizerFactory
+    from tianshou.data import Collector, CollectStats, VectorReplayBuffer
+    from tianshou.env import DummyVectorEnv, PettingZooEnv
+    from tianshou.trainer import OffPolicyTrainerParams
+    from tianshou.utils.net.common import Net
+
+    import cockroach_env
+    from cockroach_env.integrations.tianshou import EverySeatRewarded
+
+    start = time.perf_counter()
+    make = lambda: PettingZooEnv(cockroach_env.env(num_players=4))  # noqa: E731
+    env = make()
+    net = Net(state_shape=env.observation_space["observation"].shape, action_shape=env.action_space.n, hidden_sizes=[128, 128])
+    learner = DQN(policy=DiscreteQLearningPolicy(model=net, action_space=env.action_space, eps_training=0.1, eps_inference=0.0), optim=AdamOptimizerFactory(lr=1e-4), gamma=1.0, target_update_freq=500)
+    algorithm = MultiAgentOffPolicyAlgorithm(algorithms=[learner] + [MARLRandomDiscreteMaskedOffPolicyAlgorithm(action_space=env.action_space) for _ in range(3)], env=env)
+    train_envs, test_envs = DummyVectorEnv([make] * 4), DummyVectorEnv([make])
+    train_envs.seed(0)
+    test_envs.seed(1)
+    torch.manual_seed(0)
+    collector = Collector[CollectStats](algorithm, train_envs, VectorReplayBuffer(100_000, 4), exploration_noise=True, on_episode_done_hook=EverySeatRewarded(env))
+    collector.reset()
+    deadline = start + minutes * 60
+    result = algorithm.run_training(
+        OffPolicyTrainerParams(
+            training_collector=collector, test_collector=Collector[CollectStats](algorithm, test_envs), max_epochs=10**6, epoch_num_steps=2_000,
+            collection_step_num_env_steps=None, collection_step_num_episodes=4, test_step_num_episodes=1, batch_size=64, update_step_num_gradient_steps_per_sample=0.1,
+            test_in_training=False, stop_fn=lambda reward: time.perf_counter() > deadline, multi_agent_return_reduction=lambda rews: rews[:, 0], show_progress=False,
+        )
+    )
+    net.eval()
+    return QAgent(net, CONFIG), {"seconds": time.perf_counter() - start, "trained": f"{result.train_step:,} decisions (all seats)"}
+
+
+def strength(libraries: list[str], minutes: float, games: int) -> list[dict]:
+    import torch
+
+    torch.set_num_threads(1)
+    rows = []
+    with tempfile.TemporaryDirectory() as workdir:
+        routes = [("cockroach-train", lambda: train_cockroach(minutes, workdir))]
+        routes += [(name, fn) for name, fn in (("rllib", lambda: train_rllib(minutes)), ("sb3", lambda: train_sb3(minutes)), ("tianshou", lambda: train_tianshou(minutes))) if name in libraries]
+        for name, train in routes:
+            print(f"training {name} for {minutes} min ...", flush=True)
+            try:
+                agent, info = train()
+            except ImportError as error:
+                print(f"{name}: skipped ({error})", flush=True)
+                continue
+            row = {"route": name, **info, **evaluate(agent, games)}
+            rows.append(row)
+            print(f"{name}: {row['trained']} in {row['seconds'] / 60:.1f} min; loss rate against three heuristic {100 * row['loss_rate']:.1f}% [{100 * row['ci'][0]:.1f}, {100 * row['ci'][1]:.1f}] ({row['games']} games)", flush=True)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=20.0, help="throughput: wall time per env and library")
+    parser.add_argument("--rounds", type=int, default=5, help="throughput: interleaved slices")
+    parser.add_argument("--minutes", type=float, default=10.0, help="strength: wall-time budget of every route (default 10)")
+    parser.add_argument("--games", type=int, default=1000, help="strength: arena games against three heuristic")
+    parser.add_argument("--only", choices=("throughput", "strength"), default=None)
+    parser.add_argument("--libraries", default=",".join(LIBRARIES), help="comma-separated subset of " + ",".join(LIBRARIES))
+    args = parser.parse_args(argv)
+    libraries = [name.strip() for name in args.libraries.split(",") if name.strip()]
+    unknown = sorted(set(libraries) - set(LIBRARIES))
+    if unknown:
+        parser.error(f"--libraries has unknown name(s) {unknown}; expected some of {list(LIBRARIES)}")
+    if args.minutes <= 0 or args.seconds <= 0 or args.rounds < 1 or args.games < 4:
+        parser.error("--minutes and --seconds must be > 0, --rounds >= 1, --games >= 4")
+    load = os.getloadavg()[0]
+    print(f"bench_integrations {time.strftime('%Y-%m-%d %H:%M')} load average {load:.2f}", flush=True)
+    if args.only != "strength":
+        rows = throughput(libraries, args.seconds, args.rounds)
+        print("\n| library | loop | cockroach 4p steps / CPU s | leduc_holdem_v4 steps / CPU s | ratio (median of rounds) |")
+        print("|---|---|---|---|---|")
+        loops = {"rllib": "MultiAgentEnv.step", "sb3": "DummyVecEnv.step (learner decisions)", "tianshou": "Collector.collect", "torchrl": "rollout"}
+        for row in rows:
+            print(f"| {row['library']} | {loops[row['library']]} | {row['cockroach']:,.0f} | {row['leduc']:,.0f} | {row['ratio']:.2f}× (min {row['ratio_min']:.2f}) |")
+    if args.only != "throughput":
+        rows = strength([name for name in libraries if name != "torchrl"], args.minutes, args.games)
+        print(f"\n| route ({args.minutes:g} min wall time) | trained | loss rate against three heuristic | 95% CI |")
+        print("|---|---|---|---|")
+        for row in rows:
+            print(f"| {row['route']} | {row['trained']} | {100 * row['loss_rate']:.1f}% | [{100 * row['ci'][0]:.1f}, {100 * row['ci'][1]:.1f}] |")
+        print("| torchrl | not measured: no off-the-shelf trainer for turn-based games | - | - |")
+    print(f"load average at the end {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,192 @@
+"""Stable-Baselines3: one seat of the game as a single-agent ``gymnasium.Env`` with ``action_masks()``.
+
+::
+
+    import baselines
+    from sb3_contrib import MaskablePPO
+    from cockroach_env.integrations.sb3 import MaskedSelfPlayEnv
+
+    env = MaskedSelfPlayEnv(baselines.make("heuristic", seed=0), seed=0, num_players=4)
+    model = MaskablePPO("MlpPolicy", env, seed=0).learn(20_000)
+
+The learner takes one seat, a different one each episode (seat ``k mod N`` in the
+``k``-th episode since the last seeded reset); the other seats are played by
+``opponents`` inside ``step`` until it is the learner's turn again or the game is over
+(a game that ends before the learner's first decision is dealt again within ``reset``):
+
+- one agent of the agent protocol (``act(observation_dict) -> int``, e.g.
+  ``baselines.make(...)`` or ``training.load_agent(...)``): it plays every other seat
+  (agents are seat-independent);
+- a list of ``N - 1`` agents: ``opponents[i]`` plays the seat ``i + 1`` seats after the
+  learner;
+- a callable ``opponents(episode) -> agent or list``, called at every reset with the
+  number of episodes this env has started: self-play against a frozen copy refreshed
+  on the callable's own schedule (``training.sb3_agent.SelfPlayOpponents``).
+
+This module imports neither Stable-Baselines3 nor ``baselines``/``training``: the
+user passes the agents in. Observations are the env's float32 vector (a bounded
+``Box``), the reward is the learner's terminal reward (−1 for losing, +1/(N−1) for
+every other seat) and ``info`` the learner's env info (``cockroach_env.env.INFO_DEFAULTS``).
+
+``reset(seed=s)`` seeds the deals and reseeds every opponent that owns a
+``numpy.random.Generator`` as ``rng`` (every baseline and loaded checkpoint does), so
+an episode is reproducible from its seed and gymnasium's determinism checks hold.
+
+``illegal_action="raise"`` (the default) raises ``IllegalActionError`` for a masked-out
+learner action; the environment checkers of gymnasium and SB3 step unmasked
+``action_space.sample()`` actions, so they need ``illegal_action="penalize"`` (the
+game ends, −1 for the learner). An opponent's illegal action always raises
+``ValueError`` naming the opponent.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import gymnasium
+import numpy as np
+
+from cockroach_env.config import GameConfig
+from cockroach_env.env import IllegalActionError, raw_env
+
+
+class MaskedSelfPlayEnv(gymnasium.Env):
+    """One learner seat against ``opponents`` (see the module docstring); ``action_masks()`` for MaskablePPO."""
+
+    metadata = {"render_modes": ["ansi", "human"], "render_fps": 1}
+
+    def __init__(self, opponents: Any, seed: int | None = None, illegal_action: str = "raise", render_mode: str | None = None, **game_options: Any):
+        self.game = raw_env(render_mode=render_mode, illegal_action=illegal_action, **game_options)
+        self.config: GameConfig = self.game.config
+        self.render_mode = render_mode
+        self.num_players = self.config.num_players
+        if callable(opponents) and not callable(getattr(opponents, "act", None)):
+            self._opponent_source: Callable[[int], Any] | None = opponents
+            self._lineup: list[Any] = []
+        else:
+            self._opponent_source = None
+            self._lineup = self._check_lineup(opponents, "opponents")
+        space = self.game.observation_space("player_0")
+        self.observation_space = space["observation"]
+        self.action_space = self.game.action_space("player_0")
+        self._episode = 0
+        self._seat = 0
+        self._learner: str | None = None
+        self._seed = seed
+        self._done = True
+
+    # ------------------------------------------------------------------ opponents
+    def _check_lineup(self, opponents: Any, what: str) -> list[Any]:
+        """The agent of each non-learner seat offset 1..N-1, validated; ``ValueError`` naming the problem."""
+        n = self.num_players
+        if isinstance(opponents, (list, tuple)):
+            lineup = list(opponents)
+            if len(lineup) != n - 1:
+                raise ValueError(f"{what} has {len(lineup)} agents; expected one agent or a list of {n - 1} (one per other seat of a {n}-player game)")
+        else:
+            lineup = [opponents] * (n - 1)
+        for i, agent in enumerate(lineup):
+            if not callable(getattr(agent, "act", None)):
+                raise ValueError(f"{what}[{i}]={agent!r} is not an agent; expected an object with act(observation_dict) -> int (see baselines.agent)")
+            built_for = getattr(agent, "config", None)
+            if isinstance(built_for, GameConfig) and built_for != self.config:
+                raise ValueError(f"{what}[{i}] ({_name(agent)}) was built for {built_for}, but this env plays {self.config}")
+        return lineup
+
+    def _opponents_for_episode(self) -> list[Any]:
+        if self._opponent_source is None:
+            return self._lineup
+        return self._check_lineup(self._opponent_source(self._episode), f"opponents({self._episode}) result")
+
+    # ------------------------------------------------------------------ gymnasium API
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        if seed is None and self._seed is not None:
+            seed, self._seed = self._seed, None  # the constructor's seed seeds the first reset
+        super().reset(seed=seed)
+        if seed is not None:
+            self._episode = 0
+            children = np.random.SeedSequence(seed).spawn(self.num_players)
+            deal_seed = int(children[0].generate_state(1)[0])
+        else:
+            deal_seed = int(self.np_random.integers(2**63))
+        self.game.reset(seed=deal_seed, options=options)
+        lineup = self._opponents_for_episode()
+        if seed is not None:
+            distinct = list({id(agent): agent for agent in lineup}.values())
+            for agent, child in zip(distinct, children[1:]):
+                _reseed(agent, child)
+        self._opponents = lineup
+        self._seat = self._episode % self.num_players
+        self._learner = self.game.possible_agents[self._seat]
+        self._episode += 1
+        self._done = False
+        self._play_opponents()
+        while self.game.game.over:  # it ended before the learner's first decision: deal again
+            self.game.reset(seed=int(self.np_random.integers(2**63)), options=options)
+            self._play_opponents()
+        return self._observation(), dict(self.game.infos[self._learner])
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        if self._done:
+            raise RuntimeError("step() called after the episode ended; call reset() first")
+        if self.game.agent_selection != self._learner:
+            raise RuntimeError(f"internal error: {self.game.agent_selection} is to act, not the learner {self._learner}")
+        self.game.step(_as_action(action))  # raises IllegalActionError unless illegal_action="penalize"
+        self._play_opponents()
+        learner = self._learner
+        terminated = bool(self.game.terminations[learner])
+        truncated = bool(self.game.truncations[learner]) and not terminated
+        self._done = terminated or truncated
+        reward = float(self.game._cumulative_rewards[learner]) if self._done else 0.0
+        return self._observation(), reward, terminated, truncated, dict(self.game.infos[learner])
+
+    def action_masks(self) -> np.ndarray:
+        """The learner's legal actions (bool, ``(A,)``); all False once the episode is over."""
+        if self._learner is None:
+            raise RuntimeError("action_masks() called before reset(); call reset() first")
+        return self.game.observe(self._learner)["action_mask"].astype(bool)
+
+    def render(self) -> str | None:
+        return self.game.render()
+
+    def close(self) -> None:
+        self.game.close()
+
+    # ------------------------------------------------------------------ internals
+    def _observation(self) -> np.ndarray:
+        return self.game.observe(self._learner)["observation"]
+
+    def _play_opponents(self) -> None:
+        """Let the opponents move until the learner is to act or the game is over."""
+        game, n = self.game, self.num_players
+        while not (game.terminations[self._learner] or game.truncations[self._learner]) and game.agent_selection != self._learner:
+            seat = game.possible_agents.index(game.agent_selection)
+            agent = self._opponents[(seat - self._seat) % n - 1]
+            observation = game.observe(game.agent_selection)
+            action = agent.act(observation)
+            try:
+                index = int(action)
+            except (TypeError, ValueError):
+                index = -1
+            if not (0 <= index < observation["action_mask"].size and observation["action_mask"][index]) or isinstance(action, bool):
+                raise ValueError(f"opponent {_name(agent)} (seat {game.agent_selection}) returned {action!r}, which is not a legal action; an agent must return one of the actions its action_mask allows")
+            game.step(index)
+
+
+def _as_action(action: Any) -> Any:
+    """SB3 hands over numpy scalars or 0-d/1-element arrays; the env takes any integer form."""
+    if isinstance(action, np.ndarray) and action.size == 1:
+        return action.reshape(())
+    return action
+
+
+def _reseed(agent: Any, seed: np.random.SeedSequence) -> None:
+    if isinstance(getattr(agent, "rng", None), np.random.Generator):
+        agent.rng = np.random.default_rng(seed)
+
+
+def _name(agent: Any) -> str:
+    return repr(getattr(agent, "name", None) or type(agent).__name__)
+
+
+__all__ = ["MaskedSelfPlayEnv", "IllegalActionError"]
