@@ -9,6 +9,7 @@ refused):
     GET  /api/rules?preset=&num_players= the resolved rules and the agents that fit them
     GET  /api/art/{edition}             the card drawings (SVG)
     POST /api/games                     {preset, num_players, seats, seed, pace_ms} -> game id and human tokens
+                                        (num_players defaults to the number of seats)
     GET  /api/games/{id}?token=         the view of the token's seat
     POST /api/games/{id}/move           {token, kind, card, target, claim, believe}
     POST /api/games/{id}/pace           {token, pace_ms}
@@ -201,7 +202,10 @@ def create_app(store: GameStore | None = None, save_dir: str | None = None) -> F
 
     @app.post("/api/games")
     async def new_game(request: NewGame):
-        config = _config(request.preset, request.num_players)
+        players = request.num_players
+        if players is None and not any("num_players" in PRESETS.get(name, {}) for name in request.preset.split("+")):
+            players = len(request.seats)  # one seat per entry unless the preset fixes the count
+        config = _config(request.preset, players)
         try:
             session = await asyncio.to_thread(GameSession, config, request.seats, request.seed, request.pace_ms)
         except ValueError as error:
