@@ -296,7 +296,7 @@ function renderActions() {
     el("p", {}, kind === "offer" ? (s.card ? `Offer your ${label(s.card)}` : "Pick a card from your hand") : "Pass the card on (you have peeked at it)"),
     el("div", { class: "step-label" }, "to"), optionButtons("target", targets, (t) => t),
     el("div", { class: "step-label" }, "claiming"), optionButtons("claim", legal.claims, claimLabel),
-    el("div", { class: "row" }, submit, el("button", { type: "button", onclick: () => { state.selection = {}; renderHand(); renderActions(); } }, "Clear", el("kbd", {}, "Esc"))));
+    el("div", { class: "row" }, submit, el("button", { type: "button", onclick: () => { state.selection = {}; renderHand(); renderActions(); } }, el("kbd", {}, "Esc"), "Clear")));
 }
 
 function renderLog() {
