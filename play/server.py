@@ -221,7 +221,7 @@ def create_app(store: GameStore | None = None, save_dir: str | None = None) -> F
     @app.get("/api/games/{game_id}")
     async def view(game_id: str, token: str = Query(..., max_length=100)):
         session, seat = lookup(game_id, token)
-        return session.view(seat)
+        return JSONResponse(session.view(seat))  # plain JSON data: skip FastAPI's slow generic encoder
 
     @app.post("/api/games/{game_id}/move")
     async def move(game_id: str, request: MoveRequest):
@@ -232,7 +232,7 @@ def create_app(store: GameStore | None = None, save_dir: str | None = None) -> F
             raise HTTPException(error.status, str(error)) from None
         changed(session)
         start_agents(session)
-        return session.view(seat)
+        return JSONResponse(session.view(seat))
 
     @app.post("/api/games/{game_id}/pace")
     async def pace(game_id: str, request: PaceRequest):
