@@ -274,3 +274,12 @@ def test_setup_lists_rules_and_the_agents_that_fit_them(client):
     assert all(svg.startswith("<svg") for svg in art.values())
     page = client.get("/")
     assert page.status_code == 200 and "/static/app.js" in page.text
+
+
+def test_cockroach_play_refuses_bad_options_by_name(capsys):
+    from play import cli
+
+    assert cli.main(["--port", "70000", "--no-browser"]) == 2
+    assert "--port 70000" in capsys.readouterr().err
+    assert cli.main(["--max-games", "0", "--no-browser", "--no-save"]) == 2
+    assert "max_games=0" in capsys.readouterr().err

@@ -113,3 +113,18 @@ def test_no_public_rendering_changes_when_the_hidden_cards_are_reshuffled(preset
             compared += 1
     assert compared >= 2
     assert differs >= 1, "the full-information picture shows the reshuffle, so the public one could have too"
+
+
+def test_the_env_imports_no_drawing_or_web_library_until_a_picture_is_drawn():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, cockroach_env\n"
+        "e = cockroach_env.raw_env(render_mode='ansi'); e.reset(seed=0); e.render()\n"
+        "heavy = [m for m in ('PIL', 'fastapi', 'starlette', 'uvicorn', 'torch', 'ray') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+        "e = cockroach_env.raw_env(render_mode='rgb_array'); e.reset(seed=0); e.render()\n"
+        "assert 'PIL' in sys.modules and 'fastapi' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, env={"PYTHONPATH": "."}, cwd=str(__import__("pathlib").Path(__file__).parents[1]))
