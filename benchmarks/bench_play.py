@@ -80,7 +80,8 @@ async def one_game(client, base: str, index: int, agent: str, deadline: float, m
             if sent_at is not None:
                 turn_ms.append((time.perf_counter() - sent_at) * 1000)
             sent_at = time.perf_counter()
-            response = await client.post(f"{base}/api/games/{game_id}/move", json={"token": token, **random_move(view["legal"], rng)})
+            log_from = view["log_from"] + len(view["log"])
+            response = await client.post(f"{base}/api/games/{game_id}/move", json={"token": token, "log_from": log_from, **random_move(view["legal"], rng)})
             move_ms.append((time.perf_counter() - sent_at) * 1000)
             if response.status_code != 200:
                 errors.append(response.text)

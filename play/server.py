@@ -10,13 +10,14 @@ refused):
     GET  /api/art/{edition}             the card drawings (SVG)
     POST /api/games                     {preset, num_players, seats, seed, pace_ms} -> game id and human tokens
                                         (num_players defaults to the number of seats)
-    GET  /api/games/{id}?token=         the view of the token's seat
-    POST /api/games/{id}/move           {token, kind, card, target, claim, believe}
+    GET  /api/games/{id}?token=&log_from= the view of the token's seat (its log from event log_from on)
+    POST /api/games/{id}/move           {token, kind, card, target, claim, believe, log_from} -> the new view
     POST /api/games/{id}/pace           {token, pace_ms}
     GET  /api/games/{id}/record?token=  the game record (JSON), once the game is over
     GET  /api/games/{id}/replay?token=  the replay page (HTML), once the game is over
     DELETE /api/games/{id}?token=       end the game
-    WS   /api/games/{id}/ws?token=      the seat's view, sent after every change
+    WS   /api/games/{id}/ws?token=      the seat's view, sent after every change (the first with the
+                                        whole log, later ones with the new events only: see log_from)
 
 A refused request is answered 4xx with ``{"detail": "..."}`` naming the problem
 (422: a malformed or illegal move, 409: not your turn or the game is over,
@@ -70,6 +71,7 @@ class MoveRequest(BaseModel):
     target: str | None = Field(None, max_length=40)
     claim: str | None = Field(None, max_length=40)
     believe: StrictBool | None = None
+    log_from: StrictInt = Field(0, ge=0, description="the answer's log starts at this event (the page has the earlier ones)")
 
 
 class PaceRequest(BaseModel):
@@ -219,20 +221,20 @@ def create_app(store: GameStore | None = None, save_dir: str | None = None) -> F
         return {"game_id": game_id, "tokens": tokens, "seats": [{"agent": s.agent, "label": s.label} for s in session.seats]}
 
     @app.get("/api/games/{game_id}")
-    async def view(game_id: str, token: str = Query(..., max_length=100)):
+    async def view(game_id: str, token: str = Query(..., max_length=100), log_from: int = Query(0, ge=0)):
         session, seat = lookup(game_id, token)
-        return JSONResponse(session.view(seat))  # plain JSON data: skip FastAPI's slow generic encoder
+        return JSONResponse(session.view(seat, log_from))  # plain JSON data: skip FastAPI's slow generic encoder
 
     @app.post("/api/games/{game_id}/move")
     async def move(game_id: str, request: MoveRequest):
         session, seat = lookup(game_id, request.token)
         try:
-            session.human_move(seat, request.model_dump(exclude={"token"}))
+            session.human_move(seat, request.model_dump(exclude={"token", "log_from"}))
         except MoveError as error:
             raise HTTPException(error.status, str(error)) from None
         changed(session)
         start_agents(session)
-        return JSONResponse(session.view(seat))
+        return JSONResponse(session.view(seat, request.log_from))
 
     @app.post("/api/games/{game_id}/pace")
     async def pace(game_id: str, request: PaceRequest):
@@ -282,12 +284,17 @@ def create_app(store: GameStore | None = None, save_dir: str | None = None) -> F
         queue: asyncio.Queue = asyncio.Queue(maxsize=1)
         session.listeners.add(queue)
 
+        sent = len(session.env.history)  # the first message holds the whole log, later ones the new events
+
         async def send_views():
+            nonlocal sent
             while True:
                 if await queue.get() is None:
                     await websocket.close(code=4410, reason="the game has expired")
                     return
-                await websocket.send_json(session.view(seat))
+                view = session.view(seat, sent)
+                sent = view["log_from"] + len(view["log"])
+                await websocket.send_json(view)
 
         sender = asyncio.create_task(send_views())
         try:

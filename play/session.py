@@ -185,9 +185,14 @@ class GameSession:
             "claims": list(env.cards.claims),
         }
 
-    def view(self, seat: Seat) -> dict[str, Any]:
-        """Everything the page of ``seat`` shows: only that seat's observation and public events until the game is over."""
+    def view(self, seat: Seat, log_from: int = 0) -> dict[str, Any]:
+        """Everything the page of ``seat`` shows: only that seat's observation and public events until the game is over.
+
+        ``log`` holds the public events from index ``log_from`` on (a page that has the
+        earlier ones asks only for the new ones; ``log_from`` is echoed back).
+        """
         history = self.env.history
+        log_from = min(max(0, log_from), len(history))
         view = {
             "version": self.version,
             "seat": seat.agent,
@@ -198,7 +203,8 @@ class GameSession:
             "pace_ms": self.pace_ms,
             "table": seat_view(self.env, seat.agent),
             "legal": self.legal(seat),
-            "log": [{"index": k, "type": e["type"], "text": describe_event(e), "event": e} for k, e in enumerate(history)],
+            "log_from": log_from,
+            "log": [{"index": k, "type": e["type"], "text": describe_event(e), "event": e} for k, e in enumerate(history[log_from:], start=log_from)],
             "over": self.over,
             "reveal": self.reveal() if self.over else None,
             "saved": self.saved_path,

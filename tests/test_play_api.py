@@ -24,7 +24,7 @@ from play.store import GameStore  # noqa: E402
 
 from .test_no_leak import resampled_replay  # noqa: E402
 
-VIEW_KEYS = {"version", "seat", "seats", "config", "identities", "claims", "pace_ms", "table", "legal", "log", "over", "reveal", "saved"}
+VIEW_KEYS = {"version", "seat", "seats", "config", "identities", "claims", "pace_ms", "table", "legal", "log_from", "log", "over", "reveal", "saved"}
 TABLE_KEYS = {"edition", "phase", "to_act", "collections", "hand_sizes", "chain", "history", "loser", "loss_reason", "num_players", "players", "viewer", "full_information", "hand", "last_event"}
 ROYAL_KEYS = {"penalty_top", "penalty_size", "special_holders", "replacement"}
 
@@ -72,7 +72,8 @@ def play_through_the_api(client, seats, preset="classic", num_players=None, seed
             break
         if mover is None:
             continue
-        response = client.post(f"/api/games/{game_id}/move", json={"token": tokens[mover], **random_move(views[mover]["legal"], rng)})
+        log_from = int(rng.integers(len(views[mover]["log"]) + 1))  # the page may have any prefix of the log
+        response = client.post(f"/api/games/{game_id}/move", json={"token": tokens[mover], "log_from": log_from, **random_move(views[mover]["legal"], rng)})
         assert response.status_code == 200, response.text
         payloads.append((mover, response.json()))
     session = client.app.state.store.get(game_id)
@@ -94,7 +95,8 @@ def check_payload(agent: str, view: dict, session) -> None:
     chain = env.game.chain
     if chain is not None:
         assert table["chain"]["card"] == (env.cards.identities[chain.card] if seat in chain.seen else None)
-    assert [entry["event"] for entry in view["log"]] == json.loads(json.dumps(env.history))
+    assert [entry["event"] for entry in view["log"]] == json.loads(json.dumps(env.history))[view["log_from"]:]
+    assert [entry["index"] for entry in view["log"]] == list(range(view["log_from"], len(env.history)))
     over = env.game.over
     assert view["over"] == over and (view["reveal"] is not None) == over
     assert (view["legal"] is not None) == (not over and env.agent_selection == agent)
@@ -177,6 +179,7 @@ def test_bad_requests_are_named_and_change_nothing(client):
         ("post", f"/api/games/{game_id}/move", {"token": token, "kind": "call", "believe": True}, 422, "cannot call during the offer phase"),
         ("post", f"/api/games/{game_id}/move", {"token": token, "kind": "call", "believe": "yes"}, 422, "believe"),
         ("post", f"/api/games/{game_id}/move", {"token": token, "kind": "peek", "extra": 1}, 422, "extra"),
+        ("post", f"/api/games/{game_id}/move", {"token": token, "kind": "peek", "log_from": -1}, 422, "log_from"),
         ("post", f"/api/games/{game_id}/move", {"token": "wrong", "kind": "peek"}, 403, "token"),
         ("post", "/api/games/nope/move", {"token": token, "kind": "peek"}, 404, "no game 'nope'"),
         ("post", f"/api/games/{game_id}/pace", {"token": token, "pace_ms": -5}, 422, "pace_ms"),

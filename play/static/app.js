@@ -148,6 +148,13 @@ function connect() {
 // ---------------------------------------------------------------- rendering
 async function show(view) {
   if (state.view && view.version < state.view.version) return;
+  // a view carries the log from view.log_from on; the page keeps the earlier events
+  const known = state.view ? state.view.log : [];
+  if (view.log_from > known.length) {
+    return api("GET", `/api/games/${state.gameId}?token=${encodeURIComponent(state.token)}`).then(show);
+  }
+  view.log = known.slice(0, view.log_from).concat(view.log);
+  view.log_from = 0;
   await artFor(view.config.edition);
   const turnChanged = !state.view || state.view.version !== view.version;
   state.view = view;
@@ -332,7 +339,8 @@ function renderEnd() {
 // ---------------------------------------------------------------- moves
 async function sendMove(move) {
   try {
-    const view = await api("POST", `/api/games/${state.gameId}/move`, { token: state.token, ...move });
+    const logFrom = state.view ? state.view.log.length : 0;
+    const view = await api("POST", `/api/games/${state.gameId}/move`, { token: state.token, log_from: logFrom, ...move });
     state.selection = {};
     show(view);
   } catch (error) {
