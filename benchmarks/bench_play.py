@@ -137,6 +137,16 @@ def in_process(agent: str, seconds: float) -> list[float]:
     return times
 
 
+def server_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of the server process (Linux /proc; NaN elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind((HOST, 0))
@@ -170,7 +180,9 @@ def main() -> int:
         else:
             print("the server did not start", file=sys.stderr)
             return 1
+        cpu_before = server_cpu_seconds(server.pid)
         move_ms, turn_ms, errors, moves, wall = asyncio.run(load(base, args.games, args.seconds, args.agent, args.max_moves))
+        cpu = server_cpu_seconds(server.pid) - cpu_before
     finally:
         server.terminate()
         server.wait(timeout=10)
@@ -181,6 +193,8 @@ def main() -> int:
     print(f"{'turn (POST to the next own-turn push)':<40}{statistics.median(turn_ms):>10.2f}{percentile(turn_ms, 99):>10.2f}{len(turn_ms):>8}")
     print(f"{'in process (GameSession, no web)':<40}{statistics.median(local):>10.2f}{percentile(local, 99):>10.2f}{len(local):>8}")
     print(f"ratio HTTP move / in process (median): {statistics.median(move_ms) / statistics.median(local):.1f}x")
+    if cpu == cpu:
+        print(f"server CPU: {cpu:.1f} s in {wall:.1f} s of load ({100 * cpu / wall:.0f}% of one core), {1000 * cpu / max(1, moves):.1f} ms per human move (with the three agent moves and the pushes it causes)")
     if errors:
         print("errors:", errors[:3], file=sys.stderr)
         return 1

@@ -54,6 +54,15 @@ The mask is all zeros for every agent but the one to act.
 Zero-sum at the end: the loser gets -1, every other player +1/(N-1). Every agent's
 final `info` holds `loser` and `loss_reason` (`same_type`, `empty_hand`, `rainbow`).
 
+## Rendering
+
+`render_mode="ansi"` (text), `"human"` (printed text) or `"rgb_array"` (an (H, W, 3)
+uint8 picture, Pillow needed) draws the table as `render_viewer` sees it (`None`: a
+spectator, public information only; or an agent name: that player's hand and the card
+in play once they have seen it). `render(full_information=True)`, keyword only, shows
+every hidden card for debugging; a positional argument may only repeat the render
+mode (RLlib passes it so). Every rendering is drawn from `cockroach_env.view.seat_view`.
+
 ## Version history
 
 * v0: initial release.

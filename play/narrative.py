@@ -14,20 +14,21 @@ from cockroach_env.record import env_from_deal, replay_record
 from cockroach_env.view import describe_event, seat_view
 
 
-def _start(record: dict[str, Any]):
-    """The env of ``record`` right after its deal (the record is checked first)."""
-    replay_record(record)
+def _start(record: dict[str, Any], check: bool):
+    """The env of ``record`` right after its deal (the record is checked first unless ``check`` is false)."""
+    if check:
+        replay_record(record)
     return env_from_deal(GameConfig(**record["config"]), record["deal"])
 
 
-def claims(record: dict[str, Any]) -> list[dict[str, Any]]:
+def claims(record: dict[str, Any], check: bool = True) -> list[dict[str, Any]]:
     """Every claim of the game with the card it was about and whether it was true.
 
     ``event`` is the claim's index in the public history and ``revealed_at`` the index
     of the reveal that showed its card (every round ends with a call, so every claim
     of a finished game is revealed; ``None`` for the round a game stopped in).
     """
-    env = _start(record)
+    env = _start(record, check)
     cards = env.cards
     out: list[dict[str, Any]] = []
     open_round: list[dict[str, Any]] = []
@@ -49,19 +50,23 @@ def claims(record: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def summary(record: dict[str, Any]) -> dict[str, dict[str, int]]:
-    """Per player: claims (true, bluffs), calls (right, wrong), peeks and cards collected."""
-    env = replay_record(record)
+def summary(record: dict[str, Any], final_env: Any = None) -> dict[str, dict[str, int]]:
+    """Per player: claims (true, bluffs), calls (right, wrong), peeks and cards collected.
+
+    ``final_env``, if given, is the game's env at its end (else the record is replayed).
+    """
+    env = final_env if final_env is not None else replay_record(record)
+    view = env.public_view()
     out = {}
     for agent in env.possible_agents:
-        stats = env.public_view()["history"][agent]
+        stats = view["history"][agent]
         out[agent] = {
             "true_claims": stats["truthful_claims"],
             "bluffs": stats["false_claims"],
             "right_calls": stats["right_calls"],
             "wrong_calls": stats["wrong_calls"],
             "peeks": stats["peeks"],
-            "cards_collected": sum(env.public_view()["collections"][agent].values()),
+            "cards_collected": sum(view["collections"][agent].values()),
         }
     return out
 
@@ -69,7 +74,7 @@ def summary(record: dict[str, Any]) -> dict[str, dict[str, int]]:
 def frames(record: dict[str, Any]) -> list[dict[str, Any]]:
     """The table after the deal and after every action: who moved, the new public
     events (described), the public view and the full-information view."""
-    env = _start(record)
+    env = _start(record, True)
     out = [_frame(env, None, None, env.history)]
     for action in record["actions"]:
         actor = env.agent_selection

@@ -228,8 +228,8 @@ class GameSession:
             "loss_reason": env.game.loss_reason,
             "deal": record["deal"],
             "final": seat_view(env, None, full_information=True),
-            "claims": claims(record),
-            "summary": summary(record),
+            "claims": claims(record, check=False),  # built here from the game itself
+            "summary": summary(record, final_env=env),
         }
         return self._reveal
 
