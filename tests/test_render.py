@@ -91,7 +91,7 @@ def test_a_seat_sees_its_own_hand_and_the_card_it_has_seen():
 
 
 @pytest.mark.parametrize("preset, num_players", [("classic", 4), ("royal", 3), ("creature-to-start", 5), ("duel", 2)])
-def test_no_public_rendering_changes_when_the_hidden_cards_are_reshuffled(preset, num_players):
+def test_no_public_rendering_changes_when_the_hidden_cards_are_reshuffled(preset, num_players, capsys):
     rng = np.random.default_rng(num_players)
     compared = differs = 0
     for seed in range(3):
@@ -109,6 +109,12 @@ def test_no_public_rendering_changes_when_the_hidden_cards_are_reshuffled(preset
             differs += not np.array_equal(replay.render(full_information=True), e.render(full_information=True))
             e.render_mode = replay.render_mode = "ansi"
             assert replay.render(viewer=agent) == e.render(viewer=agent)
+            e.render_mode = replay.render_mode = "human"
+            capsys.readouterr()
+            e.render(viewer=agent)
+            printed = capsys.readouterr().out
+            replay.render(viewer=agent)
+            assert capsys.readouterr().out == printed and f"hand of {agent}" in printed
             e.render_mode = "rgb_array"
             compared += 1
     assert compared >= 2
