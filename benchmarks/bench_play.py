@@ -180,9 +180,9 @@ def main() -> int:
         else:
             print("the server did not start", file=sys.stderr)
             return 1
-        cpu_before = server_cpu_seconds(server.pid)
+        cpu_before, own_before = server_cpu_seconds(server.pid), time.process_time()
         move_ms, turn_ms, errors, moves, wall = asyncio.run(load(base, args.games, args.seconds, args.agent, args.max_moves))
-        cpu = server_cpu_seconds(server.pid) - cpu_before
+        cpu, own = server_cpu_seconds(server.pid) - cpu_before, time.process_time() - own_before
     finally:
         server.terminate()
         server.wait(timeout=10)
@@ -195,6 +195,7 @@ def main() -> int:
     print(f"ratio HTTP move / in process (median): {statistics.median(move_ms) / statistics.median(local):.1f}x")
     if cpu == cpu:
         print(f"server CPU: {cpu:.1f} s in {wall:.1f} s of load ({100 * cpu / wall:.0f}% of one core), {1000 * cpu / max(1, moves):.1f} ms per human move (with the three agent moves and the pushes it causes)")
+    print(f"load generator CPU: {own:.1f} s ({100 * own / wall:.0f}% of one core); machine load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     if errors:
         print("errors:", errors[:3], file=sys.stderr)
         return 1

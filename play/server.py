@@ -169,8 +169,11 @@ def create_app(store: GameStore | None = None, save_dir: str | None = None) -> F
                 return
             try:
                 session.agent_move()
-            except Exception:  # noqa: BLE001 - a broken agent must not take the server down
+            except Exception as error:  # noqa: BLE001 - a broken agent must not take the server down
                 log.exception("agent %s failed in game %s", seat.label, session.game_id)
+                session.error = f"the agent {seat.label!r} at {seat.agent} failed ({type(error).__name__}: {error}); the game cannot go on"
+                session.version += 1
+                changed(session)
                 return
             changed(session)
 

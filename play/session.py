@@ -92,6 +92,8 @@ class GameSession:
         self.game_id: str | None = None
         self.listeners: set = set()
         """One queue per connected page, told when the game changes (bounded by the server)."""
+        self.error: str | None = None
+        """Set when an agent seat failed: the game cannot go on."""
         self.driver: Any = None
         """The task that plays the agents' moves, while one runs."""
 
@@ -208,6 +210,7 @@ class GameSession:
             "over": self.over,
             "reveal": self.reveal() if self.over else None,
             "saved": self.saved_path,
+            "error": self.error,
         }
         return view
 

@@ -24,7 +24,7 @@ from play.store import GameStore  # noqa: E402
 
 from .test_no_leak import resampled_replay  # noqa: E402
 
-VIEW_KEYS = {"version", "seat", "seats", "config", "identities", "claims", "pace_ms", "table", "legal", "log_from", "log", "over", "reveal", "saved"}
+VIEW_KEYS = {"version", "seat", "seats", "config", "identities", "claims", "pace_ms", "table", "legal", "log_from", "log", "over", "reveal", "saved", "error"}
 TABLE_KEYS = {"edition", "phase", "to_act", "collections", "hand_sizes", "chain", "history", "loser", "loss_reason", "num_players", "players", "viewer", "full_information", "hand", "last_event"}
 ROYAL_KEYS = {"penalty_top", "penalty_size", "special_holders", "replacement"}
 
@@ -277,6 +277,31 @@ def test_setup_lists_rules_and_the_agents_that_fit_them(client):
     assert all(svg.startswith("<svg") for svg in art.values())
     page = client.get("/")
     assert page.status_code == 200 and "/static/app.js" in page.text
+
+
+class BrokenAgent:
+    """An agent that fails on its first move (a user's module:Class with a bug)."""
+
+    def __init__(self, config, seed=None):
+        self.config = config
+
+    def act(self, observation):
+        raise RuntimeError("bug in the agent")
+
+
+def test_a_failing_agent_stops_its_game_with_a_named_error_and_the_server_goes_on(client):
+    created = new_game(client, ["human", "tests.test_play_api:BrokenAgent", "random", "random"], seed=2, pace_ms=0)
+    game_id, token = created["game_id"], created["tokens"]["player_0"]
+    session = client.app.state.store.get(game_id)
+    rng = np.random.default_rng(2)
+    for _ in range(20):
+        view = wait_for(client, game_id, token, lambda v: v["error"] or v["legal"] is not None)
+        if view["error"]:
+            break
+        client.post(f"/api/games/{game_id}/move", json={"token": token, **random_move(view["legal"], rng)})
+    assert "tests.test_play_api:BrokenAgent" in view["error"] and "bug in the agent" in view["error"]
+    assert not session.over
+    assert new_game(client, ["human", "random", "random", "random"], seed=3)["game_id"], "other games still start"
 
 
 def test_cockroach_play_refuses_bad_options_by_name(capsys):

@@ -282,6 +282,7 @@ function renderActions() {
   const v = state.view, legal = v.legal, box = $("#actions");
   $("#move-error").textContent = "";
   if (v.over) { box.replaceChildren(el("p", {}, "The game is over."), el("button", { type: "button", onclick: newGame }, "New game (N)")); return; }
+  if (v.error) { box.replaceChildren(el("p", { class: "error" }, v.error), el("button", { type: "button", onclick: newGame }, "New game")); return; }
   if (!legal) { box.replaceChildren(el("p", { class: "waiting" }, "Waiting for the other players…")); return; }
   const s = state.selection;
   if (legal.call) {
