@@ -38,6 +38,15 @@ def test_rgb_array_is_an_image_of_the_table():
     assert "rgb_array" in raw_env.metadata["render_modes"]
 
 
+def test_pettingzoo_render_test_passes_for_every_render_mode(capsys):
+    from pettingzoo.test import render_test
+
+    import cockroach_env
+
+    render_test(cockroach_env.env)
+    capsys.readouterr()
+
+
 def test_a_positional_render_mode_as_rllib_passes_it_shows_nothing_hidden():
     for mode in ("ansi", "rgb_array"):
         env = mid_game(mode)
