@@ -164,7 +164,10 @@ def create_app(store: GameStore | None = None, save_dir: str | None = None) -> F
             seat = session.seat_to_act
             if seat is None or seat.human:
                 return
-            await asyncio.sleep(session.pace_ms / 1000)
+            started = time.monotonic()
+            while time.monotonic() - started < session.pace_ms / 1000:  # re-read: a pace change applies at once
+                await asyncio.sleep(min(0.05, session.pace_ms / 1000 - (time.monotonic() - started)))
+            await asyncio.sleep(0)
             if store.get(session.game_id) is not session:
                 return
             try:

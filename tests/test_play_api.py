@@ -205,6 +205,16 @@ def test_bad_requests_are_named_and_change_nothing(client):
     assert len(client.app.state.store) == 1, "no refused game was created"
 
 
+def test_the_pace_of_the_agents_can_be_changed_mid_game(client):
+    created = new_game(client, ["human", "heuristic", "heuristic", "heuristic"], seed=8, pace_ms=3000)
+    game_id, token = created["game_id"], created["tokens"]["player_0"]
+    assert client.app.state.store.get(game_id).env.game.starter == 2, "an agent starts: it waits 3 s"
+    response = client.post(f"/api/games/{game_id}/pace", json={"token": token, "pace_ms": 0})
+    assert response.status_code == 200 and response.json() == {"pace_ms": 0}
+    view = wait_for(client, game_id, token, lambda v: v["legal"] is not None, timeout=2.5)
+    assert view["pace_ms"] == 0 and view["legal"] is not None, "the agents moved at once after the change"
+
+
 def test_two_human_seats_each_see_their_own_hand_and_move_only_in_turn(client):
     created = new_game(client, ["human", "human", "heuristic"], seed=7, pace_ms=10_000)
     game_id, tokens = created["game_id"], created["tokens"]

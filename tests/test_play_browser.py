@@ -144,6 +144,11 @@ def test_a_human_plays_a_whole_game_against_three_shipped_agents(browser, shots,
             if not shot and moves >= 6 and page.locator("#call-true").count():  # a card in play, the human to answer
                 page.screenshot(path=str(shots / "play.png"))
                 shot = True
+            if moves == 10:  # the page goes away mid-game and comes back: the server kept the game
+                page.reload()
+                page.wait_for_selector("#hand .card")
+                settle(page, session, "player_0")
+                check_screen(page, session)
             before = len(session.actions)
             play_one_move(page, rng, use_keyboard=moves % 2 == 1)
             deadline = time.monotonic() + 10
