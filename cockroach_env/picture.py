@@ -103,7 +103,7 @@ class _Canvas:
         self.text(x + w - 5, y + h / 2, str(count), 13, INK, "rm")
 
     def array(self) -> np.ndarray:
-        small = self.image.resize((WIDTH, HEIGHT), self._image_module.Resampling.LANCZOS)
+        small = self.image.reduce(SUPERSAMPLE)  # box-average antialiasing; several times faster than a Lanczos resize
         return np.asarray(small, dtype=np.uint8).copy()
 
 
