@@ -13,6 +13,7 @@ No drawing library is imported here: ``card_svg`` writes text, and
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from html import escape
 
@@ -155,8 +156,6 @@ def _crown() -> list[Shape]:
 
 def _joker() -> list[Shape]:
     """A star of every creature colour."""
-    import math
-
     shapes = []
     colours = list(PALETTE.values())
     for k in range(8):
@@ -221,7 +220,7 @@ def card_svg(identity: str) -> str:
         + (' stroke-dasharray="8 5"' if art.identity == "blank" else "")
         + "/>",
         f'<rect x="8" y="8" width="{CARD_WIDTH - 16}" height="22" rx="5" fill="{art.colour}"/>',
-        f'<text x="14" y="24" font-family="DejaVu Sans, Verdana, sans-serif" font-size="14" font-weight="bold" fill="{_on(art.colour)}">{art.code}</text>',
+        f'<text x="14" y="24" font-family="DejaVu Sans, Verdana, sans-serif" font-size="14" font-weight="bold" fill="{text_colour_on(art.colour)}">{art.code}</text>',
         *(_svg_shape(s) for s in art.shapes),
         f'<rect x="8" y="{CARD_HEIGHT - 32}" width="{CARD_WIDTH - 16}" height="24" rx="5" fill="#ffffff" stroke="{art.colour}" stroke-width="2"/>',
         f'<text x="{CARD_WIDTH / 2:g}" y="{CARD_HEIGHT - 15}" text-anchor="middle" font-family="DejaVu Sans, Verdana, sans-serif" font-size="{label_size}" font-weight="bold" fill="{INK}">{escape(art.label)}</text>',
@@ -241,15 +240,10 @@ def back_svg() -> str:
     )
 
 
-def _on(colour: str) -> str:
-    """Black or white text, whichever reads better on ``colour``."""
+def text_colour_on(colour: str) -> str:
+    """Ink or white text, whichever reads better on a background ``colour``."""
     r, g, b = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
     return INK if 0.299 * r + 0.587 * g + 0.114 * b > 140 else "#ffffff"
-
-
-def text_colour_on(colour: str) -> str:
-    """The readable text colour (ink or white) on a background ``colour``."""
-    return _on(colour)
 
 
 def art_sheet(identities) -> dict[str, str]:

@@ -130,7 +130,7 @@ def create_app(store: GameStore | None = None, save_dir: str | None = None) -> F
         for queue in list(session.listeners):
             _tell(queue, None)
 
-    store._on_expire = _stop
+    store.on_expire = _stop
 
     def lookup(game_id: str, token: Any):
         session = store.get(game_id)

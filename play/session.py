@@ -19,12 +19,11 @@ from typing import Any
 from cockroach_env.config import GameConfig
 from cockroach_env.encoding import apply_action
 from cockroach_env.engine import IllegalMove
-from cockroach_env.env import Move, raw_env
+from cockroach_env.env import MOVE_KINDS, Move, raw_env
 from cockroach_env.record import deal_of, game_record
 from cockroach_env.view import describe_event, seat_view
 
 HUMAN = "human"
-MOVE_KINDS = ("offer", "call", "peek", "pass", "place")
 MAX_PACE_MS = 10_000
 
 

@@ -28,7 +28,8 @@ class GameStore:
         self.max_games = max_games
         self.idle_seconds = float(idle_seconds)
         self._games: dict[str, GameSession] = {}
-        self._on_expire = on_expire
+        self.on_expire = on_expire
+        """Called with each game dropped (expired or closed), e.g. to stop its tasks."""
 
     def __len__(self) -> int:
         return len(self._games)
@@ -54,8 +55,8 @@ class GameStore:
 
     def remove(self, game_id: str) -> None:
         session = self._games.pop(game_id, None)
-        if session is not None and self._on_expire is not None:
-            self._on_expire(session)
+        if session is not None and self.on_expire is not None:
+            self.on_expire(session)
 
     def expire(self) -> int:
         """Drop every game idle for longer than ``idle_seconds``; returns how many."""
