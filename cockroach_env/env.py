@@ -56,6 +56,15 @@ Zero-sum at the end: the loser gets -1, every other player +1/(N-1). Every agent
 (the losing seat) and `loss_reason` (index into `engine.LOSS_REASONS`: `same_type`,
 `empty_hand`, `rainbow`), `-1` before.
 
+## Rendering
+
+`render_mode="ansi"` (text), `"human"` (printed text) or `"rgb_array"` (an (H, W, 3)
+uint8 picture, Pillow needed) draws the table as `render_viewer` sees it (`None`: a
+spectator, public information only; or an agent name: that player's hand and the card
+in play once they have seen it). `render(full_information=True)`, keyword only, shows
+every hidden card for debugging; a positional argument may only repeat the render
+mode (RLlib passes it so). Every rendering is drawn from `cockroach_env.view.seat_view`.
+
 ## Version history
 
 * v0: initial release.
@@ -164,9 +173,9 @@ class OrderEnforcing(wrappers.OrderEnforcingWrapper):
 class raw_env(AECEnv):
     """Cockroach Poker as a PettingZoo AEC environment (see the module docstring)."""
 
-    metadata = {"name": "cockroach_poker_v0", "render_modes": ["ansi", "human"], "is_parallelizable": False, "render_fps": 1}
+    metadata = {"name": "cockroach_poker_v0", "render_modes": ["ansi", "human", "rgb_array"], "is_parallelizable": False, "render_fps": 1}
 
-    def __init__(self, config: GameConfig | None = None, render_mode: str | None = None, illegal_action: str = "raise", preset: str | None = None, **options: Any):
+    def __init__(self, config: GameConfig | None = None, render_mode: str | None = None, illegal_action: str = "raise", preset: str | None = None, render_viewer: str | None = None, **options: Any):
         super().__init__()
         if config is None:
             config = GameConfig.from_options(preset=preset, **options)
@@ -191,6 +200,7 @@ class raw_env(AECEnv):
         self.encoding = enc = encoding_for(config)
         self.cards = config.cards
         self.possible_agents = [f"player_{s}" for s in range(config.num_players)]
+        self.render_viewer = self._render_viewer(render_viewer)
         self._seat = {agent: s for s, agent in enumerate(self.possible_agents)}
         self._observation_space = gymnasium.spaces.Dict(
             {
@@ -554,18 +564,43 @@ class raw_env(AECEnv):
         return events
 
     # ------------------------------------------------------------------ render
-    def render(self, full_information: bool = False) -> str | None:
-        """Text table of the public state (``full_information=True`` also shows hands and the card in play)."""
+    def render(self, mode: str | None = None, *, viewer: str | None = ..., full_information: bool = False) -> str | np.ndarray | None:
+        """The table as ``render_viewer`` sees it: text (``ansi``, ``human``) or an (H, W, 3) uint8 picture (``rgb_array``).
+
+        ``render_viewer`` (set at construction, default ``None``: a spectator, public
+        information only) or the keyword ``viewer=`` picks whose hand and seen cards
+        are shown. ``full_information=True`` (keyword only) shows every hidden card,
+        for debugging. ``mode`` is accepted for callers that pass the render mode
+        positionally (RLlib's ``PettingZooEnv.render``); it must be this env's mode.
+        """
+        if mode is not None and mode != self.render_mode:
+            raise ValueError(
+                f"render({mode!r}) is not allowed; the positional argument can only repeat this env's render_mode={self.render_mode!r} "
+                "(full_information is keyword-only: render(full_information=True))"
+            )
+        if not isinstance(full_information, bool):
+            raise ValueError(f"full_information={full_information!r} is not allowed; expected True or False")
+        viewer = self.render_viewer if viewer is ... else self._render_viewer(viewer)
         if self.render_mode is None:
-            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'human'")
+            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi', 'human' or 'rgb_array'")
             return None
+        if self.render_mode == "rgb_array":
+            from cockroach_env.picture import draw_table
+            from cockroach_env.view import seat_view
+
+            return draw_table(seat_view(self, viewer, full_information))
         from cockroach_env.render import render_text
 
-        text = render_text(self, full_information)
+        text = render_text(self, full_information, viewer)
         if self.render_mode == "human":
             print(text)
             return None
         return text
+
+    def _render_viewer(self, viewer: Any) -> str | None:
+        if viewer is not None and viewer not in self.possible_agents:
+            raise ValueError(f"render_viewer={viewer!r} is not allowed; expected None (a spectator: public information only) or one of {self.possible_agents}")
+        return viewer
 
     def close(self) -> None:
         pass

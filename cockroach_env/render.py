@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 
-def render_text(env, full_information: bool = False) -> str:
-    """Public table; ``full_information`` adds hands and the card in play (debugging only)."""
+def render_text(env, full_information: bool = False, viewer: str | None = None) -> str:
+    """Public table, plus ``viewer``'s hand and the card in play if they have seen it;
+    ``full_information`` adds every hand and the card in play (debugging only)."""
     view = env.public_view()
     game, cards = env.game, env.cards
     short = [name[:5] for name in cards.identities]
@@ -21,8 +22,11 @@ def render_text(env, full_information: bool = False) -> str:
     if chain is not None:
         claims = " -> ".join(f"{c['player']} says {c['claim']}" for c in chain["claims"])
         lines.append(f"chain: {claims}; holder {chain['holder']}; seen by {', '.join(chain['seen'])}")
-        if full_information:
+        if full_information or (viewer is not None and env.possible_agents.index(viewer) in game.chain.seen):
             lines.append(f"card in play: {cards.identities[game.chain.card]}")
+    if viewer is not None and not full_information:
+        hand = game.hands[env.possible_agents.index(viewer)]
+        lines.append(f"hand of {viewer}: " + (", ".join(f"{cards.identities[c]} {n}" for c, n in enumerate(hand) if n) or "empty"))
     if env.config.edition == "royal":
         lines.append(f"penalty deck: {view['penalty_size']} cards, top {view['penalty_top']}")
     last = env.history[-1]

@@ -337,9 +337,13 @@ class Behaviour:
         self.passer = np.zeros(games, np.int64)
         """Entrant of the latest passer of each game's card in play."""
         self.counts = {name: np.zeros(entrants, np.int64) for name in self.FIELDS}
+        self.listeners: list = []
+        """Callables ``(games, actions)`` told of every decision, in game order (``training.game_saving``)."""
 
     def update(self, games: np.ndarray, entrants: np.ndarray, actions: np.ndarray) -> None:
         """One decision in each of ``games``, taken by ``entrants`` (all arrays of one length)."""
+        for listener in self.listeners:
+            listener(games, actions)
         enc, counts = self.enc, self.counts
         offer = actions < enc.respond_start
         respond = (actions >= enc.respond_start) & (actions < enc.pass_start)
@@ -499,11 +503,14 @@ def play_match(
     engine: str = "auto",
     batch_size: int = 1024,
     progress: bool | None = False,
+    on_decisions: Any = None,
 ) -> MatchResult:
     """Play ``games`` (rounded up to whole seat rotations) between the agents of ``lineup``.
 
     ``lineup`` holds one entry per seat (``NAME*K`` repeats); see the module docstring
-    for entries, fairness, engines and the statistics reported.
+    for entries, fairness, engines and the statistics reported. ``on_decisions``, if
+    given, is called with ``(games, actions)`` arrays for every decision taken (game
+    indices of the schedule and their action indices, in order within each game).
     """
     config = config if config is not None else GameConfig()
     if engine not in ENGINES:
@@ -524,6 +531,8 @@ def play_match(
             raise ArenaError(f"engine='batched' needs agents with a vectorized act_batch; not supported by {missing}")
     started = time.perf_counter()
     behaviour = Behaviour(config, len(plan), len(entrants))
+    if on_decisions is not None:
+        behaviour.listeners.append(on_decisions)
     records: list[GameRecord] = []
     bar = _progress_bar(len(plan), progress)
     runner = _run_batched if engine == "batched" else _run_aec

@@ -51,8 +51,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--league", action="store_true", help="round robin over the agents as a pool; prints OpenSkill Plackett-Luce ratings")
     parser.add_argument("--json", metavar="PATH", default=None, help="write the results as JSON to PATH ('-' for stdout, replacing the table)")
     parser.add_argument("--plot", metavar="PNG", default=None, help="write a bar chart of loss rates with 95%% intervals")
+    parser.add_argument("--save-games", nargs=2, metavar=("N", "DIR"), default=None, help="save the first N games as JSON game records in DIR (replay one with cockroach-replay)")
     parser.add_argument("--quiet", action="store_true", help="no table and no progress bar")
     return parser
+
+
+def _game_saver(args: argparse.Namespace):
+    if args.save_games is None:
+        return None
+    from training.game_saving import GameSaver
+
+    count, directory = args.save_games
+    if args.league:
+        raise ValueError("--save-games saves the games of one match; it cannot be combined with --league")
+    try:
+        count = int(count)
+    except ValueError:
+        raise ValueError(f"--save-games N {count!r} is not allowed; expected a positive integer") from None
+    return GameSaver(count, directory)
 
 
 def config_from_args(args: argparse.Namespace, default_players: int) -> GameConfig:
@@ -99,11 +115,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ArenaError(f"the lineup {args.agents} has {len(entries)} agent(s); expected one per seat, at least 2 (NAME*K repeats an agent K times)")
         default_players = (4 if len(entries) >= 4 else len(entries)) if args.league else len(entries)
         config = config_from_args(args, default_players)
+        saver = _game_saver(args)
         common = dict(games=args.games, seed=args.seed, duplicate=not args.no_duplicate, engine=args.engine, batch_size=args.batch_size, progress=False if args.quiet else None)
         if args.league:
             result = play_league(entries, config, **common)
         else:
-            result = play_match(entries, config, **common)
+            result = play_match(entries, config, **common, on_decisions=saver)
+        if saver is not None:
+            saver.write(result)
     except (ArenaError, ValueError) as error:
         print(f"cockroach-eval: error: {error}", file=sys.stderr)
         return 2

@@ -1,0 +1,206 @@
+"""cockroach-play server latency per move, with many concurrent games, side by side with
+the same moves applied in process (no HTTP), in one run.
+
+    python benchmarks/bench_play.py [--games 32] [--seconds 20] [--agent heuristic]
+
+A real server (``python -m play.cli``) runs in its own process on 127.0.0.1 (only the
+loopback interface; the benchmark refuses anything else). The load generator, in this
+process, plays ``--games`` games at once, one human seat each against three
+``--agent`` seats with instant pace: each game listens on its WebSocket and, whenever
+its seat is to act, POSTs a random legal move. Two latencies per move:
+
+* ``move``: the POST round trip (the server validates and applies the move and
+  answers with the new view);
+* ``turn``: from the POST to the WebSocket view in which the seat is to act again (the
+  three agents' moves and the pushes included).
+
+Peer: the same session code driven in process, ``GameSession.human_move`` plus
+``view`` with no web layer, timed per move; the ratio printed is the HTTP move
+latency over it, i.e. the cost of the web layer. Bounded: at most ``--games`` games
+(at most 64), ``--seconds`` of load (at most 120), and ``--max-moves`` per game.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+HOST = "127.0.0.1"
+
+
+def random_move(legal: dict, rng: np.random.Generator) -> dict:
+    if legal["offer"]:
+        o = legal["offer"]
+        return {"kind": "offer", "card": str(rng.choice(o["cards"])), "target": str(rng.choice(o["targets"])), "claim": str(rng.choice(legal["claims"]))}
+    if legal["call"]:
+        options = [{"kind": "call", "believe": True}, {"kind": "call", "believe": False}] + ([{"kind": "peek"}] if legal["peek"] else [])
+        return options[int(rng.integers(len(options)))]
+    if legal["pass"]:
+        return {"kind": "pass", "target": str(rng.choice(legal["pass"]["targets"])), "claim": str(rng.choice(legal["claims"]))}
+    return {"kind": "place", "card": str(rng.choice(legal["place"]["cards"]))}
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q)) if values else float("nan")
+
+
+async def one_game(client, base: str, index: int, agent: str, deadline: float, max_moves: int, move_ms: list, turn_ms: list, errors: list) -> int:
+    import websockets
+
+    rng = np.random.default_rng(index)
+    response = await client.post(f"{base}/api/games", json={"seats": ["human", agent, agent, agent], "seed": index, "pace_ms": 0})
+    if response.status_code != 200:
+        errors.append(response.text)
+        return 0
+    created = response.json()
+    game_id, token = created["game_id"], created["tokens"]["player_0"]
+    moves = 0
+    handled = -1
+    async with websockets.connect(f"ws://{base.split('//')[1]}/api/games/{game_id}/ws?token={token}", max_size=None) as ws:
+        sent_at = None
+        while time.monotonic() < deadline and moves < max_moves:
+            view = json.loads(await asyncio.wait_for(ws.recv(), timeout=30))
+            if view["over"]:
+                break
+            if view["legal"] is None or view["version"] <= handled:
+                continue
+            handled = view["version"]
+            if sent_at is not None:
+                turn_ms.append((time.perf_counter() - sent_at) * 1000)
+            sent_at = time.perf_counter()
+            log_from = view["log_from"] + len(view["log"])
+            response = await client.post(f"{base}/api/games/{game_id}/move", json={"token": token, "log_from": log_from, **random_move(view["legal"], rng)})
+            move_ms.append((time.perf_counter() - sent_at) * 1000)
+            if response.status_code != 200:
+                errors.append(response.text)
+                break
+            moves += 1
+    await client.delete(f"{base}/api/games/{game_id}", params={"token": token})
+    return moves
+
+
+async def load(base: str, games: int, seconds: float, agent: str, max_moves: int):
+    import httpx
+
+    move_ms: list[float] = []
+    turn_ms: list[float] = []
+    errors: list[str] = []
+    deadline = time.monotonic() + seconds
+    started = time.perf_counter()
+    async with httpx.AsyncClient(timeout=30, limits=httpx.Limits(max_connections=games + 4)) as client:
+        round_index = 0
+        total_moves = 0
+        while time.monotonic() < deadline:
+            counts = await asyncio.gather(*(one_game(client, base, round_index * games + k, agent, deadline, max_moves, move_ms, turn_ms, errors) for k in range(games)))
+            total_moves += sum(counts)
+            round_index += 1
+            if errors:
+                break
+    return move_ms, turn_ms, errors, total_moves, time.perf_counter() - started
+
+
+def in_process(agent: str, seconds: float) -> list[float]:
+    """The same moves through GameSession directly: the session's own cost per move."""
+    from cockroach_env.config import GameConfig
+    from play.session import GameSession
+
+    rng = np.random.default_rng(0)
+    times = []
+    deadline = time.monotonic() + seconds
+    index = 0
+    while time.monotonic() < deadline:
+        session = GameSession(GameConfig(), ["human", agent, agent, agent], seed=index, pace_ms=0)
+        human = session.seats[0]
+        index += 1
+        while not session.over and time.monotonic() < deadline:
+            while session.agent_move():
+                pass
+            if session.over:
+                break
+            legal = session.legal(human)
+            start = time.perf_counter()
+            session.human_move(human, random_move(legal, rng))
+            session.view(human)
+            times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
+def server_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of the server process (Linux /proc; NaN elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--games", type=int, default=32, help="concurrent games (1-64, default 32)")
+    parser.add_argument("--seconds", type=float, default=20.0, help="seconds of load (at most 120, default 20)")
+    parser.add_argument("--agent", default="heuristic", help="the three agent seats of every game (default heuristic; e.g. classic-4p)")
+    parser.add_argument("--max-moves", type=int, default=200, help="human moves per game at most (default 200)")
+    args = parser.parse_args()
+    if not 1 <= args.games <= 64 or not 0 < args.seconds <= 120 or args.max_moves < 1:
+        parser.error("--games must be 1-64, --seconds in (0, 120], --max-moves positive")
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "play.cli", "--host", HOST, "--port", str(port), "--no-browser", "--no-save", "--max-games", str(args.games + 4)],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT}, stdout=subprocess.DEVNULL,
+    )
+    base = f"http://{HOST}:{port}"
+    try:
+        import httpx
+
+        for _ in range(300):
+            try:
+                httpx.get(f"{base}/api/setup", timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        else:
+            print("the server did not start", file=sys.stderr)
+            return 1
+        cpu_before, own_before = server_cpu_seconds(server.pid), time.process_time()
+        move_ms, turn_ms, errors, moves, wall = asyncio.run(load(base, args.games, args.seconds, args.agent, args.max_moves))
+        cpu, own = server_cpu_seconds(server.pid) - cpu_before, time.process_time() - own_before
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    local = in_process(args.agent, min(args.seconds, 10.0))
+    print(f"cockroach-play on {base}: {args.games} concurrent games (human + 3 x {args.agent}, instant pace), {wall:.1f} s, {moves} human moves, {len(errors)} errors")
+    print(f"{'latency per move':<40}{'median ms':>10}{'p99 ms':>10}{'moves':>8}")
+    print(f"{'HTTP move (POST round trip)':<40}{statistics.median(move_ms):>10.2f}{percentile(move_ms, 99):>10.2f}{len(move_ms):>8}")
+    print(f"{'turn (POST to the next own-turn push)':<40}{statistics.median(turn_ms):>10.2f}{percentile(turn_ms, 99):>10.2f}{len(turn_ms):>8}")
+    print(f"{'in process (GameSession, no web)':<40}{statistics.median(local):>10.2f}{percentile(local, 99):>10.2f}{len(local):>8}")
+    print(f"ratio HTTP move / in process (median): {statistics.median(move_ms) / statistics.median(local):.1f}x")
+    if cpu == cpu:
+        print(f"server CPU: {cpu:.1f} s in {wall:.1f} s of load ({100 * cpu / wall:.0f}% of one core), {1000 * cpu / max(1, moves):.1f} ms per human move (with the three agent moves and the pushes it causes)")
+    print(f"load generator CPU: {own:.1f} s ({100 * own / wall:.0f}% of one core); machine load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    if errors:
+        print("errors:", errors[:3], file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""``cockroach-play``: play Cockroach Poker in the browser against the agents.
+
+    cockroach-play                      # http://127.0.0.1:8000, opens the browser
+    cockroach-play --port 9000 --no-browser --save-dir games/
+
+Every finished game is saved as a JSON game record in ``--save-dir`` (default
+``~/.cockroach-play/games``; ``--no-save`` keeps none); ``cockroach-replay GAME.json``
+turns one into an offline HTML page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import webbrowser
+from typing import Sequence
+
+DEFAULT_SAVE_DIR = os.path.join("~", ".cockroach-play", "games")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="cockroach-play", description="Play Cockroach Poker in the browser against shipped checkpoints, baselines or your own agents.")
+    parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1: this machine only)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    parser.add_argument("--no-browser", action="store_true", help="do not open a browser tab")
+    parser.add_argument("--save-dir", default=DEFAULT_SAVE_DIR, help=f"directory for the record of every finished game (default {DEFAULT_SAVE_DIR})")
+    parser.add_argument("--no-save", action="store_true", help="save no game records")
+    parser.add_argument("--max-games", type=int, default=64, help="games held at once (default 64); more are refused with 503")
+    parser.add_argument("--idle-minutes", type=float, default=30.0, help="a game nobody touches for this long is dropped (default 30)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if not 0 < args.port < 65536:
+        print(f"cockroach-play: error: --port {args.port} is not allowed; expected 1 to 65535", file=sys.stderr)
+        return 2
+    try:
+        import uvicorn
+
+        from play.server import create_app
+        from play.store import GameStore
+    except ImportError as error:
+        print(f'cockroach-play: error: {error}; install the web extra with pip install "cockroach-poker-rl[play]"', file=sys.stderr)
+        return 2
+    save_dir = None if args.no_save else os.path.expanduser(args.save_dir)
+    try:
+        store = GameStore(max_games=args.max_games, idle_seconds=args.idle_minutes * 60)
+        app = create_app(store, save_dir=save_dir)
+    except (ValueError, OSError) as error:
+        print(f"cockroach-play: error: {error}", file=sys.stderr)
+        return 2
+    url = f"http://{'127.0.0.1' if args.host in ('0.0.0.0', '::') else args.host}:{args.port}/"
+    print(f"cockroach-play: serving on {url}" + (f"; game records go to {save_dir}" if save_dir else ""))
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"cockroach-play: warning: listening on {args.host}: anyone who can reach it can start games", file=sys.stderr)
+    if not args.no_browser:
+        threading.Timer(1.0, webbrowser.open, args=(url,)).start()
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

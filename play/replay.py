@@ -1,0 +1,75 @@
+"""``cockroach-replay GAME.json -o game.html``: one self-contained HTML page that replays a
+saved game offline: step forward and back, a reveal toggle, every claim marked true or
+false once its card is revealed, and a summary per player.
+
+The page embeds the whole record, deal included (a record holds every hidden card by
+design); it shows hidden cards only while the reveal toggle is on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from importlib import resources
+from typing import Any, Sequence
+
+from cockroach_env.art import art_sheet
+from cockroach_env.config import GameConfig
+from cockroach_env.record import RecordError, load_record
+from play.narrative import claims, frames, summary
+
+
+def replay_data(record: dict[str, Any]) -> dict[str, Any]:
+    """What the replay page shows, computed from a checked record."""
+    config = GameConfig(**record["config"])
+    return {
+        "players": record["players"],
+        "result": record["result"],
+        "meta": record["meta"],
+        "config": record["config"],
+        "frames": frames(record),
+        "claims": claims(record),
+        "summary": summary(record),
+        "art": art_sheet(config.cards.identities),
+    }
+
+
+def replay_html(record: dict[str, Any]) -> str:
+    """The replay page of ``record`` as one HTML document (no network needed to open it)."""
+    load_record(record)
+    template = (resources.files("play") / "static" / "replay.html").read_text(encoding="utf-8")
+    data = json.dumps(replay_data(record), separators=(",", ":")).replace("</", "<\\/")
+    return template.replace("__REPLAY_DATA__", data)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="cockroach-replay", description="Write a saved Cockroach Poker game as one offline HTML replay page.")
+    parser.add_argument("game", help="a game record (JSON) saved by cockroach-play or cockroach-eval --save-games")
+    parser.add_argument("-o", "--output", default=None, help="the HTML file to write (default: GAME with .html)")
+    args = parser.parse_args(argv)
+    output = args.output or os.path.splitext(args.game)[0] + ".html"
+    folder = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(folder):
+        print(f"cockroach-replay: error: the folder of -o {output!r} does not exist", file=sys.stderr)
+        return 2
+    if os.path.isdir(output):
+        print(f"cockroach-replay: error: -o {output!r} is a directory; expected a file name", file=sys.stderr)
+        return 2
+    try:
+        record = load_record(args.game)
+        html = replay_html(record)
+    except RecordError as error:
+        print(f"cockroach-replay: error: {error}", file=sys.stderr)
+        return 2
+    temp = f"{output}.tmp{os.getpid()}"
+    with open(temp, "w", encoding="utf-8") as handle:
+        handle.write(html)
+    os.replace(temp, output)
+    print(f"cockroach-replay: wrote {output} ({len(record['actions'])} moves)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,207 @@
+"""cockroach-play in a real Chromium (Debian's ``chromium``, driven by Playwright).
+
+A human seat plays a whole 4-player game against three shipped ``classic-4p`` agents
+through the page, with the mouse and the keyboard; after every move the screen is
+compared with the server's state. Then the replay page is opened offline and stepped
+through, and the page is checked at a phone width. Screenshots go to
+``$PLAY_SCREENSHOTS`` (default: the test's temporary directory).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("fastapi")
+playwright_api = pytest.importorskip("playwright.sync_api")
+
+from cockroach_env.view import seat_view  # noqa: E402
+from play.store import GameStore  # noqa: E402
+
+from .play_server import running_server  # noqa: E402
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install -y chromium)")]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture()
+def shots(tmp_path):
+    folder = Path(os.environ.get("PLAY_SCREENSHOTS", tmp_path))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def dom_state(page) -> dict:
+    return page.evaluate(
+        """() => {
+        const chips = (root) => Object.fromEntries([...root.querySelectorAll('.chip')].map(c => [c.dataset.card, Number(c.dataset.count)]));
+        const seats = {};
+        for (const s of document.querySelectorAll('.seat[data-agent]')) seats[s.dataset.agent] = {hand: Number(s.dataset.handSize), collection: chips(s), toAct: s.dataset.toAct === '1'};
+        const chain = document.querySelector('#chain');
+        return {
+          version: Number(document.body.dataset.version),
+          hand: Object.fromEntries([...document.querySelectorAll('#hand .card[data-card]')].map(c => [c.dataset.card, Number(c.dataset.count)])),
+          seats, toAct: document.querySelector('#turn').dataset.toAct,
+          chain: {claim: chain.dataset.claim, holder: chain.dataset.holder, card: chain.dataset.card},
+          log: document.querySelectorAll('#log li').length,
+          text: document.body.innerText,
+        };
+    }"""
+    )
+
+
+def check_screen(page, session, seat="player_0") -> None:
+    """The page shows exactly the server's state for ``seat``."""
+    view = seat_view(session.env, seat)
+    screen = dom_state(page)
+    assert screen["version"] == session.version
+    assert screen["hand"] == view["hand"]
+    for agent in view["players"]:
+        assert screen["seats"][agent]["hand"] == view["hand_sizes"][agent], agent
+        assert screen["seats"][agent]["collection"] == view["collections"][agent], agent
+        assert screen["seats"][agent]["toAct"] == (view["to_act"] == agent)
+    assert screen["toAct"] == (view["to_act"] or "")
+    chain = view["chain"]
+    assert screen["chain"] == ({"claim": chain["claim"], "holder": chain["holder"], "card": chain["card"] or ""} if chain else {"claim": "", "holder": "", "card": ""})
+    assert screen["log"] == len(session.env.history)
+
+
+def settle(page, session, seat, timeout=30.0) -> None:
+    """Wait until the server waits for ``seat`` (or the game is over) and the page shows that state."""
+    deadline = time.monotonic() + timeout
+    while not (session.over or session.seat_to_act.agent == seat):
+        assert time.monotonic() < deadline, "the agents did not move"
+        time.sleep(0.01)
+    page.wait_for_function(f"document.body.dataset.version === '{session.version}'", timeout=timeout * 1000)
+
+
+def play_one_move(page, rng, use_keyboard: bool) -> None:
+    if page.locator("#call-true").count():
+        choice = ["t", "f", "p"][int(rng.integers(3 if page.locator("#peek").count() else 2))]
+        if use_keyboard:
+            page.keyboard.press(choice)
+        else:
+            page.click({"t": "#call-true", "f": "#call-false", "p": "#peek"}[choice])
+        return
+    if page.locator("#hand .card.pickable").count() and not page.locator("[data-step=target]").count():  # Royal replacement
+        page.locator("#hand .card.pickable").first.click()
+        return
+    if page.locator("#hand .card.pickable").count():
+        cards = page.locator("#hand .card.pickable")
+        k = int(rng.integers(cards.count()))
+        if use_keyboard:
+            page.keyboard.press(str(k + 1))
+        else:
+            cards.nth(k).click()
+    for step in ("target", "claim"):
+        options = page.locator(f"[data-step={step}] button")
+        k = int(rng.integers(options.count()))
+        if use_keyboard:
+            page.keyboard.press(str(k + 1))
+        else:
+            options.nth(k).click()
+    if use_keyboard:
+        page.keyboard.press("Enter")
+    else:
+        page.click("#submit-move")
+
+
+def test_a_human_plays_a_whole_game_against_three_shipped_agents(browser, shots, tmp_path):
+    store = GameStore(max_games=4, idle_seconds=600)
+    with running_server(store, save_dir=str(tmp_path / "games")) as (url, app):
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(url)
+        page.wait_for_selector("#seat-choices select")
+        assert [page.input_value(f"#seat-{k}") for k in range(4)] == ["human", "classic-4p", "classic-4p", "classic-4p"]
+        page.fill("#seed", "11")
+        page.eval_on_selector("#pace", "e => { e.value = 0; e.dispatchEvent(new Event('input')); }")
+        page.click("#start")
+        page.wait_for_selector("#hand .card")
+        session = next(iter(store))
+        assert [s.label for s in session.seats] == ["human", "classic-4p", "classic-4p", "classic-4p"]
+        rng = np.random.default_rng(11)
+        moves, shot = 0, False
+        while True:
+            settle(page, session, "player_0")
+            check_screen(page, session)
+            if session.over:
+                break
+            if not shot and moves >= 6 and page.locator("#call-true").count():  # a card in play, the human to answer
+                page.screenshot(path=str(shots / "play.png"))
+                shot = True
+            if moves == 10:  # the page goes away mid-game and comes back: the server kept the game
+                page.reload()
+                page.wait_for_selector("#hand .card")
+                settle(page, session, "player_0")
+                check_screen(page, session)
+            before = len(session.actions)
+            play_one_move(page, rng, use_keyboard=moves % 2 == 1)
+            deadline = time.monotonic() + 10
+            while len(session.actions) == before:  # the move reached the server
+                assert time.monotonic() < deadline, f"the page sent no move: {page.inner_text('#move-error')}"
+                time.sleep(0.01)
+            moves += 1
+            assert moves < 400
+        page.wait_for_selector("#end:not([hidden])")
+        loser = session.env.possible_agents[session.env.game.loser]
+        assert page.inner_text("#end-title").startswith(loser)
+        assert page.locator(".reveal-claims li").count() == sum(1 for e in session.env.history if e["type"] in ("offer", "pass"))
+        page.screenshot(path=str(shots / "play-end.png"))
+        assert moves >= 5 and shot and not errors, errors
+        assert session.saved_path and os.path.exists(session.saved_path)
+
+        # the replay page, opened offline and stepped through
+        token = session.seats[0].token
+        html = page.request.get(f"{url}/api/games/{session.game_id}/replay?token={token}").text()
+        replay_file = tmp_path / "replay.html"
+        replay_file.write_text(html)
+        replay = browser.new_page(viewport={"width": 1280, "height": 900})
+        replay.route("**/*", lambda route: route.abort() if not route.request.url.startswith("file:") else route.continue_())
+        replay.goto(replay_file.as_uri())
+        steps = len(session.actions)
+        for step in range(1, steps + 1):
+            replay.keyboard.press("ArrowRight")
+            assert replay.evaluate("document.body.dataset.step") == str(step)
+            if step % 7 == 0:
+                assert replay.locator(".hidden-card").count() == 0, "hidden hands stay hidden without the reveal"
+                assert replay.locator("#centre .card[data-card]").evaluate_all("cards => cards.every(c => c.dataset.card === '')")
+        assert replay.locator("#log li").count() == len(session.env.history)
+        marks = replay.locator("[data-claim-mark]").count()
+        assert marks == sum(1 for e in session.env.history if e["type"] in ("offer", "pass")), "every claim marked once its card is revealed"
+        replay.keyboard.press("ArrowLeft")
+        assert replay.evaluate("document.body.dataset.step") == str(steps - 1)
+        replay.keyboard.press("Home")
+        replay.check("#reveal")
+        assert replay.locator(".hidden-card").count() > 0
+        replay.screenshot(path=str(shots / "replay.png"))
+
+        # a phone: the page fits the width and still shows the hand and the actions
+        phone = browser.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, has_touch=True)
+        phone.goto(url)
+        phone.wait_for_selector("#seat-choices select")
+        phone.eval_on_selector("#pace", "e => { e.value = 0; }")
+        phone.click("#start")
+        phone.wait_for_selector("#hand .card")
+        second = [s for s in store if s is not session][0]
+        settle(phone, second, "player_0")
+        check_screen(phone, second)
+        assert phone.evaluate("document.documentElement.scrollWidth") <= 390
+        box = phone.locator("#hand .card").first.bounding_box()
+        assert box["width"] >= 40 and box["x"] >= 0
+        phone.screenshot(path=str(shots / "play-phone.png"), full_page=True)
+        assert phone.evaluate("document.documentElement.scrollWidth") <= 390
