@@ -1,5 +1,5 @@
 """The layers point one way (STYLE.md): rules engine <- encoding <- env and batched engine
-<- baselines <- training and evaluation <- command line. Read from the source, lazy
+<- baselines <- training and evaluation <- command line and play (the browser game). Read from the source, lazy
 imports inside functions included (``if TYPE_CHECKING:`` blocks are type hints only)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("cockroach_env", "baselines", "training")
-COMMAND_LINES = {"training.cli", "training.eval_cli", "training.exploitability"}
+PACKAGES = ("cockroach_env", "baselines", "training", "play")
+COMMAND_LINES = {"training.cli", "training.eval_cli", "training.exploitability", "play.cli"}
 
 
 def _module_name(path: Path) -> str:
