@@ -116,7 +116,8 @@ def test_config_is_frozen_hashable_and_round_trips_through_a_dict():
         ({"preset": "rainbow+mirror"}, "preset", "'mirror'"),
         ({"looss_count": 3}, "looss_count", None),
         ({"illegal_action": "ignore"}, "illegal_action", "'ignore'"),
-        ({"render_mode": "rgb_array"}, "render_mode", "'rgb_array'"),
+        ({"render_mode": "rgb"}, "render_mode", "'rgb'"),
+        ({"render_viewer": "player_4"}, "render_viewer", "'player_4'"),
         ({"config": {"num_players": 3}}, "config", None),
     ],
 )
