@@ -13,6 +13,8 @@ import baselines
 from cockroach_env import CARD_TYPES, GameConfig, decode_observation, encoding_for, env, raw_env
 from cockroach_env.engine import Game, deal_distribution, random_deal
 
+from .test_batched import BACKENDS, differential
+
 MINI = ("mini", "mini-3p")
 
 
@@ -118,3 +120,21 @@ def test_deal_distribution_is_exact_and_matches_random_deal(preset):
         assert abs(counts[k] / draws - p) <= 5 * np.sqrt(p * (1 - p) / draws) + 1e-9, k
     for _, deal in deals:
         Game(config, deal)  # every deal is a legal start
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"preset": "mini"},
+        {"preset": "mini-3p"},
+        {"preset": "mini+rainbow"},
+        {"num_players": 4, "num_types": 5, "copies_per_type": 4, "loss_count": 3},
+        {"num_players": 3, "num_types": 3, "copies_per_type": 3, "opening_cards": 1, "loss_count": 3},
+    ],
+    ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()),
+)
+def test_batched_engine_plays_like_the_engine_on_smaller_decks(options, backend):
+    config = GameConfig.from_options(**options)
+    seen = differential(config, backend, batch_size=8, finished_games=40, seed=3)
+    assert seen["games"] >= 40 and seen["same_type"] > 0
