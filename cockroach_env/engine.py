@@ -305,6 +305,9 @@ class Game:
             twin.replacement = copy.copy(self.replacement)
         return twin
 
+    def __deepcopy__(self, memo: dict) -> "Game":
+        return self.copy()
+
     # ------------------------------------------------------------------ moves
     def offer(self, card: int, target: int, claim: int) -> None:
         """The round's starter gives ``card`` face down to ``target`` claiming ``claim``."""
