@@ -57,6 +57,7 @@ from open_spiel.python import policy as policy_lib
 from cockroach_env.config import GameConfig
 from cockroach_env.encoding import apply_action, encoding_for, legal_actions, write_state
 from cockroach_env.engine import Deal, Game, Phase
+from cockroach_env.information import information_state_string
 from cockroach_env.observation import decode_observation
 
 SHORT_NAME = "python_cockroach_poker"
@@ -426,14 +427,9 @@ class InformationStateObserver:
                 moves[k, n + shape.public_moves + shape.i + top] = 1.0
 
     def string_from(self, state: CockroachPokerState, player: int) -> str:
-        game = state.p.game
-        if game is None:
+        if state.p.game is None:
             return f"player_{player}: the cards are being dealt"
-        cards = self.shape.config.cards
-        hand = {cards.identities[c]: k for c, k in enumerate(state.p.dealt["hand"][player]) if k}
-        seen = game.chain is not None and player in game.chain.seen
-        record = {"player": player, "dealt_hand": hand, "events": game.events, "card_in_play": cards.identities[game.chain.card] if seen else None}
-        return json.dumps(record, sort_keys=True)
+        return information_state_string(state.p.game, player, state.p.dealt["hand"][player])
 
 
 # ---------------------------------------------------------------------------- agents as a policy

@@ -189,3 +189,20 @@ def test_mixtures_equal_openspiels_policy_aggregator():
     theirs = exploitability.nash_conv(game, aggregate, return_only_nash_conv=False)
     ours = evaluate([list(zip(w, c)) for w, c in zip(weights, components)], config)
     np.testing.assert_allclose(ours.best_response_values - ours.policy_values, theirs.player_improvements, atol=1e-9)
+
+
+def test_cfr_average_policies_are_evaluated_like_openspiel():
+    """Information-state policies (here OpenSpiel's CFR+ average policy) evaluate to OpenSpiel's NashConv."""
+    from open_spiel.python.algorithms import cfr, exploitability
+
+    from training.exact import InformationSetPolicy
+
+    game = load({**MICRO, "num_types": 3, "discard": 4})
+    solver = cfr.CFRPlusSolver(game)
+    for _ in range(5):
+        solver.evaluate_and_update_policy()
+    average = solver.average_policy()
+    theirs = exploitability.nash_conv(game, average, return_only_nash_conv=False)
+    ours = evaluate(InformationSetPolicy.from_openspiel(average), game.config)
+    np.testing.assert_allclose(ours.best_response_values - ours.policy_values, theirs.player_improvements, atol=1e-9)
+    assert ours.nash_conv > 0
