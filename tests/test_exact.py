@@ -109,3 +109,20 @@ def test_mini_presets_are_evaluated_in_full(preset):
     assert result.nash_conv > 0
     assert np.all(result.best_response_values >= result.policy_values - 1e-12)
     np.testing.assert_allclose(result.policy_values.sum(), 0.0, atol=1e-9)  # zero-sum
+
+
+def test_cockroach_exploit_exact_for_a_baseline(tmp_path, capsys):
+    import json
+
+    from training.exploitability import main
+
+    out = tmp_path / "exact.json"
+    assert main(["honest", "--exact", "--preset", "mini", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    config = GameConfig.from_options(preset="mini")
+    assert report["nash_conv"] == pytest.approx(nash_conv(baselines.make("honest", config), config), abs=1e-12)
+    assert report["tree"]["information_sets"] == game_tree(config).sizes()["information_sets"]
+    assert "NashConv" in capsys.readouterr().out
+    # the printed duel is far too big to traverse: a clear refusal, not a hang
+    assert main(["honest", "--exact", "--preset", "duel"]) == 2
+    assert "distinct deals" in capsys.readouterr().err

@@ -195,7 +195,11 @@ def build_tree(config: GameConfig, max_nodes: int = DEFAULT_MAX_NODES) -> GameTr
             child_public = public.setdefault((public_id, new_events), len(public))
             expand(child, node, a, level + 1, p, hands, child_public)
 
-    for p, deal in deal_distribution(config):
+    try:
+        deals = deal_distribution(config, limit=max_nodes)
+    except ValueError as error:
+        raise TreeTooLarge(f"{error}; the game tree would exceed max_nodes={max_nodes}") from None
+    for p, deal in deals:
         game = Game(config, deal)
         opening = public.setdefault((-1, repr(game.events[0])), len(public))
         expand(game, -1, -1, 0, p, tuple(tuple(h) for h in deal.hands), opening)
