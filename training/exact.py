@@ -409,6 +409,42 @@ def _best_response_value(tree: GameTree, levels: list[np.ndarray], seat: int, ot
     return float(value[levels[0]].sum())
 
 
+def efg_string(tree: GameTree) -> str:
+    """The tree in Gambit's extensive-form format, for ``pyspiel.load_efg_game``.
+
+    OpenSpiel's C++ solvers (``pyspiel.CFRSolver``, ``CFRPlusSolver``, ``nash_conv``) then run
+    on the game as a C++ tree, far faster than through the Python game. The root is a chance
+    node over the deals; action ``"a<k>"`` is env action index ``k``; information set
+    ``"I<k>"`` is the tree's information set ``k`` (numbered per player in the file).
+    """
+    n = tree.num_players
+    children: list[list[int]] = [[] for _ in range(tree.num_nodes)]
+    for node, up in enumerate(tree.parent.tolist()):
+        if up >= 0:
+            children[up].append(node)
+    local = np.zeros(len(tree.infoset_seat), np.int64)
+    for seat in range(n):
+        mine = np.flatnonzero(tree.infoset_seat == seat)
+        local[mine] = np.arange(1, len(mine) + 1)
+    players = " ".join(f'"player_{s}"' for s in range(n))
+    roots = np.flatnonzero(tree.parent < 0)
+    lines = [f'EFG 2 R "cockroach poker" {{ {players} }} ""', 'c "deal" 1 "" { ' + " ".join(f'"d{k}" {float(tree.chance[r])!r}' for k, r in enumerate(roots)) + " } 0"]
+    outcome = 0
+    stack = list(reversed(roots.tolist()))
+    player, infoset, action, returns = tree.player.tolist(), tree.infoset.tolist(), tree.action.tolist(), tree.returns
+    while stack:
+        node = stack.pop()
+        if player[node] < 0:
+            outcome += 1
+            lines.append(f't "" {outcome} "" {{ ' + " ".join(repr(float(v)) for v in returns[node]) + " }")
+            continue
+        kids = children[node]
+        names = " ".join(f'"a{action[c]}"' for c in kids)
+        lines.append(f'p "" {player[node] + 1} {local[infoset[node]]} "I{infoset[node]}" {{ {names} }} 0')
+        stack.extend(reversed(kids))
+    return "\n".join(lines) + "\n"
+
+
 def best_response_values(profile: Any, config: GameConfig) -> np.ndarray:
     """(N,) float64: the best-response value of each seat against the profile's other seats (exact)."""
     return evaluate(profile, config).best_response_values
