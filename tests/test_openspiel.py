@@ -26,6 +26,7 @@ RULE_SETS = [
     {"num_players": 3, "edition": "royal"},
     {"num_players": 2, "edition": "royal", "blank_counts_as_royal": True},
     {"num_players": 3, "max_steps": 12},
+    {"preset": "mini", "starter": 1},
 ]
 
 
