@@ -54,7 +54,7 @@ def test_preset_list_equals_plus_string():
 def test_every_preset_builds_for_its_player_counts():
     for name in PRESETS:
         for n in range(2, 7):
-            if name == "duel" or (name == "three-of-a-kind" and n == 2):  # three of a kind: 3-6 players (RULES.md)
+            if name in ("duel", "mini", "mini-3p") or (name == "three-of-a-kind" and n == 2):  # fixed player counts; three of a kind: 3-6 players (RULES.md)
                 continue
             GameConfig.from_options(preset=name, num_players=n)
 
