@@ -28,6 +28,9 @@ Fairness
   deal ``d``), so luck of the cards cancels between entries. ``duplicate=False``
   deals every game afresh (still rotating seats).
 * **Reproducible.** Deals and the agents' generators derive from ``seed`` alone.
+* **Mixtures** (``training.mixture.MixtureAgent``, e.g. a PSRO checkpoint) draw one
+  member per game and lineup entry, with the mixture's weights, from a generator of
+  ``(seed, game, entry)``; that member plays the entry's every decision in the game.
 
 Engines
 -------
@@ -571,6 +574,23 @@ def _legal_action(action: Any, mask: np.ndarray) -> bool:
     return index == action and 0 <= index < len(mask) and bool(mask[index])
 
 
+def _mixture_members(config: GameConfig, seed: int, chunk, entrants: list[Entrant], of_entry: np.ndarray) -> np.ndarray:
+    """``(G, N)``: the member of a mixture entrant sitting at each seat of each game of ``chunk`` (-1 for other entrants)."""
+    from training.mixture import is_mixture
+
+    n = config.num_players
+    members = np.full((len(chunk), n), -1, np.int64)
+    mixtures = [k for k, e in enumerate(entrants) if is_mixture(e.agent)]
+    if not mixtures:
+        return members
+    for g, game in enumerate(chunk):
+        for seat, entry in enumerate(seat_entries(n, game.rotation)):
+            entrant = entrants[of_entry[entry]]
+            if of_entry[entry] in mixtures:
+                members[g, seat] = entrant.agent.draw_member(np.random.default_rng([seed, 104729, game.index, entry]))
+    return members
+
+
 def _run_aec(config, seed, chunk, entrants, of_entry, behaviour, bar) -> list[GameRecord]:
     """Play a chunk of games on AEC envs in lock step: one decision per unfinished game per step."""
     from cockroach_env.env import raw_env
@@ -582,6 +602,7 @@ def _run_aec(config, seed, chunk, entrants, of_entry, behaviour, bar) -> list[Ga
         env.reset(options=_reset_options(deal_for(config, seed, game.deal), config, env.possible_agents))
         envs.append(env)
     seat_entrant = np.array([of_entry[seat_entries(n, g.rotation)] for g in chunk])  # (G, N)
+    seat_member = _mixture_members(config, seed, chunk, entrants, of_entry)
     records: list[GameRecord | None] = [None] * len(chunk)
     active = list(range(len(chunk)))
     while active:
@@ -592,7 +613,8 @@ def _run_aec(config, seed, chunk, entrants, of_entry, behaviour, bar) -> list[Ga
             seat = env.game.current
             entrant = entrants[seat_entrant[k, seat]]
             observation = env.observe(env.agent_selection)
-            action = entrant.agent.act(observation)
+            member = seat_member[k, seat]
+            action = (entrant.agent.members[member] if member >= 0 else entrant.agent).act(observation)
             if not _legal_action(action, observation["action_mask"]):
                 raise _illegal(entrant, seat, chunk[k].index, action, config, observation["action_mask"])
             env.step(int(action))
@@ -620,6 +642,7 @@ def _run_batched(config, seed, chunk, entrants, of_entry, behaviour, bar) -> lis
     games = BatchedGames(config, batch_size=size, seed=seed)
     step = games.reset(deals=[deal_for(config, seed, g.deal) for g in chunk])
     seat_entrant = np.array([of_entry[seat_entries(n, g.rotation)] for g in chunk])
+    seat_member = _mixture_members(config, seed, chunk, entrants, of_entry)
     records: list[GameRecord | None] = [None] * size
     active = np.ones(size, dtype=bool)
     steps = np.zeros(size, np.int64)
@@ -632,7 +655,7 @@ def _run_batched(config, seed, chunk, entrants, of_entry, behaviour, bar) -> lis
             mine = np.flatnonzero(active & (acting == k))
             if mine.size == 0:
                 continue
-            chosen = np.asarray(entrant.agent.act_batch(step.observation[mine], step.action_mask[mine]))
+            chosen = _batch_actions(entrant.agent, seat_member[mine, to_act[mine]], step.observation[mine], step.action_mask[mine])
             if chosen.shape != (mine.size,):
                 raise ArenaError(f"agent {entrant.name!r}: act_batch returned shape {chosen.shape} for {mine.size} observations; expected ({mine.size},)")
             for j, b in enumerate(mine):
@@ -652,6 +675,17 @@ def _run_batched(config, seed, chunk, entrants, of_entry, behaviour, bar) -> lis
         if bar is not None and ended.size:
             bar.update(int(ended.size))
     return records  # type: ignore[return-value]
+
+
+def _batch_actions(agent: Any, members: np.ndarray, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    """``agent.act_batch``, or for a mixture each drawn member's ``act_batch`` on its own rows (``members``: -1 for a plain agent)."""
+    if members.size == 0 or members[0] < 0:
+        return np.asarray(agent.act_batch(observations, masks))
+    chosen = np.zeros(len(members), np.int64)
+    for member in np.unique(members):
+        rows = np.flatnonzero(members == member)
+        chosen[rows] = np.asarray(agent.members[member].act_batch(observations[rows], masks[rows])).reshape(-1)
+    return chosen
 
 
 def _reset_options(deal: Deal, config: GameConfig, agents: Sequence[str]) -> dict[str, Any]:
