@@ -806,12 +806,12 @@ class _NoWriter:
     flush = close = add_scalar
 
 
-def _prepare_csv(path: Path, columns: list[str], resume_update: int | None) -> None:
-    """Start a fresh CSV, or on resume drop the rows written after the checkpoint."""
+def _prepare_csv(path: Path, columns: list[str], resume_update: int | None, key: str = "update") -> None:
+    """Start a fresh CSV, or on resume drop the rows written after the checkpoint (whose ``key`` column exceeds ``resume_update``)."""
     rows = []
     if resume_update is not None and path.exists():
         with path.open(newline="") as handle:
-            rows = [r for r in csv.DictReader(handle) if int(r["update"]) <= resume_update]
+            rows = [r for r in csv.DictReader(handle) if int(r[key]) <= resume_update]
     with path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, columns)
         writer.writeheader()

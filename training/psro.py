@@ -107,7 +107,7 @@ def train(
         _play_new_tables(workers, config, members, meta_game, iteration=0)
         state.meta_game = meta_game.to_dict()
     state.commands.append(command)
-    _prepare_csv(run_dir / "psro.csv", LOG_COLUMNS, state.iteration if resume else None)
+    _prepare_csv(run_dir / "psro.csv", LOG_COLUMNS, state.iteration if resume else None, key="iteration")
     started = time.perf_counter() - state.wall_seconds
     stop_reason = None
     resumed_iteration = state.iteration + 1 if resume else None
