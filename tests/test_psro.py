@@ -163,3 +163,29 @@ def test_the_psro_config_is_validated():
         load_config(None, ["algorithm=nfsp"])
     with pytest.raises(ConfigError, match=r"iterations=0 is not allowed"):
         load_config(None, ["psro.iterations=0"])
+
+
+# ---------------------------------------------------------------------------- Ray
+
+
+@pytest.mark.slow
+def test_psro_on_a_local_ray_cluster_gives_the_single_process_result(tmp_path):
+    """Two best responses per iteration and the payoff tables run as Ray tasks on a local cluster: the same mixture as in one process."""
+    pytest.importorskip("ray")
+    parallel = ["--set", "psro.best_responses_per_iteration=2"]
+    assert _psro(tmp_path, "here", 2, *parallel) == 0
+    assert _psro(tmp_path, "ray", 2, *parallel, "--ray") == 0
+    here = ckpt.load_checkpoint(tmp_path / "here" / "final")
+    on_ray = ckpt.load_checkpoint(tmp_path / "ray" / "final")
+    assert len(here.metadata["mixture"]["members"]) == 5
+    for key, value in here.tensors.items():
+        assert torch.equal(value, on_ray.tensors[key]), key
+    assert here.metadata["psro"]["meta_game"] == on_ray.metadata["psro"]["meta_game"]
+    assert here.metadata["mixture"] == on_ray.metadata["mixture"]
+
+
+def test_ray_is_refused_for_ppo():
+    from training.cli import main
+
+    assert main(["--ray", "--set", "algorithm=ppo", "--print-config"]) == 0  # printing needs no cluster
+    assert main(["--ray", "--set", "schedule.total_decisions=10", "--set", "output_dir=/nonexistent-psro-test"]) == 2
