@@ -189,3 +189,21 @@ def test_ray_is_refused_for_ppo():
 
     assert main(["--ray", "--set", "algorithm=ppo", "--print-config"]) == 0  # printing needs no cluster
     assert main(["--ray", "--set", "schedule.total_decisions=10", "--set", "output_dir=/nonexistent-psro-test"]) == 2
+
+
+def test_cockroach_exploit_trains_against_a_mixture_drawn_per_seat_and_game(tmp_path, capsys):
+    from training.exploitability import main
+
+    game = GameConfig(num_players=3)
+    models = [ActorCritic(game, [8], seed=s) for s in range(2)]
+    meta = {"game_config": game.to_dict(), "model": {"hidden_sizes": [8], "activation": "tanh", "card_counting": False}, "name": "mix"}
+    save_mixture_checkpoint(tmp_path / "mix", models, [0.3, 0.7], ["a", "b"], meta)
+    report = tmp_path / "report.json"
+    sets = ["ppo.num_envs=16", "ppo.num_steps=8", "evaluation.every=0", "schedule.checkpoint_every=2"]
+    argv = [str(tmp_path / "mix"), "--decisions", "256", "--games", "30", "--output-dir", str(tmp_path), "--json", str(report), "--no-progress"]
+    assert main(argv + [a for s in sets for a in ("--set", s)]) == 0
+    result = json.loads(report.read_text())
+    assert result["mixture_members"] == 2 and result["games"] == 30 and result["parity"] == pytest.approx(1 / 3)
+    run = ckpt.read_metadata(tmp_path / "exploit_mix" / "checkpoint")
+    assert run["progress"]["population"] == {"names": ["a", "b"], "weights": [0.3, 0.7]}
+    assert run["training_config"]["opponents"]["population"] == 1.0 and run["training_config"]["opponents"]["baselines"] == {}
