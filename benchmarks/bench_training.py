@@ -13,6 +13,16 @@ Target (issue 6): at least 20,000 decisions per second for configs/ppo_4p.yaml o
 2-core machine. The machine's load average is printed, since other processes on the
 same cores lower the figure.
 
+``--compare REF`` measures the code at git ``REF`` (default: the commit before the
+throughput work of issue 13) and this tree alternately, each run in a fresh process,
+``--rounds`` times, and prints both medians and their ratio; with teammates' jobs on
+the same cores, only interleaved figures compare. ``--profile`` prints where the time
+of the training loop goes (engine, network inference, action sampling, opponents, GAE,
+update), measured with ``cProfile`` on the real loop:
+
+    python benchmarks/bench_training.py --compare --rounds 3 --updates 20
+    python benchmarks/bench_training.py --profile --updates 12
+
 ``--strength CHECKPOINT`` measures the strength targets of a trained checkpoint in the
 arena instead (seat rotation, duplicate deals, 95% Wilson intervals):
 
@@ -45,6 +55,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 TARGET = 20_000
+BASELINE = "1f10436"
+"""The commit before issue 13's throughput work."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,7 +69,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="arena seed for --strength (default 0)")
     parser.add_argument("--exploit", metavar="CHECKPOINT", help="measure the exploitability target of a checkpoint instead of the throughput")
     parser.add_argument("--decisions", type=int, default=5_000_000, help="best-response budget for --exploit (default 5,000,000)")
+    parser.add_argument("--compare", nargs="?", const=BASELINE, metavar="REF", help=f"alternate runs of git REF (default {BASELINE}) and this tree; print the ratio")
+    parser.add_argument("--rounds", type=int, default=3, help="runs of each side for --compare (default 3)")
+    parser.add_argument("--profile", action="store_true", help="print where the training loop's time goes")
     args = parser.parse_args(argv)
+    if args.compare:
+        return compare(args.compare, args.rounds, args.config, args.updates, args.overrides)
+    if args.profile:
+        return profile(args.config, args.updates, args.overrides)
     if args.strength:
         return strength(args.strength, args.games, args.seed)
     if args.exploit:
@@ -88,6 +107,84 @@ def main(argv: list[str] | None = None) -> int:
     print(f"end to end, after the first update: {steady:,.0f} decisions/s")
     print(f"end to end, whole run incl. start-up and checkpoint: {len(rows) * per_update / total:,.0f} decisions/s ({total:.1f} s)")
     print(f"target {TARGET:,} decisions/s: {'met' if steady >= TARGET else 'NOT met'}")
+    return 0
+
+
+def _bench_config(path: str, updates: int, overrides: list[str], out: str):
+    from training.config import load_config
+
+    config = load_config(path, [*overrides, f"output_dir={out}", "name=bench", "evaluation.every=0", "evaluation.final_games=0"])
+    config.schedule.total_decisions = updates * config.ppo.num_envs * config.ppo.num_steps
+    config.schedule.checkpoint_every = updates
+    config.schedule.time_limit_minutes = None
+    return config
+
+
+def compare(ref: str, rounds: int, config: str, updates: int, overrides: list[str]) -> int:
+    """Alternate fresh-process runs of git ``ref`` and of this tree; medians and their ratio."""
+    import re
+    import statistics
+    import subprocess
+    import tarfile
+
+    line = re.compile(r"end to end, after the first update: ([\d,]+) decisions/s")
+    with tempfile.TemporaryDirectory() as old_tree:
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], check=True, capture_output=True).stdout
+        with tarfile.open(fileobj=__import__("io").BytesIO(archive)) as tar:
+            tar.extractall(old_tree, filter="data")
+        trees = {f"old ({ref})": Path(old_tree), "new (this tree)": ROOT}
+        figures: dict[str, list[float]] = {name: [] for name in trees}
+        loads = []
+        for r in range(rounds):
+            for name, tree in trees.items():
+                loads.append(os.getloadavg()[0])
+                argv = [sys.executable, str(tree / "benchmarks" / "bench_training.py"), "--config", config, "--updates", str(updates), *[a for s in overrides for a in ("--set", s)]]
+                done = subprocess.run(argv, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True)
+                match = line.search(done.stdout)
+                if done.returncode or not match:
+                    print(f"{name}: the benchmark failed:\n{done.stdout}\n{done.stderr}", file=sys.stderr)
+                    return 2
+                figures[name].append(float(match[1].replace(",", "")))
+                print(f"round {r + 1} {name}: {figures[name][-1]:,.0f} decisions/s (load average {loads[-1]:.2f})", flush=True)
+    old, new = (statistics.median(v) for v in figures.values())
+    print(f"config {config}, {updates} updates per run, {rounds} rounds, cpu cores {os.cpu_count()}, load average {min(loads):.2f} to {max(loads):.2f}")
+    print(f"median old {old:,.0f} decisions/s, new {new:,.0f} decisions/s: new/old = {new / old:.2f}")
+    return 0
+
+
+PHASES = {
+    "engine (BatchedGames.step, reset)": ["batched.py:.*\\((step|reset)\\)"],
+    "network inference (forward in the rollout)": ["model.py:.*\\(sample\\)"],
+    "opponents (baselines' act_batch)": ["baselines/.*\\(act_batch\\)"],
+    "GAE": ["ppo.py:.*\\(_advantages\\)"],
+    "update (PPO epochs)": ["ppo.py:.*\\(_update\\)"],
+}
+
+
+def profile(path: str, updates: int, overrides: list[str]) -> int:
+    """Where the time of the training loop goes: cumulative time of its parts under cProfile (which adds some overhead)."""
+    import cProfile
+    import pstats
+    import re
+
+    from training.ppo import train
+
+    with tempfile.TemporaryDirectory() as out:
+        train(_bench_config(path, 2, overrides, out), progress_bar=False)  # compile the engine first
+        config = _bench_config(path, updates, overrides, out + "/profiled")
+        profiler = cProfile.Profile()
+        started = time.perf_counter()
+        profiler.runcall(train, config, progress_bar=False)
+        total = time.perf_counter() - started
+    stats = pstats.Stats(profiler).stats
+    decisions = updates * config.ppo.num_envs * config.ppo.num_steps
+    print(f"config {path}: {updates} updates, {decisions:,} decisions in {total:.1f} s under cProfile ({decisions / total:,.0f} decisions/s), load average {os.getloadavg()[0]:.2f}")
+    accounted = 0.0
+    for phase, patterns in PHASES.items():
+        seconds = sum(v[3] for (file, lineno, name), v in stats.items() if any(re.search(p, f"{file}:{lineno}({name})") for p in patterns))
+        accounted += seconds
+        print(f"  {phase:45s} {seconds:6.1f} s  {100 * seconds / total:5.1f}%")
+    print(f"  {'the rest (rollout bookkeeping, logs, checkpoint)':45s} {total - accounted:6.1f} s  {100 * (total - accounted) / total:5.1f}%")
     return 0
 
 

@@ -84,7 +84,10 @@ def train(
     base_run: dict | None = None,
     ray_address: str | None = None,
 ) -> Path:
-    """Run (or resume) PSRO for ``config``; return the path of the final mixture checkpoint."""
+    """Run (or resume) PSRO for ``config``; return the path of the final mixture checkpoint.
+
+    PSRO prints one line per iteration; ``progress_bar`` is accepted for the CLI's sake (the best responses run without bars).
+    """
     game = config.game_config()
     psro = config.psro
     run_dir = config.run_dir
@@ -150,9 +153,8 @@ def train(
         }  # fmt: skip
         state.history.append(row)
         _append_csv(run_dir / "psro.csv", LOG_COLUMNS, row)
-        if progress_bar:
-            print(f"psro iteration {iteration}/{psro.iterations}: {len(members)} members, best-response gain {100 * gain:+.1f} points, "
-                  f"meta NashConv {100 * row['meta_nash_conv']:.2f} points, {state.wall_seconds:.0f} s", file=sys.stderr)  # fmt: skip
+        print(f"psro iteration {iteration}/{psro.iterations}: {len(members)} members, best-response gain {100 * gain:+.1f} points, "
+              f"meta NashConv {100 * row['meta_nash_conv']:.2f} points, {state.wall_seconds:.0f} s", file=sys.stderr)  # fmt: skip
         _save(run_dir / CHECKPOINT_NAME, config, members, state, command)
         limit = config.schedule.time_limit_minutes
         if limit is not None and state.wall_seconds > 60 * limit and iteration < psro.iterations:
