@@ -207,3 +207,22 @@ def test_cockroach_exploit_trains_against_a_mixture_drawn_per_seat_and_game(tmp_
     run = ckpt.read_metadata(tmp_path / "exploit_mix" / "checkpoint")
     assert run["progress"]["population"] == {"names": ["a", "b"], "weights": [0.3, 0.7]}
     assert run["training_config"]["opponents"]["population"] == 1.0 and run["training_config"]["opponents"]["baselines"] == {}
+
+
+@pytest.mark.slow
+def test_a_league_on_a_local_ray_cluster_equals_the_league_here():
+    pytest.importorskip("ray")
+    from training.arena import play_league
+    from training.distributed import executor
+
+    game = GameConfig(num_players=2)
+    pool = ["random", "honest", "heuristic"]
+    here = play_league(pool, game, games=20, seed=4)
+    workers = executor("local", num_cpus=2)
+    try:
+        on_ray = play_league(pool, game, games=20, seed=4, workers=workers)
+    finally:
+        workers.close()
+    assert here.to_json()["agents"] == on_ray.to_json()["agents"]
+    assert [(r.table, r.loser_seat, r.steps) for r in here.records] == [(r.table, r.loser_seat, r.steps) for r in on_ray.records]
+    assert [r.to_dict() for r in here.ratings] == [r.to_dict() for r in on_ray.ratings]

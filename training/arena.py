@@ -710,11 +710,14 @@ def play_league(
     engine: str = "auto",
     batch_size: int = 1024,
     progress: bool | None = False,
+    workers: Any = None,
 ) -> MatchResult:
     """Round robin: a match of ``games`` games at every table of ``num_players`` distinct agents of ``pool``.
 
     Returns per-agent reports pooled over all tables, and OpenSkill Plackett-Luce
     ratings over every game (the loser last, the others tied), rated in schedule order.
+    ``workers`` (a ``training.distributed`` executor) plays the tables as parallel tasks,
+    with the same result; every agent of ``pool`` must then be loadable where the tasks run.
     """
     config = config if config is not None else GameConfig()
     pool = expand_lineup(list(pool))
@@ -730,9 +733,12 @@ def play_league(
     totals: dict[str, AgentReport] = {}
     engines = set()
     n = config.num_players
+    jobs = []
     for t, table in enumerate(tables):
         table_seed = int(np.random.SeedSequence([seed, t]).generate_state(1)[0] % 2**31)
-        result = play_match([pool[i] for i in table], config, games, seed=table_seed, duplicate=duplicate, engine=engine, batch_size=batch_size, progress=progress)
+        jobs.append(([pool[i] for i in table], config, games, table_seed, duplicate, engine, batch_size, progress if workers is None else False))
+    results = workers.map(play_match, jobs) if workers is not None else (play_match(*job) for job in jobs)
+    for t, (table, result) in enumerate(zip(tables, results)):
         engines.add(result.engine)
         table_names = [names[i] for i in table]
         for record in result.records:

@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--engine", choices=ENGINES, default="auto", help="batched engine, AEC env, or auto: batched when every agent supports it (default)")
     parser.add_argument("--batch-size", type=int, default=1024, help="games played in lock step (default 1024)")
     parser.add_argument("--league", action="store_true", help="round robin over the agents as a pool; prints OpenSkill Plackett-Luce ratings")
+    parser.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS", help="--league only: play the tables as Ray tasks on the cluster at ADDRESS, or on a local cluster without one (the [ray] extra; docs/scaling.md)")
     parser.add_argument("--json", metavar="PATH", default=None, help="write the results as JSON to PATH ('-' for stdout, replacing the table)")
     parser.add_argument("--plot", metavar="PNG", default=None, help="write a bar chart of loss rates with 95%% intervals")
     parser.add_argument("--quiet", action="store_true", help="no table and no progress bar")
@@ -91,8 +92,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         default_players = (4 if len(entries) >= 4 else len(entries)) if args.league else len(entries)
         config = config_from_args(args, default_players)
         common = dict(games=args.games, seed=args.seed, duplicate=not args.no_duplicate, engine=args.engine, batch_size=args.batch_size, progress=False if args.quiet else None)
+        if args.ray is not None and not args.league:
+            raise ArenaError("--ray plays the tables of a league in parallel; add --league (a single match is one task)")
         if args.league:
-            result = play_league(entries, config, **common)
+            from training.distributed import executor
+
+            workers = executor(args.ray) if args.ray is not None else None
+            try:
+                result = play_league(entries, config, **common, workers=workers)
+            finally:
+                if workers is not None:
+                    workers.close()
         else:
             result = play_match(entries, config, **common)
     except (ArenaError, ValueError) as error:
