@@ -55,15 +55,6 @@ def _layer(inputs: int, outputs: int, std: float, generator: torch.Generator | N
     return layer
 
 
-def legal_probabilities(log_policy: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """``exp(log_policy)``, with exactly 0 for illegal actions, without exponentiating their huge negative log-probabilities.
-
-    The same values as ``log_policy.exp()``, but CPU ``exp`` takes a slow path on inputs
-    below about -88 (those that underflow), which the masked entries all are.
-    """
-    return torch.where(mask, log_policy.masked_fill(~mask, 0.0).exp(), 0.0)
-
-
 class CardCounting(nn.Module):
     """Inputs a card counter computes, derived from the observation (no hidden information).
 
@@ -157,7 +148,7 @@ class ActorCritic(nn.Module):
         logits, value = self(obs, mask)
         logp_all = torch.log_softmax(logits, dim=-1)
         logprob = logp_all.gather(1, action[:, None]).squeeze(1)
-        entropy = -(legal_probabilities(logp_all, mask) * logp_all.masked_fill(~mask, 0.0)).sum(-1)
+        entropy = -(logp_all.exp() * logp_all).sum(-1)
         return logprob, entropy, value, logp_all
 
 

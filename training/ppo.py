@@ -54,7 +54,7 @@ from cockroach_env.config import GameConfig
 from cockroach_env.encoding import encoding_for
 from training import checkpoint as ckpt
 from training.config import TrainConfig, config_from_dict
-from training.model import ActorCritic, PolicyAgent, legal_probabilities
+from training.model import ActorCritic, PolicyAgent
 
 SELF = "self"
 SNAPSHOT = "snapshot"
@@ -534,7 +534,7 @@ def _update(learner: Learner, advantages: np.ndarray, returns: np.ndarray, train
             if learner.magnet is not None:  # KL(policy || magnet) over the legal actions (illegal ones have probability 0)
                 with torch.no_grad():
                     magnet_log_policy = torch.log_softmax(learner.magnet(b_obs[mb], b_mask[mb])[0], dim=-1)
-                magnet_kl = (legal_probabilities(log_policy, b_mask[mb]) * (log_policy - magnet_log_policy).masked_fill(~b_mask[mb], 0.0)).sum(-1).mean()
+                magnet_kl = (log_policy.exp() * (log_policy - magnet_log_policy)).sum(-1).mean()
                 loss = loss + ppo.magnet_coef * magnet_kl
             optimizer.zero_grad()
             loss.backward()
