@@ -107,10 +107,11 @@ def scaling(iterations: int, decisions: int) -> int:
             results[label] = seconds
             responses = 2 * iterations
             print(f"{label}: {seconds:.1f} s for {iterations} iterations ({responses} best responses of {decisions:,} decisions, {tables} payoff tables of 200 games); load average {load:.2f}")
-            print(f"    best-response phase {br:.1f} s ({br / responses / decisions * 1e6:.1f} s per million decisions per best response, wall),"
-                  f" payoff phase {payoff:.1f} s ({payoff / tables * 0.5:.2f} s per 100 games per table, wall)")  # fmt: skip
+            print(f"    best-response phase {br:.1f} s wall ({br / responses / decisions * 1e6:.1f} s per million best-response decisions),"
+                  f" payoff phase {payoff:.1f} s wall ({payoff / tables * 0.5:.2f} s per 100 games of a table)")  # fmt: skip
     del torch
-    print(f"throughput ratio, 2 workers / 1 worker: {results['Ray, 1 worker'] / results['Ray, 2 workers']:.2f}x; one process / Ray with 1 worker: {results['one process'] / results['Ray, 1 worker']:.2f}x")
+    print(f"throughput ratio, Ray with 2 workers / Ray with 1 worker: {results['Ray, 1 worker'] / results['Ray, 2 workers']:.2f}x; "
+          f"Ray with 1 worker / one process: {results['one process'] / results['Ray, 1 worker']:.2f}x (Ray's start-up and task overhead)")  # fmt: skip
     return 0
 
 

@@ -168,10 +168,20 @@ def test_the_psro_config_is_validated():
 # ---------------------------------------------------------------------------- Ray
 
 
-@pytest.mark.slow
-def test_psro_on_a_local_ray_cluster_gives_the_single_process_result(tmp_path):
-    """Two best responses per iteration and the payoff tables run as Ray tasks on a local cluster: the same mixture as in one process."""
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """One local Ray cluster of 2 CPUs for the Ray tests (``--ray`` and the executors use it)."""
     pytest.importorskip("ray")
+    from training.distributed import executor
+
+    workers = executor("local", num_cpus=2)
+    yield workers
+    workers.close()
+
+
+@pytest.mark.slow
+def test_psro_on_a_local_ray_cluster_gives_the_single_process_result(tmp_path, ray_cluster):
+    """Two best responses per iteration and the payoff tables run as Ray tasks on a local cluster: the same mixture as in one process."""
     parallel = ["--set", "psro.best_responses_per_iteration=2"]
     assert _psro(tmp_path, "here", 2, *parallel) == 0
     assert _psro(tmp_path, "ray", 2, *parallel, "--ray") == 0
@@ -210,19 +220,13 @@ def test_cockroach_exploit_trains_against_a_mixture_drawn_per_seat_and_game(tmp_
 
 
 @pytest.mark.slow
-def test_a_league_on_a_local_ray_cluster_equals_the_league_here():
-    pytest.importorskip("ray")
+def test_a_league_on_a_local_ray_cluster_equals_the_league_here(ray_cluster):
     from training.arena import play_league
-    from training.distributed import executor
 
     game = GameConfig(num_players=2)
     pool = ["random", "honest", "heuristic"]
     here = play_league(pool, game, games=20, seed=4)
-    workers = executor("local", num_cpus=2)
-    try:
-        on_ray = play_league(pool, game, games=20, seed=4, workers=workers)
-    finally:
-        workers.close()
+    on_ray = play_league(pool, game, games=20, seed=4, workers=ray_cluster)
     assert here.to_json()["agents"] == on_ray.to_json()["agents"]
     assert [(r.table, r.loser_seat, r.steps) for r in here.records] == [(r.table, r.loser_seat, r.steps) for r in on_ray.records]
     assert [r.to_dict() for r in here.ratings] == [r.to_dict() for r in on_ray.ratings]
