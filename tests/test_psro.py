@@ -152,6 +152,9 @@ def test_psro_trains_a_mixture_and_an_interrupted_run_resumes_exactly(tmp_path):
 
     assert evaluate([str(run / "final"), "random", "--players", "2", "--games", "8", "--quiet"]) == 0
     assert _psro(tmp_path, "split", 3, "--resume", "--set", "psro.payoff_games=32") == 2
+    # another meta-solver on resume: the saved meta-game is solved again
+    assert _psro(tmp_path, "split", 2, "--resume", "--set", "psro.meta_solver=uniform") == 0
+    assert [m["weight"] for m in ckpt.read_metadata(tmp_path / "split" / "final")["mixture"]["members"]] == [1 / 3] * 3
 
 
 def test_the_psro_config_is_validated():

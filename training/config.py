@@ -213,8 +213,8 @@ class PSROConfig:
     """Start each best response from the newest member's weights (else from a fresh network)."""
     payoff_games: int = 400
     """Games per new table of the meta-game (duplicate deals, seat rotation; rounded up to whole rotations)."""
-    meta_solver: str = "prd"
-    """Meta-solver of the meta-game: ``prd`` (projected replicator dynamics), ``regret_matching``, ``alpharank`` or ``uniform``; see ``training.meta_solvers``."""
+    meta_solver: str = "regret_matching"
+    """Meta-solver of the meta-game: ``regret_matching`` (measured best, see ``training.meta_solvers``), ``prd`` (projected replicator dynamics), ``alpharank`` or ``uniform``. May change on ``--resume`` (the saved meta-game is solved again)."""
 
     def validate(self, where: str) -> None:
         from training.meta_solvers import SOLVERS

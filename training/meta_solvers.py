@@ -20,16 +20,23 @@ rate points, parity minus the best member's loss rate.
 
 Solvers (``SOLVERS``), each ``solve(game) -> x``:
 
+* ``regret_matching`` (the default): symmetric self-play of regret matching, its average
+  strategy (Hart and Mas-Colell); a coarse-correlated-equilibrium learner;
 * ``prd``: projected replicator dynamics (Lanctot et al. 2017, the PSRO paper): the
-  replicator flow with every weight kept above ``floor / K``;
-* ``regret_matching``: symmetric self-play of regret matching, its average strategy
-  (Hart and Mas-Colell); a coarse-correlated-equilibrium learner;
+  replicator flow with every weight kept above ``floor / K``, averaged over the second
+  half of its iterates (the flow cycles around the equilibria of cyclic games, so its
+  last iterate can be far from one);
 * ``alpharank``: single-population alpha-rank (Omidshafiei et al. 2019), the
   stationary distribution of a mutation-selection chain over the members;
 * ``uniform``: every member equally (fictitious play over the population, PSRO's
   simplest meta-solver).
 
-``benchmarks/bench_psro.py`` measures them; ``training.psro`` uses ``prd`` by default.
+``python benchmarks/bench_psro.py --solvers CHECKPOINT`` measures them on a PSRO run's
+meta-game. On the 4-player classic meta-game of ``configs/psro_4p.yaml`` after three
+iterations (4 members, strongly cyclic: the random first member never loses at a table
+of three copies of the third best response), the NashConv of their strategies was:
+regret matching 0.013, uniform 0.093, PRD 0.081 (0.249 for its last iterate, the
+textbook version), alpha-rank 0.113; so ``regret_matching`` is the default.
 """
 
 from __future__ import annotations
@@ -144,17 +151,20 @@ class MetaGame:
 
 
 def projected_replicator_dynamics(game: MetaGame, iterations: int = 20_000, step: float = 0.5, floor: float = 1e-3) -> np.ndarray:
-    """Replicator flow ``x_i += step * x_i (u(i|x) - x.u)``, projected onto ``{x >= floor/K, sum x = 1}``; the last iterate.
+    """Replicator flow ``x_i += step * x_i (u(i|x) - x.u)``, projected onto ``{x >= floor/K, sum x = 1}``; the mean of the second half of the iterates.
 
     ``step`` is in payoff units of loss rate (payoffs lie in [-1, 0]).
     """
     k = game.size
     x = np.full(k, 1.0 / k)
     lowest = floor / k
-    for _ in range(iterations):
+    total = np.zeros(k)
+    for t in range(iterations):
         u = game.expected_payoffs(x)
         x = _project_simplex(x + step * x * (u - np.dot(x, u)), lowest)
-    return x
+        if t >= iterations // 2:
+            total += x
+    return total / total.sum()
 
 
 def regret_matching(game: MetaGame, iterations: int = 20_000) -> np.ndarray:

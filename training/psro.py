@@ -52,7 +52,7 @@ from training.model import ActorCritic, PolicyAgent
 from training.ppo import AGENT_NAME, CHECKPOINT_NAME, RESUMABLE_CHANGES, Population, _append_csv, _diff, _prepare_csv, evaluate_agent
 from training.ppo import train as train_ppo
 
-PSRO_RESUMABLE_CHANGES = (*RESUMABLE_CHANGES, "psro.iterations")
+PSRO_RESUMABLE_CHANGES = (*RESUMABLE_CHANGES, "psro.iterations", "psro.meta_solver")
 """Config entries that may differ between a PSRO run and its resumption."""
 LOG_COLUMNS = [
     "iteration", "members", "decisions", "wall_seconds", "best_response_seconds", "payoff_seconds", "new_tables",
@@ -97,9 +97,14 @@ def train(
     command = command or " ".join(["cockroach-train", *sys.argv[1:]])
     workers = executor(ray_address)
 
+    resolved = False
     if resume:
-        members, state, meta_game = _restore(run_dir, config)
+        members, state, meta_game, saved_solver = _restore(run_dir, config)
         print(f"resuming {run_dir} at iteration {state.iteration} ({len(members)} members)", file=sys.stderr)
+        if saved_solver != psro.meta_solver:  # the meta-game does not depend on the solver: solve it again
+            state.meta_strategy = [float(v) for v in solve(psro.meta_solver, meta_game)]
+            resolved = True
+            print(f"meta-solver {saved_solver} -> {psro.meta_solver}: meta-strategy {np.round(state.meta_strategy, 4).tolist()}", file=sys.stderr)
     else:
         first = ActorCritic(game, config.model.hidden_sizes, config.model.activation, config.model.card_counting, seed=config.seed)
         if initial_weights is not None:
@@ -113,8 +118,8 @@ def train(
     _prepare_csv(run_dir / "psro.csv", LOG_COLUMNS, state.iteration if resume else None, key="iteration")
     started = time.perf_counter() - state.wall_seconds
     stop_reason = None
-    resumed_iteration = state.iteration + 1 if resume else None
-    """The one iteration whose best-response runs may have been interrupted (and are resumed from their own checkpoints)."""
+    resumed_iteration = state.iteration + 1 if resume and not resolved else None
+    """The one iteration whose best-response runs may have been interrupted (and are resumed from their own checkpoints; not after a change of solver)."""
 
     for iteration in range(state.iteration + 1, psro.iterations + 1):
         x = np.asarray(state.meta_strategy)
@@ -265,7 +270,7 @@ def _save(path: Path, config: TrainConfig, members: list[dict], state: PSROState
     return save_mixture_checkpoint(path, models, state.meta_strategy, state.names, metadata)
 
 
-def _restore(run_dir: Path, config: TrainConfig) -> tuple[list[dict], PSROState, MetaGame]:
+def _restore(run_dir: Path, config: TrainConfig) -> tuple[list[dict], PSROState, MetaGame, str]:
     checkpoint = ckpt.load_checkpoint(run_dir / CHECKPOINT_NAME, game=config.game_config())
     meta = checkpoint.metadata
     if meta["kind"] != "mixture" or "psro" not in meta:
@@ -277,4 +282,4 @@ def _restore(run_dir: Path, config: TrainConfig) -> tuple[list[dict], PSROState,
     members = [m.state_dict() for m in member_models(checkpoint)]
     entries = meta["mixture"]["members"]
     state = PSROState(**meta["psro"], names=[m["name"] for m in entries], meta_strategy=[m["weight"] for m in entries], commands=meta["commands"], base_run=meta.get("base_run"))
-    return members, state, MetaGame.from_dict(state.meta_game)
+    return members, state, MetaGame.from_dict(state.meta_game), saved.psro.meta_solver
