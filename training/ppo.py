@@ -507,6 +507,7 @@ def _update(learner: Learner, advantages: np.ndarray, returns: np.ndarray, train
     b_value = torch.from_numpy(rollout.value[train_rows]).to(device)
     b_advantage = torch.from_numpy(advantages[train_rows]).to(device)
     b_return = torch.from_numpy(returns[train_rows]).to(device)
+    b_counting = model.counting_inputs(b_obs)  # once per update, not once per epoch (same values)
     n_train = len(train_rows)
     minibatch = max(1, math.ceil(n_train / ppo.num_minibatches))
     clipfracs = []
@@ -514,7 +515,8 @@ def _update(learner: Learner, advantages: np.ndarray, returns: np.ndarray, train
         order = rng.permutation(n_train)
         for start in range(0, n_train, minibatch):
             mb = torch.from_numpy(order[start : start + minibatch]).to(device)
-            new_logprob, entropy, new_value, log_policy = model.evaluate(b_obs[mb], b_mask[mb], b_action[mb])
+            mb_counting = None if b_counting is None else b_counting[mb]
+            new_logprob, entropy, new_value, log_policy = model.evaluate(b_obs[mb], b_mask[mb], b_action[mb], mb_counting)
             log_ratio = new_logprob - b_logprob[mb]
             ratio = log_ratio.exp()
             with torch.no_grad():
@@ -533,7 +535,7 @@ def _update(learner: Learner, advantages: np.ndarray, returns: np.ndarray, train
             loss = pg_loss - ppo.ent_coef * entropy_loss + ppo.vf_coef * v_loss
             if learner.magnet is not None:  # KL(policy || magnet) over the legal actions (illegal ones have probability 0)
                 with torch.no_grad():
-                    magnet_log_policy = torch.log_softmax(learner.magnet(b_obs[mb], b_mask[mb])[0], dim=-1)
+                    magnet_log_policy = torch.log_softmax(learner.magnet(b_obs[mb], b_mask[mb], mb_counting)[0], dim=-1)
                 magnet_kl = (log_policy.exp() * (log_policy - magnet_log_policy)).sum(-1).mean()
                 loss = loss + ppo.magnet_coef * magnet_kl
             optimizer.zero_grad()
