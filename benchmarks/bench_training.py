@@ -22,6 +22,7 @@ update), measured with ``cProfile`` on the real loop:
 
     python benchmarks/bench_training.py --compare --rounds 3 --updates 20
     python benchmarks/bench_training.py --profile --updates 12
+    python benchmarks/bench_training.py --update-ab        # one PPO update, card-counting inputs per minibatch vs once per update
 
 ``--strength CHECKPOINT`` measures the strength targets of a trained checkpoint in the
 arena instead (seat rotation, duplicate deals, 95% Wilson intervals):
@@ -72,11 +73,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare", nargs="?", const=BASELINE, metavar="REF", help=f"alternate runs of git REF (default {BASELINE}) and this tree; print the ratio")
     parser.add_argument("--rounds", type=int, default=3, help="runs of each side for --compare (default 3)")
     parser.add_argument("--profile", action="store_true", help="print where the training loop's time goes")
+    parser.add_argument("--update-ab", action="store_true", help="time one PPO update on 10,000 samples, card-counting inputs computed per minibatch (old) vs once per update (new), interleaved")
     args = parser.parse_args(argv)
     if args.compare:
         return compare(args.compare, args.rounds, args.config, args.updates, args.overrides)
     if args.profile:
         return profile(args.config, args.updates, args.overrides)
+    if args.update_ab:
+        return update_ab(args.config, args.rounds)
     if args.strength:
         return strength(args.strength, args.games, args.seed)
     if args.exploit:
@@ -185,6 +189,54 @@ def profile(path: str, updates: int, overrides: list[str]) -> int:
         accounted += seconds
         print(f"  {phase:45s} {seconds:6.1f} s  {100 * seconds / total:5.1f}%")
     print(f"  {'the rest (rollout bookkeeping, logs, checkpoint)':45s} {total - accounted:6.1f} s  {100 * (total - accounted) / total:5.1f}%")
+    return 0
+
+
+def update_ab(path: str, rounds: int, samples: int = 10_000) -> int:
+    """One PPO update of ``samples`` real observations, old and new way of feeding the card-counting inputs, interleaved in this process."""
+    import statistics
+
+    import numpy as np
+    import torch
+
+    from cockroach_env.batched import BatchedGames, random_legal_actions
+    from training.config import load_config
+    from training.model import ActorCritic
+    from training.ppo import Learner, _update
+
+    torch.set_num_threads(1)
+    config = load_config(path)
+    game = config.game_config()
+    model = ActorCritic(game, config.model.hidden_sizes, config.model.activation, card_counting=True, seed=0)
+    learner = Learner(model, config.ppo.learning_rate, samples, 1, game.num_players, model.observation_size, model.num_actions)
+    games = BatchedGames(game, batch_size=samples, seed=0)
+    rng = np.random.default_rng(0)
+    step = games.reset(seed=0)
+    for _ in range(20):
+        step = games.step(random_legal_actions(step.action_mask, rng))
+    obs, mask = step.observation.copy(), step.action_mask.astype(bool)
+    with torch.no_grad():
+        action, logprob, value = model.sample(torch.from_numpy(obs), torch.from_numpy(mask))
+    learner.rollout.append(obs, mask, action.numpy(), logprob.numpy(), value.numpy())
+    advantages, returns = rng.standard_normal(samples).astype(np.float32), rng.standard_normal(samples).astype(np.float32)
+    start = {k: v.clone() for k, v in model.state_dict().items()}
+    original = ActorCritic.counting_inputs
+    seconds: dict[str, list[float]] = {"old": [], "new": []}
+    weights = {}
+    for _ in range(rounds):
+        for name in seconds:
+            model.load_state_dict(start)
+            learner.reset_optimizer()
+            ActorCritic.counting_inputs = original if name == "new" else (lambda self, obs: None)  # None: recomputed in every minibatch
+            began = time.perf_counter()
+            _update(learner, advantages, returns, np.arange(samples), config.ppo, np.random.default_rng(1), "cpu")
+            seconds[name].append(time.perf_counter() - began)
+            weights[name] = [p.detach().clone() for p in model.parameters()]
+    ActorCritic.counting_inputs = original
+    old, new = statistics.median(seconds["old"]), statistics.median(seconds["new"])
+    same = all(torch.equal(a, b) for a, b in zip(weights["old"], weights["new"]))
+    print(f"one update of {samples:,} samples ({config.ppo.update_epochs} epochs x {config.ppo.num_minibatches} minibatches, network {config.model.hidden_sizes}), median of {rounds}; load average {os.getloadavg()[0]:.2f}")
+    print(f"  old (card counting per minibatch) {old:.3f} s, new (once per update) {new:.3f} s: old/new = {old / new:.3f}; identical weights after the update: {same}")
     return 0
 
 
