@@ -63,8 +63,24 @@ class Agent:
             dtype=np.int64,
         ).reshape(len(observations))
 
+    def action_probabilities(self, observation: Mapping[str, np.ndarray]) -> np.ndarray:
+        """``(A,)`` float64: the probability that ``act`` picks each action (zero off the mask, summing to 1)."""
+        obs = np.asarray(observation["observation"], dtype=np.float32)[None]
+        mask = np.asarray(observation["action_mask"])[None]
+        return self.action_probabilities_batch(obs, mask)[0]
+
+    def action_probabilities_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """``(B, A)`` float64: ``action_probabilities`` of each row (exact evaluation calls this once for a whole game tree)."""
+        raise NotImplementedError(f"{type(self).__name__} does not define its action probabilities")
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, {self.config.num_players}p {self.config.edition})"
+
+
+def uniform_over(allowed: np.ndarray) -> np.ndarray:
+    """(B, K) float64: the distribution of ``pick_uniform(allowed, u)`` for uniform ``u`` (zero rows stay zero)."""
+    allowed = np.asarray(allowed, dtype=np.float64)
+    return allowed / np.maximum(allowed.sum(1, keepdims=True), 1.0)
 
 
 def pick_uniform(allowed: np.ndarray, u: np.ndarray) -> np.ndarray:

@@ -30,7 +30,7 @@ option, under a simple model of the table:
 
 The whole decision is computed for a batch at once; ``act`` is ``act_batch`` on one
 row, so both play identically. Each decision draws ``1 + A`` uniforms (the truth coin
-and a tie-breaking jitter).
+and a tie-breaking jitter); ``action_probabilities`` gives the exact odds of that draw.
 """
 
 from __future__ import annotations
@@ -98,11 +98,38 @@ class HeuristicAgent(Agent):
 
     # ------------------------------------------------------------------ decision
     def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
-        enc = self.encoding
         legal = np.asarray(masks) > 0
-        batch = len(legal)
-        draws = self.rng.random((batch, 1 + enc.num_actions))
+        draws = self.rng.random((len(legal), 1 + self.encoding.num_actions))
         coin, jitter = draws[:, 0], draws[:, 1:]
+        loss, truthful, claiming, p_truth = self._losses(observations, legal)
+        tell_truth = coin < p_truth
+        keep = np.where(claiming[:, None], truthful == tell_truth[:, None], True)
+        score = np.where(keep & legal, loss, np.inf) + TIE_JITTER * jitter
+        score = np.where(np.isfinite(score), score, np.where(legal, 1e6 + jitter, np.inf))
+        return score.argmin(1).astype(np.int64)
+
+    def action_probabilities_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """Exactly what ``act_batch`` draws: the truth coin, then the least loss among the kept
+        actions, ties (losses closer than the jitter) broken by the jitter's exact odds."""
+        legal = np.asarray(masks) > 0
+        loss, truthful, claiming, p_truth = self._losses(observations, legal)
+        probs = np.zeros(legal.shape)
+        for tell_truth, weight in ((True, p_truth), (False, 1.0 - p_truth)):
+            keep = np.where(claiming[:, None], truthful == tell_truth, True) & legal
+            kept_loss = np.where(keep, loss, np.inf)
+            least = kept_loss.min(1, keepdims=True)
+            near = kept_loss < least + TIE_JITTER
+            # nothing kept: act_batch picks uniformly among the legal actions; exact ties: uniformly among them
+            choice = np.where(np.isfinite(least), near, legal)
+            probs += weight[:, None] * choice / choice.sum(1, keepdims=True)
+            for row in np.flatnonzero((weight > 0) & (near & (kept_loss > least)).any(1)):  # near-ties: the jitter's odds
+                probs[row] += weight[row] * (_least_with_jitter(kept_loss[row]) - choice[row] / choice[row].sum())
+        return probs
+
+    def _losses(self, observations: np.ndarray, legal: np.ndarray):
+        """Loss probability of every action, which claims are truthful, which rows claim, and the odds of telling the truth."""
+        enc = self.encoding
+        batch = len(legal)
         table = read_table(self.rules, observations)
         loss = np.full((batch, enc.num_actions), np.inf)
         truthful = np.zeros((batch, enc.num_actions), dtype=bool)
@@ -134,11 +161,7 @@ class HeuristicAgent(Agent):
         best_false = np.where(~truthful, loss, np.inf).min(1)
         gap = np.clip((best_false - best_true) / self.params.truth_temperature, -50, 50)
         p_truth = np.where(np.isinf(best_false), 1.0, np.where(np.isinf(best_true), 0.0, 1.0 / (1.0 + np.exp(-np.nan_to_num(gap)))))
-        tell_truth = coin < p_truth
-        keep = np.where(claiming[:, None], truthful == tell_truth[:, None], True)
-        score = np.where(keep & legal, loss, np.inf) + 1e-9 * jitter
-        score = np.where(np.isfinite(score), score, np.where(legal, 1e6 + jitter, np.inf))
-        return score.argmin(1).astype(np.int64)
+        return loss, truthful, claiming, p_truth
 
     # ------------------------------------------------------------------ danger model
     def _hazard(self, counts: np.ndarray, live: np.ndarray, hand_sizes: np.ndarray) -> np.ndarray:
@@ -259,6 +282,37 @@ class HeuristicAgent(Agent):
         """(B, I): loss probability of placing each identity from hand."""
         taken = self._loss_if_taken(table, table.hand_sizes[:, 0], empty_hand_loses=False)
         return taken[:, 0, :]
+
+
+TIE_JITTER = 1e-9
+"""Scale of the uniform jitter added to the losses: it breaks ties (and near-ties) at random."""
+
+
+def _least_with_jitter(loss: np.ndarray) -> np.ndarray:
+    """Distribution of ``argmin(loss + TIE_JITTER * u)`` over i.i.d. uniform ``u`` (``inf`` never wins).
+
+    Only actions within ``TIE_JITTER`` of the least loss can win. Action ``a`` wins when
+    every other ``u_b`` exceeds ``u_a + d_a - d_b`` (``d`` the losses above the least, in
+    jitter units): the integral over ``u_a`` of a product of clipped linear functions,
+    a polynomial between breakpoints, integrated exactly by Gauss-Legendre.
+    """
+    probs = np.zeros(loss.shape)
+    least = loss.min()
+    near = np.flatnonzero(loss < least + TIE_JITTER)
+    d = (loss[near] - least) / TIE_JITTER
+    if len(near) == 1 or not d.any():
+        probs[near] = 1.0 / len(near)
+        return probs
+    nodes, weights = np.polynomial.legendre.leggauss(len(near))
+    for k, a in enumerate(near):
+        shift = d[k] - np.delete(d, k)
+        cuts = np.unique(np.clip(np.concatenate(([0.0, 1.0], -shift, 1.0 - shift)), 0.0, 1.0))
+        total = 0.0
+        for lo, hi in zip(cuts[:-1], cuts[1:]):
+            x = (hi - lo) / 2 * nodes + (hi + lo) / 2
+            total += (hi - lo) / 2 * (weights * np.prod(1.0 - np.clip(x[:, None] + shift[None, :], 0.0, 1.0), axis=1)).sum()
+        probs[a] = total
+    return probs / probs.sum()
 
 
 def _rows(table: Table, rows: np.ndarray) -> Table:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from baselines.agent import Agent, pick_uniform
+from baselines.agent import Agent, pick_uniform, uniform_over
 from baselines.counting import OFFER, PASS, RESPOND, Rules, read_table, rules_for
 from cockroach_env.config import GameConfig
 from cockroach_env.encoding import Encoding
@@ -41,6 +41,9 @@ class RandomAgent(Agent):
     def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         u = self.rng.random(len(masks))
         return pick_uniform(np.asarray(masks) > 0, u).astype(np.int64)
+
+    def action_probabilities_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        return uniform_over(np.asarray(masks) > 0)
 
 
 class _ClaimStyleAgent(Agent):
@@ -75,6 +78,27 @@ class _ClaimStyleAgent(Agent):
         response = np.where(believe, enc.respond_start, enc.respond_start + 1)
         response = np.where(can_peek & (u[:, 2] < self.peek_rate), enc.respond_start + 2, response)
         return np.where(responding, response, action).astype(np.int64)
+
+    def action_probabilities_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """Exactly what ``act_batch`` draws: the truth coin, then a uniform pick; a call, or a peek at ``peek_rate``."""
+        enc, rules = self.encoding, self.rules
+        legal = np.asarray(masks) > 0
+        table = read_table(rules, observations)
+        true_claims = claim_truth_of_actions(enc, rules, table.card)
+        claiming = np.isin(table.phase, (OFFER, PASS))[:, None]
+
+        def pick(preferred: np.ndarray) -> np.ndarray:
+            preferred = legal & preferred
+            return uniform_over(np.where(claiming & preferred.any(1, keepdims=True), preferred, legal))
+
+        probs = self.truth_rate * pick(true_claims) + (1.0 - self.truth_rate) * pick(~true_claims)
+        rows = np.flatnonzero(table.phase == RESPOND)
+        believe = claimed_share(rules, table.unseen, table.claim)[rows] >= self.believe_share / enc.num_claims
+        peek = np.where(legal[rows, enc.respond_start + 2], self.peek_rate, 0.0)
+        probs[rows] = 0.0
+        probs[rows, np.where(believe, enc.respond_start, enc.respond_start + 1)] = 1.0 - peek
+        probs[rows, enc.respond_start + 2] += peek
+        return probs
 
 
 class HonestAgent(_ClaimStyleAgent):

@@ -75,15 +75,21 @@ class CardSet:
 
 
 @lru_cache(maxsize=None)
-def classic_cards() -> CardSet:
-    n = len(CARD_TYPES)
+def classic_cards(num_types: int = len(CARD_TYPES), copies_per_type: int = 8) -> CardSet:
+    """The classic deck: the first ``num_types`` creature types of ``CARD_TYPES``, ``copies_per_type`` of each.
+
+    The printed game is the default 8 x 8; smaller decks (the ``mini`` presets) keep the
+    canonical order, so a type has the same index in every deck shape.
+    """
+    n = num_types
+    types = CARD_TYPES[:n]
     return CardSet(
         edition="classic",
-        identities=CARD_TYPES,
-        claims=CARD_TYPES,
-        copies=(8,) * n,
+        identities=types,
+        claims=types,
+        copies=(copies_per_type,) * n,
         truth=tuple(tuple(card == claim for claim in range(n)) for card in range(n)),
-        groups=CARD_TYPES,
+        groups=types,
         group_of=tuple(range(n)),
         animal_groups=n,
         is_royal=(False,) * n,

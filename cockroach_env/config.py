@@ -17,16 +17,29 @@ PRESETS: dict[str, dict[str, Any]] = {
     "three-of-a-kind": {"loss_count": 3},
     "creature-to-start": {"opening_cards": 1},
     "royal": {"edition": "royal"},
+    "mini": {"num_players": 2, "num_types": 3, "copies_per_type": 2, "discard": 2, "loss_count": 2},
+    "mini-3p": {"num_players": 3, "num_types": 2, "copies_per_type": 2, "discard": 1, "loss_count": 2},
 }
-"""Named rule sets (section 3 of the rules). Combine several with ``+``, e.g. ``"rainbow+even-deal"``."""
+"""Named rule sets (section 3 of the rules). Combine several with ``+``, e.g. ``"rainbow+even-deal"``.
+
+``mini`` and ``mini-3p`` are small decks whose whole game tree can be traversed, for exact
+evaluation (``training.exact``) and OpenSpiel's solvers: ``mini`` is a duel with 3 types
+x 2 copies, 2 removed unseen, 2 cards each and a pair losing; ``mini-3p`` is 3 players with
+2 types x 2 copies, 1 removed, 1 card each (so cards get peeked and passed) and a pair losing."""
 
 
-def _default_discard(edition: str, num_players: int) -> int:
-    return 10 if edition == "classic" and num_players == 2 else 0
+FULL_DECK = (8, 8)
+"""The printed classic deck shape: ``(num_types, copies_per_type)``."""
 
 
-def _default_loss_count(num_players: int) -> int:
-    return 5 if num_players == 2 else 4
+def _default_discard(edition: str, num_players: int, deck_shape: tuple[int, int] = FULL_DECK) -> int:
+    """10 removed cards for a two-player game of the printed deck; 0 otherwise (a smaller deck says its own)."""
+    return 10 if edition == "classic" and num_players == 2 and deck_shape == FULL_DECK else 0
+
+
+def _default_loss_count(num_players: int, copies_per_type: int = 8) -> int:
+    """5 of a kind with two players, 4 otherwise; never more than a type has copies (so the loss stays reachable)."""
+    return min(5 if num_players == 2 else 4, copies_per_type)
 
 
 def penalty_deck_size(edition: str, num_players: int) -> int:
@@ -63,6 +76,10 @@ class GameConfig:
     """Royal: a royal card counts toward its own animal for the same-type loss."""
     max_steps: int | None = None
     """Optional safety bound on decisions per game; reaching it truncates the episode."""
+    num_types: int = 8
+    """Classic deck shape: creature types in play, the first ``num_types`` of the canonical order (2 to 8)."""
+    copies_per_type: int = 8
+    """Classic deck shape: cards of each type in play (1 to 8)."""
 
     def __post_init__(self) -> None:
         _check_type("num_players", self.num_players, int)
@@ -70,10 +87,11 @@ class GameConfig:
             raise ValueError(f"num_players={self.num_players!r} is not allowed; expected an integer from {MIN_PLAYERS} to {MAX_PLAYERS}")
         if self.edition not in EDITIONS:
             raise ValueError(f"edition={self.edition!r} is not allowed; expected one of {list(EDITIONS)}")
+        self._check_deck_shape()
         if self.discard is None:
-            object.__setattr__(self, "discard", _default_discard(self.edition, self.num_players))
+            object.__setattr__(self, "discard", _default_discard(self.edition, self.num_players, self.deck_shape))
         if self.loss_count is None:
-            object.__setattr__(self, "loss_count", _default_loss_count(self.num_players))
+            object.__setattr__(self, "loss_count", _default_loss_count(self.num_players, self.copies_per_type))
         for name in ("discard", "loss_count", "opening_cards"):
             _check_type(name, getattr(self, name), int)
         for name in ("rainbow_loses", "blank_counts_as_royal", "royal_counts_as_animal"):
@@ -81,6 +99,11 @@ class GameConfig:
         deck = self.cards.deck_size
         if not 2 <= self.loss_count <= 8:
             raise ValueError(f"loss_count={self.loss_count!r} is not allowed; expected an integer from 2 to 8")
+        if self.edition == "classic" and self.loss_count > self.copies_per_type:
+            raise ValueError(
+                f"loss_count={self.loss_count!r} is not allowed with copies_per_type={self.copies_per_type!r}; "
+                f"expected at most {self.copies_per_type} so that the same-type loss can happen"
+            )
         if self.edition == "royal":
             if self.discard != 0:
                 raise ValueError(f"discard={self.discard!r} is not allowed with edition='royal'; the Royal edition sets aside a penalty deck instead, expected 0")
@@ -109,12 +132,29 @@ class GameConfig:
             if self.max_steps <= 0:
                 raise ValueError(f"max_steps={self.max_steps!r} is not allowed; expected None or a positive integer")
 
+    def _check_deck_shape(self) -> None:
+        for name, low in (("num_types", 2), ("copies_per_type", 1)):
+            value = getattr(self, name)
+            _check_type(name, value, int)
+            if not low <= value <= 8:
+                raise ValueError(f"{name}={value!r} is not allowed; expected an integer from {low} to 8")
+        if self.edition == "royal" and self.deck_shape != FULL_DECK:
+            raise ValueError(
+                f"num_types={self.num_types!r}, copies_per_type={self.copies_per_type!r} is not allowed with edition='royal'; "
+                "the deck shape is a classic option, expected 8 and 8"
+            )
+
+    @property
+    def deck_shape(self) -> tuple[int, int]:
+        """``(num_types, copies_per_type)`` of the classic deck."""
+        return (self.num_types, self.copies_per_type)
+
     @property
     def cards(self) -> CardSet:
-        """The card catalogue of this edition (with the Royal flags applied)."""
+        """The card catalogue of this edition (with the Royal flags and the classic deck shape applied)."""
         if self.edition == "royal":
             return royal_cards(self.blank_counts_as_royal, self.royal_counts_as_animal)
-        return classic_cards()
+        return classic_cards(self.num_types, self.copies_per_type)
 
     @property
     def penalty_deck_size(self) -> int:

@@ -255,6 +255,26 @@ def apply_action(game, encoding: Encoding, action: int) -> None:
         game.place(decoded[1])
 
 
+def legal_actions(game, encoding: Encoding) -> list[int]:
+    """The legal action indices of the seat to act, ascending (empty once the game is over).
+
+    The same set as the env's action mask (a test compares them at every step).
+    """
+    phase, seat, n = game.phase, game.current, game.num_players
+    if phase is Phase.OFFER:
+        per_card = encoding.num_targets * encoding.num_claims
+        return [card * per_card + k for card, count in enumerate(game.hands[seat]) if count for k in range(per_card)]
+    if phase is Phase.RESPOND:
+        start = encoding.respond_start
+        return [start, start + 1, start + 2] if game.can_peek() else [start, start + 1]
+    if phase is Phase.PASS:
+        offsets = sorted((target - seat) % n for target in game.eligible_recipients())
+        return [encoding.pass_action(offset, claim) for offset in offsets for claim in range(encoding.num_claims)]
+    if phase is Phase.PLACE:
+        return [encoding.place_action(card) for card in game.placeable_cards()]
+    return []
+
+
 @lru_cache(maxsize=64)
 def encoding_for(config: GameConfig) -> Encoding:
     """The (cached) ``Encoding`` of a config."""

@@ -116,6 +116,57 @@ def random_deal(config: GameConfig, rng: np.random.Generator) -> Deal:
     return Deal(starter, hands, collections, removed, penalty)
 
 
+def deal_distribution(config: GameConfig) -> list[tuple[float, Deal]]:
+    """Every deal ``random_deal`` can produce, merged by what it puts where, with its probability.
+
+    Exact: the cards are drawn in ``random_deal``'s order, one identity at a time with
+    probability proportional to the cards of it left, and partial deals that place the
+    same cards in the same places are merged. The starter is uniform unless configured.
+    The number of deals grows fast with the deck: this is for small decks (the ``mini``
+    presets); the printed deck has far too many.
+    """
+    cards = config.cards
+    n, width = config.num_players, len(cards.identities)
+    starters = [config.starter] if config.starter is not None else list(range(n))
+    deck_size = cards.deck_size
+    out: list[tuple[float, Deal]] = []
+    for starter in starters:
+        # where the card at each position of the permuted deck goes: ("removed",), ("penalty",), ("collection", seat), ("hand", seat)
+        where: list[tuple] = [("removed",)] * config.discard + [("penalty",)] * config.penalty_deck_size
+        where += [("collection", (starter + k) % n) for k in range(config.opening_cards * n)]
+        rest = deck_size - len(where)
+        dealt = rest if config.edition == "classic" else (rest // n) * n + (1 if rest % n else 0)
+        where += [("hand", (starter + k) % n) for k in range(dealt)] + [("penalty",)] * (rest - dealt)
+        empty = (0,) * width
+        partial: dict[tuple, float] = {(tuple(cards.copies), empty, (), (empty,) * n, (empty,) * n): 1.0 / len(starters)}
+        for place in where:
+            grown: dict[tuple, float] = {}
+            for (left, removed, penalty, collections, hands), p in partial.items():
+                total = sum(left)
+                for card, count in enumerate(left):
+                    if not count:
+                        continue
+                    key = [tuple(left[:card]) + (count - 1,) + tuple(left[card + 1 :]), removed, penalty, collections, hands]
+                    if place[0] == "removed":
+                        key[1] = _plus(removed, card)
+                    elif place[0] == "penalty":
+                        key[2] = penalty + (card,)
+                    else:
+                        field = 3 if place[0] == "collection" else 4
+                        rows = list(key[field])
+                        rows[place[1]] = _plus(rows[place[1]], card)
+                        key[field] = tuple(rows)
+                    grown[tuple(key)] = grown.get(tuple(key), 0.0) + p * count / total
+            partial = grown
+        for (_, removed, penalty, collections, hands), p in partial.items():
+            out.append((p, Deal(starter, [list(h) for h in hands], [list(c) for c in collections], list(removed), list(penalty))))
+    return out
+
+
+def _plus(row: tuple[int, ...], card: int) -> tuple[int, ...]:
+    return row[:card] + (row[card] + 1,) + row[card + 1 :]
+
+
 def explicit_deal(
     config: GameConfig,
     starter: int,
@@ -237,7 +288,22 @@ class Game:
         return {card: seat for card, seat in self.special_holder.items() if seat != offerer}
 
     def copy(self) -> "Game":
-        return copy.deepcopy(self)
+        """An independent copy (the config, card set and past events are shared: they never change)."""
+        twin = copy.copy(self)
+        twin.hands = [list(row) for row in self.hands]
+        twin.collections = [list(row) for row in self.collections]
+        twin.removed = list(self.removed)
+        twin.penalty_deck = list(self.penalty_deck)
+        twin.stats = [list(row) for row in self.stats]
+        twin.special_holder = dict(self.special_holder)
+        twin.events = list(self.events)
+        if self.chain is not None:
+            twin.chain = copy.copy(self.chain)
+            twin.chain.seen = list(self.chain.seen)
+            twin.chain.claims = list(self.chain.claims)
+        if self.replacement is not None:
+            twin.replacement = copy.copy(self.replacement)
+        return twin
 
     # ------------------------------------------------------------------ moves
     def offer(self, card: int, target: int, claim: int) -> None:

@@ -54,7 +54,7 @@ def test_preset_list_equals_plus_string():
 def test_every_preset_builds_for_its_player_counts():
     for name in PRESETS:
         for n in range(2, 7):
-            if name == "duel":
+            if name in ("duel", "mini", "mini-3p"):  # these fix their player count
                 continue
             GameConfig.from_options(preset=name, num_players=n)
 

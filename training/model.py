@@ -193,5 +193,33 @@ class PolicyAgent:
         actions = np.argmax(np.where(masks, logits, -np.inf), axis=1)
         return actions.astype(np.int64)
 
+    def action_probabilities(self, observation: dict) -> np.ndarray:
+        """``(A,)`` float64: the masked softmax ``act`` samples from (one-hot on the most likely move when greedy)."""
+        obs = np.asarray(observation["observation"], np.float32)[None]
+        mask = np.asarray(observation["action_mask"])[None]
+        return self.action_probabilities_batch(obs, mask)[0]
+
+    def action_probabilities_batch(self, observations: np.ndarray, masks: np.ndarray, chunk: int = 65536) -> np.ndarray:
+        """``(B, A)`` float64 masked softmax of the policy, in chunks of ``chunk`` rows."""
+        masks = np.asarray(masks).astype(bool, copy=False)
+        if not masks.any(axis=1).all():
+            bad = int(np.flatnonzero(~masks.any(axis=1))[0])
+            raise ValueError(f"{self.name}: the action mask of row {bad} allows no action; expected at least one legal action")
+        observations = np.asarray(observations, np.float32)
+        out = np.zeros(masks.shape)
+        with torch.inference_mode():
+            for start in range(0, len(masks), chunk):
+                rows = slice(start, start + chunk)
+                obs = torch.as_tensor(observations[rows], device=self.device)
+                logits, _ = self.model(obs, torch.as_tensor(masks[rows], device=self.device))
+                logits = np.where(masks[rows], logits.double().cpu().numpy(), -np.inf)
+                if self.greedy:
+                    out[np.arange(start, start + len(logits)), logits.argmax(1)] = 1.0
+                else:
+                    logits -= logits.max(1, keepdims=True)
+                    weights = np.exp(logits)
+                    out[rows] = weights / weights.sum(1, keepdims=True)
+        return out
+
     def __repr__(self) -> str:
         return f"PolicyAgent(name={self.name!r}, {self.config.num_players}p {self.config.edition}, greedy={self.greedy})"
