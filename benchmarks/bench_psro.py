@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -115,14 +117,104 @@ def scaling(iterations: int, decisions: int) -> int:
     return 0
 
 
+PRESETS = {"mini": 0.02, "mini-3p": 0.05}
+"""The mini rule sets and their NashConv targets (issue 13)."""
+COMMON = ["model.hidden_sizes=[64, 64]", "ppo.num_envs=128", "ppo.num_steps=16", "ppo.learning_rate=3e-4", "evaluation.every=0", "evaluation.final_games=0"]
+"""The PPO learner both methods share: the same network, rollout and update."""
+
+
 def nashconv(minutes: float, out: Path) -> int:
+    """Exact NashConv over training wall time, PSRO against PPO self-play, on each mini rule set; one plot."""
     try:
-        from training import exact  # noqa: F401
+        from training.exact import nash_conv
     except ImportError:
-        print("--nashconv needs training.exact, the exact evaluator of the mini rule sets (issue 12); it is not in this tree yet", file=sys.stderr)
+        print("--nashconv needs training.exact, the exact evaluator of the mini rule sets (issue 12)", file=sys.stderr)
         return 2
-    print("training.exact is present, but this benchmark's NashConv-over-time comparison is not written yet", file=sys.stderr)
-    return 2
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from cockroach_env import GameConfig
+
+    curves: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for preset in PRESETS:
+            game = GameConfig.from_options(preset=preset)
+            nash_conv(_uniform(game), game)  # build the game tree once, outside the timed runs
+            curves[preset] = {
+                "PSRO (regret matching)": _psro_curve(preset, game, minutes, Path(tmp), nash_conv),
+                "PPO self-play (snapshots)": _ppo_curve(preset, game, minutes, Path(tmp), nash_conv),
+            }
+    fig, axes = plt.subplots(1, len(curves), figsize=(6 * len(curves), 4))
+    print(f"exact NashConv over training wall time, {minutes:g} minutes per method; load average now {os.getloadavg()[0]:.2f}")
+    for ax, (preset, methods) in zip(np.atleast_1d(axes), curves.items()):
+        for label, points in methods.items():
+            ax.plot([p[0] / 60 for p in points], [p[1] for p in points], marker="o", markersize=3, label=label)
+        ax.axhline(PRESETS[preset], color="grey", linestyle="--", label=f"target {PRESETS[preset]}")
+        ax.set_yscale("log")
+        ax.set_xlabel("training wall time (minutes)")
+        ax.set_ylabel("exact NashConv")
+        ax.set_title(preset)
+        ax.grid(alpha=0.3)
+        ax.legend()
+        end = min(points[-1][0] for points in methods.values())
+        line = [f"{preset}:"]
+        for label, points in methods.items():
+            at_end = [v for t, v in points if t <= end][-1]
+            best = min(v for _, v in points)
+            line.append(f"{label} {at_end:.4f} at {end / 60:.1f} min (best {best:.4f}, last {points[-1][1]:.4f} at {points[-1][0] / 60:.1f} min)")
+        print("  " + "; ".join(line))
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    print(f"plot: {out}")
+    return 0
+
+
+def _uniform(game):
+    import baselines
+
+    return baselines.make("random", game, seed=0)
+
+
+def _psro_curve(preset: str, game, minutes: float, tmp: Path, nash_conv) -> list[tuple[float, float]]:
+    """PSRO one iteration at a time (each call resumes the last): (wall seconds, NashConv of the mixture) after each."""
+    from training.checkpoint import load_agent, read_metadata
+    from training.config import load_config
+    from training.psro import train
+
+    sets = [*COMMON, "algorithm=psro", f"game.preset={preset}", f"output_dir={tmp}", f"name=psro_{preset}", "psro.best_response_decisions=100000", "psro.payoff_games=400"]
+    points = [(0.0, nash_conv(_uniform(game), game))]
+    iteration = 0
+    while points[-1][0] < 60 * minutes:
+        iteration += 1
+        path = train(load_config(None, [*sets, f"psro.iterations={iteration}"]), resume=iteration > 1, progress_bar=False)
+        seconds = read_metadata(path)["step"]["wall_seconds"]
+        points.append((seconds, nash_conv(load_agent(path, config=game), game)))
+        print(f"  {preset} PSRO iteration {iteration}: {seconds:.0f} s, NashConv {points[-1][1]:.4f}", flush=True)
+    return points
+
+
+def _ppo_curve(preset: str, game, minutes: float, tmp: Path, nash_conv) -> list[tuple[float, float]]:
+    """PPO self-play with its snapshot pool, in segments of 200,000 decisions (each resumes the last)."""
+    from training.checkpoint import load_agent, read_metadata
+    from training.config import load_config
+    from training.ppo import train
+
+    segment = 200_000
+    per_update = 128 * 16
+    sets = [*COMMON, f"game.preset={preset}", f"output_dir={tmp}", f"name=ppo_{preset}", "opponents.self_play=0.5", "opponents.snapshots=0.5",
+            "opponents.baselines={}", "opponents.snapshot_every=20", "ppo.anneal_lr=false", f"schedule.checkpoint_every={segment // per_update}"]  # fmt: skip
+    points = [(0.0, nash_conv(_uniform(game), game))]
+    total = 0
+    while points[-1][0] < 60 * minutes:
+        total += segment
+        path = train(load_config(None, [*sets, f"schedule.total_decisions={total}"]), resume=total > segment, progress_bar=False)
+        seconds = read_metadata(path)["step"]["wall_seconds"]
+        points.append((seconds, nash_conv(load_agent(path, config=game), game)))
+        print(f"  {preset} PPO {total:,} decisions: {seconds:.0f} s, NashConv {points[-1][1]:.4f}", flush=True)
+    return points
 
 
 if __name__ == "__main__":

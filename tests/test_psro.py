@@ -24,7 +24,7 @@ from training.model import ActorCritic  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 TINY_PSRO = [
     "algorithm=psro",
-    "game.num_players=2",
+    "game.preset=mini",
     "ppo.num_envs=16",
     "ppo.num_steps=8",
     "model.hidden_sizes=[16]",
@@ -150,11 +150,21 @@ def test_psro_trains_a_mixture_and_an_interrupted_run_resumes_exactly(tmp_path):
     # the result plays in cockroach-eval and refuses a resume with another config
     from training.eval_cli import main as evaluate
 
-    assert evaluate([str(run / "final"), "random", "--players", "2", "--games", "8", "--quiet"]) == 0
+    assert evaluate([str(run / "final"), "random", "--preset", "mini", "--games", "8", "--quiet"]) == 0
     assert _psro(tmp_path, "split", 3, "--resume", "--set", "psro.payoff_games=32") == 2
     # another meta-solver on resume: the saved meta-game is solved again
     assert _psro(tmp_path, "split", 2, "--resume", "--set", "psro.meta_solver=uniform") == 0
     assert [m["weight"] for m in ckpt.read_metadata(tmp_path / "split" / "final")["mixture"]["members"]] == [1 / 3] * 3
+
+
+def test_exact_evaluation_weights_a_mixture_by_reach():
+    from training.exact import nash_conv
+
+    game = GameConfig.from_options(preset="mini")
+    members = [baselines.make("random", game, seed=0), baselines.make("honest", game, seed=0)]
+    mixture = MixtureAgent(members, [0.25, 0.75], game)
+    assert nash_conv(mixture, game) == pytest.approx(nash_conv([(0.25, members[0]), (0.75, members[1])], game))
+    assert nash_conv(MixtureAgent(members, [1.0, 0.0], game), game) == pytest.approx(nash_conv(members[0], game))
 
 
 def test_the_psro_config_is_validated():

@@ -53,6 +53,11 @@ class MixtureAgent:
         self.current = self.draw_member(self.rng)
         return self.current
 
+    @property
+    def components(self) -> list[tuple[float, Any]]:
+        """``(weight, member)`` pairs: the mixture interface of exact evaluation (``training.exact``), which weights each member by reach."""
+        return [(float(w), m) for w, m in zip(self.weights, self.members)]
+
     def act(self, observation: dict) -> int:
         return int(self.members[self.current].act(observation))
 
