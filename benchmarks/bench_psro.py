@@ -78,7 +78,6 @@ def solvers(path: str) -> int:
 def scaling(iterations: int, decisions: int) -> int:
     """The same PSRO run in one process and on local Ray clusters of 1 and 2 CPUs."""
     import ray
-    import torch
 
     from training.config import load_config
     from training.psro import train
@@ -111,7 +110,6 @@ def scaling(iterations: int, decisions: int) -> int:
             print(f"{label}: {seconds:.1f} s for {iterations} iterations ({responses} best responses of {decisions:,} decisions, {tables} payoff tables of 200 games); load average {load:.2f}")
             print(f"    best-response phase {br:.1f} s wall ({br / responses / decisions * 1e6:.1f} s per million best-response decisions),"
                   f" payoff phase {payoff:.1f} s wall ({payoff / tables * 0.5:.2f} s per 100 games of a table)")  # fmt: skip
-    del torch
     print(f"throughput ratio, Ray with 2 workers / Ray with 1 worker: {results['Ray, 1 worker'] / results['Ray, 2 workers']:.2f}x; "
           f"Ray with 1 worker / one process: {results['one process'] / results['Ray, 1 worker']:.2f}x (Ray's start-up and task overhead)")  # fmt: skip
     return 0
