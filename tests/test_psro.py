@@ -65,14 +65,15 @@ def test_population_tables_seat_the_learner_and_draw_every_other_seat_from_the_w
     assert abs(np.mean(mixed) - (1 - 0.8**3 - 0.2**3)) < 0.03
 
 
-def test_a_population_is_refused_without_its_weight_and_with_bad_weights():
+def test_a_population_is_refused_without_its_weight_and_with_bad_weights(tmp_path):
     from training.ppo import Population, train
 
     game = GameConfig(num_players=2)
     with pytest.raises(ValueError, match=r"population weights \[-1.0, 2.0\] are not allowed"):
         Population([ActorCritic(game, [8]), ActorCritic(game, [8])], np.array([-1.0, 2.0]), ["a", "b"])
     with pytest.raises(ValueError, match=r"opponents.population=1.0 needs a Population"):
-        train(load_config(None, ["opponents.population=1", "game.num_players=2"]), progress_bar=False)
+        train(load_config(None, ["opponents.population=1", "game.num_players=2", f"output_dir={tmp_path}"]), progress_bar=False)
+    assert list(tmp_path.iterdir()) == []  # refused before anything was written
 
 
 # ---------------------------------------------------------------------------- mixtures

@@ -300,6 +300,11 @@ def train(
     """
     from tqdm import tqdm
 
+    if bool(config.opponents.population) != (population is not None):
+        raise ValueError(
+            f"opponents.population={config.opponents.population} needs a Population passed to train()" if population is None
+            else "a Population was passed to train() but opponents.population is 0; give it a positive weight"
+        )  # fmt: skip
     game = config.game_config()
     enc = encoding_for(game)
     n_players = game.num_players
@@ -318,11 +323,6 @@ def train(
         model = ActorCritic(game, config.model.hidden_sizes, config.model.activation, config.model.card_counting, seed=seed).to(device)
         return Learner(model, ppo.learning_rate, B * T + B * n_players, B, n_players, enc.observation.size, enc.num_actions)
 
-    if bool(config.opponents.population) != (population is not None):
-        raise ValueError(
-            f"opponents.population={config.opponents.population} needs a Population passed to train()" if population is None
-            else "a Population was passed to train() but opponents.population is 0; give it a positive weight"
-        )  # fmt: skip
     policy = new_learner(config.seed)
     exploiter = new_learner(None) if config.opponents.exploiter else None
     learners = {POLICY_SEAT: policy, **({EXPLOITER_SEAT: exploiter} if exploiter else {})}
