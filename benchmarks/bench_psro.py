@@ -157,12 +157,13 @@ def nashconv(minutes: float, out: Path) -> int:
         ax.grid(alpha=0.3)
         ax.legend()
         end = min(points[-1][0] for points in methods.values())
-        line = [f"{preset}:"]
+        first = next(iter(methods.values()))[0][1]
+        parts = []
         for label, points in methods.items():
             at_end = [v for t, v in points if t <= end][-1]
-            best = min(v for _, v in points)
-            line.append(f"{label} {at_end:.4f} at {end / 60:.1f} min (best {best:.4f}, last {points[-1][1]:.4f} at {points[-1][0] / 60:.1f} min)")
-        print("  " + "; ".join(line))
+            best = min(points[1:], key=lambda p: p[1])
+            parts.append(f"{label} {at_end:.4f} (best trained {best[1]:.4f} at {best[0] / 60:.1f} min)")
+        print(f"  {preset} (the uniform random policy: {first:.4f}; target {PRESETS[preset]}), at equal wall time {end / 60:.1f} min: " + "; ".join(parts))
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=120)
