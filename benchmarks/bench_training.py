@@ -157,7 +157,7 @@ def compare(ref: str, rounds: int, config: str, updates: int, overrides: list[st
 
 
 PHASES = {
-    "engine (BatchedGames.step, reset)": ["batched.py:.*\\((step|reset)\\)"],
+    "engine (BatchedGames.step, reset)": ["batched(\\.py|/games\\.py):.*\\((step|reset)\\)"],
     "network inference (forward in the rollout)": ["model.py:.*\\(sample\\)"],
     "opponents (baselines' act_batch)": ["baselines/.*\\(act_batch\\)"],
     "GAE": ["ppo.py:.*\\(_advantages\\)"],
