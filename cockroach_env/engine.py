@@ -116,14 +116,15 @@ def random_deal(config: GameConfig, rng: np.random.Generator) -> Deal:
     return Deal(starter, hands, collections, removed, penalty)
 
 
-def deal_distribution(config: GameConfig) -> list[tuple[float, Deal]]:
+def deal_distribution(config: GameConfig, limit: int | None = None) -> list[tuple[float, Deal]]:
     """Every deal ``random_deal`` can produce, merged by what it puts where, with its probability.
 
     Exact: the cards are drawn in ``random_deal``'s order, one identity at a time with
     probability proportional to the cards of it left, and partial deals that place the
     same cards in the same places are merged. The starter is uniform unless configured.
     The number of deals grows fast with the deck: this is for small decks (the ``mini``
-    presets); the printed deck has far too many.
+    presets); the printed deck has far too many, and ``limit`` (if given) stops with a
+    ``ValueError`` as soon as more than ``limit`` partial deals are in play.
     """
     cards = config.cards
     n, width = config.num_players, len(cards.identities)
@@ -157,6 +158,8 @@ def deal_distribution(config: GameConfig) -> list[tuple[float, Deal]]:
                         rows[place[1]] = _plus(rows[place[1]], card)
                         key[field] = tuple(rows)
                     grown[tuple(key)] = grown.get(tuple(key), 0.0) + p * count / total
+            if limit is not None and len(grown) > limit:
+                raise ValueError(f"{config} has more than limit={limit} distinct deals; expected a small deck (presets mini, mini-3p)")
             partial = grown
         for (_, removed, penalty, collections, hands), p in partial.items():
             out.append((p, Deal(starter, [list(h) for h in hands], [list(c) for c in collections], list(removed), list(penalty))))
@@ -304,6 +307,9 @@ class Game:
         if self.replacement is not None:
             twin.replacement = copy.copy(self.replacement)
         return twin
+
+    def __deepcopy__(self, memo: dict) -> "Game":
+        return self.copy()
 
     # ------------------------------------------------------------------ moves
     def offer(self, card: int, target: int, claim: int) -> None:

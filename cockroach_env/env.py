@@ -19,7 +19,8 @@ claim true or false, or peek and pass it on with a new claim. Collect four of a 
 
 `env(num_players=N, preset=..., **options)` or `env(config=GameConfig(...))`. Presets:
 `classic`, `duel` (2 players), `even-deal`, `rainbow`, `three-of-a-kind`,
-`creature-to-start`, `royal`, combinable with `+`. See `GameConfig` for every option.
+`creature-to-start`, `royal`, `mini` and `mini-3p` (small decks, solved exactly), combinable
+with `+`. See `GameConfig` for every option (the deck shape: `num_types`, `copies_per_type`).
 
 ## Actions
 

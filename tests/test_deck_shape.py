@@ -138,3 +138,16 @@ def test_batched_engine_plays_like_the_engine_on_smaller_decks(options, backend)
     config = GameConfig.from_options(**options)
     seen = differential(config, backend, batch_size=8, finished_games=40, seed=3)
     assert seen["games"] >= 40 and seen["same_type"] > 0
+
+
+@pytest.mark.parametrize("engine", ["aec", "batched"])
+@pytest.mark.parametrize("preset, lineup", [("mini", ["heuristic", "random"]), ("mini-3p", ["heuristic", "bluffer", "random"])])
+def test_arena_plays_the_mini_presets(preset, lineup, engine, tmp_path):
+    import json
+
+    from training.eval_cli import main
+
+    out = tmp_path / "result.json"
+    assert main([*lineup, "--preset", preset, "--games", "120", "--engine", engine, "--quiet", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["config"] == GameConfig.from_options(preset=preset).to_dict()

@@ -109,3 +109,44 @@ def test_mini_presets_are_evaluated_in_full(preset):
     assert result.nash_conv > 0
     assert np.all(result.best_response_values >= result.policy_values - 1e-12)
     np.testing.assert_allclose(result.policy_values.sum(), 0.0, atol=1e-9)  # zero-sum
+
+
+def test_cockroach_exploit_exact_for_a_baseline(tmp_path, capsys):
+    import json
+
+    from training.exploitability import main
+
+    out = tmp_path / "exact.json"
+    assert main(["honest", "--exact", "--preset", "mini", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    config = GameConfig.from_options(preset="mini")
+    assert report["nash_conv"] == pytest.approx(nash_conv(baselines.make("honest", config), config), abs=1e-12)
+    assert report["tree"]["information_sets"] == game_tree(config).sizes()["information_sets"]
+    assert "NashConv" in capsys.readouterr().out
+    # the printed duel is far too big to traverse: a clear refusal, not a hang
+    assert main(["honest", "--exact", "--preset", "duel"]) == 2
+    assert "distinct deals" in capsys.readouterr().err
+
+
+def test_training_on_mini_and_exact_evaluation_of_its_checkpoint(tmp_path):
+    """cockroach-train on a smaller deck, its checkpoint (deck shape in the metadata), and --exact on it."""
+    pytest.importorskip("torch")
+    import json
+    from pathlib import Path
+
+    from training.checkpoint import load_agent
+    from training.cli import main as train
+    from training.exploitability import main as exploit
+
+    sets = ["ppo.num_envs=16", "ppo.num_steps=8", "ppo.num_minibatches=2", "ppo.update_epochs=1", "model.hidden_sizes=[16]",
+            "schedule.total_decisions=512", "schedule.checkpoint_every=2", "evaluation.final_games=8", f"output_dir={tmp_path}"]
+    config_path = Path(__file__).resolve().parents[1] / "configs" / "ppo_mini.yaml"
+    assert train(["--config", str(config_path), "--no-progress", *[a for s in sets for a in ("--set", s)]]) == 0
+    final = tmp_path / "ppo_mini" / "final"
+    agent = load_agent(final)
+    config = GameConfig.from_options(preset="mini")
+    assert agent.config == config
+    assert exploit([str(final), "--exact", "--json", str(tmp_path / "exact.json")]) == 0
+    report = json.loads((tmp_path / "exact.json").read_text())
+    assert report["nash_conv"] == pytest.approx(evaluate(agent, config).nash_conv, abs=1e-9)
+    assert report["game_config"]["num_types"] == 3 and report["game_config"]["copies_per_type"] == 2

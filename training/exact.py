@@ -26,6 +26,9 @@ Seats of a profile, as accepted by every function here:
   attribute holding one (weights >= 0 summing to 1): the same mixture in every seat;
 * a list of N of those, one per seat.
 
+An agent may also be an ``InformationSetPolicy`` (probabilities by information state, such
+as OpenSpiel's CFR average policy), which perfect-recall solvers produce.
+
     from training.exact import nash_conv, best_response_values
     nash_conv(baselines.make("heuristic", config), config)       # config = GameConfig.from_options(preset="mini")
 """
@@ -43,6 +46,7 @@ import numpy as np
 from cockroach_env.config import GameConfig
 from cockroach_env.encoding import apply_action, encoding_for, legal_actions, write_state
 from cockroach_env.engine import Game, deal_distribution
+from cockroach_env.information import information_state_string
 
 DEFAULT_MAX_NODES = 3_000_000
 """Refuse trees larger than this (memory and time grow with it; the mini presets have ~1e5)."""
@@ -83,6 +87,8 @@ class GameTree:
     """(U, A) int8 ... with their masks."""
     infoset_seat: np.ndarray
     """(I,) seat of each information set."""
+    infoset_strings: list[str]
+    """``information.information_state_string`` of each information set (OpenSpiel's ``information_state_string``)."""
     build_seconds: float = 0.0
 
     @cached_property
@@ -137,6 +143,7 @@ def build_tree(config: GameConfig, max_nodes: int = DEFAULT_MAX_NODES) -> GameTr
     mask_list: list[np.ndarray] = []
     infosets: dict[tuple, int] = {}
     infoset_seat: list[int] = []
+    infoset_strings: list[str] = []
     public: dict[tuple, int] = {}
     win = 1.0 / (n - 1)
 
@@ -167,6 +174,7 @@ def build_tree(config: GameConfig, max_nodes: int = DEFAULT_MAX_NODES) -> GameTr
         infoset.append(infosets.setdefault(key, len(infosets)))
         if len(infoset_seat) < len(infosets):
             infoset_seat.append(seat)
+            infoset_strings.append(information_state_string(game, seat, hands[seat]))
         legal = legal_actions(game, enc)
         write_state(enc, game, buffer)
         obs = buffer[indices[seat][seen]]
@@ -187,7 +195,11 @@ def build_tree(config: GameConfig, max_nodes: int = DEFAULT_MAX_NODES) -> GameTr
             child_public = public.setdefault((public_id, new_events), len(public))
             expand(child, node, a, level + 1, p, hands, child_public)
 
-    for p, deal in deal_distribution(config):
+    try:
+        deals = deal_distribution(config, limit=max_nodes)
+    except ValueError as error:
+        raise TreeTooLarge(f"{error}; the game tree would exceed max_nodes={max_nodes}") from None
+    for p, deal in deals:
         game = Game(config, deal)
         opening = public.setdefault((-1, repr(game.events[0])), len(public))
         expand(game, -1, -1, 0, p, tuple(tuple(h) for h in deal.hands), opening)
@@ -209,6 +221,7 @@ def build_tree(config: GameConfig, max_nodes: int = DEFAULT_MAX_NODES) -> GameTr
         observations=np.array(obs_list, np.float32).reshape(len(obs_list), enc.observation.size),
         masks=np.array(mask_list, np.int8).reshape(len(mask_list), enc.num_actions),
         infoset_seat=np.array(infoset_seat, np.int64),
+        infoset_strings=infoset_strings,
         build_seconds=time.perf_counter() - started,
     )
 
@@ -251,6 +264,8 @@ def _seat_policies(profile: Any, config: GameConfig) -> list[list[tuple[float, A
     for seat, policy in enumerate(seats):
         pairs = mixture_components(policy) or [(1.0, policy)]
         for _, agent in pairs:
+            if isinstance(agent, InformationSetPolicy):
+                continue
             if not (hasattr(agent, "action_probabilities_batch") or hasattr(agent, "action_probabilities")):
                 raise ValueError(f"seat {seat}: {agent!r} is not allowed; expected an agent with action_probabilities (or a mixture of such agents)")
             agent_config = getattr(agent, "config", None)
@@ -258,6 +273,35 @@ def _seat_policies(profile: Any, config: GameConfig) -> list[list[tuple[float, A
                 raise ValueError(f"seat {seat}: {agent!r} was built for {agent_config}, not for the evaluated {config}")
         out.append(pairs)
     return out
+
+
+class InformationSetPolicy:
+    """A policy over information states rather than observations (e.g. a CFR average policy).
+
+    ``table`` maps ``information.information_state_string`` (OpenSpiel's
+    ``information_state_string``) to ``(A,)`` action probabilities. It may be a seat of a
+    profile like an agent. ``from_openspiel(tabular_policy)`` reads an OpenSpiel ``TabularPolicy``.
+    """
+
+    def __init__(self, table: dict[str, np.ndarray], name: str = "tabular"):
+        self.table = table
+        self.name = name
+
+    @classmethod
+    def from_openspiel(cls, tabular_policy: Any, name: str = "tabular") -> "InformationSetPolicy":
+        probs = tabular_policy.action_probability_array
+        return cls({key: probs[row] for key, row in tabular_policy.state_lookup.items()}, name)
+
+    def probabilities(self, tree: GameTree) -> np.ndarray:
+        """(I, A) probabilities of each information set of the tree."""
+        missing = [key for key in tree.infoset_strings if key not in self.table]
+        if missing:
+            raise ValueError(f"{self.name}: no probabilities for {len(missing)} information states of the tree, e.g. {missing[0][:200]}")
+        probs = np.array([self.table[key] for key in tree.infoset_strings], np.float64)
+        return probs
+
+    def __repr__(self) -> str:
+        return f"InformationSetPolicy({self.name!r}, {len(self.table)} information states)"
 
 
 def _probabilities(agent: Any, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
@@ -319,10 +363,13 @@ def evaluate(profile: Any, config: GameConfig, tree: GameTree | None = None) -> 
             if weight == 0.0:
                 continue
             key = id(agent)
-            if key not in probability_cache:
-                probability_cache[key] = _probabilities(agent, tree.observations, tree.masks)
             factor = np.ones(tree.num_nodes)
-            factor[mine] = probability_cache[key][parent_obs[mine], tree.action[mine]]
+            if isinstance(agent, InformationSetPolicy):
+                factor[mine] = agent.probabilities(tree)[tree.infoset[tree.parent[mine]], tree.action[mine]]
+            else:
+                if key not in probability_cache:
+                    probability_cache[key] = _probabilities(agent, tree.observations, tree.masks)
+                factor[mine] = probability_cache[key][parent_obs[mine], tree.action[mine]]
             component = np.ones(tree.num_nodes)
             for nodes in levels[1:]:
                 component[nodes] = component[tree.parent[nodes]] * factor[nodes]
@@ -360,6 +407,42 @@ def _best_response_value(tree: GameTree, levels: list[np.ndarray], seat: int, ot
         taken = mine[tree.action[mine] == chosen[inverse]]
         value[tree.parent[taken]] += value[taken]
     return float(value[levels[0]].sum())
+
+
+def efg_string(tree: GameTree) -> str:
+    """The tree in Gambit's extensive-form format, for ``pyspiel.load_efg_game``.
+
+    OpenSpiel's C++ solvers (``pyspiel.CFRSolver``, ``CFRPlusSolver``, ``nash_conv``) then run
+    on the game as a C++ tree, far faster than through the Python game. The root is a chance
+    node over the deals; action ``"a<k>"`` is env action index ``k``; information set
+    ``"I<k>"`` is the tree's information set ``k`` (numbered per player in the file).
+    """
+    n = tree.num_players
+    children: list[list[int]] = [[] for _ in range(tree.num_nodes)]
+    for node, up in enumerate(tree.parent.tolist()):
+        if up >= 0:
+            children[up].append(node)
+    local = np.zeros(len(tree.infoset_seat), np.int64)
+    for seat in range(n):
+        mine = np.flatnonzero(tree.infoset_seat == seat)
+        local[mine] = np.arange(1, len(mine) + 1)
+    players = " ".join(f'"player_{s}"' for s in range(n))
+    roots = np.flatnonzero(tree.parent < 0)
+    lines = [f'EFG 2 R "cockroach poker" {{ {players} }} ""', 'c "deal" 1 "" { ' + " ".join(f'"d{k}" {float(tree.chance[r])!r}' for k, r in enumerate(roots)) + " } 0"]
+    outcome = 0
+    stack = list(reversed(roots.tolist()))
+    player, infoset, action, returns = tree.player.tolist(), tree.infoset.tolist(), tree.action.tolist(), tree.returns
+    while stack:
+        node = stack.pop()
+        if player[node] < 0:
+            outcome += 1
+            lines.append(f't "" {outcome} "" {{ ' + " ".join(repr(float(v)) for v in returns[node]) + " }")
+            continue
+        kids = children[node]
+        names = " ".join(f'"a{action[c]}"' for c in kids)
+        lines.append(f'p "" {player[node] + 1} {local[infoset[node]]} "I{infoset[node]}" {{ {names} }} 0')
+        stack.extend(reversed(kids))
+    return "\n".join(lines) + "\n"
 
 
 def best_response_values(profile: Any, config: GameConfig) -> np.ndarray:
