@@ -152,6 +152,10 @@ def test_psro_trains_a_mixture_and_an_interrupted_run_resumes_exactly(tmp_path):
     from training.eval_cli import main as evaluate
 
     assert evaluate([str(run / "final"), "random", "--preset", "mini", "--games", "8", "--quiet"]) == 0
+    from training.exploitability import main as exploit
+
+    assert exploit([str(run / "final"), "--exact", "--json", str(tmp_path / "exact.json")]) == 0  # the mixture, weighted by reach
+    assert 0 <= json.loads((tmp_path / "exact.json").read_text())["nash_conv"] <= 4
     assert _psro(tmp_path, "split", 3, "--resume", "--set", "psro.payoff_games=32") == 2
     # another meta-solver on resume: the saved meta-game is solved again
     assert _psro(tmp_path, "split", 2, "--resume", "--set", "psro.meta_solver=uniform") == 0
