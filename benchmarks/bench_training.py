@@ -13,6 +13,17 @@ Target (issue 6): at least 20,000 decisions per second for configs/ppo_4p.yaml o
 2-core machine. The machine's load average is printed, since other processes on the
 same cores lower the figure.
 
+``--compare REF`` measures the code at git ``REF`` (default: the commit before the
+throughput work of issue 13) and this tree alternately, each run in a fresh process,
+``--rounds`` times, and prints both medians and their ratio; with teammates' jobs on
+the same cores, only interleaved figures compare. ``--profile`` prints where the time
+of the training loop goes (engine, network inference, action sampling, opponents, GAE,
+update), measured with ``cProfile`` on the real loop:
+
+    python benchmarks/bench_training.py --compare --rounds 3 --updates 20
+    python benchmarks/bench_training.py --profile --updates 12
+    python benchmarks/bench_training.py --update-ab        # one PPO update, card-counting inputs per minibatch vs once per update
+
 ``--strength CHECKPOINT`` measures the strength targets of a trained checkpoint in the
 arena instead (seat rotation, duplicate deals, 95% Wilson intervals):
 
@@ -45,6 +56,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 TARGET = 20_000
+BASELINE = "1f10436"
+"""The commit before issue 13's throughput work."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,7 +70,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="arena seed for --strength (default 0)")
     parser.add_argument("--exploit", metavar="CHECKPOINT", help="measure the exploitability target of a checkpoint instead of the throughput")
     parser.add_argument("--decisions", type=int, default=5_000_000, help="best-response budget for --exploit (default 5,000,000)")
+    parser.add_argument("--compare", nargs="?", const=BASELINE, metavar="REF", help=f"alternate runs of git REF (default {BASELINE}) and this tree; print the ratio")
+    parser.add_argument("--rounds", type=int, default=3, help="runs of each side for --compare (default 3)")
+    parser.add_argument("--profile", action="store_true", help="print where the training loop's time goes")
+    parser.add_argument("--update-ab", action="store_true", help="time one PPO update on 10,000 samples, card-counting inputs computed per minibatch (old) vs once per update (new), interleaved")
     args = parser.parse_args(argv)
+    if args.compare:
+        return compare(args.compare, args.rounds, args.config, args.updates, args.overrides)
+    if args.profile:
+        return profile(args.config, args.updates, args.overrides)
+    if args.update_ab:
+        return update_ab(args.config, args.rounds)
     if args.strength:
         return strength(args.strength, args.games, args.seed)
     if args.exploit:
@@ -88,6 +111,132 @@ def main(argv: list[str] | None = None) -> int:
     print(f"end to end, after the first update: {steady:,.0f} decisions/s")
     print(f"end to end, whole run incl. start-up and checkpoint: {len(rows) * per_update / total:,.0f} decisions/s ({total:.1f} s)")
     print(f"target {TARGET:,} decisions/s: {'met' if steady >= TARGET else 'NOT met'}")
+    return 0
+
+
+def _bench_config(path: str, updates: int, overrides: list[str], out: str):
+    from training.config import load_config
+
+    config = load_config(path, [*overrides, f"output_dir={out}", "name=bench", "evaluation.every=0", "evaluation.final_games=0"])
+    config.schedule.total_decisions = updates * config.ppo.num_envs * config.ppo.num_steps
+    config.schedule.checkpoint_every = updates
+    config.schedule.time_limit_minutes = None
+    return config
+
+
+def compare(ref: str, rounds: int, config: str, updates: int, overrides: list[str]) -> int:
+    """Alternate fresh-process runs of git ``ref`` and of this tree; medians and their ratio."""
+    import re
+    import statistics
+    import subprocess
+    import tarfile
+
+    line = re.compile(r"end to end, after the first update: ([\d,]+) decisions/s")
+    with tempfile.TemporaryDirectory() as old_tree:
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], check=True, capture_output=True).stdout
+        with tarfile.open(fileobj=__import__("io").BytesIO(archive)) as tar:
+            tar.extractall(old_tree, filter="data")
+        trees = {f"old ({ref})": Path(old_tree), "new (this tree)": ROOT}
+        figures: dict[str, list[float]] = {name: [] for name in trees}
+        loads = []
+        for r in range(rounds):
+            for name, tree in trees.items():
+                loads.append(os.getloadavg()[0])
+                argv = [sys.executable, str(tree / "benchmarks" / "bench_training.py"), "--config", config, "--updates", str(updates), *[a for s in overrides for a in ("--set", s)]]
+                done = subprocess.run(argv, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True)
+                match = line.search(done.stdout)
+                if done.returncode or not match:
+                    print(f"{name}: the benchmark failed:\n{done.stdout}\n{done.stderr}", file=sys.stderr)
+                    return 2
+                figures[name].append(float(match[1].replace(",", "")))
+                print(f"round {r + 1} {name}: {figures[name][-1]:,.0f} decisions/s (load average {loads[-1]:.2f})", flush=True)
+    old, new = (statistics.median(v) for v in figures.values())
+    print(f"config {config}, {updates} updates per run, {rounds} rounds, cpu cores {os.cpu_count()}, load average {min(loads):.2f} to {max(loads):.2f}")
+    print(f"median old {old:,.0f} decisions/s, new {new:,.0f} decisions/s: new/old = {new / old:.2f}")
+    return 0
+
+
+PHASES = {
+    "engine (BatchedGames.step, reset)": ["batched(\\.py|/games\\.py):.*\\((step|reset)\\)"],
+    "network inference (forward in the rollout)": ["model.py:.*\\(sample\\)"],
+    "opponents (baselines' act_batch)": ["baselines/.*\\(act_batch\\)"],
+    "GAE": ["ppo.py:.*\\(_advantages\\)"],
+    "update (PPO epochs)": ["ppo.py:.*\\(_update\\)"],
+}
+
+
+def profile(path: str, updates: int, overrides: list[str]) -> int:
+    """Where the time of the training loop goes: cumulative time of its parts under cProfile (which adds some overhead)."""
+    import cProfile
+    import pstats
+    import re
+
+    from training.ppo import train
+
+    with tempfile.TemporaryDirectory() as out:
+        train(_bench_config(path, 2, overrides, out), progress_bar=False)  # compile the engine first
+        config = _bench_config(path, updates, overrides, out + "/profiled")
+        profiler = cProfile.Profile()
+        started = time.perf_counter()
+        profiler.runcall(train, config, progress_bar=False)
+        total = time.perf_counter() - started
+    stats = pstats.Stats(profiler).stats
+    decisions = updates * config.ppo.num_envs * config.ppo.num_steps
+    print(f"config {path}: {updates} updates, {decisions:,} decisions in {total:.1f} s under cProfile ({decisions / total:,.0f} decisions/s), load average {os.getloadavg()[0]:.2f}")
+    accounted = 0.0
+    for phase, patterns in PHASES.items():
+        seconds = sum(v[3] for (file, lineno, name), v in stats.items() if any(re.search(p, f"{file}:{lineno}({name})") for p in patterns))
+        accounted += seconds
+        print(f"  {phase:45s} {seconds:6.1f} s  {100 * seconds / total:5.1f}%")
+    print(f"  {'the rest (rollout bookkeeping, logs, checkpoint)':45s} {total - accounted:6.1f} s  {100 * (total - accounted) / total:5.1f}%")
+    return 0
+
+
+def update_ab(path: str, rounds: int, samples: int = 10_000) -> int:
+    """One PPO update of ``samples`` real observations, old and new way of feeding the card-counting inputs, interleaved in this process."""
+    import statistics
+
+    import numpy as np
+    import torch
+
+    from cockroach_env.batched import BatchedGames, random_legal_actions
+    from training.config import load_config
+    from training.model import ActorCritic
+    from training.ppo import Learner, _update
+
+    torch.set_num_threads(1)
+    config = load_config(path)
+    game = config.game_config()
+    model = ActorCritic(game, config.model.hidden_sizes, config.model.activation, card_counting=True, seed=0)
+    learner = Learner(model, config.ppo.learning_rate, samples, 1, game.num_players, model.observation_size, model.num_actions)
+    games = BatchedGames(game, batch_size=samples, seed=0)
+    rng = np.random.default_rng(0)
+    step = games.reset(seed=0)
+    for _ in range(20):
+        step = games.step(random_legal_actions(step.action_mask, rng))
+    obs, mask = step.observation.copy(), step.action_mask.astype(bool)
+    with torch.no_grad():
+        action, logprob, value = model.sample(torch.from_numpy(obs), torch.from_numpy(mask))
+    learner.rollout.append(obs, mask, action.numpy(), logprob.numpy(), value.numpy())
+    advantages, returns = rng.standard_normal(samples).astype(np.float32), rng.standard_normal(samples).astype(np.float32)
+    start = {k: v.clone() for k, v in model.state_dict().items()}
+    original = ActorCritic.counting_inputs
+    seconds: dict[str, list[float]] = {"old": [], "new": []}
+    weights = {}
+    for _ in range(rounds):
+        for name in seconds:
+            model.load_state_dict(start)
+            learner.reset_optimizer()
+            ActorCritic.counting_inputs = original if name == "new" else (lambda self, obs: None)  # None: recomputed in every minibatch
+            began = time.perf_counter()
+            _update(learner, advantages, returns, np.arange(samples), config.ppo, np.random.default_rng(1), "cpu")
+            seconds[name].append(time.perf_counter() - began)
+            weights[name] = [p.detach().clone() for p in model.parameters()]
+    ActorCritic.counting_inputs = original
+    old, new = statistics.median(seconds["old"]), statistics.median(seconds["new"])
+    same = all(torch.equal(a, b) for a, b in zip(weights["old"], weights["new"]))
+    print(f"one update of {samples:,} samples ({config.ppo.update_epochs} epochs x {config.ppo.num_minibatches} minibatches, network {config.model.hidden_sizes}), median of {rounds}; load average {os.getloadavg()[0]:.2f}")
+    print(f"  old (card counting per minibatch) {old:.3f} s, new (once per update) {new:.3f} s: old/new = {old / new:.3f}; identical weights after the update: {same}")
     return 0
 
 

@@ -11,7 +11,7 @@ from pettingzoo.test import api_test
 
 import baselines
 from cockroach_env import CARD_TYPES, GameConfig, decode_observation, encoding_for, env, raw_env
-from cockroach_env.engine import Game, deal_distribution, random_deal
+from cockroach_env.engine import LOSS_REASONS, Game, deal_distribution, random_deal
 
 from .test_batched import BACKENDS, differential
 
@@ -100,7 +100,7 @@ def test_baselines_play_whole_games_and_observations_decode(preset):
             assert sum(decoded["own_hand"].values()) == decoded["hand_sizes"][0]
             assert set(decoded["own_hand"]) <= set(config.cards.identities)
             e.step(agents[(game + k) % len(agents)].act(obs))
-        losses[info["loss_reason"]] += 1
+        losses[LOSS_REASONS[info["loss_reason"]]] += 1  # info holds numbers: an index into LOSS_REASONS
     assert losses["same_type"] > 0
 
 

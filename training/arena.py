@@ -29,6 +29,9 @@ Fairness
   deal ``d``), so luck of the cards cancels between entries. ``duplicate=False``
   deals every game afresh (still rotating seats).
 * **Reproducible.** Deals and the agents' generators derive from ``seed`` alone.
+* **Mixtures** (``training.mixture.MixtureAgent``, e.g. a PSRO checkpoint) draw one
+  member per game and lineup entry, with the mixture's weights, from a generator of
+  ``(seed, game, entry)``; that member plays the entry's every decision in the game.
 
 Engines
 -------
@@ -596,6 +599,23 @@ def _legal_action(action: Any, mask: np.ndarray) -> bool:
     return index == action and 0 <= index < len(mask) and bool(mask[index])
 
 
+def _mixture_members(config: GameConfig, seed: int, chunk, entrants: list[Entrant], of_entry: np.ndarray) -> np.ndarray:
+    """``(G, N)``: the member of a mixture entrant sitting at each seat of each game of ``chunk`` (-1 for other entrants)."""
+    from training.mixture import is_mixture
+
+    n = config.num_players
+    members = np.full((len(chunk), n), -1, np.int64)
+    mixtures = [k for k, e in enumerate(entrants) if is_mixture(e.agent)]
+    if not mixtures:
+        return members
+    for g, game in enumerate(chunk):
+        for seat, entry in enumerate(seat_entries(n, game.rotation)):
+            entrant = entrants[of_entry[entry]]
+            if of_entry[entry] in mixtures:
+                members[g, seat] = entrant.agent.draw_member(np.random.default_rng([seed, 104729, game.index, entry]))
+    return members
+
+
 def _run_aec(config, seed, chunk, entrants, of_entry, behaviour, bar) -> list[GameRecord]:
     """Play a chunk of games on AEC envs in lock step: one decision per unfinished game per step."""
     from cockroach_env.env import raw_env
@@ -607,6 +627,7 @@ def _run_aec(config, seed, chunk, entrants, of_entry, behaviour, bar) -> list[Ga
         env.reset(options=_reset_options(deal_for(config, seed, game.deal), config, env.possible_agents))
         envs.append(env)
     seat_entrant = np.array([of_entry[seat_entries(n, g.rotation)] for g in chunk])  # (G, N)
+    seat_member = _mixture_members(config, seed, chunk, entrants, of_entry)
     records: list[GameRecord | None] = [None] * len(chunk)
     active = list(range(len(chunk)))
     while active:
@@ -617,7 +638,8 @@ def _run_aec(config, seed, chunk, entrants, of_entry, behaviour, bar) -> list[Ga
             seat = env.game.current
             entrant = entrants[seat_entrant[k, seat]]
             observation = env.observe(env.agent_selection)
-            action = entrant.agent.act(observation)
+            member = seat_member[k, seat]
+            action = (entrant.agent.members[member] if member >= 0 else entrant.agent).act(observation)
             if not _legal_action(action, observation["action_mask"]):
                 raise _illegal(entrant, seat, chunk[k].index, action, config, observation["action_mask"])
             env.step(int(action))
@@ -645,6 +667,7 @@ def _run_batched(config, seed, chunk, entrants, of_entry, behaviour, bar) -> lis
     games = BatchedGames(config, batch_size=size, seed=seed)
     step = games.reset(deals=[deal_for(config, seed, g.deal) for g in chunk])
     seat_entrant = np.array([of_entry[seat_entries(n, g.rotation)] for g in chunk])
+    seat_member = _mixture_members(config, seed, chunk, entrants, of_entry)
     records: list[GameRecord | None] = [None] * size
     active = np.ones(size, dtype=bool)
     steps = np.zeros(size, np.int64)
@@ -657,7 +680,7 @@ def _run_batched(config, seed, chunk, entrants, of_entry, behaviour, bar) -> lis
             mine = np.flatnonzero(active & (acting == k))
             if mine.size == 0:
                 continue
-            chosen = np.asarray(entrant.agent.act_batch(step.observation[mine], step.action_mask[mine]))
+            chosen = _batch_actions(entrant.agent, seat_member[mine, to_act[mine]], step.observation[mine], step.action_mask[mine])
             if chosen.shape != (mine.size,):
                 raise ArenaError(f"agent {entrant.name!r}: act_batch returned shape {chosen.shape} for {mine.size} observations; expected ({mine.size},)")
             for j, b in enumerate(mine):
@@ -677,6 +700,17 @@ def _run_batched(config, seed, chunk, entrants, of_entry, behaviour, bar) -> lis
         if bar is not None and ended.size:
             bar.update(int(ended.size))
     return records  # type: ignore[return-value]
+
+
+def _batch_actions(agent: Any, members: np.ndarray, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    """``agent.act_batch``, or for a mixture each drawn member's ``act_batch`` on its own rows (``members``: -1 for a plain agent)."""
+    if members.size == 0 or members[0] < 0:
+        return np.asarray(agent.act_batch(observations, masks))
+    chosen = np.zeros(len(members), np.int64)
+    for member in np.unique(members):
+        rows = np.flatnonzero(members == member)
+        chosen[rows] = np.asarray(agent.members[member].act_batch(observations[rows], masks[rows])).reshape(-1)
+    return chosen
 
 
 def _reset_options(deal: Deal, config: GameConfig, agents: Sequence[str]) -> dict[str, Any]:
@@ -701,11 +735,14 @@ def play_league(
     engine: str = "auto",
     batch_size: int = 1024,
     progress: bool | None = False,
+    workers: Any = None,
 ) -> MatchResult:
     """Round robin: a match of ``games`` games at every table of ``num_players`` distinct agents of ``pool``.
 
     Returns per-agent reports pooled over all tables, and OpenSkill Plackett-Luce
     ratings over every game (the loser last, the others tied), rated in schedule order.
+    ``workers`` (a ``training.distributed`` executor) plays the tables as parallel tasks,
+    with the same result; every agent of ``pool`` must then be loadable where the tasks run.
     """
     config = config if config is not None else GameConfig()
     pool = expand_lineup(list(pool))
@@ -721,9 +758,12 @@ def play_league(
     totals: dict[str, AgentReport] = {}
     engines = set()
     n = config.num_players
+    jobs = []
     for t, table in enumerate(tables):
         table_seed = int(np.random.SeedSequence([seed, t]).generate_state(1)[0] % 2**31)
-        result = play_match([pool[i] for i in table], config, games, seed=table_seed, duplicate=duplicate, engine=engine, batch_size=batch_size, progress=progress)
+        jobs.append(([pool[i] for i in table], config, games, table_seed, duplicate, engine, batch_size, progress if workers is None else False))
+    results = workers.map(play_match, jobs) if workers is not None else (play_match(*job) for job in jobs)
+    for t, (table, result) in enumerate(zip(tables, results)):
         engines.add(result.engine)
         table_names = [names[i] for i in table]
         for record in result.records:

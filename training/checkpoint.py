@@ -12,7 +12,9 @@ A checkpoint named ``P`` is two files side by side::
                     "optimizer.*" (Adam moments), "pool.<id>.*" (opponent snapshots),
                     "rng.*" (torch generator states), with an exploiter
                     "exploiter.model.*" and "exploiter.optimizer.*", and with a
-                    magnet "magnet.*"
+                    magnet "magnet.*"; a mixture (kind "mixture", see training.mixture)
+                    holds "member.<k>.model.*" for each member, and its metadata's
+                    "mixture" entry holds the members' names and weights
 
 Saving writes the tensors of a new generation under a new name (``P.<G+1>.safetensors``,
 through a temporary file, fsynced), then the metadata that points at them
@@ -49,7 +51,7 @@ from cockroach_env.encoding import LAYOUT_VERSION, encoding_for
 
 FORMAT = "cockroach-poker-checkpoint"
 FORMAT_VERSION = 1
-KINDS = ("agent", "run")
+KINDS = ("agent", "run", "mixture")
 SHIPPED_DIR = "checkpoints"
 """Package directory (inside ``training``) of the pretrained checkpoints loadable by name."""
 
@@ -472,13 +474,22 @@ def _rules(game: GameConfig) -> str:
 
 def build_model(checkpoint: Checkpoint, device: str = "cpu"):
     """The ``ActorCritic`` of a checkpoint, with its weights."""
+    if checkpoint.metadata["kind"] == "mixture":
+        raise CheckpointError(f"{checkpoint.path}: a mixture checkpoint holds several networks; load it with load_agent, or its members with training.mixture.member_models")
+    return build_model_from(checkpoint, "model", device)
+
+
+def build_model_from(checkpoint: Checkpoint, prefix: str, device: str = "cpu"):
+    """An ``ActorCritic`` of the checkpoint's recorded network holding its ``prefix.*`` tensors
+    (``model``, or a mixture member's ``member.<k>.model``), their shapes checked first."""
     from training.model import ActorCritic
 
     spec = checkpoint.metadata["model"]
-    check_shapes(checkpoint, "model")
+    check_shapes(checkpoint, prefix)
+    weights = checkpoint.group(prefix)
     model = ActorCritic(checkpoint.game_config, spec["hidden_sizes"], spec["activation"], spec.get("card_counting", False))
     try:
-        model.load_state_dict(checkpoint.group("model"))
+        model.load_state_dict(weights)
     except RuntimeError as error:
         raise CheckpointError(f"{checkpoint.path}: the weights do not fit the recorded network {spec}: {error}") from None
     return model.to(device)
@@ -506,11 +517,16 @@ def load_agent(path_or_name: str | os.PathLike, seed: int | None = None, config:
 
     ``path_or_name`` is a checkpoint path (``runs/ppo_4p/final``, with or without
     ``.json``) or a shipped name (``classic-4p``, ``classic-2p``, ...). ``config``, if
-    given, must be the rule set the checkpoint was trained for.
+    given, must be the rule set the checkpoint was trained for. A mixture checkpoint
+    (PSRO's result) gives a ``training.mixture.MixtureAgent``.
     """
     from training.model import PolicyAgent
 
     checkpoint = load_checkpoint(path_or_name, game=config)
+    if checkpoint.metadata["kind"] == "mixture":  # one member per game, drawn with the mixture's weights
+        from training.mixture import load_mixture_agent
+
+        return load_mixture_agent(checkpoint, seed=seed, greedy=greedy, device=device)
     model = build_model(checkpoint, device)
     name = checkpoint.metadata.get("name") or checkpoint.path.stem
     return PolicyAgent(model, checkpoint.game_config, seed=seed, name=name, greedy=greedy)

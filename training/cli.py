@@ -1,8 +1,9 @@
-"""``cockroach-train``: train a self-play PPO agent from a YAML config.
+"""``cockroach-train``: train a self-play PPO agent (or, with ``algorithm: psro``, a PSRO mixture) from a YAML config.
 
     cockroach-train --config configs/ppo_4p.yaml
     cockroach-train --config configs/ppo_4p.yaml --set ppo.learning_rate=1e-3 --set seed=2
     cockroach-train --config configs/ppo_4p.yaml --resume      # continue runs/ppo_4p
+    cockroach-train --config configs/psro_2p.yaml --ray        # PSRO, its iterations' pieces on a local Ray cluster
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--overwrite", action="store_true", help="start afresh even if output_dir/name already holds a run")
     parser.add_argument("--print-config", action="store_true", help="print the resolved config as YAML and exit")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
+    parser.add_argument(
+        "--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+        help="algorithm: psro only: run the best responses and payoff tables of each iteration as Ray tasks, on the cluster at ADDRESS (e.g. auto, ray://host:10001) or, without one, on a local cluster (needs the [ray] extra; see docs/scaling.md)",
+    )  # fmt: skip
     return parser
 
 
@@ -51,8 +56,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cockroach-train: error: {problem}", file=sys.stderr)
         return 2
 
+    if args.ray is not None and config.algorithm != "psro":
+        print(f"cockroach-train: error: --ray runs PSRO's best responses and payoff tables; the config has algorithm={config.algorithm!r} (use algorithm: psro)", file=sys.stderr)
+        return 2
     from training.checkpoint import CheckpointError
-    from training.ppo import Interrupted, train
+    from training.ppo import Interrupted
+
+    if config.algorithm == "psro":
+        from functools import partial
+
+        from training.psro import train as train_psro
+
+        train = partial(train_psro, ray_address=args.ray)
+    else:
+        from training.ppo import train
 
     command = "cockroach-train " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
     resume_command = _resume_command(args)

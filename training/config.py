@@ -126,6 +126,8 @@ class OpponentConfig:
     """Weight of games against each baseline agent, by name."""
     exploiter: float = 0.0
     """Weight of games against the exploiter: a second network, trained at the same time, in one seat and the policy in all the others. It learns to beat the current policy, and the policy learns from the same games to close the weaknesses it finds (0: no exploiter)."""
+    population: float = 0.0
+    """Weight of games against a fixed population given by the caller (a PSRO best response's opponents, ``cockroach-exploit`` against a mixture): the learner takes ``learner_seats`` seats and every other seat draws its own member for the game, with the population's weights."""
     exploiter_reset_every: int = 0
     """Updates between exploiter resets: its weights enter the snapshot pool, and it starts again from the current policy (0: never reset)."""
     learner_seats: list[int] = field(default_factory=lambda: [1])
@@ -140,14 +142,14 @@ class OpponentConfig:
     """Pool size; the oldest snapshot leaves when a new one enters."""
 
     def validate(self, where: str) -> None:
-        for name in ("self_play", "snapshots", "exploiter"):
+        for name in ("self_play", "snapshots", "exploiter", "population"):
             _require(where, name, getattr(self, name), getattr(self, name) >= 0, "a weight >= 0")
         for name, weight in self.baselines.items():
             if name not in baseline_names():
                 raise ConfigError(f"{where}: baselines: unknown baseline {name!r}; expected names from {baseline_names()}")
             _require(f"{where}.baselines", name, weight, weight >= 0, "a weight >= 0")
-        total = self.self_play + self.snapshots + self.exploiter + sum(self.baselines.values())
-        _require(where, "self_play", self.self_play, total > 0, "weights (self_play, snapshots, exploiter, baselines) with a positive sum")
+        total = self.self_play + self.snapshots + self.exploiter + self.population + sum(self.baselines.values())
+        _require(where, "self_play", self.self_play, total > 0, "weights (self_play, snapshots, exploiter, population, baselines) with a positive sum")
         _require(where, "exploiter_reset_every", self.exploiter_reset_every, self.exploiter_reset_every >= 0, "an integer >= 0")
         _require(where, "snapshot_every", self.snapshot_every, self.snapshot_every >= 0, "an integer >= 0")
         _require(where, "beat_pool_loss_rate", self.beat_pool_loss_rate, 0 <= self.beat_pool_loss_rate <= 1, "a number from 0 to 1")
@@ -195,12 +197,42 @@ class EvalConfig:
                 raise ConfigError(f"{where}: opponents: unknown baseline {name!r}; expected names from {baseline_names()}")
 
 
+ALGORITHMS = ("ppo", "psro")
+
+
+@dataclass
+class PSROConfig:
+    """Policy-space response oracles (``algorithm: psro``): a population, its meta-game and a best response per iteration (``training.psro``)."""
+
+    iterations: int = 10
+    """PSRO iterations; each adds ``best_responses_per_iteration`` members to the population."""
+    best_responses_per_iteration: int = 1
+    """Best responses trained per iteration against the same meta-strategy, with different seeds (in parallel with ``--ray``)."""
+    best_response_decisions: int = 2_000_000
+    """Environment decisions of each best response (a PPO run with the ``ppo`` settings, against the meta-strategy in every other seat)."""
+    warm_start: bool = True
+    """Start each best response from the newest member's weights (else from a fresh network)."""
+    payoff_games: int = 400
+    """Games per new table of the meta-game (duplicate deals, seat rotation; rounded up to whole rotations)."""
+    meta_solver: str = "regret_matching"
+    """Meta-solver of the meta-game: ``regret_matching`` (measured best, see ``training.meta_solvers``), ``prd`` (projected replicator dynamics), ``alpharank`` or ``uniform``. May change on ``--resume`` (the saved meta-game is solved again)."""
+
+    def validate(self, where: str) -> None:
+        from training.meta_solvers import SOLVERS
+
+        for name in ("iterations", "best_responses_per_iteration", "best_response_decisions", "payoff_games"):
+            _require(where, name, getattr(self, name), getattr(self, name) >= 1, "an integer >= 1")
+        _require(where, "meta_solver", self.meta_solver, self.meta_solver in SOLVERS, f"one of {sorted(SOLVERS)}")
+
+
 @dataclass
 class TrainConfig:
     """One training run."""
 
     name: str = "ppo"
     """Run name; the run directory is ``output_dir/name``."""
+    algorithm: str = "ppo"
+    """``ppo`` (self-play PPO, ``training.ppo``) or ``psro`` (a population and its solved meta-game, ``training.psro``, with the ``psro`` settings)."""
     seed: int = 1
     """Seed of everything random in the run (games, sampling, opponents, evaluation)."""
     device: str = "cpu"
@@ -216,6 +248,7 @@ class TrainConfig:
     opponents: OpponentConfig = field(default_factory=OpponentConfig)
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     evaluation: EvalConfig = field(default_factory=EvalConfig)
+    psro: PSROConfig = field(default_factory=PSROConfig)
 
     def validate(self, where: str = "config") -> None:
         _require(where, "name", self.name, _RUN_NAME.fullmatch(self.name) is not None and self.name not in (".", ".."), "a directory name of letters, digits, '.', '_' and '-' (not '.' or '..'), so that the run stays inside output_dir")
@@ -239,6 +272,8 @@ class TrainConfig:
         )
         self.schedule.validate(f"{where}: schedule")
         self.evaluation.validate(f"{where}: evaluation")
+        _require(where, "algorithm", self.algorithm, self.algorithm in ALGORITHMS, f"one of {list(ALGORITHMS)}")
+        self.psro.validate(f"{where}: psro")
 
     def game_config(self, where: str = "config") -> GameConfig:
         """The ``GameConfig`` named by the ``game`` section."""

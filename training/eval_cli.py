@@ -49,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--engine", choices=ENGINES, default="auto", help="batched engine, AEC env, or auto: batched when every agent supports it (default)")
     parser.add_argument("--batch-size", type=int, default=1024, help="games played in lock step (default 1024)")
     parser.add_argument("--league", action="store_true", help="round robin over the agents as a pool; prints OpenSkill Plackett-Luce ratings")
+    parser.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS", help="--league only: play the tables as Ray tasks on the cluster at ADDRESS, or on a local cluster without one (the [ray] extra; docs/scaling.md)")
     parser.add_argument("--json", metavar="PATH", default=None, help="write the results as JSON to PATH ('-' for stdout, replacing the table)")
     parser.add_argument("--plot", metavar="PNG", default=None, help="write a bar chart of loss rates with 95%% intervals")
     parser.add_argument("--save-games", nargs=2, metavar=("N", "DIR"), default=None, help="save the first N games as JSON game records in DIR (replay one with cockroach-replay)")
@@ -117,8 +118,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = config_from_args(args, default_players)
         saver = _game_saver(args)
         common = dict(games=args.games, seed=args.seed, duplicate=not args.no_duplicate, engine=args.engine, batch_size=args.batch_size, progress=False if args.quiet else None)
+        if args.ray is not None and not args.league:
+            raise ArenaError("--ray plays the tables of a league in parallel; add --league (a single match is one task)")
         if args.league:
-            result = play_league(entries, config, **common)
+            from training.distributed import executor
+
+            workers = executor(args.ray) if args.ray is not None else None
+            try:
+                result = play_league(entries, config, **common, workers=workers)
+            finally:
+                if workers is not None:
+                    workers.close()
         else:
             result = play_match(entries, config, **common, on_decisions=saver)
         if saver is not None:

@@ -125,11 +125,11 @@ class ActorCritic(nn.Module):
         self.policy_head = _layer(width, self.num_actions, 0.01, generator)
         self.value_head = _layer(width, 1, 1.0, generator)
 
-    def forward(self, obs: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Masked logits (B, A) and values (B,). ``mask`` is boolean (True = legal)."""
+    def forward(self, obs: torch.Tensor, mask: torch.Tensor, counting: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Masked logits (B, A) and values (B,). ``mask`` is boolean (True = legal); ``counting``: ``counting_inputs(obs)`` if already computed."""
         inputs = obs * self.obs_scale
         if self.card_counting is not None:
-            inputs = torch.cat([inputs, self.card_counting(obs)], dim=1)
+            inputs = torch.cat([inputs, self.card_counting(obs) if counting is None else counting], dim=1)
         hidden = self.trunk(inputs)
         logits = self.policy_head(hidden).masked_fill(~mask, MASKED_LOGIT)
         return logits, self.value_head(hidden).squeeze(-1)
@@ -143,9 +143,14 @@ class ActorCritic(nn.Module):
         logprob = torch.log_softmax(logits, dim=-1).gather(1, action[:, None]).squeeze(1)
         return action, logprob, value
 
-    def evaluate(self, obs: torch.Tensor, mask: torch.Tensor, action: torch.Tensor):
+    @torch.no_grad()
+    def counting_inputs(self, obs: torch.Tensor) -> torch.Tensor | None:
+        """The ``CardCounting`` inputs of ``obs`` (None without card counting): a fixed function of the observation, so a PPO update computes them once for all its epochs."""
+        return None if self.card_counting is None else self.card_counting(obs)
+
+    def evaluate(self, obs: torch.Tensor, mask: torch.Tensor, action: torch.Tensor, counting: torch.Tensor | None = None):
         """Log-probabilities of ``action``, policy entropies, values and the log-policy over all actions (B, A), with gradients."""
-        logits, value = self(obs, mask)
+        logits, value = self(obs, mask, counting)
         logp_all = torch.log_softmax(logits, dim=-1)
         logprob = logp_all.gather(1, action[:, None]).squeeze(1)
         entropy = -(logp_all.exp() * logp_all).sum(-1)

@@ -6,6 +6,9 @@ its table when it starts, with the weights of ``config.opponents``:
 * ``self_play``: every seat is the current policy, and every seat's decisions are samples;
 * ``snapshots``: ``learner_seats`` seats are the current policy, the others one past snapshot;
 * ``baselines``: ``learner_seats`` seats are the current policy, the others one baseline agent;
+* ``population``: ``learner_seats`` seats are the current policy, and every other seat draws
+  its own member of a fixed population for the game, with the population's weights (the
+  opponents of a PSRO best response: each seat samples the meta-strategy; a mixture agent);
 * ``exploiter``: one seat is the exploiter, a second network trained at the same time to
   beat the current policy, and all the other seats are the current policy. Both learn
   from these games: the exploiter finds the policy's weaknesses, and the policy learns
@@ -61,10 +64,13 @@ from training.model import ActorCritic, PolicyAgent
 SELF = "self"
 SNAPSHOT = "snapshot"
 EXPLOITER = "exploiter"
+POPULATION = "population"
 POLICY_SEAT = 0
 """``Tables.owner`` code of a seat played by the policy being trained."""
 EXPLOITER_SEAT = -1
 """``Tables.owner`` code of the seat played by the exploiter."""
+POPULATION_SEAT = -2
+"""``Tables.owner`` code of a seat played by population member 0; member ``m`` is ``POPULATION_SEAT - m``."""
 CHECKPOINT_NAME = "checkpoint"
 """The run's latest full checkpoint (for ``--resume``): ``runs/<name>/checkpoint.{json,safetensors}``."""
 AGENT_NAME = "final"
@@ -103,18 +109,49 @@ class Progress:
     """Every command that trained this run (the first, then each ``--resume``)."""
     base_run: dict[str, Any] | None = None
     """The checkpoint a fresh run started from (``--init-from``): path, commands, step, and its own ``base_run``."""
+    population: dict[str, Any] | None = None
+    """The fixed population of ``opponents.population`` (``Population.record``), checked on resume."""
+
+
+@dataclass
+class Population:
+    """Fixed opponents for ``opponents.population``: frozen networks and the weight of each (a meta-strategy)."""
+
+    models: list[ActorCritic]
+    weights: np.ndarray
+    names: list[str]
+    """One label per member (recorded in the run, so that a resume against another population is refused)."""
+
+    def __post_init__(self):
+        weights = np.asarray(self.weights, np.float64)
+        if len(self.models) == 0 or len(weights) != len(self.models) or len(self.names) != len(self.models):
+            raise ValueError(f"a population needs one weight and one name per member; got {len(self.models)} members, {len(weights)} weights, {len(self.names)} names")
+        if (weights < 0).any() or not weights.sum() > 0:
+            raise ValueError(f"population weights {weights.tolist()} are not allowed; expected weights >= 0 with a positive sum")
+        self.weights = weights / weights.sum()
+        self.models = [_frozen_copy(m) for m in self.models]
+
+    @property
+    def record(self) -> dict[str, Any]:
+        return {"names": list(self.names), "weights": [float(w) for w in self.weights]}
+
+    def act(self, member: int, obs: np.ndarray, masks: np.ndarray, sampler, device) -> np.ndarray:
+        action, _, _ = self.models[member].sample(torch.from_numpy(obs).to(device), torch.from_numpy(masks.astype(bool)).to(device), sampler)
+        return action.cpu().numpy()
 
 
 class Tables:
     """Who sits where in each game: ``owner[b, s]`` is ``POLICY_SEAT``, ``EXPLOITER_SEAT``, else an index (>= 1) into ``opponents``."""
 
-    def __init__(self, config: TrainConfig, game: GameConfig, batch: int):
+    def __init__(self, config: TrainConfig, game: GameConfig, batch: int, population: Population | None = None):
         self.n = game.num_players
         self.learner_seat_counts = np.asarray(config.opponents.learner_seats)
         mix = config.opponents
         exploiter = [EXPLOITER] if mix.exploiter else []
-        self.kinds = [SELF, SNAPSHOT, *exploiter, *mix.baselines]
-        weights = np.array([mix.self_play, mix.snapshots, *[mix.exploiter for _ in exploiter], *mix.baselines.values()], np.float64)
+        members = [POPULATION] if mix.population else []
+        self.population_weights = population.weights if population is not None else None
+        self.kinds = [SELF, SNAPSHOT, *exploiter, *members, *mix.baselines]
+        weights = np.array([mix.self_play, mix.snapshots, *[mix.exploiter for _ in exploiter], *[mix.population for _ in members], *mix.baselines.values()], np.float64)
         self.weights = weights / weights.sum()
         self.owner = np.zeros((batch, self.n), np.int64)
         self.kind = np.zeros(batch, np.int64)
@@ -130,7 +167,9 @@ class Tables:
         seat_order = rng.permuted(np.tile(np.arange(self.n), (len(games), 1)), axis=1)
         picks = rng.integers(0, max(len(snapshot_indices), 1), size=len(games))
         seat_counts = rng.choice(self.learner_seat_counts, size=len(games))
-        for b, k, order, pick, count in zip(games, kinds, seat_order, picks, seat_counts):
+        if self.population_weights is not None:  # (drawn only with a population, so that other runs draw as they always did)
+            member_codes = POPULATION_SEAT - rng.choice(len(self.population_weights), size=(len(games), self.n), p=self.population_weights)
+        for i, (b, k, order, pick, count) in enumerate(zip(games, kinds, seat_order, picks, seat_counts)):
             name = self.kinds[k]
             if name == SNAPSHOT and not snapshot_indices:
                 k, name = 0, SELF
@@ -142,7 +181,7 @@ class Tables:
                     self.owner[b, order[0]] = EXPLOITER_SEAT
                     self.learner_seats[b] = self.n - 1
                 continue
-            opponent = snapshot_indices[pick] if name == SNAPSHOT else baseline_index[name]
+            opponent = member_codes[i] if name == POPULATION else snapshot_indices[pick] if name == SNAPSHOT else baseline_index[name]
             self.owner[b] = opponent
             self.owner[b, order[:count]] = POLICY_SEAT
             self.learner_seats[b] = count
@@ -292,22 +331,36 @@ class _StopSignals:
 
 
 def train(
-    config: TrainConfig, resume: bool = False, command: str | None = None, progress_bar: bool = True, initial_weights: dict | None = None, base_run: dict | None = None
+    config: TrainConfig,
+    resume: bool = False,
+    command: str | None = None,
+    progress_bar: bool = True,
+    initial_weights: dict | None = None,
+    base_run: dict | None = None,
+    population: Population | None = None,
 ) -> Path:
     """Train (or resume) the run of ``config``; return the path of the final agent checkpoint.
 
     ``initial_weights``: a state dict to start a fresh run from (instead of a random network);
-    ``base_run``: where those weights came from (recorded in every checkpoint's metadata).
+    ``base_run``: where those weights came from (recorded in every checkpoint's metadata);
+    ``population``: the opponents of ``opponents.population`` (required when its weight is positive).
     SIGINT or SIGTERM (in the main thread) stops after the current update with a run
     checkpoint and raises ``Interrupted`` (its ``exit_code`` is 130 or 143).
     """
     with _StopSignals() as signals:
-        return _train(config, resume, command, progress_bar, initial_weights, base_run, signals)
+        return _train(config, resume, command, progress_bar, initial_weights, base_run, population, signals)
 
 
-def _train(config: TrainConfig, resume: bool, command: str | None, progress_bar: bool, initial_weights: dict | None, base_run: dict | None, signals: "_StopSignals") -> Path:
+def _train(
+    config: TrainConfig, resume: bool, command: str | None, progress_bar: bool, initial_weights: dict | None, base_run: dict | None, population: Population | None, signals: "_StopSignals"
+) -> Path:
     from tqdm import tqdm
 
+    if bool(config.opponents.population) != (population is not None):
+        raise ValueError(
+            f"opponents.population={config.opponents.population} needs a Population passed to train()" if population is None
+            else "a Population was passed to train() but opponents.population is 0; give it a positive weight"
+        )  # fmt: skip
     game = config.game_config()
     enc = encoding_for(game)
     n_players = game.num_players
@@ -342,7 +395,10 @@ def _train(config: TrainConfig, resume: bool, command: str | None, progress_bar:
             print(f"{run_dir} is already finished at update {state.update}; its agent checkpoint is {finished} (raise schedule.total_decisions to train on)", file=sys.stderr)
             return finished
         print(f"resuming {run_dir} at update {state.update} ({state.decisions:,} decisions)", file=sys.stderr)
+        if population is not None and state.population != population.record:
+            raise ckpt.CheckpointError(f"{run_dir}: cannot resume against another population; the run trained against {state.population}, given {population.record}")
     else:
+        state.population = population.record if population is not None else None
         if initial_weights is not None:
             policy.model.load_state_dict(initial_weights)
             state.base_run = base_run
@@ -357,7 +413,7 @@ def _train(config: TrainConfig, resume: bool, command: str | None, progress_bar:
     logs = RunLogs(run_dir, config, resume_update=state.update if resume else None)
 
     games = BatchedGames(game, batch_size=B, seed=config.seed)
-    tables = Tables(config, game, B)
+    tables = Tables(config, game, B, population)
     baseline_names = list(config.opponents.baselines)
     started = time.perf_counter() - state.wall_seconds
     bar = tqdm(total=num_updates * decisions_per_update, initial=state.decisions, unit="dec", unit_scale=True, dynamic_ncols=True, disable=not progress_bar)
@@ -394,6 +450,9 @@ def _train(config: TrainConfig, resume: bool, command: str | None, progress_bar:
             for who in np.unique(owner[owner > 0]):
                 rows = np.flatnonzero(owner == who)
                 actions[rows] = _act(opponents, pool, baseline_names, who, step.observation[rows], step.action_mask[rows], sampler, device)
+            for code in np.unique(owner[owner <= POPULATION_SEAT]):
+                rows = np.flatnonzero(owner == code)
+                actions[rows] = population.act(POPULATION_SEAT - code, step.observation[rows], step.action_mask[rows], sampler, device)
 
             step = games.step(actions)
 
@@ -515,6 +574,7 @@ def _update(learner: Learner, advantages: np.ndarray, returns: np.ndarray, train
     b_value = torch.from_numpy(rollout.value[train_rows]).to(device)
     b_advantage = torch.from_numpy(advantages[train_rows]).to(device)
     b_return = torch.from_numpy(returns[train_rows]).to(device)
+    b_counting = model.counting_inputs(b_obs)  # once per update, not once per epoch (same values)
     n_train = len(train_rows)
     minibatch = max(1, math.ceil(n_train / ppo.num_minibatches))
     clipfracs = []
@@ -522,7 +582,8 @@ def _update(learner: Learner, advantages: np.ndarray, returns: np.ndarray, train
         order = rng.permutation(n_train)
         for start in range(0, n_train, minibatch):
             mb = torch.from_numpy(order[start : start + minibatch]).to(device)
-            new_logprob, entropy, new_value, log_policy = model.evaluate(b_obs[mb], b_mask[mb], b_action[mb])
+            mb_counting = None if b_counting is None else b_counting[mb]
+            new_logprob, entropy, new_value, log_policy = model.evaluate(b_obs[mb], b_mask[mb], b_action[mb], mb_counting)
             log_ratio = new_logprob - b_logprob[mb]
             ratio = log_ratio.exp()
             with torch.no_grad():
@@ -541,7 +602,7 @@ def _update(learner: Learner, advantages: np.ndarray, returns: np.ndarray, train
             loss = pg_loss - ppo.ent_coef * entropy_loss + ppo.vf_coef * v_loss
             if learner.magnet is not None:  # KL(policy || magnet) over the legal actions (illegal ones have probability 0)
                 with torch.no_grad():
-                    magnet_log_policy = torch.log_softmax(learner.magnet(b_obs[mb], b_mask[mb])[0], dim=-1)
+                    magnet_log_policy = torch.log_softmax(learner.magnet(b_obs[mb], b_mask[mb], mb_counting)[0], dim=-1)
                 magnet_kl = (log_policy.exp() * (log_policy - magnet_log_policy)).sum(-1).mean()
                 loss = loss + ppo.magnet_coef * magnet_kl
             optimizer.zero_grad()
@@ -608,11 +669,18 @@ def _frozen_copy(model: ActorCritic) -> ActorCritic:
 
 def evaluate_model(model: ActorCritic, game: GameConfig, opponents: list[str], num_games: int, seed: int) -> list[dict[str, Any]]:
     """The policy in one seat against each baseline in all the others, in the arena (seat rotation, duplicate deals)."""
+    results = evaluate_agent(lambda i: PolicyAgent(model, game, seed=seed + 7919 * i, name="policy"), game, opponents, num_games, seed)
+    model.train()
+    return results
+
+
+def evaluate_agent(make_agent, game: GameConfig, opponents: list[str], num_games: int, seed: int) -> list[dict[str, Any]]:
+    """``make_agent(i)`` (an agent named ``policy``) in one seat against baseline ``opponents[i]`` in all the others, in the arena."""
     from training.arena import play_match
 
     results = []
     for i, name in enumerate(opponents):
-        policy = PolicyAgent(model, game, seed=seed + 7919 * i, name="policy")
+        policy = make_agent(i)
         match = play_match([policy, f"{name}*{game.num_players - 1}"], game, games=num_games, seed=seed + 7919 * i + 1)
         report = match.report("policy")
         behaviour = report.behaviour
@@ -629,7 +697,6 @@ def evaluate_model(model: ActorCritic, game: GameConfig, opponents: list[str], n
                 "call_accuracy": behaviour.get("call_accuracy"),
             }
         )
-    model.train()
     return results
 
 
@@ -774,7 +841,8 @@ class RunLogs:
     def __init__(self, run_dir: Path, config: TrainConfig, resume_update: int | None):
         self.run_dir = run_dir
         exploiter = [EXPLOITER] if config.opponents.exploiter else []
-        self.opponent_kinds = [SNAPSHOT, *exploiter, *config.opponents.baselines]
+        members = [POPULATION] if config.opponents.population else []
+        self.opponent_kinds = [SNAPSHOT, *exploiter, *members, *config.opponents.baselines]
         stats = ["pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac", "explained_variance"]
         self.metrics_columns = [
             "update", "decisions", "samples", "games", "wall_seconds", "decisions_per_second", "learning_rate",
@@ -835,8 +903,8 @@ class _NoWriter:
     flush = close = add_scalar
 
 
-def _prepare_csv(path: Path, columns: list[str], resume_update: int | None) -> None:
-    """Start a fresh CSV, or on resume keep the rows up to the checkpoint (final evaluations
+def _prepare_csv(path: Path, columns: list[str], resume_update: int | None, key: str = "update") -> None:
+    """Start a fresh CSV, or on resume keep the rows up to the checkpoint (by the ``key`` column; final evaluations
     are dropped: they come after the checkpoint and are made again). Written to a temporary
     file and renamed, so a kill never leaves a half-written log."""
     for stale in path.parent.glob(f".{path.name}.*.tmp"):  # left by a killed rewrite
@@ -844,7 +912,7 @@ def _prepare_csv(path: Path, columns: list[str], resume_update: int | None) -> N
     rows = []
     if resume_update is not None and path.exists():
         with path.open(newline="") as handle:
-            rows = [r for r in csv.DictReader(handle) if _row_update(r) <= resume_update and r.get("final") not in ("1", "True")]
+            rows = [r for r in csv.DictReader(handle) if _row_update(r, key) <= resume_update and r.get("final") not in ("1", "True")]
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", newline="") as handle:
@@ -858,9 +926,9 @@ def _prepare_csv(path: Path, columns: list[str], resume_update: int | None) -> N
         raise
 
 
-def _row_update(row: dict) -> int:
+def _row_update(row: dict, key: str = "update") -> int:
     try:
-        return int(row["update"])
+        return int(row[key])
     except (KeyError, TypeError, ValueError):
         return 2**62  # an unreadable row (a torn last line) is dropped
 

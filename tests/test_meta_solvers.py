@@ -1,0 +1,82 @@
+"""The PSRO meta-game and its solvers: known equilibria of small symmetric games."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from training.meta_solvers import SOLVERS, MetaGame, solve
+
+
+def _rock_paper_scissors(games: int = 100) -> MetaGame:
+    """Two players; at each table of two different members the beaten one loses every game."""
+    game = MetaGame(num_players=2, size=3)
+    beats = {(0, 2), (1, 0), (2, 1)}  # rock beats scissors, paper beats rock, scissors beats paper
+    for table in game.tables():
+        a, b = table
+        if a == b:
+            game.record(table, {a: 2 * games}, {a: games})
+        else:
+            loser = b if (a, b) in beats else a
+            game.record(table, {a: games, b: games}, {a: games * (loser == a), b: games * (loser == b)})
+    return game
+
+
+def _dominated(num_players: int) -> MetaGame:
+    """Member 1 loses every game it plays against member 0 (at any table with both), else seats share the losses."""
+    game = MetaGame(num_players=num_players, size=2)
+    for table in game.tables():
+        counts = {m: table.count(m) * 60 for m in set(table)}
+        if len(set(table)) == 1:
+            losses = {m: 60 for m in set(table)}
+        else:
+            losses = {0: 0, 1: 60}
+        game.record(table, counts, losses)
+    return game
+
+
+@pytest.mark.parametrize("name", ["prd", "regret_matching", "alpharank"])
+def test_rock_paper_scissors_has_the_uniform_equilibrium(name):
+    x = solve(name, _rock_paper_scissors())
+    np.testing.assert_allclose(x, [1 / 3] * 3, atol=0.02)
+
+
+@pytest.mark.parametrize("num_players", [2, 3, 4])
+@pytest.mark.parametrize("name", ["prd", "regret_matching", "alpharank"])
+def test_a_dominated_member_gets_almost_no_weight(name, num_players):
+    game = _dominated(num_players)
+    x = solve(name, game)
+    assert x[0] > 0.98
+    assert game.nash_conv(x) < 0.01
+    assert game.nash_conv(np.array([0.0, 1.0])) == pytest.approx(1 / num_players)  # member 0 never loses against all-1 tables: parity - 0
+
+
+def test_expected_payoffs_are_multinomial_over_the_opponent_seats():
+    game = _dominated(3)
+    x = np.array([0.25, 0.75])
+    u = game.expected_payoffs(x)
+    # member 1 loses every game with a member 0 at the table, shared between its seats; a third of them at an all-1 table
+    assert u[1] == pytest.approx(-(0.25**2 * 1 + 2 * 0.25 * 0.75 / 2 + 0.75**2 / 3))
+    assert u[0] == pytest.approx(-(0.25**2) / 3)
+
+
+def test_the_meta_game_round_trips_through_json_and_reports_missing_tables():
+    game = _rock_paper_scissors()
+    again = MetaGame.from_dict(game.to_dict())
+    assert again.to_dict() == game.to_dict()
+    np.testing.assert_allclose(again.expected_payoffs(np.ones(3) / 3), game.expected_payoffs(np.ones(3) / 3))
+    again.size = 4
+    assert again.missing_tables() == [(0, 3), (1, 3), (2, 3), (3, 3)]
+    with pytest.raises(ValueError, match=r"lacks the payoffs of tables \[\(0, 3\)"):
+        again.expected_payoffs(np.ones(4) / 4)
+    low, high = game.payoff_ci95((0, 0), 0)
+    assert low < game.payoff((0, 0), 0) == -0.5 < high
+
+
+def test_bad_input_is_refused_by_name():
+    game = MetaGame(num_players=2, size=2)
+    with pytest.raises(ValueError, match=r"table \(0, 5\) is not allowed"):
+        game.record((0, 5), {0: 1, 5: 1}, {0: 1, 5: 0})
+    with pytest.raises(ValueError, match=r"meta_solver='nash' is not allowed; expected one of"):
+        solve("nash", game)
+    assert set(SOLVERS) >= {"prd", "regret_matching", "alpharank", "uniform"}

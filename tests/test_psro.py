@@ -1,0 +1,251 @@
+"""PSRO: the population opponents of the PPO loop, mixture agents and checkpoints, and the PSRO loop with exact resume."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("safetensors")
+pytest.importorskip("yaml")
+
+import baselines  # noqa: E402
+from cockroach_env import GameConfig  # noqa: E402
+from training import checkpoint as ckpt  # noqa: E402
+from training.arena import play_match  # noqa: E402
+from training.config import load_config  # noqa: E402
+from training.mixture import MixtureAgent, save_mixture_checkpoint  # noqa: E402
+from training.model import ActorCritic  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY_PSRO = [
+    "algorithm=psro",
+    "game.preset=mini",
+    "ppo.num_envs=16",
+    "ppo.num_steps=8",
+    "model.hidden_sizes=[16]",
+    "psro.best_response_decisions=256",
+    "psro.payoff_games=16",
+    "schedule.checkpoint_every=1",
+    "evaluation.final_games=8",
+    "evaluation.opponents=[random]",
+]
+
+
+def _psro(tmp_path, name: str, iterations: int, *extra: str) -> int:
+    from training.cli import main
+
+    sets = [*TINY_PSRO, f"name={name}", f"output_dir={tmp_path}", f"psro.iterations={iterations}"]
+    return main(["--no-progress", *[a for s in sets for a in ("--set", s)], *extra])
+
+
+# ---------------------------------------------------------------------------- population opponents in the PPO loop
+
+
+def test_population_tables_seat_the_learner_and_draw_every_other_seat_from_the_weights():
+    from training.ppo import POLICY_SEAT, POPULATION_SEAT, Population, Tables
+
+    game = GameConfig(num_players=4)
+    config = load_config(None, ["opponents.population=1", "opponents.self_play=0", "opponents.snapshots=0", "opponents.baselines={}"])
+    models = [ActorCritic(game, [8], seed=s) for s in range(3)]
+    population = Population(models, np.array([0.2, 0.0, 0.8]), ["a", "b", "c"])
+    tables = Tables(config, game, 2000, population)
+    tables.draw(np.arange(2000), np.random.default_rng(0), {}, [])
+    owners = tables.owner
+    assert ((owners == POLICY_SEAT).sum(1) == 1).all()
+    members = POPULATION_SEAT - owners[owners != POLICY_SEAT]
+    assert set(np.unique(members)) == {0, 2}  # member "b" has weight 0
+    assert abs((members == 2).mean() - 0.8) < 0.03
+    # each seat draws its own member: tables with both members at once are common
+    mixed = [(len(set(row[row != POLICY_SEAT])) > 1) for row in owners]
+    assert abs(np.mean(mixed) - (1 - 0.8**3 - 0.2**3)) < 0.03
+
+
+def test_a_population_is_refused_without_its_weight_and_with_bad_weights(tmp_path):
+    from training.ppo import Population, train
+
+    game = GameConfig(num_players=2)
+    with pytest.raises(ValueError, match=r"population weights \[-1.0, 2.0\] are not allowed"):
+        Population([ActorCritic(game, [8]), ActorCritic(game, [8])], np.array([-1.0, 2.0]), ["a", "b"])
+    with pytest.raises(ValueError, match=r"opponents.population=1.0 needs a Population"):
+        train(load_config(None, ["opponents.population=1", "game.num_players=2", f"output_dir={tmp_path}"]), progress_bar=False)
+    assert list(tmp_path.iterdir()) == []  # refused before anything was written
+
+
+# ---------------------------------------------------------------------------- mixtures
+
+
+def test_a_mixture_draws_one_member_per_game_and_seat_the_same_on_both_engines():
+    game = GameConfig(num_players=3)
+    honest = baselines.make("honest", game, seed=1)
+    random_agent = baselines.make("random", game, seed=2)
+    mixture = MixtureAgent([honest, random_agent], [1.0, 0.0], game, name="mix")
+    alone = play_match([baselines.make("honest", game, seed=1), "heuristic*2"], game, games=30, seed=5)
+    mixed = play_match([mixture, "heuristic*2"], game, games=30, seed=5)
+    assert [r.loser_seat for r in mixed.records] == [r.loser_seat for r in alone.records]  # weight 1 on one member: that member alone
+
+    def lineup():
+        return [MixtureAgent([baselines.make("honest", game, seed=1), baselines.make("random", game, seed=2)], [0.5, 0.5], game, name="mix"), "heuristic", "random"]
+
+    batched = play_match(lineup(), game, games=60, seed=3, engine="batched")
+    aec = play_match(lineup(), game, games=60, seed=3, engine="aec")
+    assert [(r.loser_seat, r.steps) for r in batched.records] == [(r.loser_seat, r.steps) for r in aec.records]
+    assert batched.report("mix").counts == aec.report("mix").counts
+    with pytest.raises(ValueError, match=r"mixture weights \[0.0, 0.0\] are not allowed"):
+        MixtureAgent([honest, random_agent], [0.0, 0.0], game)
+
+
+def test_a_mixture_checkpoint_loads_as_an_agent_and_a_bad_one_is_refused(tmp_path):
+    game = GameConfig(num_players=2)
+    models = [ActorCritic(game, [8], seed=s) for s in range(2)]
+    meta = {"game_config": game.to_dict(), "model": {"hidden_sizes": [8], "activation": "tanh", "card_counting": False}, "name": "mix"}
+    path = save_mixture_checkpoint(tmp_path / "mix", models, [0.25, 0.75], ["a", "b"], meta)
+    agent = ckpt.load_agent(tmp_path / "mix", seed=0)
+    assert isinstance(agent, MixtureAgent) and agent.weights.tolist() == [0.25, 0.75]
+    for member, model in zip(agent.members, models):
+        for key, value in model.state_dict().items():
+            assert torch.equal(member.model.state_dict()[key], value)
+    assert play_match([str(tmp_path / "mix"), "random"], game, games=10, seed=0).games == 10
+    with pytest.raises(ckpt.CheckpointError, match=r"a mixture checkpoint holds several networks"):
+        ckpt.build_model(ckpt.load_checkpoint(path))
+    document = json.loads(path.read_text())
+    document["mixture"]["members"][0]["weight"] = -1
+    path.write_text(json.dumps(document))
+    with pytest.raises(ckpt.CheckpointError, match=r"needs mixture.members, a list of \{name, weight >= 0\}"):
+        ckpt.load_agent(tmp_path / "mix")
+
+
+# ---------------------------------------------------------------------------- the PSRO loop
+
+
+def test_psro_trains_a_mixture_and_an_interrupted_run_resumes_exactly(tmp_path):
+    assert _psro(tmp_path, "whole", 2) == 0
+    run = tmp_path / "whole"
+    for name in ("checkpoint.json", "final.json", "psro.csv", "br_1_0/final.json", "br_2_0/final.json"):
+        assert (run / name).exists(), name
+    final = ckpt.read_metadata(run / "final")
+    assert (run / final["tensors"]["file"]).exists()  # the tensor generation the metadata points to
+    assert final["kind"] == "mixture" and len(final["mixture"]["members"]) == 3
+    assert final["psro"]["meta_game"]["size"] == 3 and len(final["psro"]["meta_game"]["tables"]) == 6  # multisets of 2 from 3 members
+    assert abs(sum(m["weight"] for m in final["mixture"]["members"]) - 1) < 1e-9
+    assert final["evaluation"]["results"][0]["opponent"] == "random"
+
+    assert _psro(tmp_path, "split", 1) == 0
+    assert ckpt.read_metadata(tmp_path / "split" / "checkpoint")["step"]["iteration"] == 1
+    assert _psro(tmp_path, "split", 2, "--resume") == 0
+    whole = ckpt.load_checkpoint(run / "checkpoint")
+    split = ckpt.load_checkpoint(tmp_path / "split" / "checkpoint")
+    assert whole.tensors.keys() == split.tensors.keys()
+    for key, value in whole.tensors.items():
+        assert torch.equal(value, split.tensors[key]), key
+    assert whole.metadata["psro"]["meta_game"] == split.metadata["psro"]["meta_game"]
+    assert whole.metadata["mixture"] == split.metadata["mixture"]
+    assert len(split.metadata["commands"]) == 2
+    timing = ("wall_seconds", "best_response_seconds", "payoff_seconds")
+    rows = lambda path: [{k: v for k, v in row.items() if k not in timing} for row in csv.DictReader(path.open())]  # noqa: E731
+    assert rows(run / "psro.csv") == rows(tmp_path / "split" / "psro.csv")
+
+    # the result plays in cockroach-eval and refuses a resume with another config
+    from training.eval_cli import main as evaluate
+
+    assert evaluate([str(run / "final"), "random", "--preset", "mini", "--games", "8", "--quiet"]) == 0
+    from training.exploitability import main as exploit
+
+    assert exploit([str(run / "final"), "--exact", "--json", str(tmp_path / "exact.json")]) == 0  # the mixture, weighted by reach
+    assert 0 <= json.loads((tmp_path / "exact.json").read_text())["nash_conv"] <= 4
+    assert _psro(tmp_path, "split", 3, "--resume", "--set", "psro.payoff_games=32") == 2
+    # another meta-solver on resume: the saved meta-game is solved again
+    assert _psro(tmp_path, "split", 2, "--resume", "--set", "psro.meta_solver=uniform") == 0
+    assert [m["weight"] for m in ckpt.read_metadata(tmp_path / "split" / "final")["mixture"]["members"]] == [1 / 3] * 3
+
+
+def test_exact_evaluation_weights_a_mixture_by_reach():
+    from training.exact import nash_conv
+
+    game = GameConfig.from_options(preset="mini")
+    members = [baselines.make("random", game, seed=0), baselines.make("honest", game, seed=0)]
+    mixture = MixtureAgent(members, [0.25, 0.75], game)
+    assert nash_conv(mixture, game) == pytest.approx(nash_conv([(0.25, members[0]), (0.75, members[1])], game))
+    assert nash_conv(MixtureAgent(members, [1.0, 0.0], game), game) == pytest.approx(nash_conv(members[0], game))
+
+
+def test_the_psro_config_is_validated():
+    from training.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"meta_solver='nash' is not allowed; expected one of \['alpharank', 'prd', 'regret_matching', 'uniform'\]"):
+        load_config(None, ["psro.meta_solver=nash"])
+    with pytest.raises(ConfigError, match=r"algorithm='nfsp' is not allowed; expected one of \['ppo', 'psro'\]"):
+        load_config(None, ["algorithm=nfsp"])
+    with pytest.raises(ConfigError, match=r"iterations=0 is not allowed"):
+        load_config(None, ["psro.iterations=0"])
+
+
+# ---------------------------------------------------------------------------- Ray
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """One local Ray cluster of 2 CPUs for the Ray tests (``--ray`` and the executors use it)."""
+    pytest.importorskip("ray")
+    from training.distributed import executor
+
+    workers = executor("local", num_cpus=2)
+    yield workers
+    workers.close()
+
+
+@pytest.mark.slow
+def test_psro_on_a_local_ray_cluster_gives_the_single_process_result(tmp_path, ray_cluster):
+    """Two best responses per iteration and the payoff tables run as Ray tasks on a local cluster: the same mixture as in one process."""
+    parallel = ["--set", "psro.best_responses_per_iteration=2"]
+    assert _psro(tmp_path, "here", 2, *parallel) == 0
+    assert _psro(tmp_path, "ray", 2, *parallel, "--ray") == 0
+    here = ckpt.load_checkpoint(tmp_path / "here" / "final")
+    on_ray = ckpt.load_checkpoint(tmp_path / "ray" / "final")
+    assert len(here.metadata["mixture"]["members"]) == 5
+    for key, value in here.tensors.items():
+        assert torch.equal(value, on_ray.tensors[key]), key
+    assert here.metadata["psro"]["meta_game"] == on_ray.metadata["psro"]["meta_game"]
+    assert here.metadata["mixture"] == on_ray.metadata["mixture"]
+
+
+def test_ray_is_refused_for_ppo():
+    from training.cli import main
+
+    assert main(["--ray", "--set", "algorithm=ppo", "--print-config"]) == 0  # printing needs no cluster
+    assert main(["--ray", "--set", "schedule.total_decisions=10", "--set", "output_dir=/nonexistent-psro-test"]) == 2
+
+
+def test_cockroach_exploit_trains_against_a_mixture_drawn_per_seat_and_game(tmp_path, capsys):
+    from training.exploitability import main
+
+    game = GameConfig(num_players=3)
+    models = [ActorCritic(game, [8], seed=s) for s in range(2)]
+    meta = {"game_config": game.to_dict(), "model": {"hidden_sizes": [8], "activation": "tanh", "card_counting": False}, "name": "mix"}
+    save_mixture_checkpoint(tmp_path / "mix", models, [0.3, 0.7], ["a", "b"], meta)
+    report = tmp_path / "report.json"
+    sets = ["ppo.num_envs=16", "ppo.num_steps=8", "evaluation.every=0", "schedule.checkpoint_every=2"]
+    argv = [str(tmp_path / "mix"), "--decisions", "256", "--games", "30", "--output-dir", str(tmp_path), "--json", str(report), "--no-progress"]
+    assert main(argv + [a for s in sets for a in ("--set", s)]) == 0
+    result = json.loads(report.read_text())
+    assert result["mixture_members"] == 2 and result["games"] == 30 and result["parity"] == pytest.approx(1 / 3)
+    run = ckpt.read_metadata(tmp_path / "exploit_mix" / "checkpoint")
+    assert run["progress"]["population"] == {"names": ["a", "b"], "weights": [0.3, 0.7]}
+    assert run["training_config"]["opponents"]["population"] == 1.0 and run["training_config"]["opponents"]["baselines"] == {}
+
+
+@pytest.mark.slow
+def test_a_league_on_a_local_ray_cluster_equals_the_league_here(ray_cluster):
+    from training.arena import play_league
+
+    game = GameConfig(num_players=2)
+    pool = ["random", "honest", "heuristic"]
+    here = play_league(pool, game, games=20, seed=4)
+    on_ray = play_league(pool, game, games=20, seed=4, workers=ray_cluster)
+    assert here.to_json()["agents"] == on_ray.to_json()["agents"]
+    assert [(r.table, r.loser_seat, r.steps) for r in here.records] == [(r.table, r.loser_seat, r.steps) for r in on_ray.records]
+    assert [r.to_dict() for r in here.ratings] == [r.to_dict() for r in on_ray.ratings]
