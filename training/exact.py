@@ -196,9 +196,9 @@ def build_tree(config: GameConfig, max_nodes: int = DEFAULT_MAX_NODES) -> GameTr
             expand(child, node, a, level + 1, p, hands, child_public)
 
     try:
-        deals = deal_distribution(config, limit=max_nodes)
+        deals = deal_distribution(config, limit=max(1, max_nodes // 20))  # refuse huge decks before enumerating their deals
     except ValueError as error:
-        raise TreeTooLarge(f"{error}; the game tree would exceed max_nodes={max_nodes}") from None
+        raise TreeTooLarge(f"{error}; exact evaluation allows max_nodes // 20 = {max(1, max_nodes // 20)} deals (max_nodes={max_nodes})") from None
     for p, deal in deals:
         game = Game(config, deal)
         opening = public.setdefault((-1, repr(game.events[0])), len(public))
