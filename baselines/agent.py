@@ -82,6 +82,53 @@ class Agent:
         return f"{type(self).__name__}(name={self.name!r}, {self.config.num_players}p {self.config.edition})"
 
 
+class LogitsAgent(Agent):
+    """An agent whose policy scores every action (``logits``): trained networks of any library.
+
+    ``act_batch`` samples the masked softmax by Gumbel-max with the agent's own generator
+    (one draw per row and action, so a batch plays exactly like its rows one by one), or
+    plays the most likely legal action when ``greedy``; ``action_probabilities_batch`` is
+    that same distribution. Subclasses give ``logits(observations, masks) -> (B, A)``.
+    """
+
+    supports_batch = True
+    greedy: bool = False
+
+    def logits(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """``(B, A)`` scores of every action for float32 ``observations`` and bool ``masks``."""
+        raise NotImplementedError(f"{type(self).__name__} must implement logits()")
+
+    def _legal_rows(self, masks: np.ndarray) -> np.ndarray:
+        masks = np.asarray(masks).astype(bool, copy=False)
+        if not masks.any(axis=1).all():
+            bad = int(np.flatnonzero(~masks.any(axis=1))[0])
+            raise ValueError(f"{self.name}: the action mask of row {bad} allows no action; expected at least one legal action")
+        return masks
+
+    def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        masks = self._legal_rows(masks)
+        logits = self.logits(np.asarray(observations, np.float32), masks)
+        if not self.greedy:
+            logits = logits - np.log(-np.log(self.rng.random(logits.shape).clip(1e-20)))  # Gumbel-max sampling
+        return np.argmax(np.where(masks, logits, -np.inf), axis=1).astype(np.int64)
+
+    def action_probabilities_batch(self, observations: np.ndarray, masks: np.ndarray, chunk: int = 65536) -> np.ndarray:
+        """``(B, A)`` float64 masked softmax of the logits (one-hot on the most likely legal action when greedy), in chunks of ``chunk`` rows."""
+        masks = self._legal_rows(masks)
+        observations = np.asarray(observations, np.float32)
+        out = np.zeros(masks.shape)
+        for start in range(0, len(masks), chunk):
+            rows = slice(start, start + chunk)
+            logits = np.where(masks[rows], np.asarray(self.logits(observations[rows], masks[rows]), np.float64), -np.inf)
+            if self.greedy:
+                out[np.arange(start, start + len(logits)), logits.argmax(1)] = 1.0
+            else:
+                logits -= logits.max(1, keepdims=True)
+                weights = np.exp(logits)
+                out[rows] = weights / weights.sum(1, keepdims=True)
+        return out
+
+
 def uniform_over(allowed: np.ndarray) -> np.ndarray:
     """(B, K) float64: the distribution of ``pick_uniform(allowed, u)`` for uniform ``u`` (zero rows stay zero)."""
     allowed = np.asarray(allowed, dtype=np.float64)

@@ -18,7 +18,8 @@ from cockroach_env import GameConfig  # noqa: E402
 from training import checkpoint as ckpt  # noqa: E402
 from training.arena import play_match  # noqa: E402
 from training.config import load_config  # noqa: E402
-from training.mixture import MixtureAgent, save_mixture_checkpoint  # noqa: E402
+from training.checkpoint import save_mixture_checkpoint  # noqa: E402
+from training.mixture import MixtureAgent  # noqa: E402
 from training.model import ActorCritic  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -44,7 +44,9 @@ import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
+
+import numpy as np
 
 from cockroach_env.config import GameConfig
 from cockroach_env.encoding import LAYOUT_VERSION, encoding_for
@@ -524,12 +526,67 @@ def load_agent(path_or_name: str | os.PathLike, seed: int | None = None, config:
 
     checkpoint = load_checkpoint(path_or_name, game=config)
     if checkpoint.metadata["kind"] == "mixture":  # one member per game, drawn with the mixture's weights
-        from training.mixture import load_mixture_agent
-
         return load_mixture_agent(checkpoint, seed=seed, greedy=greedy, device=device)
     model = build_model(checkpoint, device)
     name = checkpoint.metadata.get("name") or checkpoint.path.stem
     return PolicyAgent(model, checkpoint.game_config, seed=seed, name=name, greedy=greedy)
+
+
+# ---------------------------------------------------------------------------- mixtures (PSRO)
+
+MEMBER_PREFIX = "member"
+"""A mixture member's tensors are ``member.<k>.model.*``."""
+
+
+def save_mixture_checkpoint(path: str | Path, models: Sequence[Any], weights: Sequence[float], names: Sequence[str], metadata: dict[str, Any]) -> Path:
+    """Write a mixture checkpoint: every member's weights and ``metadata`` (``game_config``, ``model``, ...) plus the ``mixture`` entry."""
+    weights = [float(w) for w in weights]
+    if not (len(models) == len(weights) == len(names)) or not models:
+        raise ValueError(f"a mixture checkpoint needs one weight and one name per member; got {len(models)} models, {len(weights)} weights, {len(names)} names")
+    tensors = {f"{MEMBER_PREFIX}.{k}.model.{name}": value for k, model in enumerate(models) for name, value in model.state_dict().items()}
+    mixture = {**metadata.get("mixture", {}), "members": [{"name": n, "weight": w} for n, w in zip(names, weights)]}
+    return save_checkpoint(path, tensors, {**metadata, "kind": "mixture", "mixture": mixture})
+
+
+def member_models(checkpoint, device: str = "cpu") -> list[Any]:
+    """The ``ActorCritic`` of every member of a loaded mixture checkpoint."""
+    members = _members_entry(checkpoint)
+    models = []
+    for k in range(len(members)):
+        prefix = f"{MEMBER_PREFIX}.{k}.model"
+        if not checkpoint.group(prefix):
+            raise CheckpointError(f"{checkpoint.path}: member {k} of {len(members)} has no weights ({prefix}.*) in the tensor file")
+        models.append(build_model_from(checkpoint, prefix, device))
+    return models
+
+
+def mixture_weights(checkpoint) -> tuple[list[str], np.ndarray]:
+    """Names and weights of a loaded mixture checkpoint's members."""
+    members = _members_entry(checkpoint)
+    return [m["name"] for m in members], np.array([m["weight"] for m in members], np.float64)
+
+
+def load_mixture_agent(checkpoint, seed: int | None = None, greedy: bool = False, device: str = "cpu"):
+    """A ``training.mixture.MixtureAgent`` of PolicyAgents, one per member, seeded from ``seed``."""
+    from training.mixture import MixtureAgent
+    from training.model import PolicyAgent
+
+    names, weights = mixture_weights(checkpoint)
+    rng = np.random.default_rng(seed)
+    seeds = rng.integers(0, 2**63 - 1, size=len(names) + 1)
+    game = checkpoint.game_config
+    members = [PolicyAgent(model, game, seed=int(s), name=n, greedy=greedy) for model, n, s in zip(member_models(checkpoint, device), names, seeds)]
+    name = checkpoint.metadata.get("name") or checkpoint.path.stem
+    return MixtureAgent(members, weights, game, seed=int(seeds[-1]), name=name)
+
+
+def _members_entry(checkpoint) -> list[dict[str, Any]]:
+    entry = checkpoint.metadata.get("mixture")
+    members = entry.get("members") if isinstance(entry, dict) else None
+    ok = isinstance(members, list) and members and all(isinstance(m, dict) and isinstance(m.get("name"), str) and isinstance(m.get("weight"), (int, float)) and m["weight"] >= 0 for m in members)
+    if not ok or not sum(m["weight"] for m in members) > 0:
+        raise CheckpointError(f"{checkpoint.path}: a mixture checkpoint needs mixture.members, a list of {{name, weight >= 0}} with a positive total weight; got {members!r}")
+    return members
 
 
 # ---------------------------------------------------------------------------- optimizer and RNG state

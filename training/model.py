@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from baselines.agent import LogitsAgent
 from cockroach_env.config import GameConfig
 from cockroach_env.encoding import encoding_for
 
@@ -157,69 +158,25 @@ class ActorCritic(nn.Module):
         return logprob, entropy, value, logp_all
 
 
-class PolicyAgent:
+class PolicyAgent(LogitsAgent):
     """An agent of the ``baselines`` protocol that plays a trained ``ActorCritic``.
 
     Seat-independent (observations are ego-centric); samples from the policy with its
     own seeded ``numpy.random.Generator`` (``greedy=True`` plays the most likely move).
     """
 
-    supports_batch = True
-
     def __init__(self, model: ActorCritic, config: GameConfig, seed: int | None = None, name: str = "ppo", greedy: bool = False):
+        super().__init__(config, seed)
         self.model = model.eval()
-        self.config = config
         self.name = name
         self.greedy = greedy
-        self.rng = np.random.default_rng(seed)
         self.device = next(model.parameters()).device
 
-    def act(self, observation: dict) -> int:
-        obs = np.asarray(observation["observation"], np.float32)[None]
-        mask = np.asarray(observation["action_mask"])[None]
-        return int(self.act_batch(obs, mask)[0])
-
-    def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
-        masks = np.asarray(masks).astype(bool, copy=False)
-        if not masks.any(axis=1).all():
-            bad = int(np.flatnonzero(~masks.any(axis=1))[0])
-            raise ValueError(f"{self.name}: the action mask of row {bad} allows no action; expected at least one legal action")
+    def logits(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         with torch.inference_mode():
-            obs = torch.as_tensor(np.asarray(observations, np.float32), device=self.device)
+            obs = torch.as_tensor(observations, device=self.device)
             logits, _ = self.model(obs, torch.as_tensor(masks, device=self.device))
-            logits = logits.cpu().numpy()
-        if not self.greedy:
-            logits = logits - np.log(-np.log(self.rng.random(logits.shape).clip(1e-20)))
-        actions = np.argmax(np.where(masks, logits, -np.inf), axis=1)
-        return actions.astype(np.int64)
-
-    def action_probabilities(self, observation: dict) -> np.ndarray:
-        """``(A,)`` float64: the masked softmax ``act`` samples from (one-hot on the most likely move when greedy)."""
-        obs = np.asarray(observation["observation"], np.float32)[None]
-        mask = np.asarray(observation["action_mask"])[None]
-        return self.action_probabilities_batch(obs, mask)[0]
-
-    def action_probabilities_batch(self, observations: np.ndarray, masks: np.ndarray, chunk: int = 65536) -> np.ndarray:
-        """``(B, A)`` float64 masked softmax of the policy, in chunks of ``chunk`` rows."""
-        masks = np.asarray(masks).astype(bool, copy=False)
-        if not masks.any(axis=1).all():
-            bad = int(np.flatnonzero(~masks.any(axis=1))[0])
-            raise ValueError(f"{self.name}: the action mask of row {bad} allows no action; expected at least one legal action")
-        observations = np.asarray(observations, np.float32)
-        out = np.zeros(masks.shape)
-        with torch.inference_mode():
-            for start in range(0, len(masks), chunk):
-                rows = slice(start, start + chunk)
-                obs = torch.as_tensor(observations[rows], device=self.device)
-                logits, _ = self.model(obs, torch.as_tensor(masks[rows], device=self.device))
-                logits = np.where(masks[rows], logits.double().cpu().numpy(), -np.inf)
-                if self.greedy:
-                    out[np.arange(start, start + len(logits)), logits.argmax(1)] = 1.0
-                else:
-                    logits -= logits.max(1, keepdims=True)
-                    weights = np.exp(logits)
-                    out[rows] = weights / weights.sum(1, keepdims=True)
-        return out
+            return logits.cpu().numpy()
 
     def __repr__(self) -> str:
         return f"PolicyAgent(name={self.name!r}, {self.config.num_players}p {self.config.edition}, greedy={self.greedy})"

@@ -44,10 +44,11 @@ import torch
 
 from cockroach_env.config import GameConfig
 from training import checkpoint as ckpt
+from training.checkpoint import member_models, save_mixture_checkpoint
 from training.config import TrainConfig, config_from_dict
 from training.distributed import executor
 from training.meta_solvers import MetaGame, solve
-from training.mixture import MixtureAgent, member_models, save_mixture_checkpoint
+from training.mixture import MixtureAgent
 from training.model import ActorCritic, PolicyAgent
 from training.ppo import AGENT_NAME, CHECKPOINT_NAME, RESUMABLE_CHANGES, Population, _append_csv, _diff, _prepare_csv, evaluate_agent
 from training.ppo import train as train_ppo

@@ -28,26 +28,23 @@ from typing import Any
 
 import numpy as np
 
+from baselines.agent import LogitsAgent
 from cockroach_env.config import GameConfig
-from cockroach_env.encoding import encoding_for
 
 ALGORITHMS = ("MaskablePPO", "PPO", "A2C", "DQN")
 
 
-class SB3Agent:
-    """An agent of the baselines protocol playing an SB3 policy (``act``, vectorized ``act_batch``)."""
-
-    supports_batch = True
+class SB3Agent(LogitsAgent):
+    """An agent of the baselines protocol playing an SB3 policy (``act``, vectorized ``act_batch``, ``action_probabilities``)."""
 
     def __init__(self, model: Any, config: GameConfig, seed: int | None = None, name: str = "sb3", deterministic: bool = False):
         import torch
 
-        if not isinstance(config, GameConfig):
-            raise ValueError(f"config={config!r} is not allowed; expected a GameConfig")
+        super().__init__(config, seed)
         policy = getattr(model, "policy", model)
         if not isinstance(policy, torch.nn.Module) or not callable(getattr(policy, "get_distribution", None)) and not callable(getattr(policy, "q_net", None)):
             raise ValueError(f"model={model!r} is not allowed; expected a Stable-Baselines3 model or policy (PPO, MaskablePPO, A2C, DQN)")
-        enc = encoding_for(config)
+        enc = self.encoding
         obs_shape = getattr(policy.observation_space, "shape", None)
         n_actions = getattr(policy.action_space, "n", None)
         if obs_shape != (enc.observation.size,) or n_actions != enc.num_actions:
@@ -56,33 +53,19 @@ class SB3Agent:
                 f"observations of shape ({enc.observation.size},) and {enc.num_actions} actions; load it for the rule set it was trained on"
             )
         self.policy = policy
-        self.config = config
         self.name = name
-        self.deterministic = deterministic
-        self.rng = np.random.default_rng(seed)
+        self.greedy = self.deterministic = deterministic
 
-    def act(self, observation: dict) -> int:
-        obs = np.asarray(observation["observation"], np.float32)[None]
-        mask = np.asarray(observation["action_mask"])[None]
-        return int(self.act_batch(obs, mask)[0])
-
-    def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    def logits(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         import torch
 
-        masks = np.asarray(masks).astype(bool, copy=False)
-        if not masks.any(axis=1).all():
-            bad = int(np.flatnonzero(~masks.any(axis=1))[0])
-            raise ValueError(f"{self.name}: the action mask of row {bad} allows no action; expected at least one legal action")
         with torch.no_grad():
-            obs, _ = self.policy.obs_to_tensor(np.asarray(observations, np.float32))
+            obs, _ = self.policy.obs_to_tensor(observations)
             if hasattr(self.policy, "get_distribution"):
                 logits = self.policy.get_distribution(obs).distribution.logits
             else:  # DQN: act greedily or sample by Q-values
                 logits = self.policy.q_net(obs)
-            logits = logits.cpu().numpy().astype(np.float64)
-        if not self.deterministic:
-            logits = logits - np.log(-np.log(self.rng.random(logits.shape).clip(1e-20)))  # Gumbel-max sampling
-        return np.argmax(np.where(masks, logits, -np.inf), axis=1).astype(np.int64)
+            return logits.cpu().numpy().astype(np.float64)
 
     def __repr__(self) -> str:
         return f"SB3Agent(name={self.name!r}, {self.config.num_players}p {self.config.edition}, deterministic={self.deterministic})"
