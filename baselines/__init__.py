@@ -9,7 +9,7 @@ See ``baselines.agent`` for the protocol and ``docs/agents_and_arena.md`` for a 
 
 from baselines.agent import Agent, AgentProtocol
 from baselines.heuristic import HeuristicAgent, HeuristicParams
-from baselines.registry import make, names, register
+from baselines.registry import make, names, register, unregister
 from baselines.scripted import BlufferAgent, HonestAgent, RandomAgent
 
 __all__ = [
@@ -23,4 +23,5 @@ __all__ = [
     "make",
     "names",
     "register",
+    "unregister",
 ]

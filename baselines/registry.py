@@ -15,6 +15,7 @@ _REGISTRY: dict[str, Callable[..., Agent]] = {
     "bluffer": BlufferAgent,
     "heuristic": HeuristicAgent,
 }
+BUILT_IN = frozenset(_REGISTRY)
 
 
 def names() -> list[str]:
@@ -27,6 +28,15 @@ def register(name: str, factory: Callable[..., Agent]) -> None:
     if not isinstance(name, str) or not name or ":" in name or "*" in name:
         raise ValueError(f"baseline name {name!r} is not allowed; expected a non-empty string without ':' or '*'")
     _REGISTRY[name] = factory
+
+
+def unregister(name: str) -> None:
+    """Remove a baseline added with ``register`` (the built-in ones stay)."""
+    if name in BUILT_IN:
+        raise ValueError(f"baseline {name!r} is built in and cannot be removed; expected one added with register()")
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown baseline {name!r}; expected one of {names()}")
+    del _REGISTRY[name]
 
 
 def make(name: str, config: GameConfig | None = None, seed: int | None = None) -> Agent:

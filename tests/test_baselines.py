@@ -250,3 +250,18 @@ def test_heuristic_mixes_true_and_false_claims():
     result = play_match(["heuristic", "heuristic", "honest", "bluffer"], GameConfig(num_players=4), games=40, seed=2)
     rate = result.report("heuristic").behaviour["false_offer_rate"]
     assert 0.2 < rate < 0.8
+
+
+def test_a_registered_baseline_can_be_removed_again_but_a_built_in_one_cannot():
+    import baselines
+
+    from baselines.scripted import RandomAgent
+
+    baselines.register("mine", RandomAgent)
+    assert "mine" in baselines.names()
+    baselines.unregister("mine")
+    assert "mine" not in baselines.names()
+    for name, expected in (("mine", "unknown baseline 'mine'"), ("heuristic", "built in")):
+        with pytest.raises(ValueError, match=expected):
+            baselines.unregister(name)
+    assert "heuristic" in baselines.names()

@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("safetensors")
 pytest.importorskip("yaml")
 
+import baselines  # noqa: E402
 from cockroach_env import GameConfig, env  # noqa: E402
 from training import checkpoint as ckpt  # noqa: E402
 from training.config import ConfigError, load_config  # noqa: E402
@@ -408,6 +409,7 @@ def test_exploitability_trains_a_best_response_against_a_frozen_checkpoint(tmp_p
     assert result["parity"] == 0.25 and result["games"] == 20
     assert result["exploitability"] == pytest.approx(0.25 - result["best_response_loss_rate"])
     assert "exploitability" in capsys.readouterr().out
+    assert "frozen" not in baselines.names()  # the checkpoint was a baseline only while the command ran
     assert main(argv + [a for s in sets for a in ("--set", s)]) == 2  # the same best-response run again: refused
     assert "--overwrite" in capsys.readouterr().err
 
