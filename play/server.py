@@ -95,7 +95,7 @@ def _checkpoints() -> dict[str, dict[str, Any]]:
     out = {}
     for name in shipped_checkpoints():
         with contextlib.suppress(Exception):
-            out[name] = read_metadata(name)["game_config"]
+            out[name] = GameConfig(**read_metadata(name)["game_config"]).to_dict()  # every field, older checkpoints too
     return out
 
 
