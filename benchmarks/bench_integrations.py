@@ -25,8 +25,12 @@ rotation, 95% Wilson interval; parity is 25%). The routes: RLlib's PPO with one 
 masked policy in self-play (``ppo_config``); SB3's MaskablePPO on ``MaskedSelfPlayEnv``
 against three ``heuristic``; Tianshou's DQN in seat 0 of the plain ``PettingZooEnv``
 recipe against three masked random policies (Tianshou's tutorial set-up) with
-``EverySeatRewarded``. TorchRL is measured for throughput only: it ships no ready-made
-trainer for turn-based games, whose agents act one at a time. Torch runs on one thread
+``EverySeatRewarded``; TorchRL's ``ClipPPOLoss`` and ``GAE`` with one shared
+``MaskedCategorical`` policy in self-play, on games played by
+``PettingZooWrapper(env, use_mask=True).rollout`` (TorchRL ships no trainer for
+turn-based games, whose agents act one at a time: each seat's decisions in a game are
+cut out of the rollout with its ``mask`` and become one trajectory, its reward
+until its next decision summed onto it). Torch runs on one thread
 for every route.
 """
 
@@ -247,13 +251,17 @@ def throughput(libraries: list[str], seconds: float, rounds: int) -> list[dict]:
 
 
 # ---------------------------------------------------------------------------- strength
-class RLlibAgent:
-    """An RLlib RLModule (the shared masked policy) as an agent of the baselines protocol."""
+class LogitsAgent:
+    """A policy network's logits as an agent of the baselines protocol: samples a legal action with its own generator."""
 
     supports_batch = True
 
-    def __init__(self, module, config: GameConfig, seed: int = 0, name: str = "rllib-ppo"):
-        self.module, self.config, self.name, self.rng = module, config, name, np.random.default_rng(seed)
+    def __init__(self, config: GameConfig, seed: int, name: str):
+        self.config, self.name, self.rng = config, name, np.random.default_rng(seed)
+
+    def logits(self, observations, masks):
+        """``(B, A)`` logits of the network for ``(B, O)`` observations and ``(B, A)`` boolean masks."""
+        raise NotImplementedError
 
     def act(self, observation) -> int:
         return int(self.act_batch(np.asarray(observation["observation"], np.float32)[None], np.asarray(observation["action_mask"])[None])[0])
@@ -263,10 +271,31 @@ class RLlibAgent:
 
         masks = np.asarray(masks).astype(bool)
         with torch.no_grad():
-            batch = {"obs": {"observations": torch.as_tensor(np.asarray(observations, np.float32)), "action_mask": torch.as_tensor(masks.astype(np.float32))}}
-            logits = self.module.forward_inference(batch)["action_dist_inputs"].numpy().astype(np.float64)
+            logits = self.logits(torch.as_tensor(np.asarray(observations, np.float32)), torch.as_tensor(masks)).numpy().astype(np.float64)
         logits = logits - np.log(-np.log(self.rng.random(logits.shape).clip(1e-20)))
         return np.argmax(np.where(masks, logits, -np.inf), axis=1).astype(np.int64)
+
+
+class RLlibAgent(LogitsAgent):
+    """An RLlib RLModule (the shared masked policy) as an agent."""
+
+    def __init__(self, module, config: GameConfig, seed: int = 0, name: str = "rllib-ppo"):
+        super().__init__(config, seed, name)
+        self.module = module
+
+    def logits(self, observations, masks):
+        return self.module.forward_inference({"obs": {"observations": observations, "action_mask": masks.float()}})["action_dist_inputs"]
+
+
+class TorchRLAgent(LogitsAgent):
+    """The logits network of a TorchRL actor as an agent."""
+
+    def __init__(self, net, config: GameConfig, seed: int = 0, name: str = "torchrl-ppo"):
+        super().__init__(config, seed, name)
+        self.net = net
+
+    def logits(self, observations, masks):
+        return self.net(observations)
 
 
 class QAgent:
@@ -389,6 +418,78 @@ def train_tianshou(minutes: float) -> tuple[object, dict]:
     return QAgent(net, CONFIG), {"seconds": time.perf_counter() - start, "trained": f"{result.train_step:,} decisions (all seats)"}
 
 
+def _seat_decisions(game, seat: str):
+    """One seat's decisions in a one-game TorchRL rollout as a flat sequence: what it saw, did, and got until its next decision."""
+    import torch
+    from tensordict import TensorDict
+
+    steps = game[seat, "mask"][:, 0].nonzero()[:, 0]
+    rewards = torch.cat([torch.zeros(1), game["next", seat, "reward"].reshape(-1).cumsum(0)])
+    ends = torch.cat([steps[1:], torch.tensor([len(game)])])
+    observation = game[seat, "observation", "observation"][steps, 0]
+    done = torch.zeros(len(steps), 1, dtype=torch.bool)
+    done[-1] = True
+    return TensorDict(
+        {
+            "observation": observation, "action_mask": game[seat, "action_mask"][steps, 0],
+            "action": game[seat, "action"][steps, 0], "action_log_prob": game[seat, "action_log_prob"][steps, 0],
+            "next": {"observation": torch.cat([observation[1:], observation[-1:]]), "reward": (rewards[ends] - rewards[steps])[:, None], "done": done, "terminated": done.clone()},
+        },
+        batch_size=[len(steps)],
+    )
+
+
+def train_torchrl(minutes: float) -> tuple[object, dict]:
+    import torch
+    from tensordict.nn import TensorDictModule, TensorDictSequential
+    from torchrl.envs import PettingZooWrapper
+    from torchrl.modules import MLP, MaskedCategorical, ProbabilisticActor, ValueOperator
+    from torchrl.objectives import ClipPPOLoss
+    from torchrl.objectives.value import GAE
+
+    import cockroach_env
+
+    start = time.perf_counter()
+    torch.manual_seed(0)
+    env = PettingZooWrapper(cockroach_env.env(num_players=4), use_mask=True, seed=0)
+    seats = list(env.group_map)  # AEC: one group per seat, each with a "mask" saying whether it acts at this step
+    size, actions = env.observation_spec[seats[0], "observation", "observation"].shape[-1], env.action_spec[seats[0], "action"].space.n
+    net = MLP(in_features=size, out_features=actions, num_cells=[128, 128], activation_class=torch.nn.Tanh)
+
+    def actor(observation, prefix=()):  # the shared policy, on the keys of one seat's group (or on flat keys for the loss)
+        return ProbabilisticActor(
+            TensorDictModule(net, in_keys=[observation], out_keys=[(*prefix, "logits")]),
+            in_keys={"logits": (*prefix, "logits"), "mask": (*prefix, "action_mask")}, out_keys=[(*prefix, "action")],
+            distribution_class=MaskedCategorical, return_log_prob=True, log_prob_key=(*prefix, "action_log_prob"),
+        )
+
+    policy = TensorDictSequential(*(actor((seat, "observation", "observation"), (seat,)) for seat in seats))
+    critic = ValueOperator(MLP(in_features=size, out_features=1, num_cells=[128, 128], activation_class=torch.nn.Tanh), in_keys=["observation"])
+    loss = ClipPPOLoss(actor("observation"), critic, clip_epsilon=0.2, entropy_coeff=0.01, normalize_advantage=True)
+    loss.set_keys(sample_log_prob="action_log_prob")
+    advantage = GAE(gamma=1.0, lmbda=0.95, value_network=critic, average_gae=False)
+    optimizer = torch.optim.Adam(loss.parameters(), lr=3e-4)
+    decisions, deadline = 0, start + minutes * 60
+    while time.perf_counter() < deadline:
+        batch = []
+        with torch.no_grad():
+            while not batch or (sum(len(part) for part in batch) < 4000 and time.perf_counter() < deadline):
+                game = env.rollout(10_000, policy, break_when_any_done=True)
+                batch += [_seat_decisions(game, seat) for seat in seats if game[seat, "mask"].any()]
+            batch = torch.cat(batch)
+            advantage(batch)
+        decisions += len(batch)
+        for _ in range(4):
+            for index in torch.randperm(len(batch)).split(256):
+                losses = loss(batch[index])
+                optimizer.zero_grad()
+                (losses["loss_objective"] + losses["loss_critic"] + losses["loss_entropy"]).backward()
+                torch.nn.utils.clip_grad_norm_(loss.parameters(), 0.5)
+                optimizer.step()
+    net.eval()
+    return TorchRLAgent(net, CONFIG), {"seconds": time.perf_counter() - start, "trained": f"{decisions:,} decisions"}
+
+
 def strength(libraries: list[str], minutes: float, games: int) -> list[dict]:
     import torch
 
@@ -396,7 +497,7 @@ def strength(libraries: list[str], minutes: float, games: int) -> list[dict]:
     rows = []
     with tempfile.TemporaryDirectory() as workdir:
         routes = [("cockroach-train", lambda: train_cockroach(minutes, workdir))]
-        routes += [(name, fn) for name, fn in (("rllib", lambda: train_rllib(minutes)), ("sb3", lambda: train_sb3(minutes)), ("tianshou", lambda: train_tianshou(minutes))) if name in libraries]
+        routes += [(name, fn) for name, fn in (("rllib", lambda: train_rllib(minutes)), ("sb3", lambda: train_sb3(minutes)), ("tianshou", lambda: train_tianshou(minutes)), ("torchrl", lambda: train_torchrl(minutes))) if name in libraries]
         for name, train in routes:
             print(f"training {name} for {minutes} min ...", flush=True)
             try:
@@ -435,12 +536,11 @@ def main(argv: list[str] | None = None) -> None:
         for row in rows:
             print(f"| {row['library']} | {loops[row['library']]} | {row['cockroach']:,.0f} | {row['leduc']:,.0f} | {row['ratio']:.2f}× (min {row['ratio_min']:.2f}) |")
     if args.only != "throughput":
-        rows = strength([name for name in libraries if name != "torchrl"], args.minutes, args.games)
+        rows = strength(libraries, args.minutes, args.games)
         print(f"\n| route ({args.minutes:g} min wall time) | trained | loss rate against three heuristic | 95% CI |")
         print("|---|---|---|---|")
         for row in rows:
             print(f"| {row['route']} | {row['trained']} | {100 * row['loss_rate']:.1f}% | [{100 * row['ci'][0]:.1f}, {100 * row['ci'][1]:.1f}] |")
-        print("| torchrl | not measured: no off-the-shelf trainer for turn-based games | - | - |")
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
 
 
