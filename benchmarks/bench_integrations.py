@@ -50,6 +50,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from baselines.agent import LogitsAgent  # noqa: E402
 from cockroach_env import GameConfig  # noqa: E402
 
 LIBRARIES = ("rllib", "sb3", "tianshou", "torchrl")
@@ -251,51 +252,33 @@ def throughput(libraries: list[str], seconds: float, rounds: int) -> list[dict]:
 
 
 # ---------------------------------------------------------------------------- strength
-class LogitsAgent:
-    """A policy network's logits as an agent of the baselines protocol: samples a legal action with its own generator."""
-
-    supports_batch = True
-
-    def __init__(self, config: GameConfig, seed: int, name: str):
-        self.config, self.name, self.rng = config, name, np.random.default_rng(seed)
-
-    def logits(self, observations, masks):
-        """``(B, A)`` logits of the network for ``(B, O)`` observations and ``(B, A)`` boolean masks."""
-        raise NotImplementedError
-
-    def act(self, observation) -> int:
-        return int(self.act_batch(np.asarray(observation["observation"], np.float32)[None], np.asarray(observation["action_mask"])[None])[0])
-
-    def act_batch(self, observations, masks):
-        import torch
-
-        masks = np.asarray(masks).astype(bool)
-        with torch.no_grad():
-            logits = self.logits(torch.as_tensor(np.asarray(observations, np.float32)), torch.as_tensor(masks)).numpy().astype(np.float64)
-        logits = logits - np.log(-np.log(self.rng.random(logits.shape).clip(1e-20)))
-        return np.argmax(np.where(masks, logits, -np.inf), axis=1).astype(np.int64)
-
-
 class RLlibAgent(LogitsAgent):
     """An RLlib RLModule (the shared masked policy) as an agent."""
 
     def __init__(self, module, config: GameConfig, seed: int = 0, name: str = "rllib-ppo"):
-        super().__init__(config, seed, name)
-        self.module = module
+        super().__init__(config, seed)
+        self.module, self.name = module, name
 
     def logits(self, observations, masks):
-        return self.module.forward_inference({"obs": {"observations": observations, "action_mask": masks.float()}})["action_dist_inputs"]
+        import torch
+
+        with torch.no_grad():
+            batch = {"obs": {"observations": torch.as_tensor(observations), "action_mask": torch.as_tensor(masks, dtype=torch.float32)}}
+            return self.module.forward_inference(batch)["action_dist_inputs"].numpy().astype(np.float64)
 
 
 class TorchRLAgent(LogitsAgent):
     """The logits network of a TorchRL actor as an agent."""
 
     def __init__(self, net, config: GameConfig, seed: int = 0, name: str = "torchrl-ppo"):
-        super().__init__(config, seed, name)
-        self.net = net
+        super().__init__(config, seed)
+        self.net, self.name = net, name
 
     def logits(self, observations, masks):
-        return self.net(observations)
+        import torch
+
+        with torch.no_grad():
+            return self.net(torch.as_tensor(observations)).numpy().astype(np.float64)
 
 
 class QAgent:
