@@ -37,19 +37,9 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from play.session import random_move  # noqa: E402
+
 HOST = "127.0.0.1"
-
-
-def random_move(legal: dict, rng: np.random.Generator) -> dict:
-    if legal["offer"]:
-        o = legal["offer"]
-        return {"kind": "offer", "card": str(rng.choice(o["cards"])), "target": str(rng.choice(o["targets"])), "claim": str(rng.choice(legal["claims"]))}
-    if legal["call"]:
-        options = [{"kind": "call", "believe": True}, {"kind": "call", "believe": False}] + ([{"kind": "peek"}] if legal["peek"] else [])
-        return options[int(rng.integers(len(options)))]
-    if legal["pass"]:
-        return {"kind": "pass", "target": str(rng.choice(legal["pass"]["targets"])), "claim": str(rng.choice(legal["claims"]))}
-    return {"kind": "place", "card": str(rng.choice(legal["place"]["cards"]))}
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from cockroach_env.config import GameConfig
 from cockroach_env.encoding import apply_action
 from cockroach_env.engine import IllegalMove
@@ -240,3 +242,16 @@ def check_pace(pace_ms: Any) -> int:
     if isinstance(pace_ms, bool) or not isinstance(pace_ms, int) or not 0 <= pace_ms <= MAX_PACE_MS:
         raise MoveError(422, f"pace_ms={pace_ms!r} is not allowed; expected an integer from 0 (instant) to {MAX_PACE_MS}")
     return pace_ms
+
+
+def random_move(legal: dict, rng: np.random.Generator) -> dict:
+    """A uniformly chosen request body for one of the moves in ``legal`` (a view's ``legal`` entry): what a load generator or a test client sends."""
+    if legal["offer"]:
+        o = legal["offer"]
+        return {"kind": "offer", "card": str(rng.choice(o["cards"])), "target": str(rng.choice(o["targets"])), "claim": str(rng.choice(legal["claims"]))}
+    if legal["call"]:
+        options = [{"kind": "call", "believe": True}, {"kind": "call", "believe": False}] + ([{"kind": "peek"}] if legal["peek"] else [])
+        return options[int(rng.integers(len(options)))]
+    if legal["pass"]:
+        return {"kind": "pass", "target": str(rng.choice(legal["pass"]["targets"])), "claim": str(rng.choice(legal["claims"]))}
+    return {"kind": "place", "card": str(rng.choice(legal["place"]["cards"]))}

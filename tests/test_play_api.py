@@ -20,6 +20,7 @@ from cockroach_env.config import GameConfig  # noqa: E402
 from cockroach_env.record import env_from_deal, load_record  # noqa: E402
 from cockroach_env.view import seat_view  # noqa: E402
 from play.server import create_app  # noqa: E402
+from play.session import random_move  # noqa: E402
 from play.store import GameStore  # noqa: E402
 
 from .test_no_leak import resampled_replay  # noqa: E402
@@ -27,18 +28,6 @@ from .test_no_leak import resampled_replay  # noqa: E402
 VIEW_KEYS = {"version", "seat", "seats", "config", "identities", "claims", "pace_ms", "table", "legal", "log_from", "log", "over", "reveal", "saved", "error"}
 TABLE_KEYS = {"edition", "phase", "to_act", "collections", "hand_sizes", "chain", "history", "loser", "loss_reason", "num_players", "players", "viewer", "full_information", "hand", "last_event"}
 ROYAL_KEYS = {"penalty_top", "penalty_size", "special_holders", "replacement"}
-
-
-def random_move(legal: dict, rng: np.random.Generator) -> dict:
-    if legal["offer"]:
-        o = legal["offer"]
-        return {"kind": "offer", "card": str(rng.choice(o["cards"])), "target": str(rng.choice(o["targets"])), "claim": str(rng.choice(legal["claims"]))}
-    if legal["call"]:
-        options = [{"kind": "call", "believe": True}, {"kind": "call", "believe": False}] + ([{"kind": "peek"}] if legal["peek"] else [])
-        return options[int(rng.integers(len(options)))]
-    if legal["pass"]:
-        return {"kind": "pass", "target": str(rng.choice(legal["pass"]["targets"])), "claim": str(rng.choice(legal["claims"]))}
-    return {"kind": "place", "card": str(rng.choice(legal["place"]["cards"]))}
 
 
 def new_game(client, seats, preset="classic", num_players=None, seed=0, pace_ms=0):
