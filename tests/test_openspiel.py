@@ -224,19 +224,12 @@ def test_exported_tree_is_the_game_for_openspiels_cpp_solvers():
         solver.evaluate_and_update_policy()
     average = solver.average_policy()
     # the C++ policy, read back by information set ("I<k>") and action ("a<index>")
-    table, stack = {}, [game.new_initial_state()]
-    while stack:
-        state = stack.pop()
-        if state.is_terminal():
-            continue
-        if state.is_chance_node():
-            stack.extend(state.child(a) for a, _ in state.chance_outcomes())
-            continue
+    table = {}
+    for state in _decision_states(game):
         infoset = int(state.information_state_string().rsplit("-I", 1)[1])
         row = np.zeros(tree.masks.shape[1])
         for action, p in average.get_state_policy(state):
             row[int(state.action_to_string(action)[1:])] = p
         table[tree.infoset_strings[infoset]] = row
-        stack.extend(state.child(a) for a in state.legal_actions())
     ours = evaluate(InformationSetPolicy(table), config).nash_conv
     assert ours == pytest.approx(pyspiel.nash_conv(game, average), abs=1e-9)
