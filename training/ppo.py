@@ -46,6 +46,7 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,7 @@ from cockroach_env.config import GameConfig
 from cockroach_env.encoding import encoding_for
 from training import checkpoint as ckpt
 from training.config import ConfigError, TrainConfig, config_from_dict
-from training.model import ActorCritic, PolicyAgent
+from training.model import ActorCritic, PolicyAgent, mask_bias
 
 SELF = "self"
 SNAPSHOT = "snapshot"
@@ -243,6 +244,17 @@ class Learner:
         """Rollout index of each seat's latest decision of this learner still waiting for its successor."""
         self.magnet: ActorCritic | None = None
         """A frozen past copy of ``model`` that the update pulls towards (``ppo.magnet_coef``), or None."""
+        self.behavior = model
+        """The network the rollout plays: ``model`` itself, or with ``ppo.overlap`` a frozen copy one update behind (``use_behavior_copy``)."""
+
+    def use_behavior_copy(self) -> None:
+        """Play rollouts with a frozen copy of ``model`` (synced by ``sync_behavior``), so that an update can run meanwhile."""
+        self.behavior = _frozen_copy(self.model)
+
+    def sync_behavior(self) -> None:
+        """The behavior copy takes the current weights (nothing to do without a copy)."""
+        if self.behavior is not self.model:
+            self.behavior.load_state_dict(self.model.state_dict())
 
     def reset_optimizer(self) -> None:
         """A fresh Adam state."""
@@ -261,7 +273,7 @@ class Learner:
         """Sample the actions of ``rows`` (games where this learner is to act), record them and link them to their predecessors."""
         obs = torch.from_numpy(step.observation[rows]).to(device)
         mask = torch.from_numpy(step.action_mask[rows].astype(bool)).to(device)
-        action, logprob, value = self.model.sample(obs, mask, sampler)
+        action, logprob, value = self.behavior.sample(obs, mask, sampler)
         action = action.cpu().numpy()
         index = self.rollout.append(step.observation[rows], mask.cpu().numpy(), action, logprob.cpu().numpy(), value.cpu().numpy())
         previous = self.pending[rows, seat[rows]]
@@ -278,11 +290,12 @@ class Learner:
         self.rollout.terminal[waiting[has]] = True
         self.pending[finished] = -1
 
-    def carry_over(self) -> None:
-        """After an update: the decisions still waiting for a successor move into a fresh rollout."""
+    def carry_over(self) -> "Rollout":
+        """After a rollout: the decisions still waiting for a successor move into a fresh rollout; returns the finished one (for the update)."""
         self.spare.clear()
         self.rollout.carry_into(self.spare, self.pending)
         self.rollout, self.spare = self.spare, self.rollout
+        return self.spare
 
 
 # ---------------------------------------------------------------------------- signals
@@ -415,6 +428,13 @@ def _train(
     games = BatchedGames(game, batch_size=B, seed=config.seed)
     tables = Tables(config, game, B, population)
     baseline_names = list(config.opponents.baselines)
+    rollout_args = _RolloutArgs(learners, tables, games, pool, baseline_names, population, sampler, rng, device, T)
+    prefetched = None
+    """With ``ppo.overlap``: the next rollout's ``(step, outcomes)``, collected during the update."""
+    if ppo.overlap:
+        for learner in learners.values():
+            learner.use_behavior_copy()
+        overlap_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ppo-update")
     started = time.perf_counter() - state.wall_seconds
     bar = tqdm(total=num_updates * decisions_per_update, initial=state.decisions, unit="dec", unit_scale=True, dynamic_ncols=True, disable=not progress_bar)
     bar.set_postfix_str(_eval_summary(state.evaluations))
@@ -427,7 +447,7 @@ def _train(
             # New segment: fresh games and baseline opponents from seeds derived from (seed, update).
             segment_seed = int(np.random.SeedSequence([config.seed, update]).generate_state(1)[0])
             step = games.reset(seed=segment_seed)
-            opponents = [None] + [baselines.make(name, game, seed=segment_seed + i) for i, name in enumerate(baseline_names)]
+            rollout_args.opponents = [None] + [baselines.make(name, game, seed=segment_seed + i) for i, name in enumerate(baseline_names)]
             for learner in learners.values():
                 learner.restart()
             tables.draw(np.arange(B), rng, _baseline_index(baseline_names), _snapshot_indices(pool, baseline_names))
@@ -435,51 +455,39 @@ def _train(
             if ppo.anneal_lr:
                 learner.optimizer.param_groups[0]["lr"] = ppo.learning_rate * (1.0 - update / num_updates)
 
-        # ------------------------------------------------------------ 1. rollout
-        for learner in learners.values():
-            learner.model.eval()
-        outcomes = {kind: [0, 0, 0] for kind in tables.kinds}  # kind -> [games, policy seat-games, policy losses]
-        actions = np.zeros(B, np.int64)
-        for _ in range(T):
-            seat = step.to_act
-            owner = tables.owner[np.arange(B), seat]
-            for code, learner in learners.items():
-                rows = np.flatnonzero(owner == code)
-                if len(rows):
-                    actions[rows] = learner.act(step, rows, seat, sampler, device)
-            for who in np.unique(owner[owner > 0]):
-                rows = np.flatnonzero(owner == who)
-                actions[rows] = _act(opponents, pool, baseline_names, who, step.observation[rows], step.action_mask[rows], sampler, device)
-            for code in np.unique(owner[owner <= POPULATION_SEAT]):
-                rows = np.flatnonzero(owner == code)
-                actions[rows] = population.act(POPULATION_SEAT - code, step.observation[rows], step.action_mask[rows], sampler, device)
-
-            step = games.step(actions)
-
-            finished = np.flatnonzero(step.done)
-            if len(finished):
-                for learner in learners.values():
-                    learner.finish(finished, step.rewards)
-                for b in finished:
-                    if step.loser[b] >= 0:  # (a game truncated by max_steps has no loser and zero rewards)
-                        kind = tables.kinds[tables.kind[b]]
-                        outcomes[kind][0] += 1
-                        outcomes[kind][1] += int(tables.learner_seats[b])
-                        outcomes[kind][2] += int(tables.owner[b, step.loser[b]] == POLICY_SEAT)
-                tables.draw(finished, rng, _baseline_index(baseline_names), _snapshot_indices(pool, baseline_names))
+        # ------------------------------------------------------------ 1. rollout (with ppo.overlap: collected during the last update)
+        if prefetched is None:
+            step, outcomes = _rollout(rollout_args, step)
+        else:
+            (step, outcomes), prefetched = prefetched, None
         state.decisions += decisions_per_update
         state.games += sum(games for games, _, _ in outcomes.values())
 
         # ------------------------------------------------------------ 2. advantages (GAE) and 3. update, for each learner
-        stats = {}
+        batches = {}
         for code, learner in learners.items():
-            advantages, returns, train_rows = _advantages(learner.rollout, ppo)
-            learner_stats = _update(learner, advantages, returns, train_rows, ppo, rng, device)
-            prefix = "" if code == POLICY_SEAT else "exploiter_"
-            stats.update({prefix + k: v for k, v in learner_stats.items()})
-            if code == POLICY_SEAT:
-                state.samples += len(train_rows)
-            learner.carry_over()
+            rollout = learner.rollout
+            batches[code] = (rollout, *_advantages(rollout, ppo))
+            learner.carry_over()  # the decisions still waiting continue in the next rollout
+        shuffle = np.random.default_rng([config.seed, update]) if ppo.overlap else rng  # (the rollout thread draws tables from rng)
+
+        def update_learners() -> dict[str, float]:
+            stats = {}
+            for code, learner in learners.items():
+                rollout, advantages, returns, train_rows = batches[code]
+                learner_stats = _update(learner, rollout, advantages, returns, train_rows, ppo, shuffle, device)
+                prefix = "" if code == POLICY_SEAT else "exploiter_"
+                stats.update({prefix + k: v for k, v in learner_stats.items()})
+            return stats
+
+        next_in_segment = (update + 1) % config.schedule.checkpoint_every != 0 and update + 1 < num_updates
+        if ppo.overlap and next_in_segment:
+            updating = overlap_pool.submit(update_learners)
+            prefetched = _rollout(rollout_args, step)  # the next rollout, while the update runs, with the weights from before it
+            stats = updating.result()
+        else:
+            stats = update_learners()
+        state.samples += len(batches[POLICY_SEAT][3])
 
         # ------------------------------------------------------------ 4. snapshots, exploiter reset, evaluation, logs, checkpoints
         state.update = update + 1
@@ -502,6 +510,8 @@ def _train(
             _add_snapshot(pool, state, exploiter.model, config, source=EXPLOITER)
             exploiter.model.load_state_dict(policy.model.state_dict())
             exploiter.reset_optimizer()
+        for learner in learners.values():
+            learner.sync_behavior()
 
         now = time.perf_counter()
         state.wall_seconds = now - started
@@ -525,6 +535,8 @@ def _train(
         if stop_reason:
             break
     bar.close()
+    if ppo.overlap:
+        overlap_pool.shutdown()
     if signals.received is not None:
         logs.close()
         raise Interrupted(signals.received, run_dir / CHECKPOINT_NAME, state.update)
@@ -540,6 +552,60 @@ def _train(
     logs.close()
     plot_learning_curves(run_dir / "eval.csv", run_dir / "learning_curves.png", title=f"{config.name}: {n_players}-player {game.edition}")
     return agent_path
+
+
+@dataclass
+class _RolloutArgs:
+    """What a rollout reads and advances: the learners' behavior networks and rollouts, the tables, the games, the opponents and the generators."""
+
+    learners: dict[int, Learner]
+    tables: Tables
+    games: BatchedGames
+    pool: list[Snapshot]
+    baseline_names: list[str]
+    population: Population | None
+    sampler: torch.Generator
+    rng: np.random.Generator
+    device: torch.device
+    num_steps: int
+    opponents: list = field(default_factory=list)
+    """``[None, baseline, ...]``, made anew for each checkpoint segment."""
+
+
+def _rollout(args: _RolloutArgs, step):
+    """Play ``num_steps`` decisions in every game; returns the new step and the outcomes per table kind (games, policy seat-games, policy losses)."""
+    for learner in args.learners.values():
+        learner.behavior.eval()
+    outcomes = {kind: [0, 0, 0] for kind in args.tables.kinds}  # kind -> [games, policy seat-games, policy losses]
+    actions = np.zeros(len(step.to_act), np.int64)
+    for _ in range(args.num_steps):
+        seat = step.to_act
+        owner = args.tables.owner[np.arange(len(seat)), seat]
+        for code, learner in args.learners.items():
+            rows = np.flatnonzero(owner == code)
+            if len(rows):
+                actions[rows] = learner.act(step, rows, seat, args.sampler, args.device)
+        for who in np.unique(owner[owner > 0]):
+            rows = np.flatnonzero(owner == who)
+            actions[rows] = _act(args.opponents, args.pool, args.baseline_names, who, step.observation[rows], step.action_mask[rows], args.sampler, args.device)
+        for code in np.unique(owner[owner <= POPULATION_SEAT]):
+            rows = np.flatnonzero(owner == code)
+            actions[rows] = args.population.act(POPULATION_SEAT - code, step.observation[rows], step.action_mask[rows], args.sampler, args.device)
+
+        step = args.games.step(actions)
+
+        finished = np.flatnonzero(step.done)
+        if len(finished):
+            for learner in args.learners.values():
+                learner.finish(finished, step.rewards)
+            for b in finished:
+                if step.loser[b] >= 0:  # (a game truncated by max_steps has no loser and zero rewards)
+                    kind = args.tables.kinds[args.tables.kind[b]]
+                    outcomes[kind][0] += 1
+                    outcomes[kind][1] += int(args.tables.learner_seats[b])
+                    outcomes[kind][2] += int(args.tables.owner[b, step.loser[b]] == POLICY_SEAT)
+            args.tables.draw(finished, args.rng, _baseline_index(args.baseline_names), _snapshot_indices(args.pool, args.baseline_names))
+    return step, outcomes
 
 
 def _advantages(rollout: Rollout, ppo) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -563,9 +629,9 @@ def _advantages(rollout: Rollout, ppo) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return advantages, advantages + rollout.value[:size], np.flatnonzero(complete)
 
 
-def _update(learner: Learner, advantages: np.ndarray, returns: np.ndarray, train_rows: np.ndarray, ppo, rng: np.random.Generator, device) -> dict[str, float]:
+def _update(learner: Learner, rollout: Rollout, advantages: np.ndarray, returns: np.ndarray, train_rows: np.ndarray, ppo, rng: np.random.Generator, device) -> dict[str, float]:
     """Clipped PPO on a learner's complete decisions; returns the statistics of the last minibatch."""
-    model, optimizer, rollout = learner.model, learner.optimizer, learner.rollout
+    model, optimizer = learner.model, learner.optimizer
     model.train()
     b_obs = torch.from_numpy(rollout.obs[train_rows]).to(device)
     b_mask = torch.from_numpy(rollout.mask[train_rows]).to(device)
@@ -575,6 +641,7 @@ def _update(learner: Learner, advantages: np.ndarray, returns: np.ndarray, train
     b_advantage = torch.from_numpy(advantages[train_rows]).to(device)
     b_return = torch.from_numpy(returns[train_rows]).to(device)
     b_counting = model.counting_inputs(b_obs)  # once per update, not once per epoch (same values)
+    b_bias = mask_bias(b_mask)  # likewise
     n_train = len(train_rows)
     minibatch = max(1, math.ceil(n_train / ppo.num_minibatches))
     clipfracs = []
@@ -583,7 +650,7 @@ def _update(learner: Learner, advantages: np.ndarray, returns: np.ndarray, train
         for start in range(0, n_train, minibatch):
             mb = torch.from_numpy(order[start : start + minibatch]).to(device)
             mb_counting = None if b_counting is None else b_counting[mb]
-            new_logprob, entropy, new_value, log_policy = model.evaluate(b_obs[mb], b_mask[mb], b_action[mb], mb_counting)
+            new_logprob, entropy, new_value, log_policy, policy = model.evaluate(b_obs[mb], b_bias[mb], b_action[mb], mb_counting)
             log_ratio = new_logprob - b_logprob[mb]
             ratio = log_ratio.exp()
             with torch.no_grad():
@@ -602,8 +669,8 @@ def _update(learner: Learner, advantages: np.ndarray, returns: np.ndarray, train
             loss = pg_loss - ppo.ent_coef * entropy_loss + ppo.vf_coef * v_loss
             if learner.magnet is not None:  # KL(policy || magnet) over the legal actions (illegal ones have probability 0)
                 with torch.no_grad():
-                    magnet_log_policy = torch.log_softmax(learner.magnet(b_obs[mb], b_mask[mb], mb_counting)[0], dim=-1)
-                magnet_kl = (log_policy.exp() * (log_policy - magnet_log_policy)).sum(-1).mean()
+                    magnet_log_policy = torch.log_softmax(learner.magnet(b_obs[mb], b_bias[mb], mb_counting)[0], dim=-1)
+                magnet_kl = (policy * (log_policy - magnet_log_policy)).sum(-1).mean()
                 loss = loss + ppo.magnet_coef * magnet_kl
             optimizer.zero_grad()
             loss.backward()
