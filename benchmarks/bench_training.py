@@ -9,14 +9,16 @@ first (which includes compiling the batched engine) and over the whole run.
     python benchmarks/bench_training.py --config configs/ppo_2p.yaml --updates 20
     python benchmarks/bench_training.py --set model.hidden_sizes=[256,256]
 
-Target (issue 6): at least 20,000 decisions per second for configs/ppo_4p.yaml on a
-2-core machine. The machine's load average is printed, since other processes on the
+Target (issue 13, part 6): at least 50,000 decisions per second for configs/ppo_4p.yaml
+on a 2-core machine. The machine's load average is printed, since other processes on the
 same cores lower the figure.
 
 ``--compare REF`` measures the code at git ``REF`` (default: the commit before the
-throughput work of issue 13) and this tree alternately, each run in a fresh process,
-``--rounds`` times, and prints both medians and their ratio; with teammates' jobs on
-the same cores, only interleaved figures compare. ``--profile`` prints where the time
+throughput work of issue 13), this tree, and this tree with ``ppo.overlap`` (the next
+rollout collected in a second thread while the update runs) alternately, each run in a
+fresh process, ``--rounds`` times, and prints the medians and their ratios; with other
+jobs on the same cores, only interleaved figures compare (and overlap has no second
+core to use). ``--profile`` prints where the time
 of the training loop goes (engine, network inference, action sampling, opponents, GAE,
 update), measured with ``cProfile`` on the real loop:
 
@@ -24,16 +26,24 @@ update), measured with ``cProfile`` on the real loop:
     python benchmarks/bench_training.py --profile --updates 12
     python benchmarks/bench_training.py --update-ab        # one PPO update, card-counting inputs per minibatch vs once per update
 
+``--learning DECISIONS`` trains the config twice for the same number of decisions,
+without and with ``ppo.overlap`` (whose rollouts play weights one update old), and
+measures both agents against N-1 ``heuristic`` in the arena: what the policy lag costs.
+
+    python benchmarks/bench_training.py --learning 3000000 --games 2000
+
 ``--strength CHECKPOINT`` measures the strength targets of a trained checkpoint in the
 arena instead (seat rotation, duplicate deals, 95% Wilson intervals):
 
     python benchmarks/bench_training.py --strength classic-4p --games 4000
     python benchmarks/bench_training.py --strength classic-2p --games 4000
 
-4 players: loss rate <= 12% against three ``heuristic``, <= 3% against three
-``random``, and a ``heuristic`` among three copies of the agent loses >= 40%.
-2 players: the agent wins >= 65% against ``heuristic``. Both: a clearly non-zero
-false-claim rate, and call accuracy above ``heuristic``'s in the same match.
+The targets of issue 13: classic 4 players, a loss rate <= 8% against three
+``heuristic``, <= 3% against three ``random``, and a ``heuristic`` among three copies of
+the agent loses >= 40%; classic 2 players, the agent wins >= 80% against ``heuristic``;
+every other table, at most half of parity's loss rate against N-1 ``heuristic``. All: a
+clearly non-zero false-claim rate, and call accuracy above ``heuristic``'s in the same
+match.
 
 ``--exploit CHECKPOINT`` measures the exploitability target: ``cockroach-exploit``
 trains a best response against the frozen checkpoint (``--decisions``, default 5 M)
@@ -55,7 +65,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-TARGET = 20_000
+TARGET = 50_000
 BASELINE = "1f10436"
 """The commit before issue 13's throughput work."""
 
@@ -73,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare", nargs="?", const=BASELINE, metavar="REF", help=f"alternate runs of git REF (default {BASELINE}) and this tree; print the ratio")
     parser.add_argument("--rounds", type=int, default=3, help="runs of each side for --compare (default 3)")
     parser.add_argument("--profile", action="store_true", help="print where the training loop's time goes")
+    parser.add_argument("--learning", type=int, metavar="DECISIONS", help="train without and with ppo.overlap for DECISIONS each; compare the agents against heuristic")
     parser.add_argument("--update-ab", action="store_true", help="time one PPO update on 10,000 samples, card-counting inputs computed per minibatch (old) vs once per update (new), interleaved")
     args = parser.parse_args(argv)
     if args.compare:
@@ -81,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         return profile(args.config, args.updates, args.overrides)
     if args.update_ab:
         return update_ab(args.config, args.rounds)
+    if args.learning:
+        return learning(args.config, args.learning, args.games, args.seed, args.overrides)
     if args.strength:
         return strength(args.strength, args.games, args.seed)
     if args.exploit:
@@ -136,13 +149,17 @@ def compare(ref: str, rounds: int, config: str, updates: int, overrides: list[st
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], check=True, capture_output=True).stdout
         with tarfile.open(fileobj=__import__("io").BytesIO(archive)) as tar:
             tar.extractall(old_tree, filter="data")
-        trees = {f"old ({ref})": Path(old_tree), "new (this tree)": ROOT}
-        figures: dict[str, list[float]] = {name: [] for name in trees}
+        contenders = {  # name -> (tree, extra overrides)
+            f"old ({ref})": (Path(old_tree), []),
+            "new (this tree)": (ROOT, ["ppo.overlap=false"]),
+            "new, ppo.overlap": (ROOT, ["ppo.overlap=true"]),
+        }
+        figures: dict[str, list[float]] = {name: [] for name in contenders}
         loads = []
         for r in range(rounds):
-            for name, tree in trees.items():
+            for name, (tree, extra) in contenders.items():
                 loads.append(os.getloadavg()[0])
-                argv = [sys.executable, str(tree / "benchmarks" / "bench_training.py"), "--config", config, "--updates", str(updates), *[a for s in overrides for a in ("--set", s)]]
+                argv = [sys.executable, str(tree / "benchmarks" / "bench_training.py"), "--config", config, "--updates", str(updates), *[a for s in [*overrides, *extra] for a in ("--set", s)]]
                 done = subprocess.run(argv, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True)
                 match = line.search(done.stdout)
                 if done.returncode or not match:
@@ -150,9 +167,11 @@ def compare(ref: str, rounds: int, config: str, updates: int, overrides: list[st
                     return 2
                 figures[name].append(float(match[1].replace(",", "")))
                 print(f"round {r + 1} {name}: {figures[name][-1]:,.0f} decisions/s (load average {loads[-1]:.2f})", flush=True)
-    old, new = (statistics.median(v) for v in figures.values())
+    medians = {name: statistics.median(v) for name, v in figures.items()}
+    old = medians[f"old ({ref})"]
     print(f"config {config}, {updates} updates per run, {rounds} rounds, cpu cores {os.cpu_count()}, load average {min(loads):.2f} to {max(loads):.2f}")
-    print(f"median old {old:,.0f} decisions/s, new {new:,.0f} decisions/s: new/old = {new / old:.2f}")
+    for name, median in medians.items():
+        print(f"  median {name:20s} {median:8,.0f} decisions/s   x old {median / old:.2f}   target {TARGET:,}: {'met' if median >= TARGET else 'NOT met'}")
     return 0
 
 
@@ -174,6 +193,7 @@ def profile(path: str, updates: int, overrides: list[str]) -> int:
     from training.ppo import train
 
     with tempfile.TemporaryDirectory() as out:
+        overrides = [*overrides, "ppo.overlap=false"]  # cProfile sees only the main thread: profile the loop without the update thread
         train(_bench_config(path, 2, overrides, out), progress_bar=False)  # compile the engine first
         config = _bench_config(path, updates, overrides, out + "/profiled")
         profiler = cProfile.Profile()
@@ -240,6 +260,39 @@ def update_ab(path: str, rounds: int, samples: int = 10_000) -> int:
     return 0
 
 
+def learning(path: str, decisions: int, games: int, seed: int, overrides: list[str]) -> int:
+    """Train without and with ``ppo.overlap`` for the same decisions; both agents against N-1 ``heuristic``."""
+    import torch
+
+    from training.arena import play_match
+    from training.checkpoint import load_agent
+    from training.config import load_config
+    from training.ppo import train
+
+    rows = []
+    with tempfile.TemporaryDirectory() as out:
+        for overlap in (False, True):
+            name = "overlap" if overlap else "serial"
+            config = load_config(path, [*overrides, f"output_dir={out}", f"name={name}", f"ppo.overlap={str(overlap).lower()}", "evaluation.every=0", "evaluation.final_games=0"])
+            config.schedule.total_decisions = decisions
+            config.schedule.time_limit_minutes = None
+            started = time.perf_counter()
+            agent_path = train(config, progress_bar=False)
+            wall = time.perf_counter() - started
+            torch.set_num_threads(1)
+            game = config.game_config()
+            n = game.num_players
+            agent = load_agent(agent_path, seed=seed)
+            agent.name = name
+            report = play_match([agent, f"heuristic*{n - 1}"], game, games=games, seed=seed).report(name)
+            rows.append((name, wall, report))
+            low, high = report.loss_rate_ci95
+            print(f"{name:8s} {decisions:,} decisions in {wall:.0f} s ({decisions / wall:,.0f}/s); against {n - 1} heuristic: loss {100 * report.loss_rate:.1f}% [{100 * low:.1f}, {100 * high:.1f}] over {report.games} games", flush=True)
+    (_, serial_wall, serial), (_, overlap_wall, overlapped) = rows
+    print(f"config {path}, load average {os.getloadavg()[0]:.2f}: overlap/serial loss rate {overlapped.loss_rate / max(serial.loss_rate, 1e-9):.2f}, wall {overlap_wall / serial_wall:.2f}")
+    return 0
+
+
 def strength(checkpoint: str, games: int, seed: int) -> int:
     import torch
 
@@ -272,19 +325,19 @@ def strength(checkpoint: str, games: int, seed: int) -> int:
 
     checks = []
     parity = 1 / n
+    classic = config.edition == "classic" and config.num_types == 8  # (the full classic deck, not a mini preset)
+    limit = 0.08 if classic and n == 4 else 0.20 if classic and n == 2 else parity / 2
+    report, reports = show([agent, f"heuristic*{n - 1}"], "trained")
+    calls = (report.behaviour["call_accuracy"], reports["heuristic"].behaviour["call_accuracy"])
     if n == 2:
-        report, reports = show([agent, "heuristic"], "trained")
-        checks.append(("wins >= 65% against heuristic", 1 - report.loss_rate >= 0.65, f"{100 * (1 - report.loss_rate):.1f}% wins"))
-        calls = (report.behaviour["call_accuracy"], reports["heuristic"].behaviour["call_accuracy"])
+        checks.append((f"wins >= {100 * (1 - limit):.0f}% against heuristic", report.loss_rate <= limit, f"{100 * (1 - report.loss_rate):.1f}% wins"))
     else:
-        report, reports = show([agent, f"heuristic*{n - 1}"], "trained")
-        checks.append((f"loss rate <= 12% against {n - 1} heuristic (parity {100 * parity:.0f}%)", report.loss_rate <= 0.12, f"{100 * report.loss_rate:.1f}%"))
-        calls = (report.behaviour["call_accuracy"], reports["heuristic"].behaviour["call_accuracy"])
-        bluff = report.behaviour["false_offer_rate"]
+        checks.append((f"loss rate <= {100 * limit:.1f}% against {n - 1} heuristic (parity {100 * parity:.1f}%)", report.loss_rate <= limit, f"{100 * report.loss_rate:.1f}%"))
         random_report, _ = show([agent, f"random*{n - 1}"], "trained")
-        checks.append((f"loss rate <= 3% against {n - 1} random", random_report.loss_rate <= 0.03, f"{100 * random_report.loss_rate:.1f}%"))
-        heuristic_report, _ = show(["heuristic", *[agent] * (n - 1)], "heuristic")
-        checks.append((f"heuristic among {n - 1} trained loses >= 40%", heuristic_report.loss_rate >= 0.40, f"{100 * heuristic_report.loss_rate:.1f}%"))
+        if classic and n == 4:
+            checks.append((f"loss rate <= 3% against {n - 1} random", random_report.loss_rate <= 0.03, f"{100 * random_report.loss_rate:.1f}%"))
+            heuristic_report, _ = show(["heuristic", *[agent] * (n - 1)], "heuristic")
+            checks.append((f"heuristic among {n - 1} trained loses >= 40%", heuristic_report.loss_rate >= 0.40, f"{100 * heuristic_report.loss_rate:.1f}%"))
     bluff = report.behaviour["false_offer_rate"] or 0.0
     checks.append(("bluffs: false-claim rate of offers clearly above 0", bluff >= 0.05, f"{100 * bluff:.1f}%"))
     checks.append(("call accuracy above heuristic's (same match)", (calls[0] or 0) > (calls[1] or 0), f"{_pct(calls[0])} vs {_pct(calls[1])}"))

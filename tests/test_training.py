@@ -451,3 +451,61 @@ def test_games_carry_on_across_updates_between_checkpoints(tmp_path):
     assert main(["--config", str(ROOT / "configs" / "quick.yaml"), "--no-progress", *[a for s in sets for a in ("--set", s)]]) == 0
     games = ckpt.read_metadata(tmp_path / "long" / "checkpoint")["step"]["games"]
     assert games >= 5  # 16 tables x 96 decisions; no game ends within a single 8-decision rollout
+
+
+def _weights(model) -> tuple:
+    return tuple(round(float(p.detach().double().sum()), 12) for p in model.parameters())
+
+
+def test_overlap_rollouts_play_the_weights_from_before_the_update_they_overlap(tmp_path, monkeypatch):
+    """``ppo.overlap``: within a checkpoint segment, rollout k+1 is collected during update k with the weights update k started from; a segment's first rollout waits for the update before it."""
+    import training.ppo as ppo
+
+    seen, before_update = [], []
+    rollout, update = ppo._rollout, ppo._update
+
+    def recording_rollout(args, step):
+        seen.append(_weights(args.learners[ppo.POLICY_SEAT].behavior))
+        return rollout(args, step)
+
+    def recording_update(learner, *rest):
+        if learner is learners[0]:
+            before_update.append(_weights(learner.model))
+        return update(learner, *rest)
+
+    learners = []
+    init = ppo.Learner.__init__
+
+    def remember(self, *a, **k):
+        init(self, *a, **k)
+        learners.append(self)
+
+    monkeypatch.setattr(ppo, "_rollout", recording_rollout)
+    monkeypatch.setattr(ppo, "_update", recording_update)
+    monkeypatch.setattr(ppo.Learner, "__init__", remember)
+    assert _train(tmp_path, "overlap", 6, "--set", "ppo.overlap=true", "--set", "schedule.checkpoint_every=3") == 0
+    assert len(seen) == len(before_update) == 6
+    after = before_update[1:] + [None]
+    for k in range(6):
+        if k % 3 == 0:  # a segment's first rollout: the weights of the update before it (the initial ones at 0)
+            assert seen[k] == before_update[k]
+        else:  # collected during update k-1, with the weights it started from
+            assert seen[k] == before_update[k - 1] and seen[k] != after[k - 1]
+
+
+def test_an_overlapped_run_is_reproducible_and_resumes_exactly(tmp_path):
+    """The rollout thread and the update thread draw from their own generators, so overlap changes nothing run to run."""
+    overlap = ["--set", "ppo.overlap=true", "--set", "schedule.checkpoint_every=3", "--set", "opponents.exploiter=0.5", "--set", "ppo.magnet_coef=0.5"]
+    assert _train(tmp_path, "whole", 6, *overlap) == 0
+    assert _train(tmp_path, "again", 6, *overlap) == 0
+    assert _train(tmp_path, "split", 3, *overlap) == 0
+    assert _train(tmp_path, "split", 6, "--resume", *overlap) == 0
+    assert _train(tmp_path, "serial", 6, *overlap[2:]) == 0
+    runs = {name: ckpt.load_checkpoint(tmp_path / name / "checkpoint", kind="run") for name in ("whole", "again", "split", "serial")}
+    for name in ("again", "split"):
+        assert runs[name].tensors.keys() == runs["whole"].tensors.keys()
+        for key, value in runs["whole"].tensors.items():
+            assert torch.equal(value, runs[name].tensors[key]), (name, key)
+        assert _metrics(tmp_path / "whole" / "metrics.csv") == _metrics(tmp_path / name / "metrics.csv")
+    model = runs["whole"].group("model")
+    assert any(not torch.equal(model[k], runs["serial"].group("model")[k]) for k in model)  # the overlapped rollouts did play older weights

@@ -680,7 +680,7 @@ def _update(learner: Learner, rollout: Rollout, advantages: np.ndarray, returns:
             break
     if not n_train:
         return {}
-    var_y = b_return.var().item()
+    var_y = b_return.var().item() if n_train > 1 else 0.0  # (one sample has no variance: explained variance is undefined)
     return {
         "pg_loss": pg_loss.item(),
         "v_loss": v_loss.item(),
