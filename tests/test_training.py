@@ -509,3 +509,25 @@ def test_an_overlapped_run_is_reproducible_and_resumes_exactly(tmp_path):
         assert _metrics(tmp_path / "whole" / "metrics.csv") == _metrics(tmp_path / name / "metrics.csv")
     model = runs["whole"].group("model")
     assert any(not torch.equal(model[k], runs["serial"].group("model")[k]) for k in model)  # the overlapped rollouts did play older weights
+
+
+def test_sampling_draws_legal_actions_with_the_softmax_probabilities():
+    """``ActorCritic.sample`` (inverse-CDF, one draw per row): never an illegal action, frequencies within sampling error of the masked softmax."""
+    model = ActorCritic(GameConfig(num_players=4), [32], card_counting=True, seed=0).eval()
+    gen = torch.Generator().manual_seed(0)
+    for trial in range(3):
+        obs = torch.rand(1, model.observation_size, generator=gen) * 3
+        mask = torch.rand(1, model.num_actions, generator=gen) > 0.8
+        mask[0, -1] = True  # the last action legal too: the draw's upper edge
+        rows = 100_000
+        action, logprob, _ = model.sample(obs.repeat(rows, 1), mask.repeat(rows, 1), gen)
+        assert mask[0, action].all()
+        with torch.no_grad():
+            probs = torch.softmax(model(obs, mask)[0], -1)[0].double().numpy()
+        freq = np.bincount(action.numpy(), minlength=len(probs)) / rows
+        assert np.all(np.abs(freq - probs) <= 5 * np.sqrt(probs * (1 - probs) / rows) + 1e-12)
+        assert torch.allclose(logprob, torch.log(torch.from_numpy(probs)).float()[action], atol=1e-5)
+    spiky = torch.full((4, model.num_actions), False)
+    spiky[:, [0, 5]] = True
+    action, _, _ = model.sample(torch.rand(4, model.observation_size) * 100, spiky, gen)
+    assert set(action.tolist()) <= {0, 5}

@@ -163,12 +163,20 @@ class ActorCritic(nn.Module):
 
     @torch.no_grad()
     def sample(self, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None):
-        """Sample actions (Gumbel-max over the masked logits): actions, log-probabilities, values."""
+        """Sample actions from the masked softmax: actions, log-probabilities, values.
+
+        Inverse-CDF sampling, one uniform draw per row (a Gumbel-max draw needs one per
+        action and two logarithms of each). The draw is scaled by the row's total, so
+        it falls below the last cumulative probability, and the first action whose
+        cumulative probability exceeds it has a positive probability: an illegal
+        action (probability exactly 0) is never drawn.
+        """
         logits, value = self(obs, mask)
-        noise = torch.rand(logits.shape, generator=generator, device=logits.device).clamp_(min=1e-20)
-        action = torch.argmax(logits - torch.log(-torch.log(noise)), dim=-1)
-        logprob = torch.log_softmax(logits, dim=-1).gather(1, action[:, None]).squeeze(1)
-        return action, logprob, value
+        log_policy = torch.log_softmax(logits, dim=-1)
+        cumulative = torch.softmax(logits, dim=-1).cumsum_(dim=-1)
+        draw = torch.rand((len(logits), 1), generator=generator, device=logits.device) * cumulative[:, -1:]
+        action = torch.searchsorted(cumulative, draw, right=True).squeeze(1)
+        return action, log_policy.gather(1, action[:, None]).squeeze(1), value
 
     @torch.no_grad()
     def counting_inputs(self, obs: torch.Tensor) -> torch.Tensor | None:
