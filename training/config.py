@@ -197,7 +197,7 @@ class EvalConfig:
                 raise ConfigError(f"{where}: opponents: unknown baseline {name!r}; expected names from {baseline_names()}")
 
 
-ALGORITHMS = ("ppo", "psro")
+ALGORITHMS = ("ppo", "psro", "cfr")
 
 
 @dataclass
@@ -225,6 +225,43 @@ class PSROConfig:
         _require(where, "meta_solver", self.meta_solver, self.meta_solver in SOLVERS, f"one of {sorted(SOLVERS)}")
 
 
+CFR_VARIANTS = ("cfr+", "dcfr", "linear", "cfr")
+CFR_KEYS = ("observation", "information_state")
+
+
+@dataclass
+class CFRConfig:
+    """Counterfactual regret minimisation over the exact game tree of a small rule set (``algorithm: cfr``, ``training.cfr``), then distilled into the ``model`` network."""
+
+    iterations: int = 2000
+    """CFR iterations (may grow on ``--resume``)."""
+    variant: str = "cfr+"
+    """``cfr+`` (measured best here, see docs/cfr.md), ``dcfr`` (discounted CFR), ``linear`` or ``cfr`` (vanilla)."""
+    keys: str = "observation"
+    """What the regrets are keyed by: ``observation`` (what an agent over the env's observations can see, so the result is playable by a network) or ``information_state`` (perfect recall: textbook CFR, an equilibrium of the game, but not playable from observations)."""
+    alternating: bool = True
+    """Alternating updates (each seat regrets against the strategy the seats before it just updated), else simultaneous."""
+    evaluate_every: int = 50
+    """Iterations between two exact NashConv evaluations of the average strategy, logged to ``cfr.csv`` (0: only at the end)."""
+    checkpoint_every: int = 100
+    """Iterations between two checkpoints of the regrets and the average strategy."""
+    max_nodes: int = 3_000_000
+    """Refuse rule sets whose game tree has more nodes than this (``training.exact.TreeTooLarge``)."""
+    distill_steps: int = 3000
+    """Full-batch Adam steps fitting the ``model`` network to the average strategy (0: no network; ``final`` is then not written)."""
+    distill_learning_rate: float = 3e-3
+    """Adam learning rate of the distillation."""
+
+    def validate(self, where: str) -> None:
+        for name in ("iterations", "checkpoint_every", "max_nodes"):
+            _require(where, name, getattr(self, name), getattr(self, name) >= 1, "an integer >= 1")
+        for name in ("evaluate_every", "distill_steps"):
+            _require(where, name, getattr(self, name), getattr(self, name) >= 0, "an integer >= 0")
+        _require(where, "variant", self.variant, self.variant in CFR_VARIANTS, f"one of {list(CFR_VARIANTS)}")
+        _require(where, "keys", self.keys, self.keys in CFR_KEYS, f"one of {list(CFR_KEYS)}")
+        _require(where, "distill_learning_rate", self.distill_learning_rate, self.distill_learning_rate > 0, "a number > 0")
+
+
 @dataclass
 class TrainConfig:
     """One training run."""
@@ -232,7 +269,7 @@ class TrainConfig:
     name: str = "ppo"
     """Run name; the run directory is ``output_dir/name``."""
     algorithm: str = "ppo"
-    """``ppo`` (self-play PPO, ``training.ppo``) or ``psro`` (a population and its solved meta-game, ``training.psro``, with the ``psro`` settings)."""
+    """``ppo`` (self-play PPO, ``training.ppo``), ``psro`` (a population and its solved meta-game, ``training.psro``, with the ``psro`` settings) or ``cfr`` (regret minimisation over the exact tree of a small rule set, ``training.cfr``, with the ``cfr`` settings)."""
     seed: int = 1
     """Seed of everything random in the run (games, sampling, opponents, evaluation)."""
     device: str = "cpu"
@@ -249,6 +286,7 @@ class TrainConfig:
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     evaluation: EvalConfig = field(default_factory=EvalConfig)
     psro: PSROConfig = field(default_factory=PSROConfig)
+    cfr: CFRConfig = field(default_factory=CFRConfig)
 
     def validate(self, where: str = "config") -> None:
         _require(where, "name", self.name, _RUN_NAME.fullmatch(self.name) is not None and self.name not in (".", ".."), "a directory name of letters, digits, '.', '_' and '-' (not '.' or '..'), so that the run stays inside output_dir")
@@ -274,6 +312,7 @@ class TrainConfig:
         self.evaluation.validate(f"{where}: evaluation")
         _require(where, "algorithm", self.algorithm, self.algorithm in ALGORITHMS, f"one of {list(ALGORITHMS)}")
         self.psro.validate(f"{where}: psro")
+        self.cfr.validate(f"{where}: cfr")
 
     def game_config(self, where: str = "config") -> GameConfig:
         """The ``GameConfig`` named by the ``game`` section."""
