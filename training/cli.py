@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         where = f" ({error.filename})" if error.filename else ""
         print(f"cockroach-train: error: cannot write the run{where}: {error.strerror or error}; the previous checkpoint in {config.run_dir} (if any) is kept. Free space or fix the permissions, then continue with:\n  {resume_command}", file=sys.stderr)
         return 1
-    if agent.name.startswith(CHECKPOINT_NAME + "."):  # a CFR run without a network, or stopped by its time limit
+    if agent.with_suffix("").name == CHECKPOINT_NAME:  # a CFR run without a network, or stopped by its time limit
         print(f"solver checkpoint: {agent}  (its table: training.cfr.load_policy({str(agent.with_suffix(''))!r}); continue with {resume_command})")
         return 0
     print(f"agent checkpoint: {agent}  (load with training.load_agent({str(agent.with_suffix(''))!r}) or cockroach-eval)")
