@@ -44,7 +44,7 @@ from training.config import TrainConfig, config_from_dict
 from training.exact import DEFAULT_MAX_NODES, GameTree, InformationSetPolicy, build_tree, evaluate, game_tree
 from training.ppo import AGENT_NAME, CHECKPOINT_NAME, Interrupted, _append_csv, _diff, _prepare_csv, _StopSignals, evaluate_agent
 
-CFR_RESUMABLE_CHANGES = ("cfr.iterations", "cfr.evaluate_every", "cfr.checkpoint_every", "cfr.distill_steps", "cfr.distill_learning_rate",
+CFR_RESUMABLE_CHANGES = ("cfr.iterations", "cfr.evaluate_every", "cfr.checkpoint_every", "cfr.distill_steps", "cfr.distill_learning_rate", "cfr.descent",
                          "schedule.time_limit_minutes", "evaluation", "device", "torch_threads", "output_dir", "model")  # fmt: skip
 """Config entries that may differ between a CFR run and its resumption (none of them changes the regrets)."""
 LOG_COLUMNS = ["iteration", "wall_seconds", "solver_seconds", "nash_conv", "exploitability"]
@@ -116,7 +116,7 @@ def _train(config: TrainConfig, resume: bool, command: str | None, signals: _Sto
         return run_dir / CHECKPOINT_NAME
     if not settings.distill_steps:
         return run_dir / CHECKPOINT_NAME
-    return _distill_and_save(run_dir / AGENT_NAME, config, solver, state, progress, game, tree)
+    return _distill_and_save(run_dir / AGENT_NAME, config, solver, state, progress, game, tree, signals)
 
 
 def solver_tree(game: GameConfig, max_nodes: int = DEFAULT_MAX_NODES) -> GameTree:
@@ -184,6 +184,13 @@ def _log(run_dir: Path, solver: TreeSolver, state: SolverState, progress: dict, 
     print(f"cfr iteration {state.iteration}: NashConv {result.nash_conv:.5f} ({progress['solver_seconds']:.1f} s solving)", file=sys.stderr)
 
 
+def _write_descent_log(path: Path, history: list[tuple[int, float, float]]) -> None:
+    """``descent.csv``: step, seconds, exact NashConv of the table over observations (rewritten whole: the descent reruns on resume)."""
+    _prepare_csv(path, ["step", "seconds", "nash_conv"], None, key="step")
+    with path.open("a", newline="") as handle:
+        handle.writelines(f"{step},{seconds:.3f},{value:.6g}\n" for step, seconds, value in history)
+
+
 # ---------------------------------------------------------------------------- checkpoints
 
 
@@ -246,8 +253,9 @@ def _restore(run_dir: Path, config: TrainConfig, solver: TreeSolver) -> tuple[So
 # ---------------------------------------------------------------------------- the agent
 
 
-def _distill_and_save(path: Path, config: TrainConfig, solver: TreeSolver, state: SolverState, progress: dict, game: GameConfig, tree: GameTree) -> Path:
-    """Fit the ``model`` network to the average strategy, measure both exactly, save the agent checkpoint."""
+def _distill_and_save(path: Path, config: TrainConfig, solver: TreeSolver, state: SolverState, progress: dict, game: GameConfig, tree: GameTree, signals: _StopSignals) -> Path:
+    """The average strategy as a table over observations, refined by exploitability descent (``cfr.descent_steps``),
+    fitted by the ``model`` network; each measured exactly; the agent checkpoint saved."""
     import torch
 
     from training.distill import distill, row_weights
@@ -277,14 +285,27 @@ def _distill_and_save(path: Path, config: TrainConfig, solver: TreeSolver, state
         uniform = tree.masks / tree.masks.sum(1, keepdims=True)
         targets = np.where(mass > 0, targets / np.where(mass > 0, mass, 1.0), uniform)
     table_result = evaluate(ObservationTablePolicy(tree, targets), game, tree)
+    descent = None
+    if config.cfr.descent_steps:
+        from training.descent import ObservationDescent
+
+        descent = ObservationDescent(tree).run(targets, config.cfr.descent_steps, config.cfr.descent_learning_rate, stop=lambda: signals.received is not None)
+        _write_descent_log(path.parent / "descent.csv", descent.history)
+        if signals.received is not None:
+            raise Interrupted(signals.received, path.parent / CHECKPOINT_NAME, state.iteration)
+        print(f"exploitability descent: {len(descent.history) - 1} steps in {descent.history[-1][1]:.1f} s, NashConv of the table over observations {table_result.nash_conv:.5f} -> {descent.nash_conv:.5f}", file=sys.stderr)
+        targets = descent.table
     torch.manual_seed(config.seed)
     model = ActorCritic(game, config.model.hidden_sizes, config.model.activation, config.model.card_counting, seed=config.seed)
     fit = distill(model, tree.observations, tree.masks, targets, row_weights(row_own), row_value, row_weights(row_total),
                   steps=config.cfr.distill_steps, learning_rate=config.cfr.distill_learning_rate)  # fmt: skip
+    if signals.received is not None:
+        raise Interrupted(signals.received, path.parent / CHECKPOINT_NAME, state.iteration)
     agent = PolicyAgent(model, game, seed=config.seed, name="policy")
     network_result = evaluate(agent, game, tree)
     print(f"distilled into {config.model.hidden_sizes} in {fit.seconds:.1f} s: weighted KL {fit.kl:.2e}, largest probability error {fit.max_error:.3f}; "
-          f"exact NashConv: solver {solved.nash_conv:.5f}, its table over observations {table_result.nash_conv:.5f}, network {network_result.nash_conv:.5f}", file=sys.stderr)  # fmt: skip
+          f"exact NashConv: solver {solved.nash_conv:.5f}, its table over observations {table_result.nash_conv:.5f}"
+          + (f", after descent {descent.nash_conv:.5f}" if descent else "") + f", network {network_result.nash_conv:.5f}", file=sys.stderr)  # fmt: skip
     evaluation = None
     if config.evaluation.final_games and config.evaluation.opponents:
         make = lambda i: PolicyAgent(model, game, seed=config.seed + 7919 * i, name="policy")  # noqa: E731
@@ -303,7 +324,9 @@ def _distill_and_save(path: Path, config: TrainConfig, solver: TreeSolver, state
         "evaluation": evaluation,
         "exact": {
             "nash_conv": network_result.nash_conv, "exploitability": network_result.exploitability,
-            "solver_nash_conv": solved.nash_conv, "table_nash_conv": table_result.nash_conv, "distill_kl": fit.kl, "distill_max_error": fit.max_error,
+            "solver_nash_conv": solved.nash_conv, "table_nash_conv": table_result.nash_conv,
+            "descent_nash_conv": descent.nash_conv if descent else None, "descent_steps": len(descent.history) - 1 if descent else 0,
+            "descent_seconds": round(descent.history[-1][1], 1) if descent else 0.0, "distill_kl": fit.kl, "distill_max_error": fit.max_error,
             "solver": {"keys": config.cfr.keys, "variant": config.cfr.variant, "alternating": config.cfr.alternating, "iterations": state.iteration},
         },  # fmt: skip
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -247,6 +247,10 @@ class CFRConfig:
     """Iterations between two checkpoints of the regrets and the average strategy."""
     max_nodes: int = 3_000_000
     """Refuse rule sets whose game tree has more nodes than this (``training.exact.TreeTooLarge``)."""
+    descent_steps: int = 0
+    """Exploitability-descent steps on the table over observations before it is distilled (``training.descent``: gradient steps on its exact NashConv; 0: none). Measured to help where observations alias information states (docs/cfr.md)."""
+    descent_learning_rate: float = 0.05
+    """Adam learning rate of the exploitability descent (on the table's logits)."""
     distill_steps: int = 3000
     """Full-batch Adam steps fitting the ``model`` network to the average strategy (0: no network; ``final`` is then not written)."""
     distill_learning_rate: float = 3e-3
@@ -255,11 +259,12 @@ class CFRConfig:
     def validate(self, where: str) -> None:
         for name in ("iterations", "checkpoint_every", "max_nodes"):
             _require(where, name, getattr(self, name), getattr(self, name) >= 1, "an integer >= 1")
-        for name in ("evaluate_every", "distill_steps"):
+        for name in ("evaluate_every", "distill_steps", "descent_steps"):
             _require(where, name, getattr(self, name), getattr(self, name) >= 0, "an integer >= 0")
         _require(where, "variant", self.variant, self.variant in CFR_VARIANTS, f"one of {list(CFR_VARIANTS)}")
         _require(where, "keys", self.keys, self.keys in CFR_KEYS, f"one of {list(CFR_KEYS)}")
         _require(where, "distill_learning_rate", self.distill_learning_rate, self.distill_learning_rate > 0, "a number > 0")
+        _require(where, "descent_learning_rate", self.descent_learning_rate, self.descent_learning_rate > 0, "a number > 0")
 
 
 @dataclass
