@@ -134,7 +134,7 @@ def test_run_directory_discipline_and_checkpoint_validation(tmp_path, capsys):
 def test_observation_keys_and_the_distilled_network_match_their_table(tmp_path):
     """Observation-keyed CFR's table is a profile seat; the distilled network reproduces it closely."""
     game = MICRO_3
-    assert train_cli(_sets(tmp_path, game, keys="observation", iterations=8, distill_steps=1500)) == 0
+    assert train_cli(_sets(tmp_path, game, keys="observation", iterations=8, descent_steps=0, distill_steps=1500)) == 0
     config = GameConfig(**game)
     tree = game_tree(config)
     table = load_policy(tmp_path / "cfr" / "checkpoint")
