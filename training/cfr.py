@@ -173,6 +173,35 @@ def load_policy(path: str | Path) -> Any:
     return average_policy(solver, state, checkpoint.metadata.get("name") or "cfr")
 
 
+def observation_table(solver: TreeSolver, state: SolverState) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The average strategy over observations, with each row's weights: ``(table, own reach, total reach, value)``, each (U, ...).
+
+    With information-state keys the table is the projection of the strategy onto observations: each observation's
+    information sets weighted by chance x the acting seat's own reach (what the average strategy itself is weighted by).
+    ``own reach`` and ``total reach`` (chance x every seat) are summed per row; ``value`` is the acting seat's expected reward there.
+    """
+    tree = solver.tree
+    average = solver.average_strategy(state)
+    reach = solver.reach(average)
+    decision = solver.decision_nodes
+    seat = tree.player[decision]
+    rows = tree.observation[decision]
+    own = tree.chance[decision] * reach[seat, decision]
+    total = tree.chance[decision] * reach.prod(0)[decision]
+    values = solver.values(average)[seat, decision]
+    u, a = tree.masks.shape
+    row_own = np.bincount(rows, weights=own, minlength=u)
+    row_total = np.bincount(rows, weights=total, minlength=u)
+    row_value = np.bincount(rows, weights=total * values, minlength=u) / np.where(row_total > 0, row_total, 1.0)
+    if solver.keys == "observation":
+        return average, row_own, row_total, row_value
+    cells = (rows[:, None] * a + np.arange(a)).reshape(-1)
+    table = np.bincount(cells, weights=(own[:, None] * average[solver.node_key[decision]]).reshape(-1), minlength=u * a).reshape(u, a)
+    mass = table.sum(1, keepdims=True)
+    uniform = tree.masks / tree.masks.sum(1, keepdims=True)
+    return np.where(mass > 0, table / np.where(mass > 0, mass, 1.0), uniform), row_own, row_total, row_value
+
+
 # ---------------------------------------------------------------------------- logs
 
 
@@ -263,27 +292,8 @@ def _distill_and_save(path: Path, config: TrainConfig, solver: TreeSolver, state
 
     if config.torch_threads:
         torch.set_num_threads(config.torch_threads)
-    average = solver.average_strategy(state)
     solved = evaluate(average_policy(solver, state), game, tree)
-    reach = solver.reach(average)
-    decision = solver.decision_nodes
-    seat = tree.player[decision]
-    rows = tree.observation[decision]
-    own = tree.chance[decision] * reach[seat, decision]
-    total = tree.chance[decision] * reach.prod(0)[decision]
-    values = solver.values(average)[seat, decision]
-    u, a = tree.masks.shape
-    row_own = np.bincount(rows, weights=own, minlength=u)
-    row_total = np.bincount(rows, weights=total, minlength=u)
-    row_value = np.bincount(rows, weights=total * values, minlength=u) / np.where(row_total > 0, row_total, 1.0)
-    if solver.keys == "observation":
-        targets = average
-    else:  # project the perfect-recall strategy onto what the network sees: each observation's information sets, weighted by chance x own reach
-        cells = (rows[:, None] * a + np.arange(a)).reshape(-1)
-        targets = np.bincount(cells, weights=(own[:, None] * average[solver.node_key[decision]]).reshape(-1), minlength=u * a).reshape(u, a)
-        mass = targets.sum(1, keepdims=True)
-        uniform = tree.masks / tree.masks.sum(1, keepdims=True)
-        targets = np.where(mass > 0, targets / np.where(mass > 0, mass, 1.0), uniform)
+    targets, row_own, row_total, row_value = observation_table(solver, state)
     table_result = evaluate(ObservationTablePolicy(tree, targets), game, tree)
     descent = None
     if config.cfr.descent_steps:
