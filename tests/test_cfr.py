@@ -190,3 +190,26 @@ def test_exploitability_descent_gradient_is_the_exact_nash_conv_and_lowers_it():
     assert (descent.nash_conv_and_gradient(moved)[0] - value) / 1e-6 == pytest.approx(gradient[row, a] - gradient[row, b], rel=1e-3, abs=1e-6)
     result = descent.run(table, steps=30)
     assert result.nash_conv < value and result.history[0][2] == pytest.approx(value)
+
+
+def test_sigterm_saves_the_solver_and_exits_143_and_the_run_resumes(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    command = [sys.executable, "-m", "training.cli", *_sets(tmp_path, MICRO_3, iterations=10**6, evaluate_every=0, checkpoint_every=10**6)]
+    process = subprocess.Popen(command, cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, stderr=subprocess.PIPE, text=True)
+    for line in process.stderr:  # the first row of cfr.csv is logged before the first iteration
+        if line.startswith("cfr iteration 0"):
+            break
+    process.send_signal(signal.SIGTERM)
+    _, rest = process.communicate(timeout=120)
+    assert process.returncode == 143, rest
+    assert "--resume" in rest
+    meta = read_metadata(tmp_path / "cfr" / "checkpoint")
+    done = meta["step"]["iteration"]
+    assert 0 < done < 10**6
+    assert train_cli([*_sets(tmp_path, MICRO_3, iterations=done + 2, evaluate_every=0, checkpoint_every=10**6), "--resume"]) == 0
+    assert read_metadata(tmp_path / "cfr" / "checkpoint")["step"]["iteration"] == done + 2
