@@ -1,7 +1,7 @@
 """Training configuration: dataclasses loaded from YAML and validated.
 
 A config file is a YAML mapping whose sections match the dataclasses below
-(``game``, ``ppo``, ``model``, ``opponents``, ``schedule``, ``evaluation``) plus a few
+(``game``, ``ppo``, ``model``, ``opponents``, ``schedule``, ``evaluation``, ``psro``, ``cfr``) plus a few
 top-level keys (``name``, ``seed``, ``device``, ``output_dir``, ``torch_threads``).
 Every key is checked: an unknown key is an error that names it and lists the allowed
 keys, and a bad value is an error that names the value and what is allowed. Anything
@@ -235,10 +235,10 @@ class CFRConfig:
 
     iterations: int = 2000
     """CFR iterations (may grow on ``--resume``)."""
-    variant: str = "cfr+"
-    """``cfr+`` (measured best here, see docs/cfr.md), ``dcfr`` (discounted CFR), ``linear`` or ``cfr`` (vanilla)."""
-    keys: str = "observation"
-    """What the regrets are keyed by: ``observation`` (what an agent over the env's observations can see, so the result is playable by a network) or ``information_state`` (perfect recall: textbook CFR, an equilibrium of the game, but not playable from observations)."""
+    variant: str = "dcfr"
+    """``dcfr`` (discounted CFR; measured best on ``mini``, docs/cfr.md), ``cfr+``, ``linear`` or ``cfr`` (vanilla)."""
+    keys: str = "information_state"
+    """What the regrets are keyed by: ``information_state`` (perfect recall: textbook CFR; the network is fitted to its projection onto observations) or ``observation`` (what a network over the env's observations sees; CFR with imperfect recall, measured not to converge on ``mini``, docs/cfr.md)."""
     alternating: bool = True
     """Alternating updates (each seat regrets against the strategy the seats before it just updated), else simultaneous."""
     evaluate_every: int = 50
