@@ -213,3 +213,20 @@ def test_sigterm_saves_the_solver_and_exits_143_and_the_run_resumes(tmp_path):
     assert 0 < done < 10**6
     assert train_cli([*_sets(tmp_path, MICRO_3, iterations=done + 2, evaluate_every=0, checkpoint_every=10**6), "--resume"]) == 0
     assert read_metadata(tmp_path / "cfr" / "checkpoint")["step"]["iteration"] == done + 2
+
+
+@pytest.mark.parametrize("seats, preset, seed", [(["human", "mini"], "mini", 5), (["mini-3p", "human", "random"], "mini-3p", 6)])
+def test_the_shipped_mini_agents_play_in_the_browser_api(tmp_path, seats, preset, seed):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from play.server import create_app
+    from play.store import GameStore
+    from tests.test_play_api import check_payload, play_through_the_api
+
+    with TestClient(create_app(GameStore(max_games=4, idle_seconds=600), save_dir=str(tmp_path))) as client:
+        assert preset in client.get("/api/rules", params={"preset": preset}).json()["agents"]  # the shipped agent named like its rule set
+        _, _, payloads, session = play_through_the_api(client, seats, preset, None, seed)
+    assert session.over and payloads
+    for agent, view in payloads:  # each seat sees only its own view
+        check_payload(agent, view, session)
