@@ -8,10 +8,12 @@
         process, then on a local Ray cluster with 1 and with 2 workers: the cost of each
         task (a best response per million decisions, a payoff table per 100 games) and
         the throughput ratio 2 workers / 1 worker
-    python benchmarks/bench_psro.py --nashconv --minutes 10
-        exact NashConv over wall time on the `mini` and `mini-3p` rule sets for PSRO and
-        PPO self-play (and OpenSpiel's CFR+ where the exact evaluator offers it), one plot;
-        needs ``training.exact`` (the mini rule sets' exact evaluator)
+    python benchmarks/bench_psro.py --nashconv --minutes 10 --cfr-seconds 60
+        exact NashConv over wall time on the `mini` and `mini-3p` rule sets for PSRO,
+        PPO self-play, OpenSpiel's C++ CFR+ (on the exported tree), this project's tree
+        solver (training.cfr_solver, discounted CFR over information states), the
+        exploitability descent over observations that follows it (training.descent) and
+        the shipped distilled network (its recorded wall time), one plot, with ratios
 
 The machine's load average is printed with every figure: teammates' jobs on the same
 cores change the absolute numbers, not the comparisons made inside one run.
@@ -41,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iterations", type=int, default=2, help="PSRO iterations for --scaling (default 2)")
     parser.add_argument("--decisions", type=int, default=100_000, help="decisions per best response for --scaling (default 100,000)")
     parser.add_argument("--minutes", type=float, default=10.0, help="wall time per method for --nashconv (default 10)")
+    parser.add_argument("--cfr-seconds", type=float, default=60.0, help="--nashconv: iteration time budget of OpenSpiel's CFR+ and of the tree solver, per rule set (default 60)")
+    parser.add_argument("--descent-steps", type=int, default=400, help="--nashconv: exploitability-descent steps after the tree solver (default 400)")
     parser.add_argument("--out", default="benchmarks/psro_nashconv.png", help="plot of --nashconv")
     args = parser.parse_args(argv)
     if args.solvers:
@@ -48,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.scaling:
         return scaling(args.iterations, args.decisions)
     if args.nashconv:
-        return nashconv(args.minutes, Path(args.out))
+        return nashconv(args.minutes, Path(args.out), args.cfr_seconds, args.descent_steps)
     parser.print_help()
     return 2
 
@@ -121,8 +125,8 @@ COMMON = ["model.hidden_sizes=[64, 64]", "ppo.num_envs=128", "ppo.num_steps=16",
 """The PPO learner both methods share: the same network, rollout and update."""
 
 
-def nashconv(minutes: float, out: Path) -> int:
-    """Exact NashConv over training wall time, PSRO against PPO self-play, on each mini rule set; one plot."""
+def nashconv(minutes: float, out: Path, cfr_seconds: float = 60.0, descent_steps: int = 400) -> int:
+    """Exact NashConv over wall time on each mini rule set: PSRO, PPO self-play, OpenSpiel's CFR+, our solver and descent, the shipped network; one plot."""
     try:
         from training.exact import nash_conv
     except ImportError:
@@ -141,34 +145,118 @@ def nashconv(minutes: float, out: Path) -> int:
             game = GameConfig.from_options(preset=preset)
             nash_conv(_uniform(game), game)  # build the game tree once, outside the timed runs
             curves[preset] = {
+                "OpenSpiel CFR+ (C++, information states)": _openspiel_cfr_curve(game, cfr_seconds),
+                **_tree_solver_curves(game, cfr_seconds, descent_steps),
                 "PSRO (regret matching)": _psro_curve(preset, game, minutes, Path(tmp), nash_conv),
                 "PPO self-play (snapshots)": _ppo_curve(preset, game, minutes, Path(tmp), nash_conv),
             }
-    fig, axes = plt.subplots(1, len(curves), figsize=(6 * len(curves), 4))
+            shipped = _shipped_point(preset, game)
+            if shipped:
+                curves[preset][f"shipped `{preset}` network"] = shipped
+    fig, axes = plt.subplots(1, len(curves), figsize=(7.5 * len(curves), 5))
     print(f"exact NashConv over training wall time, {minutes:g} minutes per method; load average now {os.getloadavg()[0]:.2f}")
     for ax, (preset, methods) in zip(np.atleast_1d(axes), curves.items()):
         for label, points in methods.items():
-            ax.plot([p[0] / 60 for p in points], [p[1] for p in points], marker="o", markersize=3, label=label)
+            single = len(points) == 1
+            shown = [p for p in points if p[0] > 0]  # a log time axis: the starting points (uniform random) are the dotted line
+            ax.plot([p[0] for p in shown], [p[1] for p in shown], marker="*" if single else "o", markersize=12 if single else 3, linestyle="none" if single else "-", label=label)
         ax.axhline(PRESETS[preset], color="grey", linestyle="--", label=f"target {PRESETS[preset]}")
+        ax.axhline(methods["PSRO (regret matching)"][0][1], color="grey", linestyle=":", label="uniform random policy")
         ax.set_yscale("log")
-        ax.set_xlabel("training wall time (minutes)")
+        ax.set_xscale("log")
+        ax.set_xlabel("wall time of the method (s, log)")
         ax.set_ylabel("exact NashConv")
         ax.set_title(preset)
         ax.grid(alpha=0.3)
-        ax.legend()
-        end = min(points[-1][0] for points in methods.values())
-        first = next(iter(methods.values()))[0][1]
-        parts = []
+        ax.legend(fontsize=7)
+        first = methods["PSRO (regret matching)"][0][1]
+        print(f"  {preset} (the uniform random policy: {first:.4f}; target {PRESETS[preset]}):")
         for label, points in methods.items():
-            at_end = [v for t, v in points if t <= end][-1]
-            best = min(points[1:], key=lambda p: p[1])
-            parts.append(f"{label} {at_end:.4f} (best trained {best[1]:.4f} at {best[0] / 60:.1f} min)")
-        print(f"  {preset} (the uniform random policy: {first:.4f}; target {PRESETS[preset]}), at equal wall time {end / 60:.1f} min: " + "; ".join(parts))
+            last = points[-1]
+            print(f"    {label:48s} NashConv {last[1]:.5f} after {last[0]:7.1f} s  ({last[1] / first:.4f}x uniform random)")
+        for a_label, b_label in (("PSRO (regret matching)", "PPO self-play (snapshots)"), ("ours: DCFR (information states)", "OpenSpiel CFR+ (C++, information states)")):
+            a_points, b_points = methods[a_label], methods[b_label]
+            end = min(a_points[-1][0], b_points[-1][0])
+            at = lambda points: [v for t, v in points if t <= end][-1]  # noqa: E731
+            print(f"    at equal wall time {end:.0f} s: {a_label} {at(a_points):.5f} / {b_label} {at(b_points):.5f} = {at(a_points) / max(at(b_points), 1e-12):.3f}")
+        ours, theirs = methods["ours: DCFR (information states)"], methods["OpenSpiel CFR+ (C++, information states)"]
+        target = max(ours[-1][1], theirs[-1][1])
+        reach = lambda points: next(t for t, v in points if v <= target)  # noqa: E731
+        print(f"    time to NashConv {target:.5f}: ours {reach(ours):.1f} s, OpenSpiel CFR+ {reach(theirs):.1f} s ({reach(theirs) / max(reach(ours), 1e-9):.1f}x)")
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=120)
     print(f"plot: {out}")
     return 0
+
+
+def _openspiel_cfr_curve(game, seconds: float) -> list[tuple[float, float]]:
+    """OpenSpiel's C++ CFR+ on the exported tree: (iteration seconds, NashConv of the average policy) at doubling iteration counts."""
+    import pyspiel
+
+    from training.exact import efg_string, game_tree
+
+    efg = pyspiel.load_efg_game(efg_string(game_tree(game)))
+    solver = pyspiel.CFRPlusSolver(efg)
+    points = [(0.0, pyspiel.nash_conv(efg, pyspiel.UniformRandomPolicy(efg)))]
+    spent, done, target = 0.0, 0, 1
+    while spent < seconds:
+        started = time.perf_counter()
+        while done < target:
+            solver.evaluate_and_update_policy()
+            done += 1
+        spent += time.perf_counter() - started
+        points.append((spent, pyspiel.nash_conv(efg, solver.average_policy())))
+        print(f"  OpenSpiel CFR+ {done} iterations: {spent:.1f} s, NashConv {points[-1][1]:.5f}", flush=True)
+        target *= 2
+    return points
+
+
+def _tree_solver_curves(game, seconds: float, descent_steps: int) -> dict[str, list[tuple[float, float]]]:
+    """This project's solver (DCFR over information states, as configs/cfr_mini*.yaml) at doubling iteration counts, then exploitability descent
+    over observations from its projection (the table the shipped network is fitted to), its time counted after the solver's."""
+    from training.cfr import average_policy, observation_table
+    from training.cfr_solver import TreeSolver
+    from training.descent import ObservationDescent
+    from training.exact import evaluate, game_tree
+
+    tree = game_tree(game)
+    solver = TreeSolver(tree, keys="information_state", variant="dcfr")
+    state = solver.initial_state()
+    points = [(0.0, evaluate(average_policy(solver, state), game, tree).nash_conv)]
+    spent, target = 0.0, 1
+    while spent < seconds:
+        started = time.perf_counter()
+        while state.iteration < target:
+            state = solver.iterate(state)
+        spent += time.perf_counter() - started
+        points.append((spent, evaluate(average_policy(solver, state), game, tree).nash_conv))
+        print(f"  tree solver (DCFR) {state.iteration} iterations: {spent:.1f} s, NashConv {points[-1][1]:.5f}", flush=True)
+        target *= 2
+    started = time.perf_counter()
+    table = observation_table(solver, state)[0]
+    projection = time.perf_counter() - started
+    result = ObservationDescent(tree).run(table, descent_steps)
+    best = np.minimum.accumulate([value for _, _, value in result.history])  # the descent keeps the best table seen
+    descent = [(spent + projection + seconds_, float(best[step])) for step, seconds_, _ in result.history if step % 10 == 0 or step == descent_steps]
+    print(f"  exploitability descent over observations: {descent_steps} steps, {result.history[-1][1]:.1f} s, NashConv {descent[0][1]:.5f} -> {result.nash_conv:.5f}", flush=True)
+    return {"ours: DCFR (information states)": points, "ours: its projection + exploitability descent (observations)": descent}
+
+
+def _shipped_point(preset: str, game) -> list[tuple[float, float]] | None:
+    """The shipped distilled network of ``preset``: its recorded wall time (solver, descent and distillation) and its exact NashConv, measured now."""
+    from training.checkpoint import CheckpointError, load_agent, read_metadata
+    from training.exact import nash_conv
+
+    try:
+        meta = read_metadata(preset)
+    except CheckpointError:
+        return None
+    step = meta.get("step") or {}
+    seconds = float(step.get("solver_seconds", 0)) + float(meta.get("exact", {}).get("descent_seconds", 0)) + float(step.get("distill_seconds", 0))
+    value = nash_conv(load_agent(preset, config=game), game)
+    print(f"  shipped {preset}: NashConv {value:.5f} (recorded {meta.get('exact', {}).get('nash_conv')}), {seconds:.0f} s of solver, descent and distillation", flush=True)
+    return [(seconds, value)]
 
 
 def _uniform(game):

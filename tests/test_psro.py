@@ -179,7 +179,7 @@ def test_the_psro_config_is_validated():
 
     with pytest.raises(ConfigError, match=r"meta_solver='nash' is not allowed; expected one of \['alpharank', 'prd', 'regret_matching', 'uniform'\]"):
         load_config(None, ["psro.meta_solver=nash"])
-    with pytest.raises(ConfigError, match=r"algorithm='nfsp' is not allowed; expected one of \['ppo', 'psro'\]"):
+    with pytest.raises(ConfigError, match=r"algorithm='nfsp' is not allowed; expected one of \['ppo', 'psro', 'cfr'\]"):
         load_config(None, ["algorithm=nfsp"])
     with pytest.raises(ConfigError, match=r"iterations=0 is not allowed"):
         load_config(None, ["psro.iterations=0"])

@@ -14,7 +14,9 @@ A checkpoint named ``P`` is two files side by side::
                     "exploiter.model.*" and "exploiter.optimizer.*", and with a
                     magnet "magnet.*"; a mixture (kind "mixture", see training.mixture)
                     holds "member.<k>.model.*" for each member, and its metadata's
-                    "mixture" entry holds the members' names and weights
+                    "mixture" entry holds the members' names and weights; a CFR
+                    solver's run (kind "solver", see training.cfr) holds
+                    "cfr.regrets" and "cfr.strategy_sum"
 
 Saving writes the tensors of a new generation under a new name (``P.<G+1>.safetensors``,
 through a temporary file, fsynced), then the metadata that points at them
@@ -53,7 +55,7 @@ from cockroach_env.encoding import LAYOUT_VERSION, encoding_for
 
 FORMAT = "cockroach-poker-checkpoint"
 FORMAT_VERSION = 1
-KINDS = ("agent", "run", "mixture")
+KINDS = ("agent", "run", "mixture", "solver")
 SHIPPED_DIR = "checkpoints"
 """Package directory (inside ``training``) of the pretrained checkpoints loadable by name."""
 
@@ -478,6 +480,8 @@ def build_model(checkpoint: Checkpoint, device: str = "cpu"):
     """The ``ActorCritic`` of a checkpoint, with its weights."""
     if checkpoint.metadata["kind"] == "mixture":
         raise CheckpointError(f"{checkpoint.path}: a mixture checkpoint holds several networks; load it with load_agent, or its members with training.mixture.member_models")
+    if checkpoint.metadata["kind"] == "solver":
+        raise CheckpointError(f"{checkpoint.path}: a CFR solver checkpoint holds regrets over a game tree, not a network; its agent is the run's final checkpoint (runs/<name>/final), its table training.cfr.load_policy")
     return build_model_from(checkpoint, "model", device)
 
 

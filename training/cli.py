@@ -1,9 +1,10 @@
-"""``cockroach-train``: train a self-play PPO agent (or, with ``algorithm: psro``, a PSRO mixture) from a YAML config.
+"""``cockroach-train``: train a self-play PPO agent (or, with ``algorithm: psro``, a PSRO mixture; with ``algorithm: cfr``, CFR on a small rule set's exact tree, distilled into a network) from a YAML config.
 
     cockroach-train --config configs/ppo_4p.yaml
     cockroach-train --config configs/ppo_4p.yaml --set ppo.learning_rate=1e-3 --set seed=2
     cockroach-train --config configs/ppo_4p.yaml --resume      # continue runs/ppo_4p
     cockroach-train --config configs/psro_2p.yaml --ray        # PSRO, its iterations' pieces on a local Ray cluster
+    cockroach-train --config configs/cfr_mini.yaml             # CFR on mini's exact tree -> runs/cfr_mini/final
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cockroach-train: error: --ray runs PSRO's best responses and payoff tables; the config has algorithm={config.algorithm!r} (use algorithm: psro)", file=sys.stderr)
         return 2
     from training.checkpoint import CheckpointError
-    from training.ppo import Interrupted
+    from training.exact import TreeTooLarge
+    from training.ppo import CHECKPOINT_NAME, Interrupted
 
     if config.algorithm == "psro":
         from functools import partial
@@ -68,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         from training.psro import train as train_psro
 
         train = partial(train_psro, ray_address=args.ray)
+    elif config.algorithm == "cfr":
+        from training.cfr import train
     else:
         from training.ppo import train
 
@@ -76,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         initial, base_run = _initial_weights(args.init_from, config) if args.init_from and not args.resume else (None, None)
         agent = train(config, resume=args.resume, command=command, progress_bar=not args.no_progress, initial_weights=initial, base_run=base_run)
-    except CheckpointError as error:
+    except (CheckpointError, TreeTooLarge) as error:
         print(f"cockroach-train: error: {error}", file=sys.stderr)
         return 2
     except Interrupted as stop:
@@ -89,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         where = f" ({error.filename})" if error.filename else ""
         print(f"cockroach-train: error: cannot write the run{where}: {error.strerror or error}; the previous checkpoint in {config.run_dir} (if any) is kept. Free space or fix the permissions, then continue with:\n  {resume_command}", file=sys.stderr)
         return 1
+    if agent.with_suffix("").name == CHECKPOINT_NAME:  # a CFR run without a network, or stopped by its time limit
+        print(f"solver checkpoint: {agent}  (its table: training.cfr.load_policy({str(agent.with_suffix(''))!r}); continue with {resume_command})")
+        return 0
     print(f"agent checkpoint: {agent}  (load with training.load_agent({str(agent.with_suffix(''))!r}) or cockroach-eval)")
     return 0
 

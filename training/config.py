@@ -1,7 +1,7 @@
 """Training configuration: dataclasses loaded from YAML and validated.
 
 A config file is a YAML mapping whose sections match the dataclasses below
-(``game``, ``ppo``, ``model``, ``opponents``, ``schedule``, ``evaluation``) plus a few
+(``game``, ``ppo``, ``model``, ``opponents``, ``schedule``, ``evaluation``, ``psro``, ``cfr``) plus a few
 top-level keys (``name``, ``seed``, ``device``, ``output_dir``, ``torch_threads``).
 Every key is checked: an unknown key is an error that names it and lists the allowed
 keys, and a bad value is an error that names the value and what is allowed. Anything
@@ -199,7 +199,7 @@ class EvalConfig:
                 raise ConfigError(f"{where}: opponents: unknown baseline {name!r}; expected names from {baseline_names()}")
 
 
-ALGORITHMS = ("ppo", "psro")
+ALGORITHMS = ("ppo", "psro", "cfr")
 
 
 @dataclass
@@ -227,6 +227,48 @@ class PSROConfig:
         _require(where, "meta_solver", self.meta_solver, self.meta_solver in SOLVERS, f"one of {sorted(SOLVERS)}")
 
 
+CFR_VARIANTS = ("cfr+", "dcfr", "linear", "cfr")
+CFR_KEYS = ("observation", "information_state")
+
+
+@dataclass
+class CFRConfig:
+    """Counterfactual regret minimisation over the exact game tree of a small rule set (``algorithm: cfr``, ``training.cfr``), then distilled into the ``model`` network."""
+
+    iterations: int = 2000
+    """CFR iterations (may grow on ``--resume``)."""
+    variant: str = "dcfr"
+    """``dcfr`` (discounted CFR; measured best on ``mini``, docs/cfr.md), ``cfr+``, ``linear`` or ``cfr`` (vanilla)."""
+    keys: str = "information_state"
+    """What the regrets are keyed by: ``information_state`` (perfect recall: textbook CFR; the network is fitted to its projection onto observations) or ``observation`` (what a network over the env's observations sees; CFR with imperfect recall, measured not to converge on ``mini``, docs/cfr.md)."""
+    alternating: bool = True
+    """Alternating updates (each seat regrets against the strategy the seats before it just updated), else simultaneous."""
+    evaluate_every: int = 50
+    """Iterations between two exact NashConv evaluations of the average strategy, logged to ``cfr.csv`` (0: only at the end)."""
+    checkpoint_every: int = 100
+    """Iterations between two checkpoints of the regrets and the average strategy."""
+    max_nodes: int = 3_000_000
+    """Refuse rule sets whose game tree has more nodes than this (``training.exact.TreeTooLarge``)."""
+    descent_steps: int = 0
+    """Exploitability-descent steps on the table over observations before it is distilled (``training.descent``: gradient steps on its exact NashConv; 0: none). Measured to help where observations alias information states (docs/cfr.md)."""
+    descent_learning_rate: float = 0.05
+    """Adam learning rate of the exploitability descent (on the table's logits)."""
+    distill_steps: int = 3000
+    """Full-batch Adam steps fitting the ``model`` network to the average strategy (0: no network; ``final`` is then not written)."""
+    distill_learning_rate: float = 3e-3
+    """Adam learning rate of the distillation."""
+
+    def validate(self, where: str) -> None:
+        for name in ("iterations", "checkpoint_every", "max_nodes"):
+            _require(where, name, getattr(self, name), getattr(self, name) >= 1, "an integer >= 1")
+        for name in ("evaluate_every", "distill_steps", "descent_steps"):
+            _require(where, name, getattr(self, name), getattr(self, name) >= 0, "an integer >= 0")
+        _require(where, "variant", self.variant, self.variant in CFR_VARIANTS, f"one of {list(CFR_VARIANTS)}")
+        _require(where, "keys", self.keys, self.keys in CFR_KEYS, f"one of {list(CFR_KEYS)}")
+        _require(where, "distill_learning_rate", self.distill_learning_rate, self.distill_learning_rate > 0, "a number > 0")
+        _require(where, "descent_learning_rate", self.descent_learning_rate, self.descent_learning_rate > 0, "a number > 0")
+
+
 @dataclass
 class TrainConfig:
     """One training run."""
@@ -234,7 +276,7 @@ class TrainConfig:
     name: str = "ppo"
     """Run name; the run directory is ``output_dir/name``."""
     algorithm: str = "ppo"
-    """``ppo`` (self-play PPO, ``training.ppo``) or ``psro`` (a population and its solved meta-game, ``training.psro``, with the ``psro`` settings)."""
+    """``ppo`` (self-play PPO, ``training.ppo``), ``psro`` (a population and its solved meta-game, ``training.psro``, with the ``psro`` settings) or ``cfr`` (regret minimisation over the exact tree of a small rule set, ``training.cfr``, with the ``cfr`` settings)."""
     seed: int = 1
     """Seed of everything random in the run (games, sampling, opponents, evaluation)."""
     device: str = "cpu"
@@ -251,6 +293,7 @@ class TrainConfig:
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     evaluation: EvalConfig = field(default_factory=EvalConfig)
     psro: PSROConfig = field(default_factory=PSROConfig)
+    cfr: CFRConfig = field(default_factory=CFRConfig)
 
     def validate(self, where: str = "config") -> None:
         _require(where, "name", self.name, _RUN_NAME.fullmatch(self.name) is not None and self.name not in (".", ".."), "a directory name of letters, digits, '.', '_' and '-' (not '.' or '..'), so that the run stays inside output_dir")
@@ -276,6 +319,7 @@ class TrainConfig:
         self.evaluation.validate(f"{where}: evaluation")
         _require(where, "algorithm", self.algorithm, self.algorithm in ALGORITHMS, f"one of {list(ALGORITHMS)}")
         self.psro.validate(f"{where}: psro")
+        self.cfr.validate(f"{where}: cfr")
 
     def game_config(self, where: str = "config") -> GameConfig:
         """The ``GameConfig`` named by the ``game`` section."""
