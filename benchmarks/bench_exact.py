@@ -93,20 +93,27 @@ def cfr_curves(budget_seconds: float) -> dict[str, list[tuple[int, float, float]
     assert abs(uniform - ours) < 1e-6, "the exported tree is not the game"
     curves = {}
     for label, solver_type in (("OpenSpiel CFR+", pyspiel.CFRPlusSolver), ("OpenSpiel CFR", pyspiel.CFRSolver)):
-        solver = solver_type(game)
-        points, spent, done, target = [], 0.0, 0, 1
-        while spent < budget_seconds:
-            started = time.perf_counter()
-            while done < target:
-                solver.evaluate_and_update_policy()
-                done += 1
-            spent += time.perf_counter() - started
-            value = pyspiel.nash_conv(game, solver.average_policy())
-            points.append((done, spent, value))
-            print(f"  {label}: {done} iterations, {spent:.1f} s, NashConv {value:.6f}", flush=True)
-            target *= 2
-        curves[label] = points
+        curves[label] = openspiel_curve(game, solver_type, budget_seconds, label)
     return curves
+
+
+def openspiel_curve(game, solver_type, budget_seconds: float, label: str) -> list[tuple[int, float, float]]:
+    """An OpenSpiel solver on ``game`` (a pyspiel game) for ``budget_seconds`` of iterations: ``(iterations, seconds, NashConv of the average policy)`` at doubling iteration counts."""
+    import pyspiel
+
+    solver = solver_type(game)
+    points, spent, done, target = [], 0.0, 0, 1
+    while spent < budget_seconds:
+        started = time.perf_counter()
+        while done < target:
+            solver.evaluate_and_update_policy()
+            done += 1
+        spent += time.perf_counter() - started
+        value = pyspiel.nash_conv(game, solver.average_policy())
+        points.append((done, spent, value))
+        print(f"  {label}: {done} iterations, {spent:.1f} s, NashConv {value:.6f}", flush=True)
+        target *= 2
+    return points
 
 
 def ppo_curve(stages: list[float], output_dir: Path) -> list[tuple[float, float, int]]:

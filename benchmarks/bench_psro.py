@@ -196,20 +196,11 @@ def _openspiel_cfr_curve(game, seconds: float) -> list[tuple[float, float]]:
 
     from training.exact import efg_string, game_tree
 
+    from benchmarks.bench_exact import openspiel_curve
+
     efg = pyspiel.load_efg_game(efg_string(game_tree(game)))
-    solver = pyspiel.CFRPlusSolver(efg)
-    points = [(0.0, pyspiel.nash_conv(efg, pyspiel.UniformRandomPolicy(efg)))]
-    spent, done, target = 0.0, 0, 1
-    while spent < seconds:
-        started = time.perf_counter()
-        while done < target:
-            solver.evaluate_and_update_policy()
-            done += 1
-        spent += time.perf_counter() - started
-        points.append((spent, pyspiel.nash_conv(efg, solver.average_policy())))
-        print(f"  OpenSpiel CFR+ {done} iterations: {spent:.1f} s, NashConv {points[-1][1]:.5f}", flush=True)
-        target *= 2
-    return points
+    curve = openspiel_curve(efg, pyspiel.CFRPlusSolver, seconds, "OpenSpiel CFR+")
+    return [(0.0, pyspiel.nash_conv(efg, pyspiel.UniformRandomPolicy(efg)))] + [(spent, value) for _, spent, value in curve]
 
 
 def _tree_solver_curves(game, seconds: float, descent_steps: int) -> dict[str, list[tuple[float, float]]]:

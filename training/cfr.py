@@ -227,18 +227,24 @@ def _model_entry(config: TrainConfig) -> dict[str, Any]:
     return {"hidden_sizes": list(config.model.hidden_sizes), "activation": config.model.activation, "card_counting": config.model.card_counting}
 
 
-def _save_solver(path: Path, config: TrainConfig, state: SolverState, progress: dict) -> Path:
-    import torch
-
-    game = config.game_config()
-    metadata = {
-        "kind": "solver",
+def _recipe(kind: str, config: TrainConfig, progress: dict) -> dict:
+    """The metadata entries every checkpoint of a CFR run shares: its kind, rules, network, config and commands."""
+    return {
+        "kind": kind,
         "name": config.name,
-        "game_config": game.to_dict(),
+        "game_config": config.game_config().to_dict(),
         "model": _model_entry(config),
         "training_config": config.to_dict(),
         "command": progress["commands"][-1],
         "commands": progress["commands"],
+    }
+
+
+def _save_solver(path: Path, config: TrainConfig, state: SolverState, progress: dict) -> Path:
+    import torch
+
+    metadata = {
+        **_recipe("solver", config, progress),
         "step": {"iteration": state.iteration, "wall_seconds": round(progress["wall_seconds"], 3), "solver_seconds": round(progress["solver_seconds"], 3)},
         "cfr": {"keys": config.cfr.keys, "variant": config.cfr.variant, "alternating": config.cfr.alternating, "shape": list(state.regrets.shape)},
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -323,13 +329,7 @@ def _distill_and_save(path: Path, config: TrainConfig, solver: TreeSolver, state
         evaluation = {"iteration": state.iteration, "final": True, "results": results}
         print("final evaluation: " + ", ".join(f"vs {r['opponent']} {100 * r['loss_rate']:.1f}%" for r in results), file=sys.stderr)
     metadata = {
-        "kind": "agent",
-        "name": config.name,
-        "game_config": game.to_dict(),
-        "model": _model_entry(config),
-        "training_config": config.to_dict(),
-        "command": progress["commands"][-1],
-        "commands": progress["commands"],
+        **_recipe("agent", config, progress),
         "step": {"iteration": state.iteration, "wall_seconds": round(progress["wall_seconds"], 1), "solver_seconds": round(progress["solver_seconds"], 1), "distill_seconds": round(fit.seconds, 1)},
         "evaluation": evaluation,
         "exact": {
