@@ -87,6 +87,14 @@ class GameConfig:
     """Classic deck shape: creature types in play, the first ``num_types`` of the canonical order (2 to 8)."""
     copies_per_type: int = 8
     """Classic deck shape: cards of each type in play (1 to 8)."""
+    recall: bool = False
+    """Observation option, not a rule: the observation also keeps the game's history (perfect recall).
+
+    ``True`` appends the observer's dealt hand, the starter, the opening collections
+    (creature-to-start) and one slot per decision so far (its actor, the move without its
+    hidden card, the card a call revealed, the face-up penalty card after it) to the
+    observation, so that two observations are equal exactly when the observer's
+    information states are (``cockroach_env.encoding``, docs/observation_recall.md)."""
 
     def __post_init__(self) -> None:
         _check_type("num_players", self.num_players, int)
@@ -101,7 +109,7 @@ class GameConfig:
             object.__setattr__(self, "loss_count", _default_loss_count(self.num_players, self.copies_per_type))
         for name in ("discard", "loss_count", "opening_cards"):
             _check_type(name, getattr(self, name), int)
-        for name in ("rainbow_loses", "blank_counts_as_royal", "royal_counts_as_animal"):
+        for name in ("rainbow_loses", "blank_counts_as_royal", "royal_counts_as_animal", "recall"):
             _check_type(name, getattr(self, name), bool)
         deck = self.cards.deck_size
         if not 2 <= self.loss_count <= 8:

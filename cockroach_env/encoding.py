@@ -24,6 +24,28 @@ which rotates every per-seat segment so that the observer is seat 0, keeps only 
 observer's own row of ``hands``, drops ``removed`` and ``penalty_hidden``, and reads
 ``chain_card`` only when the observer offered or peeked the card (zeros otherwise).
 ``observation_mask(v)`` marks the same visible entries over the state vector.
+
+Recall (``GameConfig.recall``)
+------------------------------
+The observation above is Markov in the public state but forgets the order of events
+(which claims a seat made while it held which cards). With ``recall=True`` the state
+gains, after every other segment::
+
+    dealt_hands          (N, I)    own     the hands as dealt
+    starter              (N,)              seat that started the game
+    opening_collections  (N, I)            creature-to-start only
+    move_actor           (L, N)            one slot per decision: who made it,
+    move_public          (L, P)            the move without its hidden card (``public_move``),
+    move_revealed        (L, I)            the card a call revealed,
+    move_top             (L, I)            Royal: the face-up penalty card after it
+
+with ``L = max_decisions`` and ``P = public_moves``; the observation keeps the
+observer's own ``dealt_hand`` and rotates seats as everywhere else. Together with
+``chain_card`` (the card in play when the observer offered or peeked it) this is the
+observer's information state with perfect recall (``cockroach_env.information``), up
+to the seat rotation: two observations are equal exactly when the information states are
+(``tests/test_recall.py``). Every decision fills one slot; ``L`` bounds a game's
+decisions, so a slot is never missing.
 """
 
 from __future__ import annotations
@@ -123,7 +145,47 @@ def _state_specs(config: GameConfig) -> list[tuple]:
             ("place_remaining", (1,)),
             ("penalty_hidden", (i,), None, "hidden"),
         ]
+    if config.recall:
+        length = max_decisions(config)
+        specs += [("dealt_hands", (n, i), 0, "own"), ("starter", (n,), 0)]
+        if config.opening_cards:
+            specs.append(("opening_collections", (n, i), 0))
+        specs += [("move_actor", (length, n), 1), ("move_public", (length, public_moves(config))), ("move_revealed", (length, i))]
+        if config.edition == "royal":
+            specs.append(("move_top", (length, i)))
     return specs
+
+
+RECALL_SEGMENTS = ("dealt_hands", "starter", "opening_collections", "move_actor", "move_public", "move_revealed", "move_top")
+"""State segments of ``GameConfig.recall`` (always last in the layout)."""
+
+_OWN_NAMES = {"hands": "own_hand", "dealt_hands": "dealt_hand"}
+"""Observation names of the ``own`` state segments (the observer's row)."""
+
+
+def dealt_cards(config: GameConfig) -> int:
+    """Cards dealt into the hands (Royal leftovers go under the penalty deck)."""
+    n, cards = config.num_players, config.cards
+    rest = cards.deck_size - config.discard - config.penalty_deck_size - config.opening_cards * n
+    return rest if config.edition != "royal" else (rest // n) * n + (1 if rest % n else 0)
+
+
+def max_decisions(config: GameConfig) -> int:
+    """An upper bound on the decisions of one game (``max_steps`` if smaller).
+
+    Every round takes at least one card out of the hands for good, in at most ``2N - 2``
+    decisions (an offer, a peek and a pass per further seat, a call), plus two Royal
+    placements; one more decision for the round a rule may end without a card leaving.
+    """
+    n = config.num_players
+    bound = dealt_cards(config) * (2 * n - 2 + (2 if config.edition == "royal" else 0)) + 1
+    return min(bound, config.max_steps) if config.max_steps is not None else bound
+
+
+def public_moves(config: GameConfig) -> int:
+    """Number of moves without their hidden card: offers by (target, claim), the responses, passes, Royal placements."""
+    targets, claims = config.num_players - 1, len(config.cards.claims)
+    return targets * claims * 2 + len(RESPOND_ACTIONS) + (len(config.cards.identities) if config.edition == "royal" else 0)
 
 
 class Encoding:
@@ -150,6 +212,7 @@ class Encoding:
             for name in ("phase", "to_act", "chain_claim", "chain_latest_passer", "chain_holder", "chain_seen", "chain_claims", "chain_card")
         )
         self.royal = config.edition == "royal"
+        self.recall = config.recall
         self.special_cards = tuple(c for c in range(self.num_cards) if cards.is_special[c])
         """Identities whose holder the ``special_holder`` segment tracks, in row order."""
 
@@ -159,12 +222,22 @@ class Encoding:
             if seg.visibility == "hidden":
                 continue
             if seg.visibility == "own":
-                specs.append(("own_" + seg.name.removesuffix("s") if seg.name == "hands" else seg.name, seg.shape[1:], None, "own"))
+                specs.append((_OWN_NAMES[seg.name], seg.shape[1:], None, "own"))
             else:
                 specs.append((seg.name, seg.shape, seg.seat_axis, seg.visibility))
         return specs
 
     # ------------------------------------------------------------- actions
+    def public_move(self, action: int) -> int:
+        """The move without its hidden part (an offer's card): an index below ``public_moves(config)``.
+
+        Offers by ``(target offset, claim)``, then every action after the offers in order.
+        """
+        per_target = self.num_targets * self.num_claims
+        if action < self.respond_start:
+            return action % per_target
+        return per_target + (action - self.respond_start)
+
     def action_slices(self) -> dict[str, slice]:
         return {
             "offer": slice(0, self.respond_start),
@@ -214,7 +287,7 @@ class Encoding:
         high = np.ones(self.state.size, np.float32)
         deck = float(self.config.cards.deck_size)
         for seg in self.state.segments.values():
-            if seg.name in ("hands", "collections", "hand_sizes", "history", "removed", "penalty_size", "penalty_hidden"):
+            if seg.name in ("hands", "collections", "hand_sizes", "history", "removed", "penalty_size", "penalty_hidden", "dealt_hands", "opening_collections"):
                 high[seg.start : seg.stop] = deck
             elif seg.name == "place_remaining":
                 high[seg.start : seg.stop] = 2.0
@@ -326,6 +399,63 @@ def write_state(encoding: Encoding, game, out: np.ndarray) -> np.ndarray:
     return out
 
 
+def recall_moves(encoding: Encoding, game) -> list[tuple[int, int, int, int]]:
+    """``(actor, public move, revealed card or -1, face-up penalty card after it or -1)`` of every decision of ``game``.
+
+    Read from ``game.events``, the public record of the game (the information state's
+    events): one tuple per offer, call, peek, pass and Royal placement, in order.
+    """
+    cards, n = encoding.config.cards, encoding.num_players
+    card_of = {name: k for k, name in enumerate(cards.identities)}
+    claim_of = {name: k for k, name in enumerate(cards.claims)}
+    c, per_target = encoding.num_claims, encoding.num_targets * encoding.num_claims
+    events = game.events
+    first = events[0].get("penalty_top")
+    top = card_of[first] if first is not None else -1
+    moves: list[list[int]] = []
+    for event in events[1:]:
+        kind = event["type"]
+        if kind == "offer":
+            moves.append([event["player"], ((event["target"] - event["player"]) % n - 1) * c + claim_of[event["claim"]], -1, top])
+        elif kind == "call":
+            moves.append([event["player"], per_target + (0 if event["believe"] else 1), -1, top])
+        elif kind == "reveal":
+            moves[-1][2] = card_of[event["card"]]
+        elif kind == "peek":
+            moves.append([event["player"], per_target + 2, -1, top])
+        elif kind == "pass":
+            moves.append([event["player"], per_target + 3 + ((event["target"] - event["player"]) % n - 1) * c + claim_of[event["claim"]], -1, top])
+        elif kind == "place" and event["source"] == "replacement":
+            moves.append([event["player"], per_target + 3 + per_target + card_of[event["card"]], -1, top])
+        if "penalty_top" in event and kind != "deal":
+            top = card_of[event["penalty_top"]] if event["penalty_top"] is not None else -1
+            if moves:
+                moves[-1][3] = top
+    return [tuple(move) for move in moves]
+
+
+def write_recall(encoding: Encoding, game, out: np.ndarray) -> None:
+    """Fill the ``GameConfig.recall`` segments of the state vector ``out`` from ``game`` (zeros first)."""
+    at, n, i = encoding.offsets, encoding.num_players, encoding.num_cards
+    recall = encoding.state.segments["dealt_hands"]
+    out[recall.start : encoding.state.size] = 0.0
+    out[recall.start : recall.stop] = [x for row in game.dealt_hands for x in row]
+    out[at["starter"] + game.starter] = 1.0
+    if "opening_collections" in at:
+        seg = encoding.state.segments["opening_collections"]
+        out[seg.start : seg.stop] = [x for row in game.opening_collections for x in row]
+    public = public_moves(encoding.config)
+    actor_at, public_at, revealed_at = at["move_actor"], at["move_public"], at["move_revealed"]
+    top_at = at.get("move_top")
+    for k, (actor, move, revealed, top) in enumerate(recall_moves(encoding, game)):
+        out[actor_at + k * n + actor] = 1.0
+        out[public_at + k * public + move] = 1.0
+        if revealed >= 0:
+            out[revealed_at + k * i + revealed] = 1.0
+        if top_at is not None and top >= 0:
+            out[top_at + k * i + top] = 1.0
+
+
 def _write_tail(encoding: Encoding, game, out: np.ndarray, head: int) -> None:
     """Everything after the leading count segments: phase, seat to act, chain, Royal extras."""
     phase_at, to_act_at, claim_at, passer_at, holder_at, seen_at, claims_at, card_at = encoding.tail_offsets
@@ -346,6 +476,8 @@ def _write_tail(encoding: Encoding, game, out: np.ndarray, head: int) -> None:
         out[card_at + chain.card] = 1.0
     if encoding.royal:
         _write_royal(encoding, game, out)
+    if encoding.recall:
+        write_recall(encoding, game, out)
 
 
 class StateWriter:

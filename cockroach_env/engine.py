@@ -224,6 +224,10 @@ class Game:
         self.num_players = config.num_players
         self.hands = [list(row) for row in deal.hands]
         self.collections = [list(row) for row in deal.collections]
+        self.dealt_hands = tuple(tuple(row) for row in deal.hands)
+        """The hands as dealt (never changed; each seat sees only its own row)."""
+        self.opening_collections = tuple(tuple(row) for row in deal.collections)
+        """The collections as dealt (face up: creature-to-start)."""
         self.removed = list(deal.removed)
         self.penalty_deck = list(deal.penalty_deck)
         self.starter = deal.starter

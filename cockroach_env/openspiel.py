@@ -55,8 +55,8 @@ import pyspiel
 from open_spiel.python import policy as policy_lib
 
 from cockroach_env.config import GameConfig
-from cockroach_env.encoding import apply_action, encoding_for, legal_actions, write_state
-from cockroach_env.engine import Deal, Game, Phase
+from cockroach_env.encoding import apply_action, dealt_cards, encoding_for, legal_actions, max_decisions, public_moves, recall_moves, write_state
+from cockroach_env.engine import Deal, Game
 from cockroach_env.information import information_state_string
 from cockroach_env.observation import decode_observation
 
@@ -65,7 +65,7 @@ DEFAULT = -1
 """Integer parameter value meaning "the default of this option" (OpenSpiel parameters cannot be None)."""
 
 _INT_OPTIONS = ("num_players", "discard", "loss_count", "opening_cards", "starter", "max_steps", "num_types", "copies_per_type")
-_BOOL_OPTIONS = ("rainbow_loses", "blank_counts_as_royal", "royal_counts_as_animal")
+_BOOL_OPTIONS = ("rainbow_loses", "blank_counts_as_royal", "royal_counts_as_animal", "recall")
 _SENTINEL_OPTIONS = ("num_players", "discard", "loss_count", "starter", "max_steps", "num_types", "copies_per_type")
 
 _PARAMETERS: dict[str, Any] = {
@@ -125,26 +125,16 @@ class _Shape:
         self.royal = config.edition == "royal"
         cards = config.cards
         rest = cards.deck_size - config.discard - config.penalty_deck_size - config.opening_cards * n
-        self.dealt = rest if not self.royal else (rest // n) * n + (1 if rest % n else 0)
+        self.dealt = dealt_cards(config)
         self.leftovers = rest - self.dealt
-        # every round moves at least one card out of the hands, in at most 2N - 2 moves (+2 Royal placements)
-        bound = self.dealt * (2 * n - 2 + (2 if self.royal else 0)) + 1
-        self.max_game_length = min(bound, config.max_steps) if config.max_steps is not None else bound
-        self.public_moves = enc.num_targets * enc.num_claims * 2 + 3 + (i if self.royal else 0)
+        self.max_game_length = max_decisions(config)
+        self.public_moves = public_moves(config)
         self.slot = n + self.public_moves + i + (i if self.royal else 0)
         self.header = n + i + n + n * i + (i if self.royal else 0) + i
         self.max_chance_outcomes = max(n, i, max(cards.copies) + 1)
 
     def __deepcopy__(self, memo: dict) -> "_Shape":
         return self  # immutable and shared by every state (OpenSpiel deep-copies a state's attributes to clone it)
-
-    def public_move(self, action: int) -> int:
-        """The move without its hidden part (an offer's card): index in ``public_moves``."""
-        enc = self.encoding
-        per_target = enc.num_targets * enc.num_claims
-        if action < enc.respond_start:
-            return action % per_target
-        return per_target + (action - enc.respond_start)
 
     def schedule(self, starter: int) -> list[tuple[str, Any, int]]:
         """``(kind, where, size)`` of every deal step in ``random_deal``'s order; kind ``set`` or ``ordered``."""
@@ -200,8 +190,6 @@ class _Progress:
         self.step_at = 0
         self.card_type = 0
         self.still_to_give = 0
-        self.moves: list[tuple[int, int, int, int]] = []
-        """``(actor, public move, revealed card or -1, face-up penalty card after or -1)`` of every move (tuples: shared by copies)."""
 
     def __deepcopy__(self, memo: dict) -> "_Progress":
         twin = copy.copy(self)
@@ -209,7 +197,6 @@ class _Progress:
         twin.left = list(self.left)
         d = self.dealt
         twin.dealt = {"removed": list(d["removed"]), "penalty": list(d["penalty"]), "collection": [list(r) for r in d["collection"]], "hand": [list(r) for r in d["hand"]]}
-        twin.moves = list(self.moves)
         return twin
 
 
@@ -307,12 +294,7 @@ class CockroachPokerState(pyspiel.State):
                 self._deal(int(action))
                 self._skip_forced()
             return
-        game = self.p.game
-        revealed = game.chain.card if game.phase is Phase.RESPOND and action < self.shape.encoding.respond_start + 2 else -1
-        actor = game.current
-        apply_action(game, self.shape.encoding, int(action))
-        top = game.penalty_deck[0] if self.shape.royal and game.penalty_deck else -1
-        self.p.moves.append((actor, self.shape.public_move(int(action)), revealed, top))
+        apply_action(self.p.game, self.shape.encoding, int(action))
 
     def _action_to_string(self, player: int, action: int) -> str:
         config = self.shape.config
@@ -418,7 +400,7 @@ class InformationStateObserver:
         if game.chain is not None and player in game.chain.seen:
             self.dict["card_in_play"][game.chain.card] = 1.0
         n, moves = shape.n, self.dict["moves"]
-        for k, (actor, public, revealed, top) in enumerate(state.p.moves):
+        for k, (actor, public, revealed, top) in enumerate(recall_moves(shape.encoding, game)):
             moves[k, actor] = 1.0
             moves[k, n + public] = 1.0
             if revealed >= 0:
