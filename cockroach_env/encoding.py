@@ -447,7 +447,10 @@ def write_recall(encoding: Encoding, game, out: np.ndarray) -> None:
     public = public_moves(encoding.config)
     actor_at, public_at, revealed_at = at["move_actor"], at["move_public"], at["move_revealed"]
     top_at = at.get("move_top")
-    for k, (actor, move, revealed, top) in enumerate(recall_moves(encoding, game)):
+    moves = recall_moves(encoding, game)
+    if len(moves) > encoding.state.segments["move_actor"].shape[0]:
+        raise RuntimeError(f"the game has {len(moves)} decisions, more than the recall layout's {encoding.state.segments['move_actor'].shape[0]} slots (max_decisions); this is a bug")
+    for k, (actor, move, revealed, top) in enumerate(moves):
         out[actor_at + k * n + actor] = 1.0
         out[public_at + k * public + move] = 1.0
         if revealed >= 0:

@@ -58,4 +58,32 @@ def decode_observation(vec: np.ndarray, config: GameConfig) -> dict[str, Any]:
         decoded["special_holders"] = {name: one_hot(row) for name, row in zip(specials, seg["special_holder"]) if row.any()}
         decoded["place_claim"] = one_hot(seg["place_claim"], cards.claims)
         decoded["place_remaining"] = int(seg["place_remaining"][0])
+    if config.recall:
+        decoded["dealt_hand"] = counts(seg["dealt_hand"])
+        decoded["starter"] = one_hot(seg["starter"])
+        if "opening_collections" in seg:
+            decoded["opening_collections"] = [counts(row) for row in seg["opening_collections"]]
+        decoded["moves"] = [
+            {
+                "actor": one_hot(seg["move_actor"][k]),
+                "move": describe_public_move(enc, one_hot(seg["move_public"][k])),
+                "revealed": one_hot(seg["move_revealed"][k], cards.identities),
+                **({"penalty_top": one_hot(seg["move_top"][k], cards.identities)} if "move_top" in seg else {}),
+            }
+            for k in np.flatnonzero(seg["move_actor"].any(axis=1))
+        ]
     return decoded
+
+
+def describe_public_move(enc, move: int) -> dict[str, Any]:
+    """A public move index (``Encoding.public_move``) as a dict: kind, target offset, claim, placed card."""
+    claims, per_target = enc.config.cards.claims, enc.num_targets * enc.num_claims
+    if move < per_target:
+        return {"kind": "offer", "target": move // enc.num_claims + 1, "claim": claims[move % enc.num_claims]}
+    rest = move - per_target
+    if rest < 3:
+        return {"kind": ("call_true", "call_false", "peek")[rest]}
+    rest -= 3
+    if rest < per_target:
+        return {"kind": "pass", "target": rest // enc.num_claims + 1, "claim": claims[rest % enc.num_claims]}
+    return {"kind": "place", "card": enc.config.cards.identities[rest - per_target]}

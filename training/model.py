@@ -46,6 +46,8 @@ def observation_scale(config: GameConfig) -> np.ndarray:
     copies = np.asarray(cards.copies, np.float32)
     divisor_by_segment = {
         "own_hand": copies,
+        "dealt_hand": copies,
+        "opening_collections": float(config.loss_count),
         "collections": float(config.loss_count),
         "hand_sizes": float(largest_hand),
         "history": float(largest_hand),

@@ -1,0 +1,91 @@
+"""``GameConfig.recall``: the observation that keeps the game's history (perfect recall).
+
+The batched engine's recall tail is compared with the AEC env's in ``tests/test_recall_batched.py``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import pytest
+
+from cockroach_env import raw_env
+from cockroach_env.config import GameConfig
+from cockroach_env.encoding import encoding_for, max_decisions, public_moves, recall_moves
+from cockroach_env.observation import decode_observation
+from training.exact import build_tree
+
+from .conftest import legal_actions
+
+
+def test_recall_is_off_by_default_and_leaves_the_layout_alone():
+    plain, recall = GameConfig(), GameConfig(recall=True)
+    assert not plain.recall
+    plain_enc, recall_enc = encoding_for(plain), encoding_for(recall)
+    assert list(recall_enc.observation.segments)[: len(plain_enc.observation.segments)] == list(plain_enc.observation.segments)
+    size = plain_enc.observation.size
+    assert recall_enc.observation.segments["dealt_hand"].start == size
+    length, public = max_decisions(recall), public_moves(recall)
+    assert recall_enc.observation.size == size + 8 + 4 + length * (4 + public + 8)
+
+
+@pytest.mark.parametrize("value", [1, "yes", None])
+def test_recall_must_be_a_bool(value):
+    with pytest.raises(ValueError, match=f"recall={value!r} is not allowed; expected True or False"):
+        GameConfig(recall=value)
+
+
+@pytest.mark.parametrize("preset", ["mini", "mini-3p"])
+def test_the_recall_observation_is_the_information_state(preset):
+    """On the whole tree: one observation per information set, and one information set per (seat, observation)."""
+    tree = build_tree(GameConfig.from_options(preset, recall=True))
+    decision = tree.infoset >= 0
+    observations_of = defaultdict(set)
+    infosets_of = defaultdict(set)
+    for infoset, row, seat in zip(tree.infoset[decision], tree.observation[decision], tree.player[decision]):
+        observations_of[infoset].add(row)
+        infosets_of[(seat, row)].add(infoset)
+    assert max(map(len, observations_of.values())) == 1
+    assert max(map(len, infosets_of.values())) == 1
+    plain = build_tree(GameConfig.from_options(preset))
+    assert len(tree.observations) > len(plain.observations)  # the plain observation aliases information states
+
+
+@pytest.mark.parametrize("preset, num_players", [("classic", 4), ("creature-to-start", 3), ("royal", 2), ("royal", 5), ("mini-3p", None)])
+def test_every_decision_fills_its_slot(preset, num_players):
+    options = {"recall": True} | ({"num_players": num_players} if num_players else {})
+    config = GameConfig.from_options(preset, **options)
+    enc = encoding_for(config)
+    rng = np.random.default_rng(7)
+    for game_index in range(3):
+        env = raw_env(config=config)
+        env.reset(seed=game_index)
+        game = env.game
+        expected = []
+        while not game.over:
+            seat = game.current
+            action = int(rng.choice(legal_actions(env)))
+            revealed = game.chain.card if enc.decoded_actions[action][0] == "call" else -1
+            env.step(action)
+            top = game.penalty_deck[0] if enc.royal and game.penalty_deck else -1
+            expected.append((seat, enc.public_move(action), revealed, top))
+            assert recall_moves(enc, game) == expected
+            for viewer in range(config.num_players):
+                obs = env.observe(f"player_{viewer}")["observation"]
+                seg = enc.observation.unpack(obs)
+                assert seg["dealt_hand"].tolist() == list(game.dealt_hands[viewer])
+                assert np.flatnonzero(seg["starter"]).tolist() == [(game.starter - viewer) % config.num_players]
+                filled = np.flatnonzero(seg["move_actor"].any(axis=1))
+                assert filled.tolist() == list(range(len(expected)))
+                actors = np.argmax(seg["move_actor"][filled], axis=1)
+                assert actors.tolist() == [(s - viewer) % config.num_players for s, *_ in expected]
+                assert np.argmax(seg["move_public"][filled], axis=1).tolist() == [m for _, m, _, _ in expected]
+        assert len(expected) == game.steps <= max_decisions(config)
+        decoded = decode_observation(env.observe("player_0")["observation"], config)
+        assert decoded["dealt_hand"] == {config.cards.identities[c]: k for c, k in enumerate(game.dealt_hands[0]) if k}
+        assert len(decoded["moves"]) == len(expected)
+        first = decoded["moves"][0]
+        assert first["actor"] == game.starter % config.num_players and first["move"]["kind"] == "offer"
+        calls = [(m["move"]["kind"], m["revealed"]) for m in decoded["moves"] if m["move"]["kind"].startswith("call")]
+        assert calls and all(card is not None for _, card in calls)
