@@ -22,6 +22,7 @@ must draw from the generator exactly as the same rows played one by one through
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Mapping, Protocol, runtime_checkable
 
 import numpy as np
@@ -147,3 +148,44 @@ def pick_uniform(allowed: np.ndarray, u: np.ndarray) -> np.ndarray:
     ranks = np.cumsum(allowed, axis=1) - 1
     hit = allowed & (ranks == k[:, None])
     return np.where(counts > 0, hit.argmax(1), -1)
+
+
+class RecallPrefixAgent:
+    """An agent built for a rule set without ``recall`` playing at the same table with it.
+
+    The recall segments come after every other segment (``cockroach_env.encoding``), so
+    the observation without recall is the first ``encoding_for(agent.config).observation.size``
+    entries of the one with it: this wrapper passes the agent that prefix, and nothing of
+    the history. ``config`` is the table's (recall) config; everything else is the agent's.
+    """
+
+    def __init__(self, agent, config: GameConfig):
+        trained = getattr(agent, "config", None)
+        if not isinstance(config, GameConfig) or not config.recall or not isinstance(trained, GameConfig) or trained.recall or replace(config, recall=False) != trained:
+            raise ValueError(f"RecallPrefixAgent plays an agent of a rule set without recall at the same rule set with recall=True; got the agent's {trained!r} and the table's {config!r}")
+        self.agent = agent
+        self.config = config
+        self.name = getattr(agent, "name", type(agent).__name__)
+        self.supports_batch = bool(getattr(agent, "supports_batch", False))
+        self.size = encoding_for(trained).observation.size
+
+    def _prefix(self, observation: Mapping[str, np.ndarray]) -> dict:
+        return {**observation, "observation": np.asarray(observation["observation"])[..., : self.size]}
+
+    def act(self, observation: Mapping[str, np.ndarray]) -> int:
+        return int(self.agent.act(self._prefix(observation)))
+
+    def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        return self.agent.act_batch(np.ascontiguousarray(np.asarray(observations)[:, : self.size]), masks)
+
+    def action_probabilities(self, observation: Mapping[str, np.ndarray]) -> np.ndarray:
+        return self.agent.action_probabilities(self._prefix(observation))
+
+    def action_probabilities_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        return self.agent.action_probabilities_batch(np.ascontiguousarray(np.asarray(observations)[:, : self.size]), masks)
+
+    def __getattr__(self, name: str):
+        return getattr(self.__dict__["agent"], name)  # rng, greedy, model, ... of the wrapped agent
+
+    def __repr__(self) -> str:
+        return f"RecallPrefixAgent({self.agent!r})"

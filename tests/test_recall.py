@@ -89,3 +89,17 @@ def test_every_decision_fills_its_slot(preset, num_players):
         assert first["actor"] == game.starter % config.num_players and first["move"]["kind"] == "offer"
         calls = [(m["move"]["kind"], m["revealed"]) for m in decoded["moves"] if m["move"]["kind"].startswith("call")]
         assert calls and all(card is not None for _, card in calls)
+
+
+def test_an_agent_without_recall_plays_the_same_rules_with_recall_and_is_just_as_exploitable():
+    """``load_agent(name, config=rules with recall)`` reads the observation's prefix: same policy, same exact NashConv."""
+    from baselines.agent import RecallPrefixAgent
+    from training import load_agent
+    from training.exact import evaluate, game_tree
+
+    plain, recall = GameConfig.from_options("mini"), GameConfig.from_options("mini", recall=True)
+    wrapped = load_agent("mini", config=recall)
+    assert isinstance(wrapped, RecallPrefixAgent) and wrapped.config == recall
+    assert evaluate(wrapped, recall, game_tree(recall)).nash_conv == pytest.approx(evaluate(load_agent("mini"), plain, game_tree(plain)).nash_conv, abs=1e-9)
+    with pytest.raises(ValueError, match="trained for"):
+        load_agent("mini", config=GameConfig.from_options("mini", recall=True, discard=1))

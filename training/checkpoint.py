@@ -37,6 +37,8 @@ refused; the format, layout version, rule set and sizes are checked against the 
 
 from __future__ import annotations
 
+import dataclasses
+
 import hashlib
 import json
 import math
@@ -523,17 +525,30 @@ def load_agent(path_or_name: str | os.PathLike, seed: int | None = None, config:
 
     ``path_or_name`` is a checkpoint path (``runs/ppo_4p/final``, with or without
     ``.json``) or a shipped name (``classic-4p``, ``classic-2p``, ...). ``config``, if
-    given, must be the rule set the checkpoint was trained for. A mixture checkpoint
+    given, must be the rule set the checkpoint was trained for, or that rule set with
+    ``recall=True`` (the agent then reads the observation without the history, a
+    ``baselines.agent.RecallPrefixAgent``). A mixture checkpoint
     (PSRO's result) gives a ``training.mixture.MixtureAgent``.
     """
+    from baselines.agent import RecallPrefixAgent
     from training.model import PolicyAgent
 
+    table = config
+    if config is not None and config.recall:  # an agent trained without recall also plays the same rules with it (the observation's prefix)
+        trained = GameConfig(**read_metadata(path_or_name)["game_config"])
+        if not trained.recall and dataclasses.replace(config, recall=False) == trained:
+            config = trained
     checkpoint = load_checkpoint(path_or_name, game=config)
     if checkpoint.metadata["kind"] == "mixture":  # one member per game, drawn with the mixture's weights
-        return load_mixture_agent(checkpoint, seed=seed, greedy=greedy, device=device)
+        agent = load_mixture_agent(checkpoint, seed=seed, greedy=greedy, device=device)
+        if table is not config:
+            agent.members = [RecallPrefixAgent(member, table) for member in agent.members]
+            agent.config = table
+        return agent
     model = build_model(checkpoint, device)
     name = checkpoint.metadata.get("name") or checkpoint.path.stem
-    return PolicyAgent(model, checkpoint.game_config, seed=seed, name=name, greedy=greedy)
+    agent = PolicyAgent(model, checkpoint.game_config, seed=seed, name=name, greedy=greedy)
+    return RecallPrefixAgent(agent, table) if table is not config else agent
 
 
 # ---------------------------------------------------------------------------- mixtures (PSRO)
