@@ -113,11 +113,12 @@ class BatchedGames:
         slot_of = self._queue.take(self.batch_size)
         out = self._new_step()
         _clear_outcome(out)
-        self._backend.deal(self._backend_view(out), self._queue, slot_of.astype(np.int64))
+        written = self._backend_outputs(out)
+        self._backend.deal(written, self._queue, slot_of.astype(np.int64))
         self._remember_deals(games, slot_of)
         if self._recall is not None:
             self._recall.start(games, self._queue.deals, slot_of)
-            self._recall.write_observations(out.observation, out.to_act)
+            self._write_recall(out, written)
         self._started = True
         return out
 
@@ -135,7 +136,8 @@ class BatchedGames:
         self._queue.ensure(self.batch_size)
         out = self._new_step()
         before = self._recall.before(self._state) if self._recall is not None else None
-        bad, dealt = self._backend.step(actions, self._backend_view(out), self._queue)
+        written = self._backend_outputs(out)
+        bad, dealt = self._backend.step(actions, written, self._queue)
         if bad >= 0:
             raise ValueError(self._illegal_message(bad, int(actions[bad])))
         games = np.flatnonzero(out.done) if dealt else _NO_GAMES
@@ -143,7 +145,7 @@ class BatchedGames:
         if self._recall is not None:
             self._recall.record(actions, before, out.done, self._state)
             self._recall.start(games, self._queue.deals, self._dealt_slots)
-            self._recall.write_observations(out.observation, out.to_act)
+            self._write_recall(out, written)
         return out
 
     def state(self) -> np.ndarray:
@@ -173,9 +175,20 @@ class BatchedGames:
             truncated=np.empty(b, bool),
         )
 
-    def _backend_view(self, out: BatchStep) -> BatchStep:
-        """``out`` as the backends write it: with recall, the observations cut before the recall segments (a view)."""
-        return out if self._recall is None else replace(out, observation=out.observation[:, : self.rules.observation_size])
+    def _backend_outputs(self, out: BatchStep) -> BatchStep:
+        """What the backends write into: ``out`` itself, or with recall ``out`` with observations of their size only.
+
+        Their observations are then C-contiguous rows of the same size as without recall,
+        so the compiled kernels are those of the config without recall (no new variant).
+        """
+        if self._recall is None:
+            return out
+        return replace(out, observation=np.empty((self.batch_size, self.rules.observation_size), np.float32))
+
+    def _write_recall(self, out: BatchStep, written: BatchStep) -> None:
+        """``out.observation``: the backends' part, then the recall segments by the seat to act."""
+        out.observation[:, : self.rules.observation_size] = written.observation
+        self._recall.write_observations(out.observation, out.to_act)
 
     def _remember_deals(self, games: np.ndarray, slots: np.ndarray) -> None:
         self._dealt_games, self._dealt_slots, self._dealt_from = games, slots, self._queue.deals
