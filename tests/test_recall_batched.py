@@ -177,3 +177,19 @@ def test_recall_observation_is_unchanged_when_everything_the_viewer_cannot_see_i
             compared += 1
     assert compared >= 8, compared
     assert recall_changed >= compared // 3, "the reshuffle should usually change the other seats' dealt hands"
+
+
+@pytest.mark.parametrize("config", [GameConfig(num_players=3, recall=True), GameConfig(num_players=3, edition="royal", recall=True)], ids=config_id)
+def test_the_arena_plays_recall_configs_on_both_engines(config):
+    """Baselines read the observation by segment name: with recall they play the very same games, on either engine."""
+    from dataclasses import replace
+
+    from training.arena import play_match
+
+    lineup = ["heuristic", "bluffer", "random"]
+    batched = play_match(lineup, config, games=24, seed=3, engine="batched", batch_size=8)
+    aec = play_match(lineup, config, games=24, seed=3, engine="aec", batch_size=8)
+    plain = play_match(lineup, replace(config, recall=False), games=24, seed=3, engine="batched", batch_size=8)
+    assert batched.engine == "batched" and batched.to_json()["config"]["recall"] is True
+    assert batched.to_json()["agents"] == aec.to_json()["agents"] == plain.to_json()["agents"]
+    assert sum(agent["losses"] for agent in batched.to_json()["agents"]) == 24
