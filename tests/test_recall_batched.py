@@ -193,3 +193,23 @@ def test_the_arena_plays_recall_configs_on_both_engines(config):
     assert batched.engine == "batched" and batched.to_json()["config"]["recall"] is True
     assert batched.to_json()["agents"] == aec.to_json()["agents"] == plain.to_json()["agents"]
     assert sum(agent["losses"] for agent in batched.to_json()["agents"]) == 24
+
+
+def test_recall_layouts_the_engine_does_not_write_are_refused():
+    """The recall segments must come last, in the encoding's order and shapes; anything else is refused, naming it."""
+    from cockroach_env.batched.layout import _Rules
+    from cockroach_env.encoding import Encoding, Layout, _state_specs
+
+    config = GameConfig(num_players=3, recall=True)
+    specs = _state_specs(config)
+    names = [spec[0] for spec in specs]
+    swapped = list(specs)
+    a, b = names.index("move_actor"), names.index("move_public")
+    swapped[a], swapped[b] = swapped[b], swapped[a]
+    longer = [(name, (shape[0] + 1, *shape[1:]), *rest) if name == "move_revealed" else (name, shape, *rest) for name, shape, *rest in specs]
+    for bad, match in ((swapped, "ends with .*move_public.*move_actor"), (longer, "'move_revealed' is")):
+        encoding = Encoding(config)
+        encoding.state = Layout(bad)
+        encoding.observation = Layout(encoding._observation_specs())
+        with pytest.raises(ValueError, match=match):
+            _Rules(config, encoding)
