@@ -215,7 +215,6 @@ class _Rules:
         enc = encoding
         self.offer_size, self.respond_start, self.pass_start, self.place_start = enc.offer_size, enc.respond_start, enc.pass_start, enc.place_start
         self.num_actions = enc.num_actions
-        self.recall = config.recall
         self.recall_length = max_decisions(config) if config.recall else 0
         """``GameConfig.recall``: slots of the move log (``encoding.max_decisions``), 0 without recall."""
         self.recall_moves = public_moves(config) if config.recall else 0

@@ -37,9 +37,9 @@ class _RecallLog:
         self.opening = "opening_collections" in rules.recall_state
         self.dealt_hands = np.zeros((b, n, i), np.int8)
         self.starter = np.zeros(b, np.int64)
-        self.opening_collections = np.zeros((b, n, i), np.int8)
+        self.opening_collections = np.zeros((b, n, i), np.int8) if self.opening else None
         self.count = np.zeros(b, np.int64)
-        """Decisions logged so far in each game's current game."""
+        """Decisions logged so far in the current game of each row."""
         self.actor = np.zeros((b, length), np.int8)
         self.public = np.zeros((b, length), np.int16)
         self.revealed = np.full((b, length), -1, np.int8)
@@ -51,18 +51,20 @@ class _RecallLog:
         """The actions that reveal the card in play (believe, disbelieve)."""
 
     def arrays(self) -> tuple[np.ndarray, ...]:
-        return (self.dealt_hands, self.starter, self.opening_collections, self.count, self.actor, self.public, self.revealed, self.top)
+        arrays = (self.dealt_hands, self.starter, self.opening_collections, self.count, self.actor, self.public, self.revealed, self.top)
+        return tuple(a for a in arrays if a is not None)
 
     @property
     def bytes_per_game(self) -> int:
-        return sum(a.nbytes // a.shape[0] for a in self.arrays() if a is not self.opening_collections or self.opening)
+        return sum(a.nbytes // a.shape[0] for a in self.arrays())
 
     # ------------------------------------------------------------ the record
     def start(self, games: np.ndarray, deals: _Deals, slots: np.ndarray) -> None:
         """Games ``games`` were dealt the queued deals at ``slots``: their logs start empty."""
         self.dealt_hands[games] = deals.hands[slots]
         self.starter[games] = deals.starter[slots]
-        self.opening_collections[games] = deals.collections[slots]
+        if self.opening:
+            self.opening_collections[games] = deals.collections[slots]
         self.count[games] = 0
 
     def before(self, state: _State) -> tuple[np.ndarray, np.ndarray]:
