@@ -213,3 +213,30 @@ def test_recall_layouts_the_engine_does_not_write_are_refused():
         encoding.observation = Layout(encoding._observation_specs())
         with pytest.raises(ValueError, match=match):
             _Rules(config, encoding)
+
+
+def test_an_agent_trained_on_recall_observations_plays_in_the_arena(tmp_path):
+    """``cockroach-train`` with ``game.recall`` (PPO on the batched engine), then the agent in the arena on both engines and in ``cockroach-eval``."""
+    pytest.importorskip("torch")
+    pytest.importorskip("safetensors")
+    pytest.importorskip("yaml")
+    from pathlib import Path
+
+    from training import checkpoint as ckpt
+    from training.arena import play_match
+    from training.cli import main as train
+    from training.eval_cli import main as evaluate
+
+    sets = [
+        "game.recall=true", "ppo.num_envs=8", "ppo.num_steps=8", "ppo.num_minibatches=2", "ppo.update_epochs=1", "model.hidden_sizes=[16]",
+        "opponents.snapshot_every=1", "schedule.checkpoint_every=2", f"schedule.total_decisions={2 * 8 * 8}", "evaluation.every=0",
+        "evaluation.final_games=8", "name=recall", f"output_dir={tmp_path}",
+    ]  # fmt: skip
+    config_path = Path(__file__).resolve().parents[1] / "configs" / "ppo_mini.yaml"
+    assert train(["--config", str(config_path), "--no-progress", *[a for s in sets for a in ("--set", s)]]) == 0
+    config = GameConfig.from_options("mini", recall=True)
+    agent = ckpt.load_agent(tmp_path / "recall" / "final", seed=0, config=config)
+    for engine in ("batched", "aec"):
+        result = play_match([agent, "heuristic"], config, games=20, seed=0, engine=engine)
+        assert result.engine == engine and result.report("recall").games == 20
+    assert evaluate([str(tmp_path / "recall" / "final"), "heuristic", "--preset", "mini", "--option", "recall=true", "--games", "8", "--quiet"]) == 0
