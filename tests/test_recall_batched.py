@@ -107,7 +107,7 @@ def log_snapshot(games: BatchedGames) -> list[np.ndarray]:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_refused_steps_leave_the_move_log_alone(backend):
+def test_refused_steps_and_resets_leave_the_move_log_alone(backend):
     config = GameConfig(num_players=3, edition="royal", recall=True)
     games, twin = (BatchedGames(config, 8, seed=2, backend=backend) for _ in range(2))
     step, twin_step = games.reset(), twin.reset()
@@ -123,6 +123,8 @@ def test_refused_steps_leave_the_move_log_alone(backend):
         games.step(bad)
     with pytest.raises(ValueError, match="out of range"):
         games.step(np.full(8, games.num_actions))
+    with pytest.raises(ValueError, match="at least batch_size=8"):
+        games.reset(deals=[random_deal(config, np.random.default_rng(0))])
     assert all(np.array_equal(x, y) for x, y in zip(before, log_snapshot(games)))
     after, twin_after = games.step(actions), twin.step(actions)
     for field in fields(BatchStep):
