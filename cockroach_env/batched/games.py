@@ -135,16 +135,19 @@ class BatchedGames:
         # size, so drawing before the step (even one that is refused) leaves the stream of deals unchanged.
         self._queue.ensure(self.batch_size)
         out = self._new_step()
-        before = self._recall.before(self._state) if self._recall is not None else None
-        written = self._backend_outputs(out)
+        recall = self._recall
+        if recall is None:  # the hot path: nothing more than before recall existed
+            written = out
+        else:
+            before, written = recall.before(self._state), self._backend_outputs(out)
         bad, dealt = self._backend.step(actions, written, self._queue)
         if bad >= 0:
             raise ValueError(self._illegal_message(bad, int(actions[bad])))
         games = np.flatnonzero(out.done) if dealt else _NO_GAMES
         self._remember_deals(games, self._queue.take(dealt))
-        if self._recall is not None:
-            self._recall.record(actions, before, out.done, self._state)
-            self._recall.start(games, self._queue.deals, self._dealt_slots)
+        if recall is not None:
+            recall.record(actions, before, out.done, self._state)
+            recall.start(games, self._queue.deals, self._dealt_slots)
             self._write_recall(out, written)
         return out
 
@@ -166,7 +169,7 @@ class BatchedGames:
         b, r = self.batch_size, self.rules
         return BatchStep(
             to_act=np.empty(b, np.int64),
-            observation=(np.zeros if self._recall is not None else np.empty)((b, self.encoding.observation.size), np.float32),
+            observation=np.empty((b, r.observation_size), np.float32) if self._recall is None else np.zeros((b, self.encoding.observation.size), np.float32),
             action_mask=np.empty((b, r.num_actions), np.int8),
             rewards=np.empty((b, r.n), np.float32),
             done=np.empty(b, bool),
