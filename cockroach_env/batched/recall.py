@@ -99,6 +99,8 @@ class _RecallLog:
 
     def _write(self, out: np.ndarray, at: dict[str, int], viewer: np.ndarray, own: bool) -> None:
         """Seats counted from ``viewer`` (zero: absolute); ``own``: only the viewer's dealt hand."""
+        if not out.flags.c_contiguous:
+            raise ValueError("the recall segments are written through flat indices; expected a C-contiguous array")
         r, b, width = self.rules, len(out), out.shape[1]
         n, i = r.n, r.i
         rows = np.arange(b)
@@ -110,10 +112,8 @@ class _RecallLog:
         out[rows, at["starter"] + (self.starter - viewer) % n] = 1.0
         if self.opening:
             out[:, at["opening_collections"] : at["opening_collections"] + n * i] = self.opening_collections[rows[:, None], seats].reshape(b, -1)
-        game, slot = np.nonzero(np.arange(self.length) < self.count[:, None])
-        if not out.flags.c_contiguous:
-            raise ValueError("the recall segments are written through flat indices; expected a C-contiguous array")
-        flat = out.reshape(-1)  # a view of a C-contiguous array
+        game, slot = np.nonzero(np.arange(self.length) < self.count[:, None])  # every logged slot of every game
+        flat = out.reshape(-1)  # a view: out is C-contiguous (checked above)
         base = game * width
         flat[base + at["move_actor"] + slot * n + (self.actor[game, slot] - viewer[game]) % n] = 1.0
         flat[base + at["move_public"] + slot * r.recall_moves + self.public[game, slot]] = 1.0
