@@ -2,6 +2,7 @@
 
     python benchmarks/bench_batched.py [--seconds 1] [--sizes 1 64 1024 8192]
         [--variants numba numba-threads numpy] [--rule-sets "classic 4p" "classic 6p" "royal 4p"]
+    python benchmarks/bench_batched.py --rule-sets "classic 4p recall" "royal 4p recall" --sizes 1 64 256
 
 One step is one decision in one game: a call ``games.step(actions)`` on ``B`` games
 counts ``B`` steps. The timed loop is the public API as a training loop uses it::
@@ -43,7 +44,11 @@ RULE_SETS = {
     "classic 4p": GameConfig(num_players=4),
     "classic 6p": GameConfig(num_players=6),
     "royal 4p": GameConfig(num_players=4, edition="royal"),
+    "classic 4p recall": GameConfig(num_players=4, recall=True),
+    "royal 4p recall": GameConfig(num_players=4, edition="royal", recall=True),
 }
+DEFAULT_RULE_SETS = ["classic 4p", "classic 6p", "royal 4p"]
+"""Run without ``--rule-sets``; the ``recall`` ones (``GameConfig.recall``, observations of 24k and 47k floats) on request."""
 VARIANTS = {"numba": ("numba", False), "numba-threads": ("numba", True), "numpy": ("numpy", False)}
 
 
@@ -173,7 +178,7 @@ def main(argv: list[str] | None = None) -> None:
     default_variants = list(VARIANTS) if numba is not None else ["numpy"]
     parser.add_argument("--variants", nargs="+", default=default_variants, choices=list(VARIANTS), help="backends; numba-threads is numba with parallel=True")
     parser.add_argument("--sampler", choices=["auto", "argmax"], default="auto", help="auto: random_legal_actions; argmax: numpy argmax(mask * noise)")
-    parser.add_argument("--rule-sets", nargs="+", default=list(RULE_SETS), choices=list(RULE_SETS))
+    parser.add_argument("--rule-sets", nargs="+", default=DEFAULT_RULE_SETS, choices=list(RULE_SETS))
     args = parser.parse_args(argv)
     if numba is None and any(VARIANTS[v][0] == "numba" for v in args.variants):
         parser.error("the numba variants need numba (pip install numba)")

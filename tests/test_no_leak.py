@@ -7,7 +7,8 @@ not seen it, and the face-down penalty cards (Royal). The reshuffled situation i
 rebuilt as a real game (an explicit deal of the matching initial hands, then the same
 moves), which must produce the same public history; the viewer's observation, the public
 view and the rendered table must then be unchanged, while the full ``state()`` does
-change in most cases (so the test can fail).
+change in most cases (so the test can fail). With ``GameConfig.recall`` the observation
+also keeps the viewer's dealt hand and every past move: the same must hold (``RECALL_RULE_SETS``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ RULE_SETS = [
     for preset, flags in [(p, {}) for p in CLASSIC_PRESETS + ("royal",)] + [("royal", {"blank_counts_as_royal": True})]
     for n in range(2, 7)
     if not ("three-of-a-kind" in preset and n == 2)
+]
+RECALL_RULE_SETS = [
+    pytest.param(preset, n, {"recall": True}, id=name)
+    for preset, n, name in [("mini", 2, "mini-recall"), ("mini-3p", 3, "mini-3p-recall"), ("creature-to-start", 4, "creature-to-start-4p-recall"), ("royal", 3, "royal-3p-recall")]
 ]
 
 
@@ -47,7 +52,10 @@ def play_to_a_random_moment(preset: str, num_players: int, flags: dict, seed: in
 
 
 def resampled_replay(e, actions: list[int], viewer: int, rng: np.random.Generator):
-    """Rebuild the game with the hidden cards reshuffled; ``None`` if that deal tells a different public story."""
+    """Rebuild the game with the hidden cards reshuffled; ``None`` if that deal tells a different public story.
+
+    The replay's actions (the same but for the card of the offer in play) are left in ``replay.replayed_actions``.
+    """
     game, cards, n = e.game, e.cards, e.config.num_players
     width = len(cards.identities)
     chain = game.chain
@@ -119,6 +127,7 @@ def resampled_replay(e, actions: list[int], viewer: int, rng: np.random.Generato
     replay = raw_env(config=e.config, render_mode="ansi")
     replay.reset(options=options)
     current_offer = max((i for i, a in enumerate(actions) if a < e.encoding.respond_start), default=None)
+    replay.replayed_actions = []
     for i, action in enumerate(actions):
         if chain is not None and i == current_offer:
             m = e.decode(action, actor=e.possible_agents[chain.offerer])
@@ -126,6 +135,7 @@ def resampled_replay(e, actions: list[int], viewer: int, rng: np.random.Generato
         if not replay.observe(replay.agent_selection)["action_mask"][action]:
             return None
         replay.step(action)
+        replay.replayed_actions.append(action)
     if replay.history != e.history:
         return None
     assert replay.game.hands == hands and replay.game.penalty_deck == penalty
@@ -133,7 +143,7 @@ def resampled_replay(e, actions: list[int], viewer: int, rng: np.random.Generato
     return replay
 
 
-@pytest.mark.parametrize("preset, num_players, flags", RULE_SETS)
+@pytest.mark.parametrize("preset, num_players, flags", RULE_SETS + RECALL_RULE_SETS)
 def test_observation_is_unchanged_when_everything_the_viewer_cannot_see_is_reshuffled(preset, num_players, flags):
     rng = np.random.default_rng(num_players)
     compared = state_changed = refused = 0
@@ -160,7 +170,7 @@ def test_observation_is_unchanged_when_everything_the_viewer_cannot_see_is_reshu
     assert state_changed >= compared // 3, "the reshuffle should usually change the hidden state"
 
 
-@pytest.mark.parametrize("preset, num_players, flags", RULE_SETS[::3])
+@pytest.mark.parametrize("preset, num_players, flags", RULE_SETS[::3] + RECALL_RULE_SETS[::2])
 def test_observation_is_the_state_gathered_through_the_observation_mask(preset, num_players, flags):
     e, _ = play_to_a_random_moment(preset, num_players, flags, seed=3)
     rng = np.random.default_rng(3)
@@ -179,7 +189,7 @@ def test_observation_is_the_state_gathered_through_the_observation_mask(preset, 
                 visible = mask[segment.start : segment.stop]
                 if name in hidden:
                     assert not visible.any(), (agent, name)
-                elif name == "hands":
+                elif name in ("hands", "dealt_hands"):
                     assert visible.reshape(segment.shape)[seat].all() and visible.sum() == segment.shape[1]
                 else:
                     assert visible.all(), (agent, name)

@@ -65,6 +65,31 @@ Two interchangeable backends play identically (the tests compare them):
   constants in them) and cached on disk by numba; a shape's first use compiles for a
   few seconds.
 
+Recall (``GameConfig.recall``)
+------------------------------
+With ``recall=True`` the observations and states end with the recall segments
+(``cockroach_env.encoding``: the dealt hands, the starter, the opening collections and
+one slot per decision: its actor, ``Encoding.public_move``, the card a call revealed,
+Royal's face-up penalty card after it), exactly as the AEC env writes them
+(``tests/test_recall_batched.py``). The compiled kernels are not involved: both backends
+write everything before ``dealt_hands``, with the kernels of the same config without
+recall, and ``recall.py`` (``_RecallLog``) writes the rest in numpy from a log per game:
+
+* when a game is dealt (``reset``, or again after it ended within a step: its row then
+  already belongs to the new game), its dealt hands, starter and opening collections
+  are copied from the queued deal and its move log is emptied;
+* after a step the backend accepted, every game that did not end in it gets one slot:
+  the seat that acted and the card in play (read before the step), the public move
+  of its action and, Royal, the top of its penalty deck after the step. A refused
+  step changes nothing, the log included;
+* the observation's recall part is then written for the seat to act (its own dealt
+  hand, seats rotated as everywhere else), and ``state()`` writes every seat's.
+
+Without recall none of this runs (no log, no extra work per step). With it a step
+costs about as much as writing its observations out: they hold ``max_decisions``
+slots (24,399 floats for classic 4p, 47,305 for Royal 4p), so choose a small batch
+(``benchmarks/bench_batched.py --rule-sets "classic 4p recall" "royal 4p recall"``).
+
 Fresh deals follow ``engine.random_deal``'s rules exactly (starter, one permutation of
 the deck used front to back: removed cards, penalty deck, opening cards, hands dealt
 round-robin from the starter, Royal leftovers); they are drawn ahead in blocks from the
@@ -77,8 +102,9 @@ Files
 ``layout.py`` phase and column codes, the state/observation segments, the per-config
 rules tables and ``BatchStep``; ``state.py`` the batch arrays; ``deals.py`` random and
 explicit deals and the deal queue; ``numpy_backend.py`` and ``numba_backend.py`` the two
-backends, ``numba_kernels.py`` the compiled per-game code; ``random_legal.py``
-``random_legal_actions``; ``games.py`` the ``BatchedGames`` front.
+backends, ``numba_kernels.py`` the compiled per-game code; ``recall.py`` the move log
+behind ``GameConfig.recall``; ``random_legal.py`` ``random_legal_actions``; ``games.py``
+the ``BatchedGames`` front.
 """
 
 

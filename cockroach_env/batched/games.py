@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
@@ -11,6 +12,7 @@ from cockroach_env.batched.layout import BACKENDS, CURRENT, OFFER, PASS, PHASE, 
 from cockroach_env.batched.numba_backend import _NumbaBackend
 from cockroach_env.batched.numba_kernels import numba
 from cockroach_env.batched.numpy_backend import _NumpyBackend
+from cockroach_env.batched.recall import _RecallLog
 from cockroach_env.batched.state import _State
 from cockroach_env.config import GameConfig, check_seed
 from cockroach_env.encoding import PHASES, encoding_for
@@ -53,6 +55,8 @@ class BatchedGames:
         self._rng = np.random.default_rng(seed)
         self._queue = _DealQueue(config, self.rules, self._rng, max(64, self.batch_size))
         self._backend = _NumbaBackend(self.rules, self._state, parallel) if backend == "numba" else _NumpyBackend(self.rules, self._state)
+        self._recall = _RecallLog(self.rules, self.encoding, self.batch_size) if config.recall else None
+        """``GameConfig.recall``: the move logs behind the recall segments (``recall.py``); None without recall."""
         self._started = False
         self._dealt_games = np.zeros(0, np.int64)
         self._dealt_slots = np.zeros(0, np.int64)
@@ -73,8 +77,8 @@ class BatchedGames:
 
     @property
     def bytes_per_game(self) -> int:
-        """Bytes of game state per game in the batch arrays (outputs and queued deals excluded)."""
-        return self._state.bytes_per_game
+        """Bytes of game state per game in the batch arrays, the recall log included (outputs and queued deals excluded)."""
+        return self._state.bytes_per_game + (self._recall.bytes_per_game if self._recall is not None else 0)
 
     @property
     def last_deals(self) -> dict[int, Deal]:
@@ -109,8 +113,12 @@ class BatchedGames:
         slot_of = self._queue.take(self.batch_size)
         out = self._new_step()
         _clear_outcome(out)
-        self._backend.deal(out, self._queue, slot_of.astype(np.int64))
+        written = self._backend_outputs(out)
+        self._backend.deal(written, self._queue, slot_of.astype(np.int64))
         self._remember_deals(games, slot_of)
+        if self._recall is not None:
+            self._recall.start(games, self._queue.deals, slot_of)
+            self._write_recall(out, written)
         self._started = True
         return out
 
@@ -127,25 +135,41 @@ class BatchedGames:
         # size, so drawing before the step (even one that is refused) leaves the stream of deals unchanged.
         self._queue.ensure(self.batch_size)
         out = self._new_step()
-        bad, dealt = self._backend.step(actions, out, self._queue)
+        recall = self._recall
+        if recall is None:  # the hot path: nothing more than before recall existed
+            written = out
+        else:
+            before, written = recall.before(self._state), self._backend_outputs(out)
+        bad, dealt = self._backend.step(actions, written, self._queue)
         if bad >= 0:
             raise ValueError(self._illegal_message(bad, int(actions[bad])))
         games = np.flatnonzero(out.done) if dealt else _NO_GAMES
         self._remember_deals(games, self._queue.take(dealt))
+        if recall is not None:
+            recall.record(actions, before, out.done, self._state)
+            recall.start(games, self._queue.deals, self._dealt_slots)
+            self._write_recall(out, written)
         return out
 
     def state(self) -> np.ndarray:
         """(B, S) float32 full states in the ``Encoding.state`` layout (for centralized critics)."""
         out = np.empty((self.batch_size, self.encoding.state.size + 1), np.float32)
-        return np.ascontiguousarray(self._backend.states(out)[:, :-1])
+        self._backend.states(out)  # zeros everywhere, then the segments before the recall ones
+        if self._recall is not None:
+            self._recall.write_states(out)
+        return np.ascontiguousarray(out[:, :-1])
 
     # ------------------------------------------------------------ internals
     def _new_step(self) -> BatchStep:
-        """Fresh output arrays, uninitialized (``apply`` writes every entry of the outcome fields)."""
+        """Fresh output arrays, uninitialized (``apply`` writes every entry of the outcome fields).
+
+        With recall the observations start as zeros: the backends write the part before
+        the recall segments, the recall log sets the one-hot entries after it.
+        """
         b, r = self.batch_size, self.rules
         return BatchStep(
             to_act=np.empty(b, np.int64),
-            observation=np.empty((b, r.observation_size), np.float32),
+            observation=np.empty((b, r.observation_size), np.float32) if self._recall is None else np.zeros((b, self.encoding.observation.size), np.float32),
             action_mask=np.empty((b, r.num_actions), np.int8),
             rewards=np.empty((b, r.n), np.float32),
             done=np.empty(b, bool),
@@ -153,6 +177,21 @@ class BatchedGames:
             loss_reason=np.empty(b, np.int64),
             truncated=np.empty(b, bool),
         )
+
+    def _backend_outputs(self, out: BatchStep) -> BatchStep:
+        """What the backends write into: ``out`` itself, or with recall ``out`` with observations of their size only.
+
+        Their observations are then C-contiguous rows of the same size as without recall,
+        so the compiled kernels are those of the config without recall (no new variant).
+        """
+        if self._recall is None:
+            return out
+        return replace(out, observation=np.empty((self.batch_size, self.rules.observation_size), np.float32))
+
+    def _write_recall(self, out: BatchStep, written: BatchStep) -> None:
+        """``out.observation``: the backends' part, then the recall segments by the seat to act."""
+        out.observation[:, : self.rules.observation_size] = written.observation
+        self._recall.write_observations(out.observation, out.to_act)
 
     def _remember_deals(self, games: np.ndarray, slots: np.ndarray) -> None:
         self._dealt_games, self._dealt_slots, self._dealt_from = games, slots, self._queue.deals

@@ -1,5 +1,6 @@
 """The batched engine's layout: phase and column codes, the state and observation segments it
-knows, the per-config rules tables (``_Rules``, ``_Dims``) and the ``BatchStep`` outputs."""
+knows (the kernels' and the recall tail's), the per-config rules tables (``_Rules``,
+``_Dims``) and the ``BatchStep`` outputs."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import NamedTuple
 import numpy as np
 
 from cockroach_env.config import GameConfig
-from cockroach_env.encoding import PHASES, Encoding
+from cockroach_env.encoding import PHASES, RECALL_SEGMENTS, Encoding, max_decisions, public_moves
 from cockroach_env.engine import LOSS_REASONS, STAT_NAMES, Phase
 
 
@@ -85,6 +86,29 @@ OBSERVATION_SEGMENTS = {
     "place_remaining": ((1,), None, "public"),
 }
 """The observation segments the compiled kernels write: shape, seat axis (rotated so the viewer is seat 0), visibility."""
+
+RECALL_STATE_SEGMENTS = {
+    "dealt_hands": ("n", "i"),
+    "starter": ("n",),
+    "opening_collections": ("n", "i"),
+    "move_actor": ("l", "n"),
+    "move_public": ("l", "p"),
+    "move_revealed": ("l", "i"),
+    "move_top": ("l", "i"),
+}
+"""The ``GameConfig.recall`` state segments, written by ``recall.py`` in numpy (``l``: decisions, ``p``: public moves)."""
+assert tuple(RECALL_STATE_SEGMENTS) == RECALL_SEGMENTS
+
+RECALL_OBSERVATION_SEGMENTS = {
+    "dealt_hand": (("i",), None, "own"),
+    "starter": (("n",), 0, "public"),
+    "opening_collections": (("n", "i"), 0, "public"),
+    "move_actor": (("l", "n"), 1, "public"),
+    "move_public": (("l", "p"), None, "public"),
+    "move_revealed": (("l", "i"), None, "public"),
+    "move_top": (("l", "i"), None, "public"),
+}
+"""The ``GameConfig.recall`` observation segments (after every kernel segment), as ``OBSERVATION_SEGMENTS``."""
 
 # Rule numbers handed to the compiled kernels at run time, by position (the sizes also for
 # ``state()``, whose kernel is shared by every config; the other kernels have them in ``_Dims``).
@@ -191,13 +215,19 @@ class _Rules:
         enc = encoding
         self.offer_size, self.respond_start, self.pass_start, self.place_start = enc.offer_size, enc.respond_start, enc.pass_start, enc.place_start
         self.num_actions = enc.num_actions
-        self.state_size = enc.state.size
-        self.observation_size = enc.observation.size
+        self.recall_length = max_decisions(config) if config.recall else 0
+        """``GameConfig.recall``: slots of the move log (``encoding.max_decisions``), 0 without recall."""
+        self.recall_moves = public_moves(config) if config.recall else 0
+        self.recall_state = self._recall_starts(encoding.state.segments.values(), RECALL_STATE_SEGMENTS, "state")
+        self.recall_observation = self._recall_starts(encoding.observation.segments.values(), RECALL_OBSERVATION_SEGMENTS, "observation")
+        """``{name: start}`` of the recall segments in the state and observation vectors (empty without recall)."""
+        self.state_size = min(self.recall_state.values(), default=enc.state.size)
+        self.observation_size = min(self.recall_observation.values(), default=enc.observation.size)
+        """Sizes of what the backends write: everything before the recall segments (the whole vectors without recall)."""
         self.segments = self._segment_starts(encoding)
-        self.observation_index = np.stack(
-            [np.stack([encoding.observation_index(v, seen) for seen in (False, True)]) for v in range(n)]
-        ).astype(np.intp)
-        """``(N, 2, O)``: ``Encoding.observation_index(viewer, has_seen_card)``."""
+        index = np.stack([np.stack([encoding.observation_index(v, seen)[: self.observation_size] for seen in (False, True)]) for v in range(n)])
+        self.observation_index = np.where(index == encoding.zero_slot, self.state_size, index).astype(np.intp)
+        """``(N, 2, O)``: ``Encoding.observation_index(viewer, has_seen_card)`` over the backends' part (zero slot: ``state_size``)."""
         self.state_position = np.append(np.arange(self.state_size, dtype=np.int32), -1)
         self.card_table = np.zeros((i, TRUTH + 2 * c), np.int8)
         self.card_table[:, GROUP] = self.group_of
@@ -218,11 +248,32 @@ class _Rules:
             observation_size=self.observation_size, **starts,
         )  # fmt: skip
 
+    def _recall_starts(self, segments, known: dict, vector: str) -> dict[str, int]:
+        """``{name: start}`` of the recall segments of a layout, checked: the known shapes, after every other segment, in order."""
+        extent = {"n": self.n, "i": self.i, "l": self.recall_length, "p": self.recall_moves}
+        segments = list(segments)
+        starts = {seg.name: seg.start for seg in segments if seg.name in known}
+        if not starts:
+            return starts
+        tail = [seg for seg in segments if seg.start >= min(starts.values())]
+        if [seg.name for seg in tail] != [name for name in known if name in starts]:
+            raise ValueError(f"the {vector} layout ends with {[seg.name for seg in tail]}; the batched engine expects the recall segments {list(known)} (those present) last, in that order")
+        for seg in tail:
+            shape = known[seg.name][0] if vector == "observation" else known[seg.name]
+            expected = tuple(extent.get(d, d) for d in shape)
+            described = (expected,) + tuple(known[seg.name][1:]) if vector == "observation" else expected
+            found = (tuple(seg.shape), seg.seat_axis, seg.visibility) if vector == "observation" else tuple(seg.shape)
+            if found != described:
+                raise ValueError(f"{vector} segment {seg.name!r} is {found}; the batched engine writes it as {described}")
+        return starts
+
     def _segment_starts(self, encoding: Encoding) -> np.ndarray:
         """Start of every known segment in the state vector (-1 if absent); refuse unknown layouts."""
         extent = {"n": self.n, "i": self.i, "c": self.c, "k": self.k, "phases": len(PHASES)}
         starts = np.full(len(SEGMENT_NAMES), -1, np.int64)
         for seg in encoding.state.segments.values():
+            if seg.name in self.recall_state:
+                continue
             if seg.name not in STATE_SEGMENTS:
                 raise ValueError(f"state segment {seg.name!r} is unknown to the batched engine; expected only {list(SEGMENT_NAMES)} (update cockroach_env/batched/layout.py with the layout)")
             expected = tuple(extent.get(d, d) for d in STATE_SEGMENTS[seg.name])
@@ -236,6 +287,8 @@ class _Rules:
         extent = {"n": self.n, "i": self.i, "c": self.c, "k": self.k, "phases": len(PHASES)}
         starts = dict.fromkeys(OBSERVATION_SEGMENTS, -1)
         for seg in encoding.observation.segments.values():
+            if seg.name in self.recall_observation:
+                continue
             if seg.name not in OBSERVATION_SEGMENTS:
                 raise ValueError(f"observation segment {seg.name!r} is unknown to the batched engine; expected only {list(OBSERVATION_SEGMENTS)} (update cockroach_env/batched/layout.py with the layout)")
             shape, seat_axis, visibility = OBSERVATION_SEGMENTS[seg.name]

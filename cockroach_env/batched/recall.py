@@ -1,0 +1,126 @@
+"""``GameConfig.recall`` for the batched engine: a move log per game and the recall tail of
+the state and observation vectors, written in numpy after the kernels (``_RecallLog``).
+
+The kernels know nothing of recall: they write every segment before ``dealt_hands``
+(``_Rules.state_size`` / ``observation_size``). This log keeps, per game, what the recall
+segments are made of, and writes them after each ``reset``, ``step`` and ``state()``:
+
+* from the deal (``start``, when a game is dealt or dealt again): the hands as dealt,
+  the starter and the opening collections (the queued deal's arrays);
+* one slot per decision (``record``, after a step the backend accepted): the actor and
+  ``Encoding.public_move(action)`` (from the state before the step), the card a call
+  revealed (the card in play before it) and, Royal, the face-up penalty card after the
+  move (the penalty deck after it). A game that ended in the step gets no slot: its row
+  already belongs to its new game, whose log starts empty.
+
+This is what ``encoding.recall_moves`` reads from ``Game.events`` for the AEC env, entry
+for entry (``tests/test_recall_batched.py`` compares them step by step).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cockroach_env.batched.deals import _Deals
+from cockroach_env.batched.layout import CARD, CURRENT, PENALTY_END, PENALTY_TOP, _Rules
+from cockroach_env.batched.state import _State
+from cockroach_env.encoding import Encoding
+
+
+class _RecallLog:
+    """The recall record of ``B`` games: their deals' hands, starters, opening collections and move logs."""
+
+    def __init__(self, rules: _Rules, encoding: Encoding, batch_size: int):
+        b, n, i, length = batch_size, rules.n, rules.i, rules.recall_length
+        self.rules = rules
+        self.length = length
+        self.opening = "opening_collections" in rules.recall_state
+        self.dealt_hands = np.zeros((b, n, i), np.int8)
+        self.starter = np.zeros(b, np.int64)
+        self.opening_collections = np.zeros((b, n, i), np.int8) if self.opening else None
+        self.count = np.zeros(b, np.int64)
+        """Decisions logged so far in the current game of each row."""
+        self.actor = np.zeros((b, length), np.int8)
+        self.public = np.zeros((b, length), np.int16)
+        self.revealed = np.full((b, length), -1, np.int8)
+        self.top = np.full((b, length), -1, np.int8)
+        self.public_move = np.array([encoding.public_move(a) for a in range(encoding.num_actions)], np.int16)
+        """``Encoding.public_move`` of every action index."""
+        self.calls = np.zeros(encoding.num_actions, bool)
+        self.calls[encoding.respond_start : encoding.respond_start + 2] = True
+        """The actions that reveal the card in play (believe, disbelieve)."""
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        arrays = (self.dealt_hands, self.starter, self.opening_collections, self.count, self.actor, self.public, self.revealed, self.top)
+        return tuple(a for a in arrays if a is not None)
+
+    @property
+    def bytes_per_game(self) -> int:
+        return sum(a.nbytes // a.shape[0] for a in self.arrays())
+
+    # ------------------------------------------------------------ the record
+    def start(self, games: np.ndarray, deals: _Deals, slots: np.ndarray) -> None:
+        """Games ``games`` were dealt the queued deals at ``slots``: their logs start empty."""
+        self.dealt_hands[games] = deals.hands[slots]
+        self.starter[games] = deals.starter[slots]
+        if self.opening:
+            self.opening_collections[games] = deals.collections[slots]
+        self.count[games] = 0
+
+    def before(self, state: _State) -> tuple[np.ndarray, np.ndarray]:
+        """What a step's slot needs from the state before it: the seat to act and the card in play."""
+        return state.info[:, CURRENT].astype(np.int64), state.info[:, CARD].copy()
+
+    def record(self, actions: np.ndarray, before: tuple[np.ndarray, np.ndarray], done: np.ndarray, state: _State) -> None:
+        """Log the step's decision of every game that did not end in it (``actions`` were all legal)."""
+        actor, card = before
+        games = np.flatnonzero(~done)
+        slot = self.count[games]
+        if slot.size and slot.max() >= self.length:  # encoding.max_decisions bounds a game's decisions
+            raise RuntimeError(f"game {int(games[np.argmax(slot)])} made more than max_decisions={self.length} decisions; the bound in cockroach_env.encoding is wrong")
+        act = actions[games]
+        self.actor[games, slot] = actor[games]
+        self.public[games, slot] = self.public_move[act]
+        self.revealed[games, slot] = np.where(self.calls[act], card[games], -1)
+        if self.rules.royal:
+            top, end = state.info[games, PENALTY_TOP].astype(np.int64), state.info[games, PENALTY_END]
+            face_up = state.penalty[games, np.minimum(top, self.rules.penalty_capacity - 1)]
+            self.top[games, slot] = np.where(top < end, face_up, -1)
+        self.count[games] = slot + 1
+
+    # ------------------------------------------------------------ the vectors
+    def write_observations(self, out: np.ndarray, viewer: np.ndarray) -> None:
+        """The recall segments of every game's observation by seat ``viewer[b]`` into ``out`` (B, O), zeros there already."""
+        self._write(out, self.rules.recall_observation, viewer.astype(np.int64), own=True)
+
+    def write_states(self, out: np.ndarray) -> None:
+        """The recall segments of every game's full state into ``out`` (B, S or more), zeros there already."""
+        self._write(out, self.rules.recall_state, np.zeros(len(out), np.int64), own=False)
+
+    def _write(self, out: np.ndarray, at: dict[str, int], viewer: np.ndarray, own: bool) -> None:
+        """Seats counted from ``viewer`` (zero: absolute); ``own``: only the viewer's dealt hand."""
+        if not out.flags.c_contiguous:
+            raise ValueError("the recall segments are written through flat indices; expected a C-contiguous array")
+        r, b, width = self.rules, len(out), out.shape[1]
+        n, i = r.n, r.i
+        rows = np.arange(b)
+        seats = (viewer[:, None] + np.arange(n)) % n  # seats[b, rel]: the absolute seat at ego-centric position rel
+        if own:
+            out[:, at["dealt_hand"] : at["dealt_hand"] + i] = self.dealt_hands[rows, viewer]
+        else:
+            out[:, at["dealt_hands"] : at["dealt_hands"] + n * i] = self.dealt_hands.reshape(b, -1)
+        out[rows, at["starter"] + (self.starter - viewer) % n] = 1.0
+        if self.opening:
+            out[:, at["opening_collections"] : at["opening_collections"] + n * i] = self.opening_collections[rows[:, None], seats].reshape(b, -1)
+        game, slot = np.nonzero(np.arange(self.length) < self.count[:, None])  # every logged slot of every game
+        flat = out.reshape(-1)  # a view: out is C-contiguous (checked above)
+        base = game * width
+        flat[base + at["move_actor"] + slot * n + (self.actor[game, slot] - viewer[game]) % n] = 1.0
+        flat[base + at["move_public"] + slot * r.recall_moves + self.public[game, slot]] = 1.0
+        revealed = self.revealed[game, slot].astype(np.int64)
+        shown = revealed >= 0
+        flat[(base + at["move_revealed"] + slot * i + revealed)[shown]] = 1.0
+        if "move_top" in at:
+            top = self.top[game, slot].astype(np.int64)
+            shown = top >= 0
+            flat[(base + at["move_top"] + slot * i + top)[shown]] = 1.0
