@@ -176,9 +176,12 @@ def max_decisions(config: GameConfig) -> int:
     Every round takes at least one card out of the hands for good, in at most ``2N - 2``
     decisions (an offer, a peek and a pass per further seat, a call), plus two Royal
     placements; one more decision for the round a rule may end without a card leaving.
+    In Royal the joker and the blank may also come into a hand from the penalty deck,
+    which makes up to two more cards to leave the hands.
     """
-    n = config.num_players
-    bound = dealt_cards(config) * (2 * n - 2 + (2 if config.edition == "royal" else 0)) + 1
+    n, royal = config.num_players, config.edition == "royal"
+    cards = dealt_cards(config) + (len([c for c in config.cards.is_special if c]) if royal else 0)
+    bound = cards * (2 * n - 2 + (2 if royal else 0)) + 1
     return min(bound, config.max_steps) if config.max_steps is not None else bound
 
 

@@ -23,6 +23,11 @@ then fitted to its projection onto observations (each observation's information 
 weighted by chance and own reach). ``metadata.exact`` records the NashConv of the solver's
 table, of the table over observations the network was fitted to, and of the network.
 
+With ``game: {recall: true}`` (``GameConfig.recall``) the observation is the information
+state up to the seat rotation, so that projection loses nothing but the difference between
+the seats' strategies (on ``mini`` its NashConv is below the solver's own): the network
+can play the solution, and exploitability descent is not needed (``cfr.descent_steps: 0``).
+
 The solver is deterministic: ``--resume`` (also with more ``cfr.iterations``) continues
 from the checkpoint's regrets exactly as the uninterrupted run would. SIGINT/SIGTERM
 finish the current iteration, save and exit 130/143.

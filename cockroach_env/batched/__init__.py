@@ -87,7 +87,7 @@ recall, and ``recall.py`` (``_RecallLog``) writes the rest in numpy from a log p
 
 Without recall none of this runs (no log, no extra work per step). With it a step
 costs about as much as writing its observations out: they hold ``max_decisions``
-slots (24,399 floats for classic 4p, 47,305 for Royal 4p), so choose a small batch
+slots (24,399 floats for classic 4p, 48,953 for Royal 4p), so choose a small batch
 (``benchmarks/bench_batched.py --rule-sets "classic 4p recall" "royal 4p recall"``).
 
 Fresh deals follow ``engine.random_deal``'s rules exactly (starter, one permutation of
