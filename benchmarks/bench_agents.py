@@ -35,6 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 BASELINES = ("random", "honest", "bluffer", "heuristic")
+EXACT_TARGETS = {2: 0.02, 3: 0.05}
+"""Issue 13's largest exact NashConv by player count on the enumerable tables (``mini``, ``mini-3p``)."""
 
 
 def target(config) -> tuple[float, str]:
@@ -78,8 +80,9 @@ def measure(name: str, games: int, decisions: int, seed: int, exploit: bool) -> 
     started = time.perf_counter()
     if tree is not None:
         result = evaluate(agent, config, tree)
-        row["exploit"] = {"kind": "exact", "nash_conv": result.nash_conv, "seconds": time.perf_counter() - started}
-        print(f"  {name}: exact NashConv {result.nash_conv:.4f}", flush=True)
+        limit = EXACT_TARGETS.get(n)
+        row["exploit"] = {"kind": "exact", "nash_conv": result.nash_conv, "target": limit, "met": limit is not None and result.nash_conv <= limit, "seconds": time.perf_counter() - started}
+        print(f"  {name}: exact NashConv {result.nash_conv:.4f} (target <= {limit})", flush=True)
         return row
     from training.exploitability import main as exploitability
 
@@ -114,7 +117,8 @@ def markdown(rows: list[dict]) -> str:
         if e is None:
             cells.append("not measured")
         elif e["kind"] == "exact":
-            cells.append(f"exact NashConv {e['nash_conv']:.4f}")
+            verdict = "" if e.get("target") is None else f" (target <= {e['target']:g}: {'met' if e['met'] else '**not met**'})"
+            cells.append(f"exact NashConv {e['nash_conv']:.4f}{verdict}")
         else:
             cells.append(f"best response ({e['decisions'] / 1e6:g} M decisions) loses {100 * e['loss_rate']:.1f}% [{100 * e['ci95'][0]:.1f}, {100 * e['ci95'][1]:.1f}]: {e['points_from_parity']:.1f} points from parity")
         lines.append("| " + " | ".join(cells) + " |")

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import time
@@ -86,6 +87,15 @@ def _config(preset: str, num_players: int | None) -> GameConfig:
         return GameConfig.from_options(preset=preset or None, **options)
     except (ValueError, TypeError) as error:
         raise HTTPException(422, f"rules preset={preset!r}, num_players={num_players!r}: {error}") from None
+
+
+def _table_config(config: GameConfig, seats: list[str], checkpoints: dict[str, dict[str, Any]]) -> GameConfig:
+    """The rules with ``recall=True`` if a seat plays a shipped agent that sees the game's history
+    (the other agents then read the observation without it, ``training.load_agent``)."""
+    with_recall = dataclasses.replace(config, recall=True)
+    if not config.recall and any(checkpoints.get(spec) == with_recall.to_dict() for spec in seats):
+        return with_recall
+    return config
 
 
 def _checkpoints() -> dict[str, dict[str, Any]]:
@@ -201,7 +211,8 @@ def create_app(store: GameStore | None = None, save_dir: str | None = None) -> F
         import baselines
 
         config = _config(preset, num_players)
-        fitting = [name for name, game in checkpoints.items() if game == config.to_dict()]
+        with_recall = dataclasses.replace(config, recall=True).to_dict()
+        fitting = [name for name, game in checkpoints.items() if game in (config.to_dict(), with_recall)]
         return {"config": config.to_dict(), "agents": [HUMAN, *fitting, *baselines.names()]}
 
     @app.get("/api/art/{edition}")
@@ -213,7 +224,7 @@ def create_app(store: GameStore | None = None, save_dir: str | None = None) -> F
         players = request.num_players
         if players is None and not any("num_players" in PRESETS.get(name, {}) for name in request.preset.split("+")):
             players = len(request.seats)  # one seat per entry unless the preset fixes the count
-        config = _config(request.preset, players)
+        config = _table_config(_config(request.preset, players), request.seats, checkpoints)
         try:
             session = await asyncio.to_thread(GameSession, config, request.seats, request.seed, request.pace_ms)
         except ValueError as error:

@@ -103,6 +103,7 @@ def client(tmp_path):
     (["bluffer", "human", "human"], "royal", 3, 2),
     (["human", "heuristic"], "duel", None, 3),
     (["random", "human", "heuristic", "classic-4p"], "classic", 4, 4),
+    (["mini-recall", "human"], "mini", None, 5),  # an agent that sees the history: the table gets recall=True
 ])
 def test_whole_games_through_the_api_show_each_seat_only_its_own_view(client, seats, preset, num_players, seed, tmp_path):
     game_id, tokens, payloads, session = play_through_the_api(client, seats, preset, num_players, seed)
@@ -271,6 +272,7 @@ def test_setup_lists_rules_and_the_agents_that_fit_them(client):
     assert rules["config"] == GameConfig(num_players=4).to_dict()
     assert "classic-4p" in rules["agents"] and "classic-2p" not in rules["agents"] and rules["agents"][0] == "human"
     assert "royal-4p" in client.get("/api/rules", params={"preset": "royal", "num_players": 4}).json()["agents"]
+    assert {"mini", "mini-recall"} <= set(client.get("/api/rules", params={"preset": "mini"}).json()["agents"])
     art = client.get("/api/art/royal").json()
     assert set(art) == set(GameConfig(edition="royal").cards.identities) | {"back"}
     assert all(svg.startswith("<svg") for svg in art.values())

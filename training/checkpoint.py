@@ -439,7 +439,11 @@ def load_checkpoint(path_or_name: str | os.PathLike, game: GameConfig | None = N
     meta = read_metadata(path_or_name)
     meta_path = Path(meta.pop("_path"))
     if game is not None and GameConfig(**meta["game_config"]) != game:
-        raise CheckpointError(f"{meta_path}: trained for {_rules(GameConfig(**meta['game_config']))}, but the game here is {_rules(game)}")
+        trained = GameConfig(**meta["game_config"])
+        hint = ""
+        if trained.recall and not game.recall and dataclasses.replace(trained, recall=False) == game:
+            hint = "; the agent sees the game's history: play it with recall=True (--option recall=true, GameConfig(..., recall=True))"
+        raise CheckpointError(f"{meta_path}: trained for {_rules(trained)}, but the game here is {_rules(game)}{hint}")
     if kind == "run" and meta["kind"] != "run":
         raise CheckpointError(f"{meta_path}: an {meta['kind']!r} checkpoint (weights only) cannot resume training; expected a run checkpoint (runs/<name>/checkpoint)")
     validate_metadata(meta, schema, meta_path)
