@@ -217,21 +217,26 @@ def test_batched_plays_like_the_engine_long(config, backend):
 # ---------------------------------------------------------------------------- backends and deals
 @pytest.mark.parametrize(
     "config",
-    [GameConfig(num_players=4), GameConfig(num_players=6, rainbow_loses=True, opening_cards=1), GameConfig(num_players=2), GameConfig(num_players=4, edition="royal"), GameConfig(num_players=2, edition="royal", royal_counts_as_animal=False)],
+    [GameConfig(num_players=4), GameConfig(num_players=6, rainbow_loses=True, opening_cards=1), GameConfig(num_players=2), GameConfig(num_players=4, edition="royal"), GameConfig(num_players=2, edition="royal", royal_counts_as_animal=False),
+     GameConfig(num_players=4, edition="royal", recall=True), GameConfig.from_options("creature-to-start", num_players=5, recall=True)],
     ids=config_id,
 )
 def test_backends_agree_step_by_step(config):
     if len(BACKENDS) < 2:
         pytest.skip("numba is not installed")
-    runs = [BatchedGames(config, 256, seed=7, backend=backend) for backend in BACKENDS]
+    batch = 24 if config.recall else 256  # recall observations are large
+    runs = [BatchedGames(config, batch, seed=7, backend=backend) for backend in BACKENDS]
     steps = [games.reset() for games in runs]
     rng = np.random.default_rng(0)
+    done = 0
     for _ in range(150):
         for field in fields(BatchStep):
             assert np.array_equal(getattr(steps[0], field.name), getattr(steps[1], field.name)), field.name
         assert np.array_equal(runs[0].state(), runs[1].state())
         actions = random_legal_actions(steps[0].action_mask, rng)
         steps = [games.step(actions) for games in runs]
+        done += int(steps[0].done.sum())
+    assert done > 0  # games were dealt again within a step
 
 
 @pytest.mark.parametrize("config", [GameConfig(num_players=4), GameConfig(num_players=3, edition="royal")], ids=config_id)

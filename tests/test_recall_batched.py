@@ -82,26 +82,6 @@ def test_recall_restarts_with_every_reset(backend):
         assert not states[:, moves.start :].any()  # no decision yet
 
 
-@pytest.mark.parametrize(
-    "config", [GameConfig(num_players=4, edition="royal", recall=True), GameConfig.from_options("creature-to-start", num_players=5, recall=True)], ids=config_id
-)
-def test_backends_agree_with_recall(config):
-    if len(BACKENDS) < 2:
-        pytest.skip("numba is not installed")
-    runs = [BatchedGames(config, 24, seed=3, backend=backend) for backend in BACKENDS]
-    steps = [games.reset() for games in runs]
-    rng = np.random.default_rng(4)
-    done = 0
-    for _ in range(150):
-        for field in fields(BatchStep):
-            assert np.array_equal(getattr(steps[0], field.name), getattr(steps[1], field.name)), field.name
-        assert np.array_equal(runs[0].state(), runs[1].state())
-        actions = random_legal_actions(steps[0].action_mask, rng)
-        steps = [games.step(actions) for games in runs]
-        done += int(steps[0].done.sum())
-    assert done > 0
-
-
 def log_snapshot(games: BatchedGames) -> list[np.ndarray]:
     return [array.copy() for array in games._state.arrays() + games._recall.arrays()]
 
