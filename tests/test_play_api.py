@@ -107,7 +107,7 @@ def client(tmp_path):
 ])
 def test_whole_games_through_the_api_show_each_seat_only_its_own_view(client, seats, preset, num_players, seed, tmp_path):
     game_id, tokens, payloads, session = play_through_the_api(client, seats, preset, num_players, seed)
-    assert session.over and len(payloads) > 10
+    assert session.over and len(payloads) > (2 if preset == "mini" else 10)  # a mini game has at most 9 decisions
     for agent, view in payloads:
         check_payload(agent, view, session)
     # after the end, every seat sees the reveal; the record was saved and replays

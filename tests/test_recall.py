@@ -103,3 +103,20 @@ def test_an_agent_without_recall_plays_the_same_rules_with_recall_and_is_just_as
     assert evaluate(wrapped, recall, game_tree(recall)).nash_conv == pytest.approx(evaluate(load_agent("mini"), plain, game_tree(plain)).nash_conv, abs=1e-9)
     with pytest.raises(ValueError, match="trained for"):
         load_agent("mini", config=GameConfig.from_options("mini", recall=True, discard=1))
+
+
+def test_the_shipped_recall_agent_meets_its_table_and_shares_it_with_an_agent_without_recall():
+    """``mini-recall`` (CFR on the recall observation): exact NashConv under issue 13's 0.02; it plays ``mini`` at one table."""
+    from training import load_agent
+    from training.arena import play_match
+    from training.checkpoint import read_metadata
+    from training.exact import evaluate, game_tree
+
+    recall = GameConfig.from_options("mini", recall=True)
+    agent = load_agent("mini-recall", seed=0)
+    assert agent.config == recall
+    nash_conv = evaluate(agent, recall, game_tree(recall)).nash_conv
+    assert nash_conv <= 0.02
+    assert nash_conv == pytest.approx(read_metadata("mini-recall")["exact"]["nash_conv"], abs=1e-9)
+    result = play_match(["mini-recall", "mini"], recall, games=200, seed=1)
+    assert sum(result.report(name).games for name in ("mini-recall", "mini")) == 400
