@@ -10,7 +10,7 @@ information state, so a table over observations can play any behaviour strategy)
 1. DCFR over information states (``training.cfr_solver``), projected onto observations
    (``training.cfr.observation_table``): the equilibrium's NashConv and its value against
    `heuristic` (the mean over seats of the reward when one seat plays it and the other
-   plays `heuristic`; loss rate = (1 - value) / 2 with two players).
+   plays `heuristic`; loss rate = (1 - (N-1) value) / N).
 2. The best response to `heuristic` (exact): the most any policy can win from it.
 3. From the equilibrium, gradient descent on ``NashConv(pi) - weight * value(pi vs heuristic)``
    for each ``--weights`` (Adam on the table's logits, exact gradients on the tree:
@@ -89,8 +89,9 @@ def frontier(descent: ObservationDescent, start: np.ndarray, fixed: np.ndarray, 
     return history, best
 
 
-def loss(value: float) -> str:
-    return f"{100 * (1 - value) / 2:.1f}%"
+def loss(value: float, n: int) -> str:
+    """The loss rate of a seat whose expected reward is ``value`` (the loser gets -1, the others 1/(N-1)): ``(1 - (N-1) value) / N``."""
+    return f"{100 * (1 - (n - 1) * value) / n:.1f}%"
 
 
 def main() -> None:
@@ -102,6 +103,7 @@ def main() -> None:
     parser.add_argument("--learning-rate", type=float, default=0.01)
     args = parser.parse_args()
     config = GameConfig.from_options(args.preset, recall=True)
+    n = config.num_players
     started = time.perf_counter()
     tree = game_tree(config)
     descent = ObservationDescent(tree)
@@ -116,17 +118,17 @@ def main() -> None:
     value, _ = value_against(descent, start, fixed)
     parity = 1 / config.num_players
     print(f"{args.preset} with recall: {len(tree.observations):,} observations; DCFR {args.iterations} iterations in {time.perf_counter() - started:.0f} s")
-    print(f"equilibrium (DCFR table): NashConv {nash_conv:.4f}, value vs heuristic {value:+.4f} (loses {loss(value)}; parity {100 * parity:.0f}%, target <= {50 * parity:.0f}%)")
+    print(f"equilibrium (DCFR table): NashConv {nash_conv:.4f}, value vs heuristic {value:+.4f} (loses {loss(value, n)}; parity {100 * parity:.0f}%, target <= {50 * parity:.0f}%)")
     br = evaluate(heuristic, config, tree).best_response_values.mean()
-    print(f"best response to heuristic: value {br:+.4f} (loses {loss(br)}): the most any policy wins from it")
+    print(f"best response to heuristic: value {br:+.4f} (loses {loss(br, n)}): the most any policy wins from it")
     print("\n| weight | steps | end NashConv | end value (loss) | " + " | ".join(f"best value at NashConv <= {b:g}" for b in BUDGETS) + " |")
     print("|" + "---|" * (4 + len(BUDGETS)))
     for weight in args.weights:
         t = time.perf_counter()
         history, best = frontier(descent, start, fixed, weight, args.steps, args.learning_rate)
         _, end_nash_conv, end_value = history[-1]
-        cells = [f"{best[b][0]:+.4f} ({loss(best[b][0])}, NashConv {best[b][1]:.4f})" if b in best else "none" for b in BUDGETS]
-        print(f"| {weight:g} | {args.steps} ({time.perf_counter() - t:.0f} s) | {end_nash_conv:.4f} | {end_value:+.4f} ({loss(end_value)}) | " + " | ".join(cells) + " |", flush=True)
+        cells = [f"{best[b][0]:+.4f} ({loss(best[b][0], n)}, NashConv {best[b][1]:.4f})" if b in best else "none" for b in BUDGETS]
+        print(f"| {weight:g} | {args.steps} ({time.perf_counter() - t:.0f} s) | {end_nash_conv:.4f} | {end_value:+.4f} ({loss(end_value, n)}) | " + " | ".join(cells) + " |", flush=True)
 
 
 if __name__ == "__main__":
