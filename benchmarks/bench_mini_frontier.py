@@ -14,8 +14,8 @@ information state, so a table over observations can play any behaviour strategy)
 2. The best response to `heuristic` (exact): the most any policy can win from it.
 3. From the equilibrium, gradient descent on ``NashConv(pi) - weight * value(pi vs heuristic)``
    for each ``--weights`` (Adam on the table's logits, exact gradients on the tree:
-   ``training.descent`` for the NashConv; the value's gradient is the counterfactual value
-   of each observation's actions with `heuristic` in the other seat). For each weight it
+   ``training.descent``: ``nash_conv_and_gradient`` and ``value_against_and_gradient``, the
+   counterfactual value of each observation's actions with `heuristic` in the other seats). For each weight it
    prints the end point and, for each NashConv budget, the largest value seen within it.
 
 This is a local search over the frontier (a restricted Nash response would solve it
@@ -44,30 +44,6 @@ from training.exact import _probabilities, evaluate, game_tree  # noqa: E402
 BUDGETS = (0.005, 0.01, 0.02, 0.05, 0.1)
 
 
-def value_against(descent: ObservationDescent, table: np.ndarray, fixed: np.ndarray) -> tuple[float, np.ndarray]:
-    """Mean over seats ``s`` of ``V_s`` (seat ``s`` plays ``table``, every other seat ``fixed``) and its (U, A) gradient."""
-    tree, m = descent.tree, descent.tree.num_nodes
-    flat, other = table.reshape(-1), fixed.reshape(-1)
-    total, gradient = 0.0, np.zeros_like(flat)
-    for s in range(tree.num_players):
-        reach = np.zeros(m)
-        reach[descent.roots] = tree.chance[descent.roots]
-        factors = []
-        for nodes, up, seat, cell, _, _ in descent.levels:
-            factor = np.where(seat == s, flat[cell], other[cell])
-            factors.append(factor)
-            reach[nodes] = reach[up] * factor
-        value = np.where(descent.terminal, tree.returns[:, s], 0.0)
-        for (nodes, up, *_), factor in zip(reversed(descent.levels), reversed(factors)):
-            value += np.bincount(up, weights=factor * value[nodes], minlength=m)
-        total += float((tree.chance[descent.roots] * value[descent.roots]).sum())
-        for nodes, up, seat, cell, _, _ in descent.levels:
-            mine = seat == s
-            gradient += np.bincount(cell[mine], weights=reach[up[mine]] * value[nodes[mine]], minlength=len(gradient))
-    n = tree.num_players
-    return total / n, (gradient / n).reshape(table.shape)
-
-
 def frontier(descent: ObservationDescent, start: np.ndarray, fixed: np.ndarray, weight: float, steps: int, learning_rate: float) -> tuple[list, dict]:
     logits = np.where(descent.legal, np.log(np.clip(start, 1e-6, None)), 0.0)
     first, second = np.zeros_like(logits), np.zeros_like(logits)
@@ -75,7 +51,7 @@ def frontier(descent: ObservationDescent, start: np.ndarray, fixed: np.ndarray, 
     for step in range(steps + 1):
         policy = descent.softmax(logits)
         nash_conv, grad_nash_conv = descent.nash_conv_and_gradient(policy)
-        value, grad_value = value_against(descent, policy, fixed)
+        value, grad_value = descent.value_against_and_gradient(policy, fixed)
         history.append((step, nash_conv, value))
         for budget in BUDGETS:
             if nash_conv <= budget and value > best.get(budget, (-np.inf,))[0]:
@@ -115,7 +91,7 @@ def main() -> None:
         state = solver.iterate(state)
     start, *_ = observation_table(solver, state)
     nash_conv, _ = descent.nash_conv_and_gradient(start)
-    value, _ = value_against(descent, start, fixed)
+    value, _ = descent.value_against_and_gradient(start, fixed)
     parity = 1 / config.num_players
     print(f"{args.preset} with recall: {len(tree.observations):,} observations; DCFR {args.iterations} iterations in {time.perf_counter() - started:.0f} s")
     print(f"equilibrium (DCFR table): NashConv {nash_conv:.4f}, value vs heuristic {value:+.4f} (loses {loss(value, n)}; parity {100 * parity:.0f}%, target <= {50 * parity:.0f}%)")

@@ -192,6 +192,31 @@ def test_exploitability_descent_gradient_is_the_exact_nash_conv_and_lowers_it():
     assert result.nash_conv < value and result.history[0][2] == pytest.approx(value)
 
 
+def test_the_value_against_a_fixed_policy_and_its_gradient_are_exact():
+    """``value_against_and_gradient``: the mean over seats of the exact value with the other seat fixed; a finite difference matches its gradient."""
+    from training.descent import ObservationDescent
+    from training.exact import _probabilities
+
+    config = GameConfig(**MICRO_3)
+    tree = game_tree(config)
+    descent = ObservationDescent(tree)
+    rng = np.random.default_rng(1)
+    table = rng.random(tree.masks.shape) * tree.masks + 1e-3 * tree.masks
+    table /= table.sum(1, keepdims=True)
+    heuristic = baselines.make("heuristic", config, seed=0)
+    fixed = _probabilities(heuristic, tree.observations, tree.masks)
+    value, gradient = descent.value_against_and_gradient(table, fixed)
+    mine = ObservationTablePolicy(tree, table)
+    seats = [evaluate([mine, heuristic], config, tree).policy_values[0], evaluate([heuristic, mine], config, tree).policy_values[1]]
+    assert value == pytest.approx(np.mean(seats), abs=1e-9)
+    row = int(np.flatnonzero(tree.masks.sum(1) >= 2)[0])
+    a, b = np.flatnonzero(tree.masks[row])[:2]
+    moved = table.copy()
+    moved[row, a] += 1e-6
+    moved[row, b] -= 1e-6
+    assert (descent.value_against_and_gradient(moved, fixed)[0] - value) / 1e-6 == pytest.approx(gradient[row, a] - gradient[row, b], rel=1e-3, abs=1e-6)
+
+
 def test_sigterm_saves_the_solver_and_exits_143_and_the_run_resumes(tmp_path):
     import os
     import signal

@@ -54,27 +54,43 @@ class ObservationDescent:
 
     def nash_conv_and_gradient(self, table: np.ndarray) -> tuple[float, np.ndarray]:
         """``sum_s BR_s(table)`` (the NashConv, as the policy values sum to 0) and its (U, A) gradient."""
-        tree, m, a = self.tree, self.tree.num_nodes, self.num_actions
+        tree, a = self.tree, self.num_actions
         flat = table.reshape(-1)
         total = 0.0
         gradient = np.zeros(self.num_rows * a)
         for s in range(tree.num_players):
             chosen = self._best_response(flat, s)
-            reach = np.zeros(m)
-            reach[self.roots] = tree.chance[self.roots]
-            factors = []
-            for nodes, up, seat, cell, _, _ in self.levels:
-                factor = np.where(seat == s, chosen[nodes], flat[cell])
-                factors.append(factor)
-                reach[nodes] = reach[up] * factor
-            value = np.where(self.terminal, tree.returns[:, s], 0.0)
-            for (nodes, up, _, _, _, _), factor in zip(reversed(self.levels), reversed(factors)):
-                value += np.bincount(up, weights=factor * value[nodes], minlength=m)
+            reach, value = self._reach_and_value(s, [np.where(seat == s, chosen[nodes], flat[cell]) for nodes, _, seat, cell, _, _ in self.levels])
             total += float((tree.chance[self.roots] * value[self.roots]).sum())
             for nodes, up, seat, cell, _, _ in self.levels:
                 theirs = seat != s
                 gradient += np.bincount(cell[theirs], weights=reach[up[theirs]] * value[nodes[theirs]], minlength=len(gradient))
         return total, gradient.reshape(self.num_rows, a)
+
+    def value_against_and_gradient(self, table: np.ndarray, fixed: np.ndarray) -> tuple[float, np.ndarray]:
+        """The mean over seats ``s`` of ``s``'s value when it plays ``table`` and every other seat plays ``fixed`` (both (U, A)), and its (U, A) gradient in ``table``."""
+        tree, flat, other = self.tree, table.reshape(-1), fixed.reshape(-1)
+        total, gradient = 0.0, np.zeros(self.num_rows * self.num_actions)
+        for s in range(tree.num_players):
+            reach, value = self._reach_and_value(s, [np.where(seat == s, flat[cell], other[cell]) for _, _, seat, cell, _, _ in self.levels])
+            total += float((tree.chance[self.roots] * value[self.roots]).sum())
+            for nodes, up, seat, cell, _, _ in self.levels:
+                mine = seat == s
+                gradient += np.bincount(cell[mine], weights=reach[up[mine]] * value[nodes[mine]], minlength=len(gradient))
+        n = tree.num_players
+        return total / n, (gradient / n).reshape(self.num_rows, self.num_actions)
+
+    def _reach_and_value(self, s: int, factors: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """(M,) reach (chance x every factor above) and (M,) value to seat ``s``, given each level's edge factors."""
+        tree, m = self.tree, self.tree.num_nodes
+        reach = np.zeros(m)
+        reach[self.roots] = tree.chance[self.roots]
+        for (nodes, up, *_), factor in zip(self.levels, factors):
+            reach[nodes] = reach[up] * factor
+        value = np.where(self.terminal, tree.returns[:, s], 0.0)
+        for (nodes, up, *_), factor in zip(reversed(self.levels), reversed(factors)):
+            value += np.bincount(up, weights=factor * value[nodes], minlength=m)
+        return reach, value
 
     def _best_response(self, flat: np.ndarray, s: int) -> np.ndarray:
         """(M,) 1.0 at the children that seat ``s``'s best response chooses (and at every other seat's children)."""
