@@ -120,3 +120,30 @@ def test_the_shipped_recall_agent_meets_its_table_and_shares_it_with_an_agent_wi
     assert nash_conv == pytest.approx(read_metadata("mini-recall")["exact"]["nash_conv"], abs=1e-9)
     result = play_match(["mini-recall", "mini"], recall, games=200, seed=1)
     assert sum(result.report(name).games for name in ("mini-recall", "mini")) == 400
+
+
+def test_openspiel_observation_tensor_is_the_recall_observation():
+    """The OpenSpiel parameter ``recall``: ``observation_tensor`` is the AEC env's recall observation, step by step from the same deal."""
+    pyspiel = pytest.importorskip("pyspiel")
+    import cockroach_env.openspiel as cos
+    from cockroach_env.record import deal_of, env_from_deal
+
+    config = GameConfig.from_options("mini-3p", recall=True)
+    game = pyspiel.load_game(cos.SHORT_NAME, {"preset": "mini-3p", "recall": True})
+    assert game.observation_tensor_size() == encoding_for(config).observation.size
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        state = game.new_initial_state()
+        while state.is_chance_node():
+            outcomes, probs = zip(*state.chance_outcomes())
+            state.apply_action(int(rng.choice(outcomes, p=probs)))
+        probe = raw_env(config=config)
+        probe.game = state.p.game.copy()  # only to name the deal
+        env = env_from_deal(config, deal_of(probe))
+        while not state.is_terminal():
+            seat = state.current_player()
+            assert env.agent_selection == f"player_{seat}"
+            np.testing.assert_array_equal(np.asarray(state.observation_tensor(seat), np.float32), env.observe(f"player_{seat}")["observation"])
+            action = int(rng.choice(state.legal_actions()))
+            state.apply_action(action)
+            env.step(action)
