@@ -246,6 +246,17 @@ def test_cli_prints_a_table_and_writes_json_and_a_plot(tmp_path, capsys):
     assert "4-player royal" in table and "heuristic" in table and "95% CI" in table and "parity" in table
 
 
+def test_cli_without_rule_options_plays_the_rules_of_the_first_checkpoint(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    assert eval_cli.main(["heuristic", "mini-recall", "--games", "4", "--json", str(out), "--quiet"]) == 0
+    assert GameConfig(**json.loads(out.read_text())["config"]) == GameConfig.from_options("mini", recall=True)
+    assert eval_cli.main(["mini", "mini-recall", "--games", "4", "--quiet"]) == 2  # the first checkpoint's rules: mini without recall
+    assert "play it with recall=True" in capsys.readouterr().err
+    assert eval_cli.main(["mini-recall", "mini", "--games", "4", "--json", str(out), "--quiet"]) == 0  # mini reads the recall observation's prefix
+    assert eval_cli.main(["classic-4p", "heuristic", "--games", "4", "--quiet"]) == 2  # 4-player rules for a 2-seat lineup: the default 2-player rules, refused by name
+    assert "trained for 4-player classic" in capsys.readouterr().err
+
+
 def test_league_rates_every_agent_of_the_pool(capsys):
     assert eval_cli.main(["random", "honest", "heuristic", "--league", "--players", "2", "--games", "10", "--json", "-"]) == 0
     data = json.loads(capsys.readouterr().out)

@@ -10,7 +10,10 @@ Examples::
 
 Agents are baseline names, ``module:Class``, checkpoint paths/names or Stable-Baselines3
 ``.zip`` models (``training.sb3_agent``), one per seat
-(``NAME*K`` repeats). See ``training.arena`` for seat rotation, duplicate deals and
+(``NAME*K`` repeats). Without any rule option (``--preset``, ``--players``, ``--option``,
+...) a match plays the rules its first checkpoint was trained for, when they seat as
+many players as the lineup (``cockroach-eval mini-recall heuristic``); otherwise the
+default rules for the lineup's size. See ``training.arena`` for seat rotation, duplicate deals and
 the JSON schema. Exit status: 0 on success, 2 on bad input or a misbehaving agent.
 """
 
@@ -72,7 +75,32 @@ def _game_saver(args: argparse.Namespace):
     return GameSaver(count, directory)
 
 
-def config_from_args(args: argparse.Namespace, default_players: int) -> GameConfig:
+def _rules_given(args: argparse.Namespace) -> bool:
+    return bool(args.option) or args.players is not None or args.rainbow or any(getattr(args, key) is not None for key in ("preset", "edition", "loss_count", "discard", "opening_cards"))
+
+
+def checkpoint_rules(entries: Sequence[Any]) -> GameConfig | None:
+    """The rules the first checkpoint among ``entries`` was trained for (None if no entry is a checkpoint)."""
+    import baselines
+
+    for entry in entries:
+        if not isinstance(entry, str) or entry in baselines.names() or ":" in entry or entry.endswith(".zip"):
+            continue
+        try:
+            from training.checkpoint import read_metadata
+
+            return GameConfig(**read_metadata(entry)["game_config"])
+        except Exception:  # noqa: BLE001 - not a readable checkpoint: the arena names the problem when it loads the entry
+            continue
+    return None
+
+
+def config_from_args(args: argparse.Namespace, default_players: int, entries: Sequence[Any] = ()) -> GameConfig:
+    """The rules from the options; without any, a match of the lineup's size plays the rules of its first checkpoint."""
+    if not _rules_given(args) and not args.league:
+        trained = checkpoint_rules(entries)
+        if trained is not None and trained.num_players == default_players:
+            return trained
     options: dict[str, Any] = {}
     for item in args.option:
         key, sep, value = item.partition("=")
@@ -115,7 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if len(entries) < 2 and args.players is None:
             raise ArenaError(f"the lineup {args.agents} has {len(entries)} agent(s); expected one per seat, at least 2 (NAME*K repeats an agent K times)")
         default_players = (4 if len(entries) >= 4 else len(entries)) if args.league else len(entries)
-        config = config_from_args(args, default_players)
+        config = config_from_args(args, default_players, entries)
         saver = _game_saver(args)
         common = dict(games=args.games, seed=args.seed, duplicate=not args.no_duplicate, engine=args.engine, batch_size=args.batch_size, progress=False if args.quiet else None)
         if args.ray is not None and not args.league:
