@@ -177,17 +177,10 @@ def test_exploitability_descent_gradient_is_the_exact_nash_conv_and_lowers_it():
     config = GameConfig(**MICRO_3)
     tree = game_tree(config)
     descent = ObservationDescent(tree)
-    rng = np.random.default_rng(0)
-    table = rng.random(tree.masks.shape) * tree.masks + 1e-3 * tree.masks
-    table /= table.sum(1, keepdims=True)
+    table = _random_table(tree, seed=0)
     value, gradient = descent.nash_conv_and_gradient(table)
     assert value == pytest.approx(evaluate(ObservationTablePolicy(tree, table), config, tree).nash_conv, abs=1e-9)
-    row = int(np.flatnonzero(tree.masks.sum(1) >= 2)[0])
-    a, b = np.flatnonzero(tree.masks[row])[:2]
-    moved = table.copy()
-    moved[row, a] += 1e-6
-    moved[row, b] -= 1e-6
-    assert (descent.nash_conv_and_gradient(moved)[0] - value) / 1e-6 == pytest.approx(gradient[row, a] - gradient[row, b], rel=1e-3, abs=1e-6)
+    _check_gradient(descent.nash_conv_and_gradient, table, value, gradient, tree)
     result = descent.run(table, steps=30)
     assert result.nash_conv < value and result.history[0][2] == pytest.approx(value)
 
@@ -200,21 +193,30 @@ def test_the_value_against_a_fixed_policy_and_its_gradient_are_exact():
     config = GameConfig(**MICRO_3)
     tree = game_tree(config)
     descent = ObservationDescent(tree)
-    rng = np.random.default_rng(1)
-    table = rng.random(tree.masks.shape) * tree.masks + 1e-3 * tree.masks
-    table /= table.sum(1, keepdims=True)
+    table = _random_table(tree, seed=1)
     heuristic = baselines.make("heuristic", config, seed=0)
     fixed = _probabilities(heuristic, tree.observations, tree.masks)
     value, gradient = descent.value_against_and_gradient(table, fixed)
     mine = ObservationTablePolicy(tree, table)
     seats = [evaluate([mine, heuristic], config, tree).policy_values[0], evaluate([heuristic, mine], config, tree).policy_values[1]]
     assert value == pytest.approx(np.mean(seats), abs=1e-9)
+    _check_gradient(lambda t: descent.value_against_and_gradient(t, fixed), table, value, gradient, tree)
+
+
+def _random_table(tree, seed: int) -> np.ndarray:
+    """A random policy table over the tree's observations (every legal action likely)."""
+    table = np.random.default_rng(seed).random(tree.masks.shape) * tree.masks + 1e-3 * tree.masks
+    return table / table.sum(1, keepdims=True)
+
+
+def _check_gradient(objective, table: np.ndarray, value: float, gradient: np.ndarray, tree) -> None:
+    """A finite difference (moving probability between two legal actions of one row) matches ``gradient``."""
     row = int(np.flatnonzero(tree.masks.sum(1) >= 2)[0])
     a, b = np.flatnonzero(tree.masks[row])[:2]
     moved = table.copy()
     moved[row, a] += 1e-6
     moved[row, b] -= 1e-6
-    assert (descent.value_against_and_gradient(moved, fixed)[0] - value) / 1e-6 == pytest.approx(gradient[row, a] - gradient[row, b], rel=1e-3, abs=1e-6)
+    assert (objective(moved)[0] - value) / 1e-6 == pytest.approx(gradient[row, a] - gradient[row, b], rel=1e-3, abs=1e-6)
 
 
 def test_sigterm_saves_the_solver_and_exits_143_and_the_run_resumes(tmp_path):
