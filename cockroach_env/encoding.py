@@ -216,6 +216,8 @@ class Encoding:
         )
         self.royal = config.edition == "royal"
         self.recall = config.recall
+        self.recall_start = self.state.segments["dealt_hands"].start if config.recall else self.state.size + 1
+        """Where the recall segments start in the state vector (past the zero slot without recall)."""
         self.special_cards = tuple(c for c in range(self.num_cards) if cards.is_special[c])
         """Identities whose holder the ``special_holder`` segment tracks, in row order."""
 
@@ -229,6 +231,16 @@ class Encoding:
             else:
                 specs.append((seg.name, seg.shape, seg.seat_axis, seg.visibility))
         return specs
+
+    @cached_property
+    def card_index(self) -> dict[str, int]:
+        """Card identity name -> index (``Game.events`` name cards)."""
+        return {name: k for k, name in enumerate(self.config.cards.identities)}
+
+    @cached_property
+    def claim_index(self) -> dict[str, int]:
+        """Claim name -> index."""
+        return {name: k for k, name in enumerate(self.config.cards.claims)}
 
     # ------------------------------------------------------------- actions
     def public_move(self, action: int) -> int:
@@ -408,9 +420,8 @@ def recall_moves(encoding: Encoding, game) -> list[tuple[int, int, int, int]]:
     Read from ``game.events``, the public record of the game (the information state's
     events): one tuple per offer, call, peek, pass and Royal placement, in order.
     """
-    cards, n = encoding.config.cards, encoding.num_players
-    card_of = {name: k for k, name in enumerate(cards.identities)}
-    claim_of = {name: k for k, name in enumerate(cards.claims)}
+    n = encoding.num_players
+    card_of, claim_of = encoding.card_index, encoding.claim_index
     c, per_target = encoding.num_claims, encoding.num_targets * encoding.num_claims
     events = game.events
     first = events[0].get("penalty_top")
@@ -441,7 +452,7 @@ def write_recall(encoding: Encoding, game, out: np.ndarray) -> None:
     """Fill the ``GameConfig.recall`` segments of the state vector ``out`` from ``game`` (zeros first)."""
     at, n, i = encoding.offsets, encoding.num_players, encoding.num_cards
     recall = encoding.state.segments["dealt_hands"]
-    out[recall.start : encoding.state.size] = 0.0
+    out[recall.start :] = 0.0
     out[recall.start : recall.stop] = [x for row in game.dealt_hands for x in row]
     out[at["starter"] + game.starter] = 1.0
     if "opening_collections" in at:
@@ -465,7 +476,7 @@ def write_recall(encoding: Encoding, game, out: np.ndarray) -> None:
 def _write_tail(encoding: Encoding, game, out: np.ndarray, head: int) -> None:
     """Everything after the leading count segments: phase, seat to act, chain, Royal extras."""
     phase_at, to_act_at, claim_at, passer_at, holder_at, seen_at, claims_at, card_at = encoding.tail_offsets
-    out[head:] = 0.0
+    out[head : encoding.recall_start] = 0.0  # write_recall clears the rest itself
     if game.phase is not Phase.OVER:
         out[phase_at + _PHASE_INDEX[game.phase]] = 1.0
         out[to_act_at + game.current] = 1.0
