@@ -20,6 +20,7 @@ from torch import nn
 from baselines.agent import LogitsAgent
 from cockroach_env.config import GameConfig
 from cockroach_env.encoding import encoding_for
+from training import masked_policy
 
 MASKED_LOGIT = -1e9
 """Logit of an illegal action: ``exp`` underflows to 0, and ``0 * MASKED_LOGIT`` stays finite in the entropy."""
@@ -124,8 +125,9 @@ class Evaluation(NamedTuple):
     logprob: torch.Tensor
     entropy: torch.Tensor
     value: torch.Tensor
-    log_policy: torch.Tensor
-    policy: torch.Tensor
+    log_policy: torch.Tensor | None
+    """(B, A); None unless ``evaluate(..., full_policy=True)`` or off the compiled path."""
+    policy: torch.Tensor | None
 
 
 class ActorCritic(nn.Module):
@@ -150,18 +152,27 @@ class ActorCritic(nn.Module):
         self.policy_head = _layer(width, self.num_actions, 0.01, generator)
         self.value_head = _layer(width, 1, 1.0, generator)
 
-    def forward(self, obs: torch.Tensor, mask: torch.Tensor, counting: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Masked logits (B, A) and values (B,).
+    @torch.no_grad()
+    def network_inputs(self, obs: torch.Tensor) -> torch.Tensor:
+        """The first layer's inputs: the scaled observation, then the ``CardCounting`` inputs (with card counting).
 
-        ``mask`` is boolean (True = legal), or its ``mask_bias`` (float) if already
-        computed; ``counting``: ``counting_inputs(obs)`` if already computed.
+        A fixed function of the observation, so a PPO update computes it once for all
+        its epochs and minibatches (the same values as ``forward`` computes).
         """
         inputs = obs * self.obs_scale
         if self.card_counting is not None:
-            inputs = torch.cat([inputs, self.card_counting(obs) if counting is None else counting], dim=1)
+            inputs = torch.cat([inputs, self.card_counting(obs)], dim=1)
+        return inputs
+
+    def heads(self, inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Unmasked logits (B, A) and values (B,) of ``network_inputs(obs)``."""
         hidden = self.trunk(inputs)
-        bias = mask_bias(mask) if mask.dtype == torch.bool else mask
-        return self.policy_head(hidden) + bias, self.value_head(hidden).squeeze(-1)
+        return self.policy_head(hidden), self.value_head(hidden).squeeze(-1)
+
+    def forward(self, obs: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Masked logits (B, A) and values (B,); ``mask`` is boolean (True = legal), or its ``mask_bias`` (float) if already computed."""
+        logits, value = self.heads(self.network_inputs(obs))
+        return logits + (mask_bias(mask) if mask.dtype == torch.bool else mask), value
 
     @torch.no_grad()
     def sample(self, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None):
@@ -180,19 +191,23 @@ class ActorCritic(nn.Module):
         action = torch.searchsorted(cumulative, draw, right=True).squeeze(1)
         return action, log_policy.gather(1, action[:, None]).squeeze(1), value
 
-    @torch.no_grad()
-    def counting_inputs(self, obs: torch.Tensor) -> torch.Tensor | None:
-        """The ``CardCounting`` inputs of ``obs`` (None without card counting): a fixed function of the observation, so a PPO update computes them once for all its epochs."""
-        return None if self.card_counting is None else self.card_counting(obs)
+    def evaluate(self, inputs: torch.Tensor, legal: torch.Tensor, action: torch.Tensor, full_policy: bool = False) -> "Evaluation":
+        """Log-probabilities of ``action``, policy entropies and values of ``network_inputs`` rows, with gradients.
 
-    def evaluate(self, obs: torch.Tensor, mask: torch.Tensor, action: torch.Tensor, counting: torch.Tensor | None = None) -> "Evaluation":
-        """Log-probabilities of ``action``, policy entropies, values and the policy over all actions, with gradients.
-
-        ``mask`` as in ``forward``. The probabilities come from ``softmax``, not from
-        ``exp`` of the log-policy: on the CPU, ``exp`` of the underflowing illegal
-        entries is many times slower than the softmax kernel.
+        ``legal`` is the boolean mask (or, with ``full_policy``, its ``mask_bias``,
+        computed once per update). With ``full_policy`` (the magnet's KL needs it),
+        the log-policy and the policy over all actions too, from tensor operations
+        (``softmax``, not ``exp`` of the log-policy: on the CPU, ``exp`` of the
+        underflowing illegal entries is many times slower than the softmax kernel).
+        Without it, on the CPU, the log-probability and the entropy come from
+        ``training.masked_policy`` in one compiled pass over the legal entries, and
+        ``log_policy`` and ``policy`` are None.
         """
-        logits, value = self(obs, mask, counting)
+        logits, value = self.heads(inputs)
+        if not full_policy and masked_policy.available(logits):
+            logprob, entropy = masked_policy.masked_logprob_entropy(logits, legal, action)
+            return Evaluation(logprob, entropy, value, None, None)
+        logits = logits + (mask_bias(legal) if legal.dtype == torch.bool else legal)
         log_policy = torch.log_softmax(logits, dim=-1)
         policy = torch.softmax(logits, dim=-1)
         logprob = log_policy.gather(1, action[:, None]).squeeze(1)

@@ -640,36 +640,39 @@ def _update(learner: Learner, rollout: Rollout, advantages: np.ndarray, returns:
     b_value = torch.from_numpy(rollout.value[train_rows]).to(device)
     b_advantage = torch.from_numpy(advantages[train_rows]).to(device)
     b_return = torch.from_numpy(returns[train_rows]).to(device)
-    b_counting = model.counting_inputs(b_obs)  # once per update, not once per epoch (same values)
-    b_bias = mask_bias(b_mask)  # likewise
+    b_inputs = model.network_inputs(b_obs)  # once per update, not once per minibatch and epoch (the same values)
+    magnet = learner.magnet
+    if magnet is not None:
+        b_mask = mask_bias(b_mask)  # the magnet's KL takes the tensor path over all actions, with the mask as a bias, likewise once
     n_train = len(train_rows)
     minibatch = max(1, math.ceil(n_train / ppo.num_minibatches))
     clipfracs = []
     for _epoch in range(ppo.update_epochs if n_train else 0):
-        order = rng.permutation(n_train)
+        order = torch.from_numpy(rng.permutation(n_train)).to(device)
         for start in range(0, n_train, minibatch):
-            mb = torch.from_numpy(order[start : start + minibatch]).to(device)
-            mb_counting = None if b_counting is None else b_counting[mb]
-            new_logprob, entropy, new_value, log_policy, policy = model.evaluate(b_obs[mb], b_bias[mb], b_action[mb], mb_counting)
-            log_ratio = new_logprob - b_logprob[mb]
+            mb = order[start : start + minibatch]  # (index_select: several times faster than indexing with a tensor)
+            mb_inputs, mb_mask = b_inputs.index_select(0, mb), b_mask.index_select(0, mb)
+            new_logprob, entropy, new_value, log_policy, policy = model.evaluate(mb_inputs, mb_mask, b_action.index_select(0, mb), full_policy=magnet is not None)
+            log_ratio = new_logprob - b_logprob.index_select(0, mb)
             ratio = log_ratio.exp()
             with torch.no_grad():
                 approx_kl = ((ratio - 1) - log_ratio).mean()
                 clipfracs.append(((ratio - 1.0).abs() > ppo.clip_coef).float().mean().item())
-            mb_advantage = b_advantage[mb]
+            mb_advantage = b_advantage.index_select(0, mb)
             if ppo.norm_adv and len(mb) > 1:
                 mb_advantage = (mb_advantage - mb_advantage.mean()) / (mb_advantage.std() + 1e-8)
             pg_loss = torch.max(-mb_advantage * ratio, -mb_advantage * ratio.clamp(1 - ppo.clip_coef, 1 + ppo.clip_coef)).mean()
+            mb_value, mb_return = b_value.index_select(0, mb), b_return.index_select(0, mb)
             if ppo.clip_vloss:
-                v_clipped = b_value[mb] + (new_value - b_value[mb]).clamp(-ppo.clip_coef, ppo.clip_coef)
-                v_loss = 0.5 * torch.max((new_value - b_return[mb]) ** 2, (v_clipped - b_return[mb]) ** 2).mean()
+                v_clipped = mb_value + (new_value - mb_value).clamp(-ppo.clip_coef, ppo.clip_coef)
+                v_loss = 0.5 * torch.max((new_value - mb_return) ** 2, (v_clipped - mb_return) ** 2).mean()
             else:
-                v_loss = 0.5 * ((new_value - b_return[mb]) ** 2).mean()
+                v_loss = 0.5 * ((new_value - mb_return) ** 2).mean()
             entropy_loss = entropy.mean()
             loss = pg_loss - ppo.ent_coef * entropy_loss + ppo.vf_coef * v_loss
-            if learner.magnet is not None:  # KL(policy || magnet) over the legal actions (illegal ones have probability 0)
+            if magnet is not None:  # KL(policy || magnet) over the legal actions (illegal ones have probability 0)
                 with torch.no_grad():
-                    magnet_log_policy = torch.log_softmax(learner.magnet(b_obs[mb], b_bias[mb], mb_counting)[0], dim=-1)
+                    magnet_log_policy = torch.log_softmax(magnet.heads(mb_inputs)[0] + mb_mask, dim=-1)
                 magnet_kl = (policy * (log_policy - magnet_log_policy)).sum(-1).mean()
                 loss = loss + ppo.magnet_coef * magnet_kl
             optimizer.zero_grad()
@@ -688,7 +691,7 @@ def _update(learner: Learner, rollout: Rollout, advantages: np.ndarray, returns:
         "approx_kl": approx_kl.item(),
         "clipfrac": float(np.mean(clipfracs)),
         "explained_variance": float("nan") if var_y == 0 else 1 - (b_return - b_value).var().item() / var_y,
-        **({"magnet_kl": magnet_kl.item()} if learner.magnet is not None else {}),
+        **({"magnet_kl": magnet_kl.item()} if magnet is not None else {}),
     }
 
 

@@ -1,0 +1,97 @@
+"""The compiled masked log-probability and entropy (training.masked_policy) against the tensor path, values and gradients."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("numba")
+
+from cockroach_env import GameConfig  # noqa: E402
+from cockroach_env.batched import BatchedGames, random_legal_actions  # noqa: E402
+from training import masked_policy  # noqa: E402
+from training.model import ActorCritic, mask_bias  # noqa: E402
+
+
+def _tensor_path(logits, legal, action):
+    log_policy = torch.log_softmax(logits + mask_bias(legal), dim=-1)
+    policy = torch.softmax(logits + mask_bias(legal), dim=-1)
+    return log_policy.gather(1, action[:, None]).squeeze(1), -(policy * log_policy).sum(-1)
+
+
+def _real_masks(num_players=4, rows=600, seed=0):
+    """Legal-action masks and legal actions of real positions (offers with many legal moves, calls with two or three)."""
+    games = BatchedGames(GameConfig(num_players=num_players), batch_size=rows, seed=seed)
+    rng = np.random.default_rng(seed)
+    step = games.reset(seed=seed)
+    masks = []
+    for _ in range(6):
+        masks.append(step.action_mask.astype(bool))
+        step = games.step(random_legal_actions(step.action_mask, rng))
+    mask = np.concatenate(masks)
+    return torch.from_numpy(mask), torch.from_numpy(random_legal_actions(mask, rng)).long()
+
+
+@pytest.mark.parametrize("scale", [0.01, 1.0, 30.0])
+def test_values_and_gradients_match_the_tensor_path(scale):
+    legal, action = _real_masks()
+    assert legal.sum(1).min() >= 1 and legal.sum(1).max() > 50  # both kinds of rows
+    generator = torch.Generator().manual_seed(1)
+    logits = (scale * torch.randn(legal.shape, generator=generator)).requires_grad_()
+    weights_lp, weights_h = torch.randn(len(action), generator=generator), torch.randn(len(action), generator=generator)
+
+    logprob, entropy = masked_policy.masked_logprob_entropy(logits, legal, action)
+    ((weights_lp * logprob).sum() + (weights_h * entropy).mean()).backward()
+    fast = logprob.detach(), entropy.detach(), logits.grad.clone()
+    logits.grad = None
+    logprob, entropy = _tensor_path(logits, legal, action)
+    ((weights_lp * logprob).sum() + (weights_h * entropy).mean()).backward()
+
+    tolerance = 1e-5 * max(1.0, scale)
+    torch.testing.assert_close(fast[0], logprob.detach(), atol=tolerance, rtol=1e-5)
+    torch.testing.assert_close(fast[1], entropy.detach(), atol=tolerance, rtol=1e-5)
+    torch.testing.assert_close(fast[2], logits.grad, atol=1e-6, rtol=1e-4)
+    assert torch.all(fast[2][~legal] == 0)  # an illegal action's logit gets no gradient
+
+
+def test_one_output_alone_backpropagates():
+    legal, action = _real_masks(rows=50)
+    logits = torch.randn(legal.shape, requires_grad=True)
+    for pick in (0, 1):
+        logits.grad = None
+        masked_policy.masked_logprob_entropy(logits, legal, action)[pick].sum().backward()
+        expected = logits.detach().clone().requires_grad_()
+        _tensor_path(expected, legal, action)[pick].sum().backward()
+        torch.testing.assert_close(logits.grad, expected.grad, atol=1e-6, rtol=1e-4)
+
+
+def test_a_single_legal_action_has_probability_one_and_no_entropy():
+    legal = torch.zeros(3, 219, dtype=torch.bool)
+    legal[torch.arange(3), torch.tensor([0, 100, 218])] = True
+    logprob, entropy = masked_policy.masked_logprob_entropy(torch.randn(3, 219), legal, torch.tensor([0, 100, 218]))
+    assert torch.all(logprob.abs() < 1e-6) and torch.all(entropy.abs() < 1e-6)
+
+
+def test_bad_inputs_are_refused_with_the_shapes_named():
+    legal, action = _real_masks(rows=10)
+    with pytest.raises(TypeError, match="boolean mask"):
+        masked_policy.masked_logprob_entropy(torch.randn(legal.shape), legal.float(), action)
+    with pytest.raises(ValueError, match=r"logits \(60, 219\), legal \(60, 219\), action \(59,\)"):
+        masked_policy.masked_logprob_entropy(torch.randn(legal.shape), legal, action[:-1])
+
+
+def test_evaluate_takes_the_compiled_path_and_agrees_with_the_full_policy_path():
+    config = GameConfig(num_players=4)
+    model = ActorCritic(config, [32, 32], card_counting=True, seed=0)
+    legal, action = _real_masks(rows=100)
+    games = BatchedGames(config, batch_size=len(action), seed=3)
+    obs = torch.from_numpy(np.repeat(games.reset(seed=3).observation[:1], len(action), axis=0))
+    inputs = model.network_inputs(obs)
+    fast = model.evaluate(inputs, legal, action)
+    full = model.evaluate(inputs, legal, action, full_policy=True)
+    assert fast.log_policy is None and full.log_policy is not None
+    for a, b in [(fast.logprob, full.logprob), (fast.entropy, full.entropy), (fast.value, full.value)]:
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(full.logprob, full.log_policy.gather(1, action[:, None]).squeeze(1))
+    # the mask as a precomputed bias gives the same full policy
+    biased = model.evaluate(inputs, mask_bias(legal), action, full_policy=True)
+    torch.testing.assert_close(biased.policy, full.policy)
