@@ -13,10 +13,11 @@ Target (issue 13, part 6): at least 50,000 decisions per second for configs/ppo_
 on a 2-core machine. The machine's load average is printed, since other processes on the
 same cores lower the figure.
 
-``--compare REF`` measures the code at git ``REF`` (default: the commit before the
-throughput work of issue 13), this tree, and this tree with ``ppo.overlap`` (the next
-rollout collected in a second thread while the update runs) alternately, each run in a
-fresh process, ``--rounds`` times, and prints the medians and their ratios; with other
+``--compare [REF ...]`` measures the code at each git ``REF`` (default: the commit before
+the throughput work of issue 13) and this tree, each serially and, where it has it, with
+``ppo.overlap`` (the next rollout collected in a second thread while the update runs),
+alternately, each run in a fresh process, ``--rounds`` times, and prints the medians
+and their ratios to the first ``REF``; with other
 jobs on the same cores, only interleaved figures compare (and overlap has no second
 core to use). ``--profile`` prints where the time
 of the training loop goes (engine, network inference, action sampling, opponents, GAE,
@@ -80,14 +81,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="arena seed for --strength (default 0)")
     parser.add_argument("--exploit", metavar="CHECKPOINT", help="measure the exploitability target of a checkpoint instead of the throughput")
     parser.add_argument("--decisions", type=int, default=5_000_000, help="best-response budget for --exploit (default 5,000,000)")
-    parser.add_argument("--compare", nargs="?", const=BASELINE, metavar="REF", help=f"alternate runs of git REF (default {BASELINE}) and this tree; print the ratio")
+    parser.add_argument("--compare", nargs="*", metavar="REF", help=f"alternate runs of git REFs (default {BASELINE}) and this tree, each with and without ppo.overlap where it has it; print the ratios")
     parser.add_argument("--rounds", type=int, default=3, help="runs of each side for --compare (default 3)")
     parser.add_argument("--profile", action="store_true", help="print where the training loop's time goes")
     parser.add_argument("--learning", type=int, metavar="DECISIONS", help="train without and with ppo.overlap for DECISIONS each; compare the agents against heuristic")
-    parser.add_argument("--update-ab", action="store_true", help="time one PPO update on 10,000 samples, the masked policy from tensor operations (old) vs training.masked_policy's compiled pass (new), interleaved")
+    parser.add_argument("--update-ab", action="store_true", help="time one PPO update on 10,000 samples, the masked policy from tensor operations (old) vs training.kernels' compiled pass (new), interleaved")
     args = parser.parse_args(argv)
-    if args.compare:
-        return compare(args.compare, args.rounds, args.config, args.updates, args.overrides)
+    if args.compare is not None:
+        return compare(args.compare or [BASELINE], args.rounds, args.config, args.updates, args.overrides)
     if args.profile:
         return profile(args.config, args.updates, args.overrides)
     if args.update_ab:
@@ -137,23 +138,32 @@ def _bench_config(path: str, updates: int, overrides: list[str], out: str):
     return config
 
 
-def compare(ref: str, rounds: int, config: str, updates: int, overrides: list[str]) -> int:
-    """Alternate fresh-process runs of git ``ref`` and of this tree; medians and their ratio."""
+def compare(refs: list[str], rounds: int, config: str, updates: int, overrides: list[str]) -> int:
+    """Alternate fresh-process runs of each git ref in ``refs`` and of this tree; medians and their ratios to the first ref.
+
+    Each tree runs serially, and also with ``ppo.overlap`` where its config knows it.
+    """
     import re
     import statistics
     import subprocess
     import tarfile
 
     line = re.compile(r"end to end, after the first update: ([\d,]+) decisions/s")
-    with tempfile.TemporaryDirectory() as old_tree:
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], check=True, capture_output=True).stdout
-        with tarfile.open(fileobj=__import__("io").BytesIO(archive)) as tar:
-            tar.extractall(old_tree, filter="data")
-        contenders = {  # name -> (tree, extra overrides)
-            f"old ({ref})": (Path(old_tree), []),
-            "new (this tree)": (ROOT, ["ppo.overlap=false"]),
-            "new, ppo.overlap": (ROOT, ["ppo.overlap=true"]),
-        }
+    with tempfile.TemporaryDirectory() as scratch:
+        trees = {}
+        for ref in refs:
+            archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], check=True, capture_output=True).stdout
+            tree = Path(scratch) / ref.replace("/", "_")
+            with tarfile.open(fileobj=__import__("io").BytesIO(archive)) as tar:
+                tar.extractall(tree, filter="data")
+            trees[ref] = tree
+        trees["this tree"] = ROOT
+        contenders = {}  # name -> (tree, extra overrides)
+        for ref, tree in trees.items():
+            has_overlap = "overlap: bool" in (tree / "training" / "config.py").read_text()
+            contenders[ref] = (tree, ["ppo.overlap=false"] if has_overlap else [])
+            if has_overlap:
+                contenders[f"{ref}, ppo.overlap"] = (tree, ["ppo.overlap=true"])
         figures: dict[str, list[float]] = {name: [] for name in contenders}
         loads = []
         for r in range(rounds):
@@ -168,10 +178,10 @@ def compare(ref: str, rounds: int, config: str, updates: int, overrides: list[st
                 figures[name].append(float(match[1].replace(",", "")))
                 print(f"round {r + 1} {name}: {figures[name][-1]:,.0f} decisions/s (load average {loads[-1]:.2f})", flush=True)
     medians = {name: statistics.median(v) for name, v in figures.items()}
-    old = medians[f"old ({ref})"]
+    first = medians[refs[0]]
     print(f"config {config}, {updates} updates per run, {rounds} rounds, cpu cores {os.cpu_count()}, load average {min(loads):.2f} to {max(loads):.2f}")
     for name, median in medians.items():
-        print(f"  median {name:20s} {median:8,.0f} decisions/s   x old {median / old:.2f}   target {TARGET:,}: {'met' if median >= TARGET else 'NOT met'}")
+        print(f"  median {name:28s} {median:8,.0f} decisions/s   x {refs[0]} {median / first:.2f}   target {TARGET:,}: {'met' if median >= TARGET else 'NOT met'}")
     return 0
 
 
@@ -213,14 +223,14 @@ def profile(path: str, updates: int, overrides: list[str]) -> int:
 
 
 def update_ab(path: str, rounds: int, samples: int = 10_000) -> int:
-    """One PPO update of ``samples`` real observations: the masked policy's log-probabilities and entropies from tensor operations (old) or from ``training.masked_policy``'s compiled pass (new), interleaved in this process."""
+    """One PPO update of ``samples`` real observations: the masked policy's log-probabilities and entropies from tensor operations (old) or from ``training.kernels``'s compiled pass (new), interleaved in this process."""
     import statistics
 
     import numpy as np
     import torch
 
     from cockroach_env.batched import BatchedGames, random_legal_actions
-    from training import masked_policy
+    from training import kernels
     from training.config import load_config
     from training.model import ActorCritic
     from training.ppo import Learner, _update
@@ -241,7 +251,7 @@ def update_ab(path: str, rounds: int, samples: int = 10_000) -> int:
     learner.rollout.append(obs, mask, action.numpy(), logprob.numpy(), value.numpy())
     advantages, returns = rng.standard_normal(samples).astype(np.float32), rng.standard_normal(samples).astype(np.float32)
     start = {k: v.clone() for k, v in model.state_dict().items()}
-    compiled = masked_policy.available
+    compiled = kernels.available
     seconds: dict[str, list[float]] = {"old": [], "new": []}
     weights = {}
     try:
@@ -249,13 +259,13 @@ def update_ab(path: str, rounds: int, samples: int = 10_000) -> int:
             for name in seconds:
                 model.load_state_dict(start)
                 learner.reset_optimizer()
-                masked_policy.available = compiled if name == "new" else (lambda logits: False)
+                kernels.available = compiled if name == "new" else (lambda logits: False)
                 began = time.perf_counter()
                 _update(learner, learner.rollout, advantages, returns, np.arange(samples), config.ppo, np.random.default_rng(1), "cpu")
                 seconds[name].append(time.perf_counter() - began)
                 weights[name] = torch.cat([p.detach().flatten() for p in model.parameters()])
     finally:
-        masked_policy.available = compiled
+        kernels.available = compiled
     old, new = statistics.median(seconds["old"]), statistics.median(seconds["new"])
     drift = float((weights["old"] - weights["new"]).abs().max())
     print(f"one update of {samples:,} samples ({config.ppo.update_epochs} epochs x {config.ppo.num_minibatches} minibatches, network {config.model.hidden_sizes}), median of {rounds}; load average {os.getloadavg()[0]:.2f}")

@@ -25,7 +25,6 @@ import sys
 from typing import Any, Sequence
 
 from cockroach_env.config import PRESETS, GameConfig
-from cockroach_env.engine import LOSS_REASONS
 from training.arena import ENGINES, ArenaError, MatchResult, expand_lineup, play_league, play_match
 from training.output_paths import output_file_problem
 from training.report import describe_config, format_result

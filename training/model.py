@@ -20,7 +20,7 @@ from torch import nn
 from baselines.agent import LogitsAgent
 from cockroach_env.config import GameConfig
 from cockroach_env.encoding import encoding_for
-from training import masked_policy
+from training import kernels
 
 MASKED_LOGIT = -1e9
 """Logit of an illegal action: ``exp`` underflows to 0, and ``0 * MASKED_LOGIT`` stays finite in the entropy."""
@@ -104,6 +104,13 @@ class CardCounting(nn.Module):
         self.size = self.c + 3 + 2 * self.n
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """(B, ``size``): on the CPU in one compiled pass (``training.kernels.card_counting``), else as tensor operations."""
+        if kernels.available(obs) and not obs.requires_grad:
+            return kernels.card_counting(obs, self)
+        return self.tensor_forward(obs)
+
+    def tensor_forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """``forward`` as tensor operations (any device, differentiable in ``obs``)."""
         own = obs[:, self.own]
         collections = obs[:, self.collections].reshape(-1, self.n, self.i)
         claim = obs[:, self.claim]
@@ -200,12 +207,12 @@ class ActorCritic(nn.Module):
         (``softmax``, not ``exp`` of the log-policy: on the CPU, ``exp`` of the
         underflowing illegal entries is many times slower than the softmax kernel).
         Without it, on the CPU, the log-probability and the entropy come from
-        ``training.masked_policy`` in one compiled pass over the legal entries, and
+        ``training.kernels`` in one compiled pass over the legal entries, and
         ``log_policy`` and ``policy`` are None.
         """
         logits, value = self.heads(inputs)
-        if not full_policy and masked_policy.available(logits):
-            logprob, entropy = masked_policy.masked_logprob_entropy(logits, legal, action)
+        if not full_policy and kernels.available(logits):
+            logprob, entropy = kernels.masked_logprob_entropy(logits, legal, action)
             return Evaluation(logprob, entropy, value, None, None)
         logits = logits + (mask_bias(legal) if legal.dtype == torch.bool else legal)
         log_policy = torch.log_softmax(logits, dim=-1)

@@ -1,4 +1,4 @@
-"""The compiled masked log-probability and entropy (training.masked_policy) against the tensor path, values and gradients."""
+"""The compiled passes of training.kernels against the tensor operations they replace: the masked log-probability and entropy (values and gradients), and the card-counting inputs."""
 
 import numpy as np
 import pytest
@@ -8,8 +8,8 @@ pytest.importorskip("numba")
 
 from cockroach_env import GameConfig  # noqa: E402
 from cockroach_env.batched import BatchedGames, random_legal_actions  # noqa: E402
-from training import masked_policy  # noqa: E402
-from training.model import ActorCritic, mask_bias  # noqa: E402
+from training import kernels  # noqa: E402
+from training.model import ActorCritic, CardCounting, mask_bias  # noqa: E402
 
 
 def _tensor_path(logits, legal, action):
@@ -39,7 +39,7 @@ def test_values_and_gradients_match_the_tensor_path(scale):
     logits = (scale * torch.randn(legal.shape, generator=generator)).requires_grad_()
     weights_lp, weights_h = torch.randn(len(action), generator=generator), torch.randn(len(action), generator=generator)
 
-    logprob, entropy = masked_policy.masked_logprob_entropy(logits, legal, action)
+    logprob, entropy = kernels.masked_logprob_entropy(logits, legal, action)
     ((weights_lp * logprob).sum() + (weights_h * entropy).mean()).backward()
     fast = logprob.detach(), entropy.detach(), logits.grad.clone()
     logits.grad = None
@@ -58,7 +58,7 @@ def test_one_output_alone_backpropagates():
     logits = torch.randn(legal.shape, requires_grad=True)
     for pick in (0, 1):
         logits.grad = None
-        masked_policy.masked_logprob_entropy(logits, legal, action)[pick].sum().backward()
+        kernels.masked_logprob_entropy(logits, legal, action)[pick].sum().backward()
         expected = logits.detach().clone().requires_grad_()
         _tensor_path(expected, legal, action)[pick].sum().backward()
         torch.testing.assert_close(logits.grad, expected.grad, atol=1e-6, rtol=1e-4)
@@ -67,16 +67,16 @@ def test_one_output_alone_backpropagates():
 def test_a_single_legal_action_has_probability_one_and_no_entropy():
     legal = torch.zeros(3, 219, dtype=torch.bool)
     legal[torch.arange(3), torch.tensor([0, 100, 218])] = True
-    logprob, entropy = masked_policy.masked_logprob_entropy(torch.randn(3, 219), legal, torch.tensor([0, 100, 218]))
+    logprob, entropy = kernels.masked_logprob_entropy(torch.randn(3, 219), legal, torch.tensor([0, 100, 218]))
     assert torch.all(logprob.abs() < 1e-6) and torch.all(entropy.abs() < 1e-6)
 
 
 def test_bad_inputs_are_refused_with_the_shapes_named():
     legal, action = _real_masks(rows=10)
     with pytest.raises(TypeError, match="boolean mask"):
-        masked_policy.masked_logprob_entropy(torch.randn(legal.shape), legal.float(), action)
+        kernels.masked_logprob_entropy(torch.randn(legal.shape), legal.float(), action)
     with pytest.raises(ValueError, match=r"logits \(60, 219\), legal \(60, 219\), action \(59,\)"):
-        masked_policy.masked_logprob_entropy(torch.randn(legal.shape), legal, action[:-1])
+        kernels.masked_logprob_entropy(torch.randn(legal.shape), legal, action[:-1])
 
 
 def test_evaluate_takes_the_compiled_path_and_agrees_with_the_full_policy_path():
@@ -95,3 +95,29 @@ def test_evaluate_takes_the_compiled_path_and_agrees_with_the_full_policy_path()
     # the mask as a precomputed bias gives the same full policy
     biased = model.evaluate(inputs, mask_bias(legal), action, full_policy=True)
     torch.testing.assert_close(biased.policy, full.policy)
+
+
+@pytest.mark.parametrize(
+    "rules",
+    [dict(num_players=2), dict(num_players=4), dict(num_players=6), dict(num_players=3, edition="royal"), dict(preset="mini"), dict(preset="mini-3p")],
+    ids=["classic-2p", "classic-4p", "classic-6p", "royal-3p", "mini", "mini-3p"],
+)
+def test_card_counting_matches_its_tensor_form_on_real_observations(rules):
+    config = GameConfig.from_options(**rules)
+    counting = CardCounting(config)
+    games = BatchedGames(config, batch_size=256, seed=5)
+    rng = np.random.default_rng(5)
+    step = games.reset(seed=5)
+    for _ in range(40):  # openings, chains in play (seen and unseen cards), collections filling up
+        obs = torch.from_numpy(step.observation.copy())
+        fast = counting(obs)
+        assert fast.shape == (len(obs), counting.size) and fast.dtype == torch.float32
+        torch.testing.assert_close(fast, counting.tensor_forward(obs), atol=1e-6, rtol=1e-5)
+        step = games.step(random_legal_actions(step.action_mask, rng))
+
+
+def test_card_counting_keeps_gradients_through_the_tensor_form():
+    config = GameConfig(num_players=4)
+    obs = torch.from_numpy(BatchedGames(config, batch_size=8, seed=0).reset(seed=0).observation.copy()).requires_grad_()
+    CardCounting(config)(obs).sum().backward()  # a differentiable input takes the tensor operations
+    assert obs.grad is not None and obs.grad.abs().sum() > 0
