@@ -83,35 +83,33 @@ if numba is not None:
     def _card_counting(obs, own, collections, claim, card, n, truth, true_total, deck, loss_count, max_copies, out):  # pragma: no cover - compiled
         rows = obs.shape[0]
         identities, claims = truth.shape
+        visible = np.empty(identities, np.float64)
+        claim_fit = np.empty(identities, np.float64)  # does identity i fit the claim in play (weighted by the claim one-hot)
         for b in range(rows):
             visible_total = 0.0
-            for i in range(identities):
-                visible = obs[b, own + i]
-                for s in range(n):
-                    visible += obs[b, collections + s * identities + i]
-                visible_total += visible
-            unseen = max(deck - visible_total, 1.0)
-            p_claim = 0.0
             own_fitting = 0.0
             card_fits = 0.0
+            for i in range(identities):
+                seen = obs[b, own + i]
+                for s in range(n):
+                    seen += obs[b, collections + s * identities + i]
+                visible[i] = seen
+                visible_total += seen
+                fit = 0.0
+                for c in range(claims):
+                    fit += truth[i, c] * obs[b, claim + c]
+                claim_fit[i] = fit
+                own_fitting += obs[b, own + i] * fit
+                card_fits += obs[b, card + i] * fit
+            unseen = max(deck - visible_total, 1.0)
+            p_claim = 0.0
             for c in range(claims):
                 visible_true = 0.0
-                own_true = 0.0
-                card_true = 0.0
                 for i in range(identities):
-                    if truth[i, c] != 0.0:
-                        visible = obs[b, own + i]
-                        for s in range(n):
-                            visible += obs[b, collections + s * identities + i]
-                        visible_true += visible * truth[i, c]
-                        own_true += obs[b, own + i] * truth[i, c]
-                        card_true += obs[b, card + i] * truth[i, c]
+                    visible_true += visible[i] * truth[i, c]
                 p_true = (true_total[c] - visible_true) / unseen
                 out[b, c] = p_true
-                weight = obs[b, claim + c]
-                p_claim += p_true * weight
-                own_fitting += own_true * weight
-                card_fits += card_true * weight
+                p_claim += p_true * obs[b, claim + c]
             out[b, claims] = p_claim
             out[b, claims + 1] = own_fitting / max_copies
             out[b, claims + 2] = card_fits
@@ -120,8 +118,7 @@ if numba is not None:
                 same = 0.0
                 for i in range(identities):
                     held = obs[b, collections + s * identities + i]
-                    for c in range(claims):
-                        fitting += held * truth[i, c] * obs[b, claim + c]
+                    fitting += held * claim_fit[i]
                     same += held * obs[b, card + i]
                 out[b, claims + 3 + s] = fitting / loss_count
                 out[b, claims + 3 + n + s] = same / loss_count
