@@ -645,13 +645,6 @@ def _update(learner: Learner, rollout: Rollout, advantages: np.ndarray, returns:
     if magnet is not None:
         b_mask = mask_bias(b_mask)  # the magnet's KL takes the tensor path over all actions, with the mask as a bias, likewise once
     n_train = len(train_rows)
-    proximal = None
-    if ppo.overlap and n_train:
-        # Decoupled PPO (Hilton et al. 2021, "Batch size-invariance for policy optimization"): with overlap the
-        # rollout played the weights of one update ago, so the ratio is clipped around the policy at the start of
-        # this update (the proximal policy), and each sample is weighted by proximal / behavior probability.
-        with torch.no_grad():
-            proximal = model.evaluate(b_inputs, b_mask, b_action, full_policy=magnet is not None).logprob
     minibatch = max(1, math.ceil(n_train / ppo.num_minibatches))
     clipfracs = []
     for _epoch in range(ppo.update_epochs if n_train else 0):
@@ -660,12 +653,7 @@ def _update(learner: Learner, rollout: Rollout, advantages: np.ndarray, returns:
             mb = order[start : start + minibatch]  # (index_select: several times faster than indexing with a tensor)
             mb_inputs, mb_mask = b_inputs.index_select(0, mb), b_mask.index_select(0, mb)
             new_logprob, entropy, new_value, log_policy, policy = model.evaluate(mb_inputs, mb_mask, b_action.index_select(0, mb), full_policy=magnet is not None)
-            mb_logprob = b_logprob.index_select(0, mb)
-            if proximal is None:
-                log_ratio, weight = new_logprob - mb_logprob, None
-            else:
-                mb_proximal = proximal.index_select(0, mb)
-                log_ratio, weight = new_logprob - mb_proximal, (mb_proximal - mb_logprob).exp()
+            log_ratio = new_logprob - b_logprob.index_select(0, mb)
             ratio = log_ratio.exp()
             with torch.no_grad():
                 approx_kl = ((ratio - 1) - log_ratio).mean()
@@ -673,8 +661,7 @@ def _update(learner: Learner, rollout: Rollout, advantages: np.ndarray, returns:
             mb_advantage = b_advantage.index_select(0, mb)
             if ppo.norm_adv and len(mb) > 1:
                 mb_advantage = (mb_advantage - mb_advantage.mean()) / (mb_advantage.std() + 1e-8)
-            pg_loss = torch.max(-mb_advantage * ratio, -mb_advantage * ratio.clamp(1 - ppo.clip_coef, 1 + ppo.clip_coef))
-            pg_loss = (pg_loss if weight is None else weight * pg_loss).mean()
+            pg_loss = torch.max(-mb_advantage * ratio, -mb_advantage * ratio.clamp(1 - ppo.clip_coef, 1 + ppo.clip_coef)).mean()
             mb_value, mb_return = b_value.index_select(0, mb), b_return.index_select(0, mb)
             if ppo.clip_vloss:
                 v_clipped = mb_value + (new_value - mb_value).clamp(-ppo.clip_coef, ppo.clip_coef)
