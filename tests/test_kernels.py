@@ -121,3 +121,34 @@ def test_card_counting_keeps_gradients_through_the_tensor_form():
     obs = torch.from_numpy(BatchedGames(config, batch_size=8, seed=0).reset(seed=0).observation.copy()).requires_grad_()
     CardCounting(config)(obs).sum().backward()  # a differentiable input takes the tensor operations
     assert obs.grad is not None and obs.grad.abs().sum() > 0
+
+
+def test_sampling_draws_what_the_tensor_form_draws_from_the_same_uniform_numbers():
+    legal, _ = _real_masks(rows=2000)
+    generator = torch.Generator().manual_seed(2)
+    logits = 3.0 * torch.randn(legal.shape, generator=generator)
+    draws = torch.rand(len(legal), generator=generator)
+    action, logprob = kernels.sample_masked(logits, legal, draws)
+    assert bool(legal[torch.arange(len(legal)), action].all())  # never an illegal action
+    masked = logits + mask_bias(legal)
+    cumulative = torch.softmax(masked, -1).cumsum(-1)
+    expected = torch.searchsorted(cumulative, draws[:, None] * cumulative[:, -1:], right=True).squeeze(1)
+    assert (action == expected).float().mean() >= 0.999  # (a draw on a boundary may round the other way)
+    torch.testing.assert_close(logprob, torch.log_softmax(masked, -1).gather(1, action[:, None]).squeeze(1), atol=1e-5, rtol=1e-5)
+    # the extremes of the draw, uniform over the legal actions: 0 takes the first legal action, just below 1 the last
+    flat = torch.zeros(legal.shape)
+    first = kernels.sample_masked(flat, legal, torch.zeros(len(legal)))[0]
+    assert torch.equal(first, legal.float().argmax(1))
+    last = kernels.sample_masked(flat, legal, torch.full((len(legal),), 1.0 - 2**-24))[0]
+    assert torch.equal(last, (legal.shape[1] - 1) - legal.flip(1).float().argmax(1))
+
+
+def test_model_sample_takes_the_compiled_draw_and_keeps_the_generator_in_step():
+    config = GameConfig(num_players=4)
+    model = ActorCritic(config, [32, 32], card_counting=True, seed=0)
+    step = BatchedGames(config, batch_size=300, seed=1).reset(seed=1)
+    obs, legal = torch.from_numpy(step.observation.copy()), torch.from_numpy(step.action_mask.astype(bool))
+    fast = model.sample(obs, legal, torch.Generator().manual_seed(7))
+    tensor = model.sample(obs, mask_bias(legal), torch.Generator().manual_seed(7))  # a float mask takes the tensor form
+    assert (fast[0] == tensor[0]).float().mean() >= 0.99
+    torch.testing.assert_close(fast[2], tensor[2])

@@ -1,7 +1,7 @@
-"""Compiled CPU passes (numba) for two fixed computations of the network, each tested against its tensor form.
+"""Compiled CPU passes (numba) for fixed computations of the network, each tested against its tensor form.
 
 On a CPU, tensor operations over small batches cost more in dispatch and in passes over
-memory than in arithmetic. Two parts of ``training.model`` are fixed functions that a
+memory than in arithmetic. Three parts of ``training.model`` are fixed functions that a
 loop of plain arithmetic does in one pass, and ``tests/test_kernels.py`` checks each
 against the tensor operations it replaces (values, and gradients where there are any):
 
@@ -16,6 +16,9 @@ against the tensor operations it replaces (values, and gradients where there are
   ``log_softmax(logits + mask_bias(legal)).gather(action)`` and that softmax's entropy.
 - ``card_counting(obs, counting)``: the ``CardCounting`` inputs, about thirty small
   tensor operations per call in the rollout, in one pass per row.
+- ``sample_masked(logits, legal, draws)``: the rollout's draw from the masked softmax
+  (mask bias, ``log_softmax``, ``softmax``, ``cumsum``, ``searchsorted``, ``gather``), in
+  one pass per row over the same uniform draws.
 
 ``available(tensor)`` says whether a compiled pass can run (numba installed, a CPU
 float32 tensor); ``training.model`` uses the tensor operations otherwise (on a GPU, or
@@ -124,6 +127,32 @@ if numba is not None:
                 out[b, claims + 3 + n + s] = same / loss_count
 
 
+    @numba.njit(nogil=True, cache=True)
+    def _sample(logits, legal, draws, action, logprob):  # pragma: no cover - compiled
+        rows, cols = logits.shape
+        weights = np.empty(cols, np.float64)
+        for b in range(rows):
+            top = -np.inf
+            for j in range(cols):
+                if legal[b, j] and logits[b, j] > top:
+                    top = logits[b, j]
+            total = 0.0
+            for j in range(cols):
+                weights[j] = np.exp(logits[b, j] - top) if legal[b, j] else 0.0
+                total += weights[j]
+            target = draws[b] * total  # inverse CDF: the first action whose cumulative weight exceeds the draw
+            cumulative = 0.0
+            chosen = -1
+            for j in range(cols):
+                if weights[j] > 0.0:
+                    cumulative += weights[j]
+                    chosen = j  # (rounding can leave the draw above the last cumulative weight: the last positive one)
+                    if cumulative > target:
+                        break
+            action[b] = chosen
+            logprob[b] = logits[b, chosen] - top - np.log(total)
+
+
 class _MaskedLogprobEntropy(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits: torch.Tensor, legal: torch.Tensor, action: torch.Tensor):
@@ -171,3 +200,15 @@ def card_counting(obs: torch.Tensor, counting) -> torch.Tensor:
         counting.truth.numpy(), counting.true_total.numpy(), counting.deck, counting.loss_count, counting.max_copies, out,
     )  # fmt: skip
     return torch.from_numpy(out)
+
+
+def sample_masked(logits: torch.Tensor, legal: torch.Tensor, draws: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(actions, their log-probabilities)`` drawn from the softmax over the legal logits by inverse CDF, one uniform draw in [0, 1) per row.
+
+    The same draw as ``ActorCritic.sample``'s tensor form: the first legal action whose
+    cumulative probability exceeds the draw; an action of probability 0 is never drawn.
+    """
+    z = logits.detach().contiguous().numpy()
+    action, logprob = np.empty(len(z), np.int64), np.empty(len(z), np.float32)
+    _sample(z, legal.contiguous().numpy(), draws.contiguous().numpy(), action, logprob)
+    return torch.from_numpy(action), torch.from_numpy(logprob)

@@ -189,13 +189,19 @@ class ActorCritic(nn.Module):
         action and two logarithms of each). The draw is scaled by the row's total, so
         it falls below the last cumulative probability, and the first action whose
         cumulative probability exceeds it has a positive probability: an illegal
-        action (probability exactly 0) is never drawn.
+        action (probability exactly 0) is never drawn. On the CPU the draw is made in
+        one compiled pass per row (``training.kernels.sample_masked``), from the same
+        uniform numbers.
         """
-        logits, value = self(obs, mask)
+        logits, value = self.heads(self.network_inputs(obs))
+        draw = torch.rand((len(logits), 1), generator=generator, device=logits.device)
+        if mask.dtype == torch.bool and kernels.available(logits):
+            action, logprob = kernels.sample_masked(logits, mask, draw[:, 0])  # the same draw in one compiled pass per row
+            return action, logprob, value
+        logits = logits + (mask_bias(mask) if mask.dtype == torch.bool else mask)
         log_policy = torch.log_softmax(logits, dim=-1)
         cumulative = torch.softmax(logits, dim=-1).cumsum_(dim=-1)
-        draw = torch.rand((len(logits), 1), generator=generator, device=logits.device) * cumulative[:, -1:]
-        action = torch.searchsorted(cumulative, draw, right=True).squeeze(1)
+        action = torch.searchsorted(cumulative, draw * cumulative[:, -1:], right=True).squeeze(1)
         return action, log_policy.gather(1, action[:, None]).squeeze(1), value
 
     def evaluate(self, inputs: torch.Tensor, legal: torch.Tensor, action: torch.Tensor, full_policy: bool = False) -> "Evaluation":
