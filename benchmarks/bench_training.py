@@ -27,11 +27,12 @@ update), measured with ``cProfile`` on the real loop:
     python benchmarks/bench_training.py --profile --updates 12
     python benchmarks/bench_training.py --update-ab --rounds 7   # one PPO update, masked policy from tensor operations vs the compiled pass
 
-``--learning DECISIONS`` trains the config twice for the same number of decisions,
+``--learning DECISIONS [DECISIONS ...]`` trains the config twice for each number of decisions
+(and each of ``--train-seeds``),
 without and with ``ppo.overlap`` (whose rollouts play weights one update old), and
 measures both agents against N-1 ``heuristic`` in the arena: what the policy lag costs.
 
-    python benchmarks/bench_training.py --learning 3000000 --games 2000
+    python benchmarks/bench_training.py --learning 3000000 5000000 --train-seeds 1 2 --games 2000
 
 ``--strength CHECKPOINT`` measures the strength targets of a trained checkpoint in the
 arena instead (seat rotation, duplicate deals, 95% Wilson intervals):
@@ -84,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare", nargs="*", metavar="REF", help=f"alternate runs of git REFs (default {BASELINE}) and this tree, each with and without ppo.overlap where it has it; print the ratios")
     parser.add_argument("--rounds", type=int, default=3, help="runs of each side for --compare (default 3)")
     parser.add_argument("--profile", action="store_true", help="print where the training loop's time goes")
-    parser.add_argument("--learning", type=int, metavar="DECISIONS", help="train without and with ppo.overlap for DECISIONS each; compare the agents against heuristic")
+    parser.add_argument("--learning", type=int, nargs="+", metavar="DECISIONS", help="train without and with ppo.overlap for DECISIONS each (several budgets allowed); compare the agents against heuristic")
+    parser.add_argument("--train-seeds", type=int, nargs="+", default=[1], metavar="SEED", help="training seeds for --learning (default 1)")
     parser.add_argument("--update-ab", action="store_true", help="time one PPO update on 10,000 samples, the masked policy from tensor operations (old) vs training.kernels' compiled pass (new), interleaved")
     args = parser.parse_args(argv)
     if args.compare is not None:
@@ -94,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.update_ab:
         return update_ab(args.config, args.rounds)
     if args.learning:
-        return learning(args.config, args.learning, args.games, args.seed, args.overrides)
+        return learning(args.config, args.learning, args.games, args.seed, args.overrides, args.train_seeds)
     if args.strength:
         return strength(args.strength, args.games, args.seed)
     if args.exploit:
@@ -274,8 +276,8 @@ def update_ab(path: str, rounds: int, samples: int = 10_000) -> int:
     return 0
 
 
-def learning(path: str, decisions: int, games: int, seed: int, overrides: list[str]) -> int:
-    """Train without and with ``ppo.overlap`` for the same decisions; both agents against N-1 ``heuristic``."""
+def learning(path: str, decisions: list[int], games: int, seed: int, overrides: list[str], train_seeds: list[int]) -> int:
+    """Train without and with ``ppo.overlap`` for the same decisions, per training seed; each agent against N-1 ``heuristic``."""
     import torch
 
     from training.arena import play_match
@@ -285,25 +287,32 @@ def learning(path: str, decisions: int, games: int, seed: int, overrides: list[s
 
     rows = []
     with tempfile.TemporaryDirectory() as out:
-        for overlap in (False, True):
-            name = "overlap" if overlap else "serial"
-            config = load_config(path, [*overrides, f"output_dir={out}", f"name={name}", f"ppo.overlap={str(overlap).lower()}", "evaluation.every=0", "evaluation.final_games=0"])
-            config.schedule.total_decisions = decisions
-            config.schedule.time_limit_minutes = None
-            started = time.perf_counter()
-            agent_path = train(config, progress_bar=False)
-            wall = time.perf_counter() - started
-            torch.set_num_threads(1)
-            game = config.game_config()
-            n = game.num_players
-            agent = load_agent(agent_path, seed=seed)
-            agent.name = name
-            report = play_match([agent, f"heuristic*{n - 1}"], game, games=games, seed=seed).report(name)
-            rows.append((name, wall, report))
-            low, high = report.loss_rate_ci95
-            print(f"{name:8s} {decisions:,} decisions in {wall:.0f} s ({decisions / wall:,.0f}/s); against {n - 1} heuristic: loss {100 * report.loss_rate:.1f}% [{100 * low:.1f}, {100 * high:.1f}] over {report.games} games", flush=True)
-    (_, serial_wall, serial), (_, overlap_wall, overlapped) = rows
-    print(f"config {path}, load average {os.getloadavg()[0]:.2f}: overlap/serial loss rate {overlapped.loss_rate / max(serial.loss_rate, 1e-9):.2f}, wall {overlap_wall / serial_wall:.2f}")
+        for train_seed in train_seeds:
+            for budget in decisions:
+                for overlap in (False, True):
+                    name = "overlap" if overlap else "serial"
+                    run = f"{name}_{train_seed}_{budget}"
+                    config = load_config(path, [*overrides, f"output_dir={out}", f"name={run}", f"seed={train_seed}", f"ppo.overlap={str(overlap).lower()}", "evaluation.every=0", "evaluation.final_games=0"])
+                    config.schedule.total_decisions = budget
+                    config.schedule.time_limit_minutes = None
+                    started = time.perf_counter()
+                    agent_path = train(config, progress_bar=False)
+                    wall = time.perf_counter() - started
+                    torch.set_num_threads(1)
+                    game = config.game_config()
+                    n = game.num_players
+                    agent = load_agent(agent_path, seed=seed)
+                    agent.name = name
+                    report = play_match([agent, f"heuristic*{n - 1}"], game, games=games, seed=seed).report(name)
+                    rows.append((train_seed, budget, name, wall, report))
+                    low, high = report.loss_rate_ci95
+                    print(f"seed {train_seed} {name:8s} {budget:,} decisions in {wall:.0f} s ({budget / wall:,.0f}/s); against {n - 1} heuristic: "
+                          f"loss {100 * report.loss_rate:.1f}% [{100 * low:.1f}, {100 * high:.1f}] over {report.games} games", flush=True)
+    print(f"config {path}, load average {os.getloadavg()[0]:.2f}")
+    for budget in decisions:
+        serial = [r.loss_rate for s, b, name, _, r in rows if b == budget and name == "serial"]
+        overlapped = [r.loss_rate for s, b, name, _, r in rows if b == budget and name == "overlap"]
+        print(f"  {budget:,} decisions, mean over seeds {train_seeds}: serial {100 * sum(serial) / len(serial):.1f}%, overlap {100 * sum(overlapped) / len(overlapped):.1f}% losses")
     return 0
 
 

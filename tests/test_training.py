@@ -458,20 +458,26 @@ def _weights(model) -> tuple:
 
 
 def test_overlap_rollouts_play_the_weights_from_before_the_update_they_overlap(tmp_path, monkeypatch):
-    """``ppo.overlap``: within a checkpoint segment, rollout k+1 is collected during update k with the weights update k started from; a segment's first rollout waits for the update before it."""
+    """``ppo.overlap``: within a checkpoint segment, rollout k+1 is collected during update k (in the update process) with the weights update k started from; a segment's first rollout waits for the update before it."""
     import training.ppo as ppo
+    from training.update_process import UpdateProcess
 
-    seen, before_update = [], []
-    rollout, update = ppo._rollout, ppo._update
+    seen, before_update, order = [], [], []
+    rollout, submit, result = ppo._rollout, UpdateProcess.submit, UpdateProcess.result
 
     def recording_rollout(args, step):
         seen.append(_weights(args.learners[ppo.POLICY_SEAT].behavior))
+        order.append("rollout")
         return rollout(args, step)
 
-    def recording_update(learner, *rest):
-        if learner is learners[0]:
-            before_update.append(_weights(learner.model))
-        return update(learner, *rest)
+    def recording_submit(self, jobs, shuffle_seed):
+        before_update.append(_weights(learners[0].model))
+        order.append("submit")
+        return submit(self, jobs, shuffle_seed)
+
+    def recording_result(self):
+        order.append("result")
+        return result(self)
 
     learners = []
     init = ppo.Learner.__init__
@@ -481,7 +487,8 @@ def test_overlap_rollouts_play_the_weights_from_before_the_update_they_overlap(t
         learners.append(self)
 
     monkeypatch.setattr(ppo, "_rollout", recording_rollout)
-    monkeypatch.setattr(ppo, "_update", recording_update)
+    monkeypatch.setattr(UpdateProcess, "submit", recording_submit)
+    monkeypatch.setattr(UpdateProcess, "result", recording_result)
     monkeypatch.setattr(ppo.Learner, "__init__", remember)
     assert _train(tmp_path, "overlap", 6, "--set", "ppo.overlap=true", "--set", "schedule.checkpoint_every=3") == 0
     assert len(seen) == len(before_update) == 6
@@ -491,10 +498,12 @@ def test_overlap_rollouts_play_the_weights_from_before_the_update_they_overlap(t
             assert seen[k] == before_update[k]
         else:  # collected during update k-1, with the weights it started from
             assert seen[k] == before_update[k - 1] and seen[k] != after[k - 1]
+    # the rollouts inside a segment run between an update's submission and its result
+    assert order == ["rollout", "submit", "rollout", "result", "submit", "rollout", "result", "submit", "result"] * 2
 
 
 def test_an_overlapped_run_is_reproducible_and_resumes_exactly(tmp_path):
-    """The rollout thread and the update thread draw from their own generators, so overlap changes nothing run to run."""
+    """The rollouts and the update process draw from their own generators, so overlap changes nothing run to run (the Adam states come back for each checkpoint)."""
     overlap = ["--set", "ppo.overlap=true", "--set", "schedule.checkpoint_every=3", "--set", "opponents.exploiter=0.5", "--set", "ppo.magnet_coef=0.5"]
     assert _train(tmp_path, "whole", 6, *overlap) == 0
     assert _train(tmp_path, "again", 6, *overlap) == 0

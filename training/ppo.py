@@ -36,6 +36,7 @@ holds everything else (weights, Adam state, pool, RNG states, counters), so
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import csv
 import dataclasses
@@ -46,7 +47,6 @@ import sys
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,7 @@ from cockroach_env.encoding import encoding_for
 from training import checkpoint as ckpt
 from training.config import ConfigError, TrainConfig, config_from_dict
 from training.model import ActorCritic, PolicyAgent, mask_bias
+from training.update_process import UpdateProcess, training_rows
 
 SELF = "self"
 SNAPSHOT = "snapshot"
@@ -360,12 +361,13 @@ def train(
     SIGINT or SIGTERM (in the main thread) stops after the current update with a run
     checkpoint and raises ``Interrupted`` (its ``exit_code`` is 130 or 143).
     """
-    with _StopSignals() as signals:
-        return _train(config, resume, command, progress_bar, initial_weights, base_run, population, signals)
+    with _StopSignals() as signals, contextlib.ExitStack() as stack:
+        return _train(config, resume, command, progress_bar, initial_weights, base_run, population, signals, stack)
 
 
 def _train(
-    config: TrainConfig, resume: bool, command: str | None, progress_bar: bool, initial_weights: dict | None, base_run: dict | None, population: Population | None, signals: "_StopSignals"
+    config: TrainConfig, resume: bool, command: str | None, progress_bar: bool, initial_weights: dict | None, base_run: dict | None, population: Population | None, signals: "_StopSignals",
+    stack: contextlib.ExitStack,
 ) -> Path:
     from tqdm import tqdm
 
@@ -431,10 +433,13 @@ def _train(
     rollout_args = _RolloutArgs(learners, tables, games, pool, baseline_names, population, sampler, rng, device, T)
     prefetched = None
     """With ``ppo.overlap``: the next rollout's ``(step, outcomes)``, collected during the update."""
+    worker = None
+    """With ``ppo.overlap``: the process that runs the updates (``training.update_process``)."""
     if ppo.overlap:
-        for learner in learners.values():
+        worker = stack.enter_context(UpdateProcess(config, list(learners)))
+        for code, learner in learners.items():
             learner.use_behavior_copy()
-        overlap_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ppo-update")
+            worker.push(code, learner)
     started = time.perf_counter() - state.wall_seconds
     bar = tqdm(total=num_updates * decisions_per_update, initial=state.decisions, unit="dec", unit_scale=True, dynamic_ncols=True, disable=not progress_bar)
     bar.set_postfix_str(_eval_summary(state.evaluations))
@@ -469,24 +474,18 @@ def _train(
             rollout = learner.rollout
             batches[code] = (rollout, *_advantages(rollout, ppo))
             learner.carry_over()  # the decisions still waiting continue in the next rollout
-        shuffle = np.random.default_rng([config.seed, update]) if ppo.overlap else rng  # (the rollout thread draws tables from rng)
-
-        def update_learners() -> dict[str, float]:
-            stats = {}
+        stats = {}
+        if worker is None:
             for code, learner in learners.items():
-                rollout, advantages, returns, train_rows = batches[code]
-                learner_stats = _update(learner, rollout, advantages, returns, train_rows, ppo, shuffle, device)
-                prefix = "" if code == POLICY_SEAT else "exploiter_"
-                stats.update({prefix + k: v for k, v in learner_stats.items()})
-            return stats
-
-        next_in_segment = (update + 1) % config.schedule.checkpoint_every != 0 and update + 1 < num_updates
-        if ppo.overlap and next_in_segment:
-            updating = overlap_pool.submit(update_learners)
-            prefetched = _rollout(rollout_args, step)  # the next rollout, while the update runs, with the weights from before it
-            stats = updating.result()
-        else:
-            stats = update_learners()
+                stats.update(_prefixed_stats(code, _update(learner, *batches[code], ppo, rng, device)))
+        else:  # the update process trains; the next rollout is collected meanwhile, with the weights from before this update
+            lrs = {code: learner.optimizer.param_groups[0]["lr"] for code, learner in learners.items()}
+            worker.submit({code: training_rows(*batches[code], lrs[code]) for code in learners}, [config.seed, update])  # (the shuffles: their own generator)
+            if (update + 1) % config.schedule.checkpoint_every != 0 and update + 1 < num_updates:  # (a new segment's first rollout waits)
+                prefetched = _rollout(rollout_args, step)
+            for code, (weights, learner_stats) in worker.result().items():
+                learners[code].model.load_state_dict(weights)
+                stats.update(_prefixed_stats(code, learner_stats))
         state.samples += len(batches[POLICY_SEAT][3])
 
         # ------------------------------------------------------------ 4. snapshots, exploiter reset, evaluation, logs, checkpoints
@@ -504,12 +503,16 @@ def _train(
             _add_snapshot(pool, state, policy.model, config)
         if ppo.magnet_coef and state.update % ppo.magnet_every == 0:
             policy.refresh_magnet()
+            if worker is not None:
+                worker.push(POLICY_SEAT, policy, optimizer=False)
         reset_every = config.opponents.exploiter_reset_every
         if exploiter and reset_every and state.update % reset_every == 0:
             # The exploiter joins the pool, and starts again from the current policy with a fresh optimizer.
             _add_snapshot(pool, state, exploiter.model, config, source=EXPLOITER)
             exploiter.model.load_state_dict(policy.model.state_dict())
             exploiter.reset_optimizer()
+            if worker is not None:
+                worker.push(EXPLOITER_SEAT, exploiter)
         for learner in learners.values():
             learner.sync_behavior()
 
@@ -531,12 +534,14 @@ def _train(
             bar.set_postfix_str(_eval_summary(state.evaluations))
         if state.update % config.schedule.checkpoint_every == 0 or last or stop_reason:
             state.wall_seconds = time.perf_counter() - started
+            for code, learner in learners.items() if worker is not None else ():
+                worker.pull(code, learner)  # the Adam states, from the update process
             save_run_checkpoint(run_dir / CHECKPOINT_NAME, config, policy, exploiter, sampler, rng, pool, state, command)
         if stop_reason:
             break
     bar.close()
-    if ppo.overlap:
-        overlap_pool.shutdown()
+    if worker is not None:
+        worker.close()
     if signals.received is not None:
         logs.close()
         raise Interrupted(signals.received, run_dir / CHECKPOINT_NAME, state.update)
@@ -696,6 +701,11 @@ def _update(learner: Learner, rollout: Rollout, advantages: np.ndarray, returns:
 
 
 # ---------------------------------------------------------------------------- opponents
+
+
+def _prefixed_stats(code: int, stats: dict[str, float]) -> dict[str, float]:
+    """A learner's update statistics as logged: the policy's as they are, the exploiter's prefixed ``exploiter_``."""
+    return stats if code == POLICY_SEAT else {f"exploiter_{k}": v for k, v in stats.items()}
 
 
 def _baseline_index(names: list[str]) -> dict[str, int]:
