@@ -350,3 +350,76 @@ def test_sigkill_at_random_instants_always_leaves_a_run_that_resumes_to_the_unin
     assert result.metadata["step"]["decisions"] == reference.metadata["step"]["decisions"] == 4 * DECISIONS
     for key, value in reference.tensors.items():
         assert torch.equal(value, result.tensors[key]), key
+
+
+# ---------------------------------------------------------------------------- ppo.overlap's update process
+
+
+@pytest.mark.slow
+def test_ctrl_c_to_the_process_group_of_an_overlapped_run_saves_resumes_and_leaves_no_process(tmp_path):
+    """A terminal's Ctrl-C reaches every process of the group: the update process ignores it, the main
+    process finishes the update (with the Adam state fetched back), saves and exits 130, and both are gone."""
+    overlap = ["--set", "ppo.overlap=true", "--set", "schedule.checkpoint_every=1000"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, "-m", "training.cli", *_argv(tmp_path, "overlapped", 10_000, *overlap)]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT, start_new_session=True)
+    _wait_for_rows(tmp_path / "overlapped" / "metrics.csv", 2, process)
+    os.killpg(process.pid, signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    err = err.decode()
+    assert process.returncode == 130, err
+    assert "Traceback" not in err and "--resume" in err
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # the update process follows the main one out
+        try:
+            os.killpg(process.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("a process of the run is still alive")
+    rows = len((tmp_path / "overlapped" / "metrics.csv").read_text().splitlines()) - 1
+    saved = ckpt.load_checkpoint(tmp_path / "overlapped" / "checkpoint", kind="run")
+    assert saved.metadata["step"]["update"] == rows >= 2 and any(k.startswith("optimizer.") for k in saved.tensors)
+    assert main(_argv(tmp_path, "overlapped", rows + 1, "--resume", *overlap)) == 0
+
+
+def test_a_dead_update_process_is_a_clear_error_and_the_last_checkpoint_stays(tmp_path, capsys, monkeypatch):
+    from training.update_process import UpdateProcess
+
+    overlap = ["--set", "ppo.overlap=true", "--set", "schedule.checkpoint_every=2"]
+    result = UpdateProcess.result
+    calls = []
+
+    def killed_on_the_third(self):
+        calls.append(1)
+        if len(calls) == 3:
+            self._process.kill()  # killed by hand or by the kernel's out-of-memory killer
+            self._process.wait()
+        return result(self)
+
+    monkeypatch.setattr(UpdateProcess, "result", killed_on_the_third)
+    assert main(_argv(tmp_path, "orphaned", 6, *overlap)) == 1
+    err = capsys.readouterr().err
+    assert "update process is gone" in err and "--resume" in err and "Traceback" not in err
+    assert ckpt.read_metadata(tmp_path / "orphaned" / "checkpoint")["step"]["update"] == 2  # the checkpoint before the failure
+    monkeypatch.setattr(UpdateProcess, "result", result)
+    assert main(_argv(tmp_path, "orphaned", 6, "--resume", *overlap)) == 0
+
+
+def test_a_script_without_a_main_guard_can_train_with_overlap(tmp_path):
+    """The update process is a fresh interpreter, not a multiprocessing child: it does not re-run the caller's script."""
+    script = tmp_path / "train_me.py"
+    sets = [*TINY, "name=scripted", f"output_dir={tmp_path}", f"schedule.total_decisions={3 * DECISIONS}", "ppo.overlap=true"]
+    script.write_text(
+        "import sys\n"
+        "from training.config import load_config\n"
+        "from training.ppo import train\n"
+        f"config = load_config({str(ROOT / 'configs' / 'quick.yaml')!r}, {sets!r})\n"
+        "print('ran', flush=True)\n"
+        "train(config, progress_bar=False)\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("ran") == 1  # the script ran once
+    assert (tmp_path / "scripted" / "final.json").exists()

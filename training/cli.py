@@ -63,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     from training.checkpoint import CheckpointError
     from training.exact import TreeTooLarge
     from training.ppo import CHECKPOINT_NAME, Interrupted
+    from training.update_process import UpdateProcessError
 
     if config.algorithm == "psro":
         from functools import partial
@@ -89,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"cockroach-train: interrupted; the last checkpoint written in {config.run_dir} (if any) is intact. Continue with:\n  {resume_command}", file=sys.stderr)
         return 130
+    except UpdateProcessError as error:  # ppo.overlap's update process died (killed, out of memory) or failed
+        print(f"cockroach-train: error: {error}\nThe last checkpoint written in {config.run_dir} (if any) is intact. Continue with:\n  {resume_command}", file=sys.stderr)
+        return 1
     except OSError as error:  # a full disk, a directory made read-only meanwhile: the previous checkpoint is kept
         where = f" ({error.filename})" if error.filename else ""
         print(f"cockroach-train: error: cannot write the run{where}: {error.strerror or error}; the previous checkpoint in {config.run_dir} (if any) is kept. Free space or fix the permissions, then continue with:\n  {resume_command}", file=sys.stderr)

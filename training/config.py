@@ -80,7 +80,7 @@ class PPOConfig:
     target_kl: float | None = None
     """Stop the epochs of an update early once the approximate KL exceeds this (``null``: never)."""
     overlap: bool = False
-    """Collect the next rollout while the update runs, in a second thread (both cores at work): the rollout plays the weights from before the update, one update behind (as in asynchronous PPO), and the ratio and clip correct for it. Each checkpoint segment's first rollout waits for nothing, so a segment's results depend only on its seed, as without overlap."""
+    """Collect the next rollout while the update runs in a second process (``training.update_process``; both cores at work, POSIX only): the rollout plays the weights from before the update, one update behind (as in asynchronous PPO), and the ratio and clip correct for it. Each checkpoint segment's first rollout waits for nothing, so a segment's results depend only on its seed, as without overlap."""
 
     def validate(self, where: str) -> None:
         for name in ("num_envs", "num_steps", "num_minibatches", "update_epochs", "magnet_every"):

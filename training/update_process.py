@@ -94,10 +94,10 @@ class UpdateProcess:
         if self._process is None:
             return
         try:
-            if self._waiting:
-                self._receive()
+            if self._waiting and self._conn.poll(60):  # the update in flight (a second Ctrl-C, an error in the rollout)
+                _get(self._conn)
             _put(self._conn, ("stop",))
-        except (OSError, EOFError, UpdateProcessError):
+        except (OSError, EOFError, pickle.UnpicklingError):
             pass
         self._conn.close()
         try:
