@@ -160,18 +160,26 @@ def compare(refs: list[str], rounds: int, config: str, updates: int, overrides: 
                 tar.extractall(tree, filter="data")
             trees[ref] = tree
         trees["this tree"] = ROOT
-        contenders = {}  # name -> (tree, extra overrides)
+        contenders = {}  # name -> (tree, config file, extra overrides)
         for ref, tree in trees.items():
             has_overlap = "overlap: bool" in (tree / "training" / "config.py").read_text()
-            contenders[ref] = (tree, ["ppo.overlap=false"] if has_overlap else [])
+            tree_config = config
+            if not has_overlap:  # an older tree refuses the option: the same config without it
+                import yaml
+
+                data = yaml.safe_load(Path(config).read_text())
+                data.get("ppo", {}).pop("overlap", None)
+                tree_config = str(Path(scratch) / f"{tree.name}_config.yaml")
+                Path(tree_config).write_text(yaml.safe_dump(data, sort_keys=False))
+            contenders[ref] = (tree, tree_config, ["ppo.overlap=false"] if has_overlap else [])
             if has_overlap:
-                contenders[f"{ref}, ppo.overlap"] = (tree, ["ppo.overlap=true"])
+                contenders[f"{ref}, ppo.overlap"] = (tree, tree_config, ["ppo.overlap=true"])
         figures: dict[str, list[float]] = {name: [] for name in contenders}
         loads = []
         for r in range(rounds):
-            for name, (tree, extra) in contenders.items():
+            for name, (tree, tree_config, extra) in contenders.items():
                 loads.append(os.getloadavg()[0])
-                argv = [sys.executable, str(tree / "benchmarks" / "bench_training.py"), "--config", config, "--updates", str(updates), *[a for s in [*overrides, *extra] for a in ("--set", s)]]
+                argv = [sys.executable, str(tree / "benchmarks" / "bench_training.py"), "--config", tree_config, "--updates", str(updates), *[a for s in [*overrides, *extra] for a in ("--set", s)]]
                 done = subprocess.run(argv, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True)
                 match = line.search(done.stdout)
                 if done.returncode or not match:
