@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     steady = (len(rows) - 1) * per_update / (seconds[-1] - seconds[0]) if len(rows) > 1 else float("nan")
     game = config.game_config()
     print(f"config: {args.config} ({game.num_players}-player {game.edition}), network {config.model.hidden_sizes}, "
-          f"{config.ppo.num_envs} games x {config.ppo.num_steps} steps per update, {config.ppo.update_epochs} epochs, torch threads {config.torch_threads}")
+          f"{config.ppo.num_envs} games x {config.ppo.num_steps} steps per update, {config.ppo.update_epochs} epochs, torch threads {config.torch_threads}, ppo.overlap {config.ppo.overlap}")
     print(f"cpu cores: {os.cpu_count()}, load average before: {load_before[0]:.2f}, after: {os.getloadavg()[0]:.2f}")
     print(f"updates: {len(rows)}, decisions: {len(rows) * per_update:,}, samples (learner decisions): {int(rows[-1]['samples']):,}")
     print(f"end to end, after the first update: {steady:,.0f} decisions/s")
