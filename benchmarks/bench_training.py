@@ -199,8 +199,8 @@ PHASES = {
     "engine (BatchedGames.step, reset)": ["batched(\\.py|/games\\.py):.*\\((step|reset)\\)"],
     "network inference (forward in the rollout)": ["model.py:.*\\(sample\\)"],
     "opponents (baselines' act_batch)": ["baselines/.*\\(act_batch\\)"],
-    "GAE": ["ppo.py:.*\\(_advantages\\)"],
-    "update (PPO epochs)": ["ppo.py:.*\\(_update\\)"],
+    "GAE": ["learner.py:.*\\(gae\\)"],
+    "update (PPO epochs)": ["learner.py:.*\\(ppo_update\\)"],
 }
 
 
@@ -243,7 +243,7 @@ def update_ab(path: str, rounds: int, samples: int = 10_000) -> int:
     from training import kernels
     from training.config import load_config
     from training.model import ActorCritic
-    from training.ppo import Learner, _update
+    from training.learner import Learner, ppo_update
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -271,7 +271,7 @@ def update_ab(path: str, rounds: int, samples: int = 10_000) -> int:
                 learner.reset_optimizer()
                 kernels.available = compiled if name == "new" else (lambda logits: False)
                 began = time.perf_counter()
-                _update(learner, learner.rollout, advantages, returns, np.arange(samples), config.ppo, np.random.default_rng(1), "cpu")
+                ppo_update(learner, learner.rollout, advantages, returns, np.arange(samples), config.ppo, np.random.default_rng(1), "cpu")
                 seconds[name].append(time.perf_counter() - began)
                 weights[name] = torch.cat([p.detach().flatten() for p in model.parameters()])
     finally:

@@ -21,7 +21,8 @@ A decision whose successor has not happened yet when a rollout ends is carried i
 the next rollout, so every transition is trained once with exact GAE.
 
 Each iteration has three sections: rollout, advantages (GAE), update (for the policy,
-then the exploiter). The policy's update may add a pull towards its magnet, a frozen
+then the exploiter; the learner, its GAE and its update are ``training.learner``, which
+``ppo.overlap``'s update process shares). The policy's update may add a pull towards its magnet, a frozen
 copy of itself refreshed every ``ppo.magnet_every`` updates (``ppo.magnet_coef``, the
 KL regularization of R-NaD and magnetic mirror descent). Then come the bookkeeping
 steps: snapshots (on a schedule, or when the policy beats the pool), exploiter resets,
@@ -37,7 +38,6 @@ holds everything else (weights, Adam state, pool, RNG states, counters), so
 from __future__ import annotations
 
 import contextlib
-import copy
 import csv
 import dataclasses
 import math
@@ -60,7 +60,8 @@ from cockroach_env.config import GameConfig
 from cockroach_env.encoding import encoding_for
 from training import checkpoint as ckpt
 from training.config import ConfigError, TrainConfig, config_from_dict
-from training.model import ActorCritic, PolicyAgent, mask_bias
+from training.learner import Learner, frozen_copy, gae, ppo_update
+from training.model import ActorCritic, PolicyAgent
 from training.update_process import UpdateProcess, training_rows
 
 SELF = "self"
@@ -131,7 +132,7 @@ class Population:
         if (weights < 0).any() or not weights.sum() > 0:
             raise ValueError(f"population weights {weights.tolist()} are not allowed; expected weights >= 0 with a positive sum")
         self.weights = weights / weights.sum()
-        self.models = [_frozen_copy(m) for m in self.models]
+        self.models = [frozen_copy(m) for m in self.models]
 
     @property
     def record(self) -> dict[str, Any]:
@@ -187,116 +188,6 @@ class Tables:
             self.owner[b] = opponent
             self.owner[b, order[:count]] = POLICY_SEAT
             self.learner_seats[b] = count
-
-
-class Rollout:
-    """The learner's decisions of one rollout, linked to their successors (flat arrays)."""
-
-    def __init__(self, capacity: int, obs_size: int, num_actions: int):
-        self.obs = np.zeros((capacity, obs_size), np.float32)
-        self.mask = np.zeros((capacity, num_actions), bool)
-        self.action = np.zeros(capacity, np.int64)
-        self.logprob = np.zeros(capacity, np.float32)
-        self.value = np.zeros(capacity, np.float32)
-        self.reward = np.zeros(capacity, np.float32)
-        self.terminal = np.zeros(capacity, bool)
-        self.successor = np.full(capacity, -1, np.int64)
-        self.size = 0
-        self.blocks: list[tuple[int, int]] = []
-        """``[start, stop)`` of the decisions made at the same environment step, in time order."""
-
-    def clear(self) -> None:
-        self.size = 0
-        self.blocks = []
-
-    def append(self, obs, mask, action, logprob, value) -> np.ndarray:
-        start, stop = self.size, self.size + len(action)
-        self.obs[start:stop] = obs
-        self.mask[start:stop] = mask
-        self.action[start:stop] = action
-        self.logprob[start:stop] = logprob
-        self.value[start:stop] = value
-        self.reward[start:stop] = 0.0
-        self.terminal[start:stop] = False
-        self.successor[start:stop] = -1
-        self.size = stop
-        self.blocks.append((start, stop))
-        return np.arange(start, stop)
-
-    def carry_into(self, other: "Rollout", pending: np.ndarray) -> None:
-        """Copy the decisions still waiting for a successor into the (cleared) ``other``; renumber ``pending``."""
-        waiting = pending[pending >= 0]
-        if len(waiting) == 0:
-            return
-        new = other.append(self.obs[waiting], self.mask[waiting], self.action[waiting], self.logprob[waiting], self.value[waiting])
-        pending[pending >= 0] = new
-
-
-class Learner:
-    """A network in training: its optimizer, its rollout, and each seat's decision still waiting for its successor."""
-
-    def __init__(self, model: ActorCritic, learning_rate: float, capacity: int, batch: int, n_players: int, obs_size: int, num_actions: int):
-        self.model = model
-        self.learning_rate = learning_rate
-        self.reset_optimizer()
-        self.rollout = Rollout(capacity, obs_size, num_actions)
-        self.spare = Rollout(capacity, obs_size, num_actions)
-        self.pending = np.full((batch, n_players), -1, np.int64)
-        """Rollout index of each seat's latest decision of this learner still waiting for its successor."""
-        self.magnet: ActorCritic | None = None
-        """A frozen past copy of ``model`` that the update pulls towards (``ppo.magnet_coef``), or None."""
-        self.behavior = model
-        """The network the rollout plays: ``model`` itself, or with ``ppo.overlap`` a frozen copy one update behind (``use_behavior_copy``)."""
-
-    def use_behavior_copy(self) -> None:
-        """Play rollouts with a frozen copy of ``model`` (synced by ``sync_behavior``), so that an update can run meanwhile."""
-        self.behavior = _frozen_copy(self.model)
-
-    def sync_behavior(self) -> None:
-        """The behavior copy takes the current weights (nothing to do without a copy)."""
-        if self.behavior is not self.model:
-            self.behavior.load_state_dict(self.model.state_dict())
-
-    def reset_optimizer(self) -> None:
-        """A fresh Adam state."""
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.learning_rate, eps=1e-5)
-
-    def refresh_magnet(self) -> None:
-        """The magnet becomes a frozen copy of the current network."""
-        self.magnet = _frozen_copy(self.model)
-
-    def restart(self) -> None:
-        """The games restart: nothing is waiting any more."""
-        self.pending[:] = -1
-        self.rollout.clear()
-
-    def act(self, step, rows: np.ndarray, seat: np.ndarray, sampler: torch.Generator, device) -> np.ndarray:
-        """Sample the actions of ``rows`` (games where this learner is to act), record them and link them to their predecessors."""
-        obs = torch.from_numpy(step.observation[rows]).to(device)
-        mask = torch.from_numpy(step.action_mask[rows].astype(bool)).to(device)
-        action, logprob, value = self.behavior.sample(obs, mask, sampler)
-        action = action.cpu().numpy()
-        index = self.rollout.append(step.observation[rows], mask.cpu().numpy(), action, logprob.cpu().numpy(), value.cpu().numpy())
-        previous = self.pending[rows, seat[rows]]
-        linked = previous >= 0
-        self.rollout.successor[previous[linked]] = index[linked]
-        self.pending[rows, seat[rows]] = index
-        return action
-
-    def finish(self, finished: np.ndarray, rewards: np.ndarray) -> None:
-        """Games ``finished`` ended: each seat's last decision gets the seat's terminal reward."""
-        waiting = self.pending[finished]
-        has = waiting >= 0
-        self.rollout.reward[waiting[has]] = rewards[finished][has]
-        self.rollout.terminal[waiting[has]] = True
-        self.pending[finished] = -1
-
-    def carry_over(self) -> "Rollout":
-        """After a rollout: the decisions still waiting for a successor move into a fresh rollout; returns the finished one (for the update)."""
-        self.spare.clear()
-        self.rollout.carry_into(self.spare, self.pending)
-        self.rollout, self.spare = self.spare, self.rollout
-        return self.spare
 
 
 # ---------------------------------------------------------------------------- signals
@@ -472,12 +363,12 @@ def _train(
         batches = {}
         for code, learner in learners.items():
             rollout = learner.rollout
-            batches[code] = (rollout, *_advantages(rollout, ppo))
+            batches[code] = (rollout, *gae(rollout, ppo))
             learner.carry_over()  # the decisions still waiting continue in the next rollout
         stats = {}
         if worker is None:
             for code, learner in learners.items():
-                stats.update(_prefixed_stats(code, _update(learner, *batches[code], ppo, rng, device)))
+                stats.update(_prefixed_stats(code, ppo_update(learner, *batches[code], ppo, rng, device)))
         else:  # the update process trains; the next rollout is collected meanwhile, with the weights from before this update
             lrs = {code: learner.optimizer.param_groups[0]["lr"] for code, learner in learners.items()}
             worker.submit({code: training_rows(*batches[code], lrs[code]) for code in learners}, [config.seed, update])  # (the shuffles: their own generator)
@@ -613,93 +504,6 @@ def _rollout(args: _RolloutArgs, step):
     return step, outcomes
 
 
-def _advantages(rollout: Rollout, ppo) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """GAE over a rollout: ``(advantages, returns, rows to train)``.
-
-    Walk the decisions backwards in time: each one's successor is later, so its
-    advantage is already known. Decisions still waiting for their successor are not
-    trained now; they are carried into the next rollout.
-    """
-    size = rollout.size
-    advantages = np.zeros(size, np.float32)
-    complete = rollout.terminal[:size] | (rollout.successor[:size] >= 0)
-    for start, stop in reversed(rollout.blocks):
-        rows = slice(start, stop)
-        successor = rollout.successor[rows]
-        has_next = successor >= 0
-        next_value = np.where(has_next, rollout.value[successor], 0.0)
-        next_advantage = np.where(has_next, advantages[successor], 0.0)
-        delta = rollout.reward[rows] + ppo.gamma * next_value - rollout.value[rows]
-        advantages[rows] = np.where(complete[rows], delta + ppo.gamma * ppo.gae_lambda * next_advantage, 0.0)
-    return advantages, advantages + rollout.value[:size], np.flatnonzero(complete)
-
-
-def _update(learner: Learner, rollout: Rollout, advantages: np.ndarray, returns: np.ndarray, train_rows: np.ndarray, ppo, rng: np.random.Generator, device) -> dict[str, float]:
-    """Clipped PPO on a learner's complete decisions; returns the statistics of the last minibatch."""
-    model, optimizer = learner.model, learner.optimizer
-    model.train()
-    b_obs = torch.from_numpy(rollout.obs[train_rows]).to(device)
-    b_mask = torch.from_numpy(rollout.mask[train_rows]).to(device)
-    b_action = torch.from_numpy(rollout.action[train_rows]).to(device)
-    b_logprob = torch.from_numpy(rollout.logprob[train_rows]).to(device)
-    b_value = torch.from_numpy(rollout.value[train_rows]).to(device)
-    b_advantage = torch.from_numpy(advantages[train_rows]).to(device)
-    b_return = torch.from_numpy(returns[train_rows]).to(device)
-    b_inputs = model.network_inputs(b_obs)  # once per update, not once per minibatch and epoch (the same values)
-    magnet = learner.magnet
-    if magnet is not None:
-        b_mask = mask_bias(b_mask)  # the magnet's KL takes the tensor path over all actions, with the mask as a bias, likewise once
-    n_train = len(train_rows)
-    minibatch = max(1, math.ceil(n_train / ppo.num_minibatches))
-    clipfracs = []
-    for _epoch in range(ppo.update_epochs if n_train else 0):
-        order = torch.from_numpy(rng.permutation(n_train)).to(device)
-        for start in range(0, n_train, minibatch):
-            mb = order[start : start + minibatch]  # (index_select: several times faster than indexing with a tensor)
-            mb_inputs, mb_mask = b_inputs.index_select(0, mb), b_mask.index_select(0, mb)
-            new_logprob, entropy, new_value, log_policy, policy = model.evaluate(mb_inputs, mb_mask, b_action.index_select(0, mb), full_policy=magnet is not None)
-            log_ratio = new_logprob - b_logprob.index_select(0, mb)
-            ratio = log_ratio.exp()
-            with torch.no_grad():
-                approx_kl = ((ratio - 1) - log_ratio).mean()
-                clipfracs.append(((ratio - 1.0).abs() > ppo.clip_coef).float().mean().item())
-            mb_advantage = b_advantage.index_select(0, mb)
-            if ppo.norm_adv and len(mb) > 1:
-                mb_advantage = (mb_advantage - mb_advantage.mean()) / (mb_advantage.std() + 1e-8)
-            pg_loss = torch.max(-mb_advantage * ratio, -mb_advantage * ratio.clamp(1 - ppo.clip_coef, 1 + ppo.clip_coef)).mean()
-            mb_value, mb_return = b_value.index_select(0, mb), b_return.index_select(0, mb)
-            if ppo.clip_vloss:
-                v_clipped = mb_value + (new_value - mb_value).clamp(-ppo.clip_coef, ppo.clip_coef)
-                v_loss = 0.5 * torch.max((new_value - mb_return) ** 2, (v_clipped - mb_return) ** 2).mean()
-            else:
-                v_loss = 0.5 * ((new_value - mb_return) ** 2).mean()
-            entropy_loss = entropy.mean()
-            loss = pg_loss - ppo.ent_coef * entropy_loss + ppo.vf_coef * v_loss
-            if magnet is not None:  # KL(policy || magnet) over the legal actions (illegal ones have probability 0)
-                with torch.no_grad():
-                    magnet_log_policy = torch.log_softmax(magnet.heads(mb_inputs)[0] + mb_mask, dim=-1)
-                magnet_kl = (policy * (log_policy - magnet_log_policy)).sum(-1).mean()
-                loss = loss + ppo.magnet_coef * magnet_kl
-            optimizer.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), ppo.max_grad_norm)
-            optimizer.step()
-        if ppo.target_kl is not None and approx_kl.item() > ppo.target_kl:
-            break
-    if not n_train:
-        return {}
-    var_y = b_return.var().item() if n_train > 1 else 0.0  # (one sample has no variance: explained variance is undefined)
-    return {
-        "pg_loss": pg_loss.item(),
-        "v_loss": v_loss.item(),
-        "entropy": entropy_loss.item(),
-        "approx_kl": approx_kl.item(),
-        "clipfrac": float(np.mean(clipfracs)),
-        "explained_variance": float("nan") if var_y == 0 else 1 - (b_return - b_value).var().item() / var_y,
-        **({"magnet_kl": magnet_kl.item()} if magnet is not None else {}),
-    }
-
-
 # ---------------------------------------------------------------------------- opponents
 
 
@@ -727,7 +531,7 @@ def _act(opponents, pool, baseline_names, who, obs, masks, sampler, device) -> n
 
 def _add_snapshot(pool: list[Snapshot], state: Progress, model: ActorCritic, config: TrainConfig, source: str = "policy") -> None:
     """A frozen copy of ``model`` enters the pool (the oldest leaves past ``max_snapshots``)."""
-    snapshot = Snapshot(state.next_snapshot_id, state.update, _frozen_copy(model), source)
+    snapshot = Snapshot(state.next_snapshot_id, state.update, frozen_copy(model), source)
     if len(pool) < config.opponents.max_snapshots:
         pool.append(snapshot)
     else:  # replace the oldest in place, so that the other snapshots keep their table indices
@@ -735,13 +539,6 @@ def _add_snapshot(pool: list[Snapshot], state: Progress, model: ActorCritic, con
     state.next_snapshot_id += 1
     if source == "policy":  # the beat-the-pool rule counts from the latest policy snapshot
         state.pool_games = state.pool_losses = 0
-
-
-def _frozen_copy(model: ActorCritic) -> ActorCritic:
-    """A copy of ``model`` for inference only (snapshots, the magnet)."""
-    frozen = copy.deepcopy(model)
-    frozen.zero_grad(set_to_none=True)
-    return frozen.eval().requires_grad_(False)
 
 
 # ---------------------------------------------------------------------------- evaluation

@@ -17,7 +17,7 @@ socket pair passed as a file descriptor). The protocol, over that connection:
   a run or a resume and whenever the main process changes them (magnet refresh,
   exploiter reset);
 * ``submit(jobs, shuffle_seed)``, then ``result()``: one update of each learner on its
-  training rows with ``training.ppo._update`` (the same code as without overlap, so a
+  training rows with ``training.learner.ppo_update`` (the same code as without overlap, so a
   run depends only on its seed); the result is the new weights and the statistics;
 * ``pull(code)``: the Adam state, before the main process writes a checkpoint.
 
@@ -51,7 +51,7 @@ class UpdateProcessError(RuntimeError):
 
 
 class UpdateProcess:
-    """A spawned process that runs the PPO updates of a run's learners (see the module docstring)."""
+    """A process of its own that runs the PPO updates of a run's learners (see the module docstring)."""
 
     def __init__(self, config, codes: list[int]):
         if os.name != "posix":
@@ -148,7 +148,7 @@ def _get(conn: Connection):
 
 
 def training_rows(rollout, advantages: np.ndarray, returns: np.ndarray, train_rows: np.ndarray, lr: float) -> dict[str, Any]:
-    """One learner's job for ``UpdateProcess.submit``: what ``training.ppo._update`` reads, at ``train_rows`` only."""
+    """One learner's job for ``UpdateProcess.submit``: what ``training.learner.ppo_update`` reads, at ``train_rows`` only."""
     job = {name: getattr(rollout, name)[train_rows] for name in JOB_FIELDS}
     job.update(advantages=advantages[train_rows], returns=returns[train_rows], lr=lr)
     return job
@@ -172,7 +172,7 @@ def _serve(conn, config, codes: list[int]) -> None:  # pragma: no cover - runs i
     import torch
 
     from training.model import ActorCritic
-    from training.ppo import Learner, _frozen_copy, _update
+    from training.learner import Learner, frozen_copy, ppo_update
 
     if config.torch_threads:
         torch.set_num_threads(config.torch_threads)
@@ -201,7 +201,7 @@ def _serve(conn, config, codes: list[int]) -> None:  # pragma: no cover - runs i
                 if magnet is None:
                     learner.magnet = None
                 else:
-                    learner.magnet = _frozen_copy(learner.model)
+                    learner.magnet = frozen_copy(learner.model)
                     learner.magnet.load_state_dict(magnet)
                 reply = None
             elif command == "pull":
@@ -214,7 +214,7 @@ def _serve(conn, config, codes: list[int]) -> None:  # pragma: no cover - runs i
                     learner = learners[code]
                     learner.optimizer.param_groups[0]["lr"] = job["lr"]
                     rows = SimpleNamespace(**{name: job[name] for name in JOB_FIELDS})
-                    stats = _update(learner, rows, job["advantages"], job["returns"], np.arange(len(job["action"])), config.ppo, shuffle, device)
+                    stats = ppo_update(learner, rows, job["advantages"], job["returns"], np.arange(len(job["action"])), config.ppo, shuffle, device)
                     reply[code] = ({k: v.detach().clone() for k, v in learner.model.state_dict().items()}, stats)
             else:
                 raise ValueError(f"unknown command {command!r}")
