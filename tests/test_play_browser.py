@@ -85,7 +85,8 @@ def settle(page, session, seat, timeout=30.0) -> None:
     while not (session.over or session.seat_to_act.agent == seat):
         assert time.monotonic() < deadline, "the agents did not move"
         time.sleep(0.01)
-    page.wait_for_function(f"document.body.dataset.version === '{session.version}'", timeout=timeout * 1000)
+    # polled on a timer, not on animation frames (which a headless browser may hold back for a page in the background)
+    page.wait_for_function(f"document.body.dataset.version === '{session.version}'", polling=50, timeout=timeout * 1000)
 
 
 def play_one_move(page, rng, use_keyboard: bool) -> None:
