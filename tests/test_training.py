@@ -466,7 +466,7 @@ def test_overlap_rollouts_play_the_weights_from_before_the_update_they_overlap(t
     rollout, submit, result = ppo._rollout, UpdateProcess.submit, UpdateProcess.result
 
     def recording_rollout(args, step):
-        seen.append(_weights(args.learners[ppo.POLICY_SEAT].behavior))
+        seen.append(_weights(args.learners[ppo.POLICY_SEAT].model))
         order.append("rollout")
         return rollout(args, step)
 

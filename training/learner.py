@@ -2,8 +2,8 @@
 
 ``Rollout``: a learner's decisions of one rollout (observations, masks, actions, their
 log-probabilities and values, rewards, and each decision's successor in its game and
-seat). ``Learner``: a network in training with its Adam state, its rollout, its magnet
-and the network its rollouts play (``behavior``). ``gae``: advantages and returns of a
+seat). ``Learner``: a network in training with its Adam state, its rollout and its
+magnet. ``gae``: advantages and returns of a
 rollout. ``ppo_update``: the clipped PPO update on a rollout's complete decisions.
 """
 
@@ -74,17 +74,6 @@ class Learner:
         """Rollout index of each seat's latest decision of this learner still waiting for its successor."""
         self.magnet: ActorCritic | None = None
         """A frozen past copy of ``model`` that the update pulls towards (``ppo.magnet_coef``), or None."""
-        self.behavior = model
-        """The network the rollout plays: ``model`` itself, or with ``ppo.overlap`` a frozen copy one update behind (``use_behavior_copy``)."""
-
-    def use_behavior_copy(self) -> None:
-        """Play rollouts with a frozen copy of ``model`` (synced by ``sync_behavior``), so that an update can run meanwhile."""
-        self.behavior = frozen_copy(self.model)
-
-    def sync_behavior(self) -> None:
-        """The behavior copy takes the current weights (nothing to do without a copy)."""
-        if self.behavior is not self.model:
-            self.behavior.load_state_dict(self.model.state_dict())
 
     def reset_optimizer(self) -> None:
         """A fresh Adam state."""
@@ -103,7 +92,7 @@ class Learner:
         """Sample the actions of ``rows`` (games where this learner is to act), record them and link them to their predecessors."""
         obs = torch.from_numpy(step.observation[rows]).to(device)
         mask = torch.from_numpy(step.action_mask[rows].astype(bool)).to(device)
-        action, logprob, value = self.behavior.sample(obs, mask, sampler)
+        action, logprob, value = self.model.sample(obs, mask, sampler)
         action = action.cpu().numpy()
         index = self.rollout.append(step.observation[rows], mask.cpu().numpy(), action, logprob.cpu().numpy(), value.cpu().numpy())
         previous = self.pending[rows, seat[rows]]

@@ -329,7 +329,6 @@ def _train(
     if ppo.overlap:
         worker = stack.enter_context(UpdateProcess(config, list(learners)))
         for code, learner in learners.items():
-            learner.use_behavior_copy()
             worker.push(code, learner)
     started = time.perf_counter() - state.wall_seconds
     bar = tqdm(total=num_updates * decisions_per_update, initial=state.decisions, unit="dec", unit_scale=True, dynamic_ncols=True, disable=not progress_bar)
@@ -370,6 +369,7 @@ def _train(
             for code, learner in learners.items():
                 stats.update(_prefixed_stats(code, ppo_update(learner, *batches[code], ppo, rng, device)))
         else:  # the update process trains; the next rollout is collected meanwhile, with the weights from before this update
+            # (this process's networks take the new weights only once that rollout is done, so it needs no frozen copy)
             lrs = {code: learner.optimizer.param_groups[0]["lr"] for code, learner in learners.items()}
             worker.submit({code: training_rows(*batches[code], lrs[code]) for code in learners}, [config.seed, update])  # (the shuffles: their own generator)
             if (update + 1) % config.schedule.checkpoint_every != 0 and update + 1 < num_updates:  # (a new segment's first rollout waits)
@@ -404,8 +404,6 @@ def _train(
             exploiter.reset_optimizer()
             if worker is not None:
                 worker.push(EXPLOITER_SEAT, exploiter)
-        for learner in learners.values():
-            learner.sync_behavior()
 
         now = time.perf_counter()
         state.wall_seconds = now - started
@@ -452,7 +450,7 @@ def _train(
 
 @dataclass
 class _RolloutArgs:
-    """What a rollout reads and advances: the learners' behavior networks and rollouts, the tables, the games, the opponents and the generators."""
+    """What a rollout reads and advances: the learners (their networks and rollouts), the tables, the games, the opponents and the generators."""
 
     learners: dict[int, Learner]
     tables: Tables
@@ -471,7 +469,7 @@ class _RolloutArgs:
 def _rollout(args: _RolloutArgs, step):
     """Play ``num_steps`` decisions in every game; returns the new step and the outcomes per table kind (games, policy seat-games, policy losses)."""
     for learner in args.learners.values():
-        learner.behavior.eval()
+        learner.model.eval()
     outcomes = {kind: [0, 0, 0] for kind in args.tables.kinds}  # kind -> [games, policy seat-games, policy losses]
     actions = np.zeros(len(step.to_act), np.int64)
     for _ in range(args.num_steps):
