@@ -37,7 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cockroach_env.batched import PARALLEL_MIN_GAMES, BatchedGames, numba, random_legal_actions
+from cockroach_env.batched import PARALLEL_MIN_GAMES, BatchedGames, random_legal_actions
+from cockroach_env.batched.numba_kernels import numba
 from cockroach_env.config import GameConfig
 
 RULE_SETS = {

@@ -17,18 +17,15 @@ import numpy as np
 import pytest
 
 from cockroach_env import raw_env
-from cockroach_env.batched import BatchedGames, BatchStep, _random_deals, deal_orders, deals_from_orders, random_legal_actions
+from cockroach_env.batched import BatchedGames, BatchStep, deal_orders, deals_from_orders, random_legal_actions
+from cockroach_env.batched.deals import _random_deals
+from cockroach_env.batched.numba_kernels import numba
 from cockroach_env.config import GameConfig
 from cockroach_env.engine import LOSS_REASONS, Deal, explicit_deal, random_deal
 
 from .conftest import rule_sets
 
-try:
-    import numba  # noqa: F401
-
-    BACKENDS = ("numba", "numpy")
-except ImportError:  # the numpy backend alone
-    BACKENDS = ("numpy",)
+BACKENDS = ("numba", "numpy") if numba is not None else ("numpy",)  # without numba, the numpy backend alone
 
 ROYAL_FLAGS = (
     pytest.param({}, id="default"),
@@ -399,11 +396,11 @@ def test_malformed_actions_are_refused_naming_the_problem(backend):
 def test_illegal_action_names_game_action_and_move_and_changes_nothing(backend, edition):
     config = GameConfig(num_players=4, edition=edition)
     games, twin = (BatchedGames(config, 16, seed=1, backend=backend) for _ in range(2))
-    step, twin_step = games.reset(), twin.reset()
+    step, _ = games.reset(), twin.reset()
     rng = np.random.default_rng(2)
     for _ in range(40):  # somewhere mid-game, with games in several phases
         actions = random_legal_actions(step.action_mask, rng)
-        step, twin_step = games.step(actions), twin.step(actions)
+        step, _ = games.step(actions), twin.step(actions)
     actions = random_legal_actions(step.action_mask, rng)
     bad_game = 5
     illegal = np.flatnonzero(step.action_mask[bad_game] == 0)

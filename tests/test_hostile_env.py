@@ -118,7 +118,7 @@ def test_raw_env_step_after_every_agent_is_done_is_a_named_error():
 def test_a_penalized_illegal_action_tells_the_others_nothing_about_the_offenders_hand():
     env = raw_env(num_players=3, illegal_action="penalize")
     env.reset(seed=0, options={"starter": "player_0", "hands": {"player_0": {"fly": 2}, "player_1": {"bat": 2}, "player_2": {"rat": 2}}})
-    actor, name = "player_0", "toad"
+    name = "toad"
     env.step(env.encoding.offer_action(env.cards.index(name), 1, 0))
     assert name in env.refusal  # the offender's program learns why, from the env
     for other in env.possible_agents:  # infos are numbers only: no text that could describe a hand

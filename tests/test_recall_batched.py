@@ -90,11 +90,11 @@ def log_snapshot(games: BatchedGames) -> list[np.ndarray]:
 def test_refused_steps_and_resets_leave_the_move_log_alone(backend):
     config = GameConfig(num_players=3, edition="royal", recall=True)
     games, twin = (BatchedGames(config, 8, seed=2, backend=backend) for _ in range(2))
-    step, twin_step = games.reset(), twin.reset()
+    step, _ = games.reset(), twin.reset()
     rng = np.random.default_rng(3)
     for _ in range(25):
         actions = random_legal_actions(step.action_mask, rng)
-        step, twin_step = games.step(actions), twin.step(actions)
+        step, _ = games.step(actions), twin.step(actions)
     actions = random_legal_actions(step.action_mask, rng)
     bad = actions.copy()
     bad[5] = np.flatnonzero(step.action_mask[5] == 0)[0]

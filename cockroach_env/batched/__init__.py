@@ -108,10 +108,10 @@ the ``BatchedGames`` front.
 """
 
 
-from cockroach_env.batched.deals import _random_deals, deal_orders, deals_from_orders
+from cockroach_env.batched.deals import deal_orders, deals_from_orders
 from cockroach_env.batched.games import BatchedGames
 from cockroach_env.batched.layout import BACKENDS, BatchStep
-from cockroach_env.batched.numba_kernels import CHUNK, PARALLEL_MIN_GAMES, numba
+from cockroach_env.batched.numba_kernels import CHUNK, PARALLEL_MIN_GAMES
 from cockroach_env.batched.random_legal import random_legal_actions
 
 

@@ -231,7 +231,7 @@ class BatchedGames:
     def _illegal_message(self, game: int, action: int) -> str:
         if not 0 <= action < self.num_actions:
             return f"game {game}: action {action} is out of range; expected an integer in [0, {self.num_actions})"
-        info, r = self._state.info[game], self.rules
+        info = self._state.info[game]
         seat, phase = int(info[CURRENT]), int(info[PHASE])
         kind = self.encoding.decode_action(action)[0]
         expected = {"offer": OFFER, "call": RESPOND, "peek": RESPOND, "pass": PASS, "place": PLACE}[kind]

@@ -41,7 +41,7 @@ game ends, −1 for the learner). An opponent's illegal action always raises
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import gymnasium
 import numpy as np
