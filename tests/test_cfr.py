@@ -237,6 +237,7 @@ def test_sigterm_saves_the_solver_and_exits_143_and_the_run_resumes(tmp_path):
     assert "--resume" in rest
     meta = read_metadata(tmp_path / "cfr" / "checkpoint")
     done = meta["step"]["iteration"]
+    assert f"SIGTERM at iteration {done};" in rest  # CFR counts iterations, not updates
     assert 0 < done < 10**6
     assert train_cli([*_sets(tmp_path, MICRO_3, iterations=done + 2, evaluate_every=0, checkpoint_every=10**6), "--resume"]) == 0
     assert read_metadata(tmp_path / "cfr" / "checkpoint")["step"]["iteration"] == done + 2

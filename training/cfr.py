@@ -112,7 +112,7 @@ def _train(config: TrainConfig, resume: bool, command: str | None, signals: _Sto
         if state.iteration % settings.checkpoint_every == 0 or done or interrupted or over_time:
             _save_solver(run_dir / CHECKPOINT_NAME, config, state, progress)
         if interrupted:
-            raise Interrupted(signals.received, run_dir / CHECKPOINT_NAME, state.iteration)
+            raise Interrupted(signals.received, run_dir / CHECKPOINT_NAME, state.iteration, "iteration")
         if over_time:
             stop_reason = f"time limit of {limit} minutes reached at iteration {state.iteration}"
             break
@@ -313,7 +313,7 @@ def _distill_and_save(path: Path, config: TrainConfig, solver: TreeSolver, state
         descent = ObservationDescent(tree).run(targets, config.cfr.descent_steps, config.cfr.descent_learning_rate, stop=lambda: signals.received is not None)
         _write_descent_log(path.parent / "descent.csv", descent.history)
         if signals.received is not None:
-            raise Interrupted(signals.received, path.parent / CHECKPOINT_NAME, state.iteration)
+            raise Interrupted(signals.received, path.parent / CHECKPOINT_NAME, state.iteration, "iteration")
         print(f"exploitability descent: {len(descent.history) - 1} steps in {descent.history[-1][1]:.1f} s, NashConv of the table over observations {table_result.nash_conv:.5f} -> {descent.nash_conv:.5f}", file=sys.stderr)
         targets = descent.table
     torch.manual_seed(config.seed)
@@ -321,7 +321,7 @@ def _distill_and_save(path: Path, config: TrainConfig, solver: TreeSolver, state
     fit = distill(model, tree.observations, tree.masks, targets, row_weights(row_own), row_value, row_weights(row_total),
                   steps=config.cfr.distill_steps, learning_rate=config.cfr.distill_learning_rate)  # fmt: skip
     if signals.received is not None:
-        raise Interrupted(signals.received, path.parent / CHECKPOINT_NAME, state.iteration)
+        raise Interrupted(signals.received, path.parent / CHECKPOINT_NAME, state.iteration, "iteration")
     agent = PolicyAgent(model, game, seed=config.seed, name="policy")
     network_result = evaluate(agent, game, tree)
     print(f"distilled into {config.model.hidden_sizes} in {fit.seconds:.1f} s: weighted KL {fit.kl:.2e}, largest probability error {fit.max_error:.3f}; "

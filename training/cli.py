@@ -22,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="cockroach-train",
         description="Self-play masked PPO for Cockroach Poker. Writes runs/<name>/: checkpoint.json + checkpoint.<G>.safetensors (for --resume), "
         "final.json + final.<G>.safetensors (the trained weights, for load_agent and cockroach-eval), metrics.csv, eval.csv, tensorboard/ and learning_curves.png. "
-        "SIGINT/SIGTERM: finish the current update, save, exit 130/143 (continue with --resume).",
+        "SIGINT/SIGTERM: finish the current update (CFR: iteration), save, exit 130/143 (continue with --resume).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="config options (YAML keys, or --set dotted.key=value):\n" + "\n".join(describe_options()),
     )

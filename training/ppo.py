@@ -194,11 +194,11 @@ class Tables:
 
 
 class Interrupted(Exception):
-    """SIGINT or SIGTERM stopped training after the current update; the run checkpoint holds it."""
+    """SIGINT or SIGTERM stopped training after the current update (a CFR run: iteration); the run checkpoint holds it."""
 
-    def __init__(self, signum: int, checkpoint: Path, update: int):
+    def __init__(self, signum: int, checkpoint: Path, update: int, unit: str = "update"):
         self.signum, self.checkpoint, self.update = signum, checkpoint, update
-        super().__init__(f"{signal.Signals(signum).name} at update {update}; the run is saved in {checkpoint}")
+        super().__init__(f"{signal.Signals(signum).name} at {unit} {update}; the run is saved in {checkpoint}")
 
     @property
     def exit_code(self) -> int:
