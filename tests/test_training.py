@@ -457,6 +457,21 @@ def _weights(model) -> tuple:
     return tuple(round(float(p.detach().double().sum()), 12) for p in model.parameters())
 
 
+@pytest.mark.parametrize("overlap", [False, True])
+def test_the_exploiter_learns_at_its_own_rate_annealed_like_the_policys(tmp_path, overlap):
+    """``opponents.exploiter_learning_rate``: the exploiter's Adam rate, annealed with ``ppo.anneal_lr`` as the policy's is; the policy keeps ``ppo.learning_rate``."""
+    sets = ["--set", "opponents.exploiter=0.5", "--set", "opponents.exploiter_learning_rate=0.004", "--set", "ppo.learning_rate=0.001", "--set", f"ppo.overlap={str(overlap).lower()}"]
+    assert _train(tmp_path, "fixed", 2, *sets) == 0
+    assert _train(tmp_path, "annealed", 2, *sets, "--set", "ppo.anneal_lr=true") == 0
+    fixed = ckpt.read_metadata(tmp_path / "fixed" / "checkpoint")
+    assert fixed["exploiter.optimizer"]["param_groups"][0]["lr"] == pytest.approx(0.004)
+    assert fixed["optimizer"]["param_groups"][0]["lr"] == pytest.approx(0.001)
+    annealed = ckpt.read_metadata(tmp_path / "annealed" / "checkpoint")  # the second of two updates: half the rate
+    assert annealed["exploiter.optimizer"]["param_groups"][0]["lr"] == pytest.approx(0.002)
+    assert annealed["optimizer"]["param_groups"][0]["lr"] == pytest.approx(0.0005)
+    assert _metrics(tmp_path / "fixed" / "metrics.csv") != _metrics(tmp_path / "annealed" / "metrics.csv")
+
+
 def test_overlap_rollouts_play_the_weights_from_before_the_update_they_overlap(tmp_path, monkeypatch):
     """``ppo.overlap``: within a checkpoint segment, rollout k+1 is collected during update k (in the update process) with the weights update k started from; a segment's first rollout waits for the update before it."""
     import training.ppo as ppo

@@ -132,6 +132,8 @@ class OpponentConfig:
     """Weight of games against a fixed population given by the caller (a PSRO best response's opponents, ``cockroach-exploit`` against a mixture): the learner takes ``learner_seats`` seats and every other seat draws its own member for the game, with the population's weights."""
     exploiter_reset_every: int = 0
     """Updates between exploiter resets: its weights enter the snapshot pool, and it starts again from the current policy (0: never reset)."""
+    exploiter_learning_rate: float | None = None
+    """The exploiter's Adam learning rate (annealed like the policy's with ``ppo.anneal_lr``); None: ``ppo.learning_rate``. A fine-tune often gives the policy a small rate, which also holds back an exploiter that should find its weaknesses as fast as a best response would."""
     learner_seats: list[int] = field(default_factory=lambda: [1])
     """Seats the learner takes in games against snapshots and baselines (the other seats are the opponent); each game draws one of these counts."""
     snapshot_every: int = 20
@@ -153,6 +155,8 @@ class OpponentConfig:
         total = self.self_play + self.snapshots + self.exploiter + self.population + sum(self.baselines.values())
         _require(where, "self_play", self.self_play, total > 0, "weights (self_play, snapshots, exploiter, population, baselines) with a positive sum")
         _require(where, "exploiter_reset_every", self.exploiter_reset_every, self.exploiter_reset_every >= 0, "an integer >= 0")
+        if self.exploiter_learning_rate is not None:
+            _require(where, "exploiter_learning_rate", self.exploiter_learning_rate, self.exploiter_learning_rate > 0, "a number > 0, or null for ppo.learning_rate")
         _require(where, "snapshot_every", self.snapshot_every, self.snapshot_every >= 0, "an integer >= 0")
         _require(where, "beat_pool_loss_rate", self.beat_pool_loss_rate, 0 <= self.beat_pool_loss_rate <= 1, "a number from 0 to 1")
         _require(where, "beat_pool_games", self.beat_pool_games, self.beat_pool_games >= 1, "an integer >= 1")

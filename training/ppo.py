@@ -281,12 +281,12 @@ def _train(
     device = torch.device(config.device)
     command = command or " ".join(["cockroach-train", *sys.argv[1:]])
 
-    def new_learner(seed: int | None) -> Learner:
+    def new_learner(seed: int | None, learning_rate: float) -> Learner:
         model = ActorCritic(game, config.model.hidden_sizes, config.model.activation, config.model.card_counting, seed=seed).to(device)
-        return Learner(model, ppo.learning_rate, B * T + B * n_players, B, n_players, enc.observation.size, enc.num_actions)
+        return Learner(model, learning_rate, B * T + B * n_players, B, n_players, enc.observation.size, enc.num_actions)
 
-    policy = new_learner(config.seed)
-    exploiter = new_learner(None) if config.opponents.exploiter else None
+    policy = new_learner(config.seed, ppo.learning_rate)
+    exploiter = new_learner(None, config.opponents.exploiter_learning_rate or ppo.learning_rate) if config.opponents.exploiter else None
     learners = {POLICY_SEAT: policy, **({EXPLOITER_SEAT: exploiter} if exploiter else {})}
     sampler = torch.Generator(device=device).manual_seed(config.seed)
     """Action sampling of the learners and the snapshots."""
@@ -348,7 +348,7 @@ def _train(
             tables.draw(np.arange(B), rng, _baseline_index(baseline_names), _snapshot_indices(pool, baseline_names))
         for learner in learners.values():
             if ppo.anneal_lr:
-                learner.optimizer.param_groups[0]["lr"] = ppo.learning_rate * (1.0 - update / num_updates)
+                learner.optimizer.param_groups[0]["lr"] = learner.learning_rate * (1.0 - update / num_updates)
 
         # ------------------------------------------------------------ 1. rollout (with ppo.overlap: collected during the last update)
         if prefetched is None:
