@@ -408,10 +408,30 @@ def test_exploitability_trains_a_best_response_against_a_frozen_checkpoint(tmp_p
     result = json.loads(report.read_text())
     assert result["parity"] == 0.25 and result["games"] == 20
     assert result["exploitability"] == pytest.approx(0.25 - result["best_response_loss_rate"])
-    assert "exploitability" in capsys.readouterr().out
+    assert set(result["behaviour"]) == {"best_response", "checkpoint"}
+    for side in result["behaviour"].values():
+        assert 0 <= side["call_accuracy"] <= 1 and 0 <= side["false_offer_rate"] <= 1
+    out = capsys.readouterr().out
+    assert "exploitability" in out and "calls judged right: the best response" in out
     assert "frozen" not in baselines.names()  # the checkpoint was a baseline only while the command ran
     assert main(argv + [a for s in sets for a in ("--set", s)]) == 2  # the same best-response run again: refused
     assert "--overwrite" in capsys.readouterr().err
+
+
+def test_an_evaluation_reports_the_opponents_behaviour_beside_the_policys():
+    """``opponent_*``: the false offers, false passes and call accuracy of the opponents' seats together, as the arena counts them."""
+    from training.arena import play_match
+    from training.ppo import evaluate_agent
+
+    model = _model()
+    make = lambda i: PolicyAgent(model, GAME, seed=11 + i, name="policy")  # noqa: E731
+    results = evaluate_agent(make, GAME, ["heuristic", "bluffer"], 40, seed=3)
+    for i, (name, result) in enumerate(zip(["heuristic", "bluffer"], results)):
+        match = play_match([make(i), f"{name}*{GAME.num_players - 1}"], GAME, games=40, seed=3 + 7919 * i + 1)
+        theirs, mine = match.report(name).behaviour, match.report("policy").behaviour
+        for key in ("false_offer_rate", "false_pass_rate", "call_accuracy"):
+            assert result[f"opponent_{key}"] == theirs[key] and result[key] == mine[key]
+    assert results[1]["opponent_false_offer_rate"] > results[0]["opponent_false_offer_rate"]  # the bluffer lies more than the heuristic
 
 
 def test_best_response_runs_of_two_runs_final_checkpoints_get_different_names():

@@ -550,8 +550,13 @@ def evaluate_model(model: ActorCritic, game: GameConfig, opponents: list[str], n
 
 
 def evaluate_agent(make_agent, game: GameConfig, opponents: list[str], num_games: int, seed: int) -> list[dict[str, Any]]:
-    """``make_agent(i)`` (an agent named ``policy``) in one seat against baseline ``opponents[i]`` in all the others, in the arena."""
-    from training.arena import play_match
+    """``make_agent(i)`` (an agent named ``policy``) in one seat against baseline ``opponents[i]`` in all the others, in the arena.
+
+    Each result holds the policy's loss rate and its behaviour (``false_offer_rate``,
+    ``false_pass_rate``, ``call_accuracy``), and the same three of the opponents' seats
+    together (``opponent_*``): what a best response exploits shows in both.
+    """
+    from training.arena import behaviour_summary, play_match
 
     results = []
     for i, name in enumerate(opponents):
@@ -559,6 +564,8 @@ def evaluate_agent(make_agent, game: GameConfig, opponents: list[str], num_games
         match = play_match([policy, f"{name}*{game.num_players - 1}"], game, games=num_games, seed=seed + 7919 * i + 1)
         report = match.report("policy")
         behaviour = report.behaviour
+        others = [agent for agent in match.agents if agent is not report]
+        theirs = behaviour_summary({k: sum(a.counts[k] for a in others) for k in report.counts}, sum(a.games for a in others))
         results.append(
             {
                 "opponent": name,
@@ -570,6 +577,7 @@ def evaluate_agent(make_agent, game: GameConfig, opponents: list[str], num_games
                 "false_offer_rate": behaviour.get("false_offer_rate"),
                 "false_pass_rate": behaviour.get("false_pass_rate"),
                 "call_accuracy": behaviour.get("call_accuracy"),
+                **{f"opponent_{k}": theirs.get(k) for k in ("false_offer_rate", "false_pass_rate", "call_accuracy")},
             }
         )
     return results
