@@ -258,3 +258,14 @@ def test_the_shipped_mini_agents_play_in_the_browser_api(tmp_path, seats, preset
     assert session.over and payloads
     for agent, view in payloads:  # each seat sees only its own view
         check_payload(agent, view, session)
+
+
+def test_interrupted_names_its_unit_and_step():
+    import signal
+
+    from training.ppo import Interrupted
+
+    stop = Interrupted(signal.SIGTERM, Path("run/checkpoint"), 7, "iteration")
+    assert (stop.step, stop.unit, stop.exit_code) == (7, "iteration", 143)
+    assert str(stop) == f"SIGTERM at iteration 7; the run is saved in {Path('run/checkpoint')}"
+    assert Interrupted(signal.SIGINT, Path("c"), 3).unit == "update"

@@ -196,9 +196,10 @@ class Tables:
 class Interrupted(Exception):
     """SIGINT or SIGTERM stopped training after the current update (a CFR run: iteration); the run checkpoint holds it."""
 
-    def __init__(self, signum: int, checkpoint: Path, update: int, unit: str = "update"):
-        self.signum, self.checkpoint, self.update = signum, checkpoint, update
-        super().__init__(f"{signal.Signals(signum).name} at {unit} {update}; the run is saved in {checkpoint}")
+    def __init__(self, signum: int, checkpoint: Path, step: int, unit: str = "update"):
+        # ``step`` counts ``unit``s: PPO updates, or CFR iterations
+        self.signum, self.checkpoint, self.step, self.unit = signum, checkpoint, step, unit
+        super().__init__(f"{signal.Signals(signum).name} at {unit} {step}; the run is saved in {checkpoint}")
 
     @property
     def exit_code(self) -> int:
