@@ -178,3 +178,20 @@ def test_self_play_opponents_refresh_a_frozen_copy_on_schedule():
     assert frozen[2].policy is not model.policy
     with pytest.raises(ValueError, match="refresh_every=0"):
         SelfPlayOpponents(config, refresh_every=0)
+
+
+def test_a_mixture_opponent_draws_its_member_each_episode_and_replays_from_the_seed():
+    pytest.importorskip("torch")
+    from training.mixture import MixtureAgent
+    from training.model import ActorCritic, PolicyAgent
+
+    config = GameConfig(num_players=4)
+    members = [PolicyAgent(ActorCritic(config, [8], seed=s), config, seed=s) for s in range(3)]
+    mixture = MixtureAgent(members, [1, 1, 1], config, seed=0)
+    env = MaskedSelfPlayEnv(mixture, num_players=4)
+    drawn, traces = [], []
+    for episode in range(12):
+        traces.append(_play(env, np.random.default_rng(episode % 6), seed=100 if episode in (0, 6) else None)[2])
+        drawn.append(mixture.current)
+    assert len(set(drawn)) > 1  # new_game() at every reset
+    assert traces[0] == traces[6] and drawn[0] == drawn[6]  # reset(seed=...) reseeds the draws and every member

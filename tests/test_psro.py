@@ -164,6 +164,26 @@ def test_psro_trains_a_mixture_and_an_interrupted_run_resumes_exactly(tmp_path):
     assert [m["weight"] for m in ckpt.read_metadata(tmp_path / "split" / "final")["mixture"]["members"]] == [1 / 3] * 3
 
 
+def test_init_from_a_mixture_seeds_psro_with_every_member_and_ppo_with_the_heaviest(tmp_path):
+    game = GameConfig.from_options(preset="mini")
+    models = [ActorCritic(game, [16], "tanh", True, seed=s) for s in range(2)]
+    meta = {"game_config": game.to_dict(), "model": {"hidden_sizes": [16], "activation": "tanh", "card_counting": True}, "name": "seed", "commands": ["made by hand"]}
+    save_mixture_checkpoint(tmp_path / "seed", models, [0.25, 0.75], ["low", "high"], meta)
+    assert _psro(tmp_path, "seeded", 1, "--init-from", str(tmp_path / "seed")) == 0
+    final = ckpt.load_checkpoint(tmp_path / "seeded" / "final")
+    assert [m["name"] for m in final.metadata["mixture"]["members"]] == ["low", "high", "member_2"]
+    assert final.metadata["psro"]["meta_game"]["size"] == 3 and len(final.metadata["psro"]["meta_game"]["tables"]) == 6
+    assert final.metadata["base_run"]["members"] == ["low", "high"] and final.metadata["base_run"]["commands"] == ["made by hand"]
+    for k, model in enumerate(models):
+        assert all(torch.equal(final.group(f"member.{k}.model")[key], value) for key, value in model.state_dict().items())
+    # anything else (PPO) starts from the heaviest member
+    from training.cli import _initial_weights
+
+    weights, population, base_run = _initial_weights(str(tmp_path / "seed"), load_config(None, ["game.preset=mini", "model.hidden_sizes=[16]"]))
+    assert population is None and base_run["member"] == "high"
+    assert all(torch.equal(weights[key], value) for key, value in models[1].state_dict().items())
+
+
 def test_exact_evaluation_weights_a_mixture_by_reach():
     from training.exact import nash_conv
 

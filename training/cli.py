@@ -79,8 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     command = "cockroach-train " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
     resume_command = _resume_command(args)
     try:
-        initial, base_run = _initial_weights(args.init_from, config) if args.init_from and not args.resume else (None, None)
-        agent = train(config, resume=args.resume, command=command, progress_bar=not args.no_progress, initial_weights=initial, base_run=base_run)
+        initial, population, base_run = _initial_weights(args.init_from, config) if args.init_from and not args.resume else (None, None, None)
+        more = {"initial_population": population} if population else {}
+        agent = train(config, resume=args.resume, command=command, progress_bar=not args.no_progress, initial_weights=initial, base_run=base_run, **more)
     except (CheckpointError, TreeTooLarge) as error:
         print(f"cockroach-train: error: {error}", file=sys.stderr)
         return 2
@@ -113,9 +114,11 @@ def _resume_command(args) -> str:
     return " ".join(shlex.quote(a) for a in argv + ["--resume"])
 
 
-def _initial_weights(path: str, config) -> tuple[dict, dict]:
-    """The weights of ``path``, checked against the rules and network of ``config``, and the record of where they came from."""
-    from training.checkpoint import CheckpointError, build_model, load_checkpoint
+def _initial_weights(path: str, config) -> tuple[dict | None, list[tuple[str, dict]] | None, dict]:
+    """``(weights, population, base_run)`` of ``path``, checked against the rules and network of ``config``: the weights to start from
+    and the record of where they came from. A mixture starts PSRO's population from all its members (``population``: name and
+    weights of each) and anything else from its heaviest member."""
+    from training.checkpoint import CheckpointError, build_model, load_checkpoint, member_models, mixture_weights
 
     checkpoint = load_checkpoint(path, game=config.game_config())
     spec = checkpoint.metadata["model"]
@@ -126,7 +129,17 @@ def _initial_weights(path: str, config) -> tuple[dict, dict]:
     base_run = {"path": str(checkpoint.path.with_suffix("")), "commands": meta.get("commands") or [meta.get("command")], "step": meta.get("step")}
     if meta.get("base_run"):
         base_run["base_run"] = meta["base_run"]
-    return build_model(checkpoint).state_dict(), base_run
+    if meta["kind"] != "mixture":
+        return build_model(checkpoint).state_dict(), None, base_run
+    names, weights = mixture_weights(checkpoint)
+    models = member_models(checkpoint)
+    if config.algorithm == "psro":
+        base_run["members"] = names
+        return None, [(name, model.state_dict()) for name, model in zip(names, models)], base_run
+    heaviest = int(weights.argmax())
+    base_run["member"] = names[heaviest]
+    print(f"--init-from {path}: a mixture of {len(names)}; starting from its heaviest member {names[heaviest]!r} (weight {weights[heaviest] / weights.sum():.3f})", file=sys.stderr)
+    return models[heaviest].state_dict(), None, base_run
 
 
 if __name__ == "__main__":

@@ -39,8 +39,21 @@ class MixtureAgent:
         self.weights = weights / weights.sum()
         self.config = config
         self.name = name
-        self.rng = np.random.default_rng(seed)
-        self.current = self.draw_member(self.rng)
+        self._rng = np.random.default_rng(seed)  # (the members keep their own generators)
+        self.current = self.draw_member(self._rng)
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """The generator of the member draws. Setting it (as ``MaskedSelfPlayEnv.reset(seed=...)`` does to reseed an
+        agent) also reseeds every member that samples with its own ``rng``, from it, so that a reseeded mixture replays."""
+        return self._rng
+
+    @rng.setter
+    def rng(self, generator: np.random.Generator) -> None:
+        self._rng = generator
+        for member in self.members:
+            if isinstance(getattr(member, "rng", None), np.random.Generator):
+                member.rng = np.random.default_rng(generator.integers(2**63))
 
     def draw_member(self, rng: np.random.Generator) -> int:
         """Index of a member drawn with the mixture's weights."""

@@ -84,8 +84,12 @@ def train(
     initial_weights: dict | None = None,
     base_run: dict | None = None,
     ray_address: str | None = None,
+    initial_population: list[tuple[str, dict]] | None = None,
 ) -> Path:
     """Run (or resume) PSRO for ``config``; return the path of the final mixture checkpoint.
+
+    The population starts with one network: random, or ``initial_weights``; or with every ``(name, weights)`` of
+    ``initial_population`` (``--init-from`` a mixture), whose meta-game is played and solved before the first iteration.
 
     PSRO prints one line per iteration; ``progress_bar`` is accepted for the CLI's sake (the best responses run without bars).
     """
@@ -107,14 +111,20 @@ def train(
             resolved = True
             print(f"meta-solver {saved_solver} -> {psro.meta_solver}: meta-strategy {np.round(state.meta_strategy, 4).tolist()}", file=sys.stderr)
     else:
-        first = ActorCritic(game, config.model.hidden_sizes, config.model.activation, config.model.card_counting, seed=config.seed)
-        if initial_weights is not None:
-            first.load_state_dict(initial_weights)
-        members = [first.state_dict()]
-        state = PSROState(names=["member_0"], meta_strategy=[1.0], base_run=base_run)
-        meta_game = MetaGame(game.num_players, size=1)
+        if initial_population:
+            members = [_model(config, game, weights).state_dict() for _, weights in initial_population]  # (checks the shapes)
+            names = [name for name, _ in initial_population]
+        else:
+            first = ActorCritic(game, config.model.hidden_sizes, config.model.activation, config.model.card_counting, seed=config.seed)
+            if initial_weights is not None:
+                first.load_state_dict(initial_weights)
+            members, names = [first.state_dict()], ["member_0"]
+        meta_game = MetaGame(game.num_players, size=len(members))
         _play_new_tables(workers, config, members, meta_game, iteration=0)
-        state.meta_game = meta_game.to_dict()
+        x = solve(psro.meta_solver, meta_game) if len(members) > 1 else np.ones(1)
+        state = PSROState(names=names, meta_strategy=[float(v) for v in x], base_run=base_run, meta_game=meta_game.to_dict())
+        if len(members) > 1:
+            print(f"psro: a population of {len(members)} from --init-from, meta-strategy {np.round(x, 4).tolist()}", file=sys.stderr)
     state.commands.append(command)
     _prepare_csv(run_dir / "psro.csv", LOG_COLUMNS, state.iteration if resume else None, key="iteration")
     started = time.perf_counter() - state.wall_seconds
@@ -200,17 +210,23 @@ def train_best_response(config_data: dict, members: list[dict], weights: list[fl
 
 
 def evaluate_table(config_data: dict, table: tuple[int, ...], members: dict[int, dict], games: int, seed: int) -> tuple[tuple[int, ...], dict[int, int], dict[int, int]]:
-    """Play ``games`` at ``table`` (member indices) in the batched arena: per member, seat-games and losses."""
-    from training.arena import play_match
-
+    """Play ``games`` at ``table`` (member indices, weights in ``members``) in the batched arena: per member, seat-games and losses."""
     config = config_from_dict(config_data, where="payoff config")
     game = config.game_config()
     if config.torch_threads:
         torch.set_num_threads(config.torch_threads)
-    agents = {m: PolicyAgent(_model(config, game, members[m]), game, seed=seed + 31 * m, name=f"member_{m}") for m in sorted(set(table))}
+    seat_games, losses = play_table({m: _model(config, game, members[m]) for m in set(table)}, game, table, games, seed)
+    return table, seat_games, losses
+
+
+def play_table(models: dict[int, ActorCritic], game: GameConfig, table: tuple[int, ...], games: int, seed: int) -> tuple[dict[int, int], dict[int, int]]:
+    """One meta-game table: ``games`` in the batched arena (duplicate deals, seat rotation) between the members ``table`` names; per member, seat-games and losses."""
+    from training.arena import play_match
+
+    agents = {m: PolicyAgent(models[m], game, seed=seed + 31 * m, name=f"member_{m}") for m in sorted(set(table))}
     result = play_match([agents[m] for m in table], game, games=games, seed=seed, duplicate=True, engine="batched")
     reports = {m: result.report(f"member_{m}") for m in agents}
-    return table, {m: r.games for m, r in reports.items()}, {m: r.losses for m, r in reports.items()}
+    return {m: r.games for m, r in reports.items()}, {m: r.losses for m, r in reports.items()}
 
 
 def _play_new_tables(workers, config: TrainConfig, members: list[dict], meta_game: MetaGame, iteration: int) -> int:

@@ -16,7 +16,10 @@ The learner takes one seat, a different one each episode (seat ``k mod N`` in th
 
 - one agent of the agent protocol (``act(observation_dict) -> int``, e.g.
   ``baselines.make(...)`` or ``training.load_agent(...)``): it plays every other seat
-  (agents are seat-independent);
+  (agents are seat-independent). An agent with ``new_game()`` (a mixture such as the
+  shipped ``classic-4p``) is told at every reset, so it draws its member per game; one
+  mixture plays every seat with the same member, a list of separately loaded ones draws
+  per seat;
 - a list of ``N - 1`` agents: ``opponents[i]`` plays the seat ``i + 1`` seats after the
   learner;
 - a callable ``opponents(episode) -> agent or list``, called at every reset with the
@@ -111,10 +114,13 @@ class MaskedSelfPlayEnv(gymnasium.Env):
             deal_seed = int(self.np_random.integers(2**63))
         self.game.reset(seed=deal_seed, options=options)
         lineup = self._opponents_for_episode()
+        distinct = list({id(agent): agent for agent in lineup}.values())
         if seed is not None:
-            distinct = list({id(agent): agent for agent in lineup}.values())
             for agent, child in zip(distinct, children[1:]):
                 _reseed(agent, child)
+        for agent in distinct:  # a mixture (training.load_agent of a mixture checkpoint) draws the member of this game
+            if callable(getattr(agent, "new_game", None)):
+                agent.new_game()
         self._opponents = lineup
         self._seat = self._episode % self.num_players
         self._learner = self.game.possible_agents[self._seat]

@@ -1,0 +1,121 @@
+"""``cockroach-mixture``: a mixture checkpoint from trained checkpoints, weighted equally, as given, or by a solved meta-game."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("safetensors")
+
+from cockroach_env import GameConfig  # noqa: E402
+from training import checkpoint as ckpt  # noqa: E402
+from training.mixture import MixtureAgent  # noqa: E402
+from training.mixture_cli import main  # noqa: E402
+from training.model import ActorCritic  # noqa: E402
+
+GAME = GameConfig.from_options(preset="mini")
+SPEC = {"hidden_sizes": [8], "activation": "tanh", "card_counting": False}
+
+
+def _agent(path, seed: int, game: GameConfig = GAME, spec: dict = SPEC, **extra):
+    model = ActorCritic(game, spec["hidden_sizes"], spec["activation"], spec["card_counting"], seed=seed)
+    meta = {"kind": "agent", "game_config": game.to_dict(), "model": spec, "name": f"agent{seed}", "commands": [f"cockroach-train --set seed={seed}"], **extra}
+    ckpt.save_checkpoint(path, {f"model.{k}": v for k, v in model.state_dict().items()}, meta)
+    return model
+
+
+def _same(a, b) -> bool:
+    return all(torch.equal(a.state_dict()[k], v) for k, v in b.state_dict().items())
+
+
+def test_equal_weights_by_default_and_each_members_recipe_is_kept(tmp_path, capsys):
+    models = [_agent(tmp_path / f"a{s}", s) for s in range(3)]
+    assert main([str(tmp_path / "mix"), *(str(tmp_path / f"a{s}") for s in range(3))]) == 0
+    agent = ckpt.load_agent(tmp_path / "mix", seed=0)
+    assert isinstance(agent, MixtureAgent) and np.allclose(agent.weights, 1 / 3)
+    assert all(_same(member.model, model) for member, model in zip(agent.members, models))
+    meta = ckpt.read_metadata(tmp_path / "mix")
+    assert meta["kind"] == "mixture" and meta["name"] == "mix" and meta["mixture"]["meta_solver"] == "uniform"
+    assert [r["commands"] for r in meta["mixture"]["recipes"]] == [[f"cockroach-train --set seed={s}"] for s in range(3)]
+    assert [r["source"] for r in meta["mixture"]["recipes"]] == [str(tmp_path / f"a{s}") for s in range(3)]
+    assert meta["command"].startswith("cockroach-mixture ")
+    assert "mixture of 3 members" in capsys.readouterr().out
+
+
+def test_given_weights_are_normalised_and_a_mixture_member_shares_its_weight_among_its_members(tmp_path):
+    for s in range(3):
+        _agent(tmp_path / f"a{s}", s)
+    assert main([str(tmp_path / "inner"), str(tmp_path / "a0"), str(tmp_path / "a1"), "--weights", "1", "3"]) == 0
+    assert main([str(tmp_path / "outer"), str(tmp_path / "inner"), str(tmp_path / "a2"), "--weights", "2", "2"]) == 0
+    meta = ckpt.read_metadata(tmp_path / "outer")
+    weights = [m["weight"] for m in meta["mixture"]["members"]]
+    assert np.allclose(weights, [0.125, 0.375, 0.5])
+    recipes = meta["mixture"]["recipes"]
+    assert [r["source"] for r in recipes] == [str(tmp_path / "a0"), str(tmp_path / "a1"), str(tmp_path / "a2")]  # the inner mixture's own recipes
+    assert [r.get("via") for r in recipes] == [str(tmp_path / "inner"), str(tmp_path / "inner"), None]
+    assert meta["mixture"]["meta_solver"] == "given"
+
+
+def test_the_meta_solver_plays_every_table_and_weights_the_members_by_the_solved_meta_game(tmp_path):
+    for s in range(2):
+        _agent(tmp_path / f"a{s}", s)
+    args = [str(tmp_path / "a0"), str(tmp_path / "a1"), "--meta-solver", "regret_matching", "--payoff-games", "40", "--seed", "3"]
+    assert main([str(tmp_path / "m1"), *args]) == 0
+    assert main([str(tmp_path / "m2"), *args]) == 0
+    first, second = ckpt.read_metadata(tmp_path / "m1"), ckpt.read_metadata(tmp_path / "m2")
+    table = first["mixture"]["meta_game"]
+    assert table["size"] == 2 and sorted(tuple(t["members"]) for t in table["tables"]) == [(0, 0), (0, 1), (1, 1)]
+    assert all(sum(t["seat_games"]) >= 40 for t in table["tables"])
+    assert first["mixture"]["meta_game"] == second["mixture"]["meta_game"]  # the same seed plays the same games
+    weights = [m["weight"] for m in first["mixture"]["members"]]
+    assert weights == [m["weight"] for m in second["mixture"]["members"]] and abs(sum(weights) - 1) < 1e-9
+    assert first["mixture"]["meta_nash_conv"] >= 0
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["@a0", "@a1", "--weights", "1"], r"--weights has 1 values for 2 members"),
+        (["@a0", "@a1", "--weights", "1", "-2"], r"--weights value '-2' is not allowed; expected a finite number >= 0"),
+        (["@a0", "@a1", "--weights", "1", "nan"], r"--weights value 'nan' is not allowed"),
+        (["@a0", "@a1", "--weights", "0", "0"], r"sum to 0"),
+        (["@a0", "@a1", "--weights", "x", "1"], r"--weights value 'x' is not a number"),
+        (["@a0", "@a0"], r"is the checkpoint .* again"),
+        (["@a0", "@other_rules"], r"MEMBER .*other_rules' was trained for .* expected members of one rule set"),
+        (["@a0", "@other_net"], r"MEMBER .*other_net' has model=.* expected members of one network shape"),
+        (["@a0", "@missing"], r"no checkpoint at .*missing.json"),
+    ],
+)
+def test_bad_input_is_refused_by_name_and_writes_nothing(tmp_path, capsys, args, message):
+    _agent(tmp_path / "a0", 0)
+    _agent(tmp_path / "a1", 1)
+    _agent(tmp_path / "other_rules", 2, game=GameConfig.from_options(preset="mini-3p"))
+    _agent(tmp_path / "other_net", 3, spec={**SPEC, "hidden_sizes": [4]})
+    argv = [str(tmp_path / "mix"), *(str(tmp_path / a[1:]) if a.startswith("@") else a for a in args)]  # "@name": a checkpoint in tmp_path
+    assert main(argv) == 2
+    assert re.search(message, capsys.readouterr().err)
+    assert not list(tmp_path.glob("mix*"))
+
+
+def test_an_existing_output_is_kept_without_overwrite(tmp_path, capsys):
+    _agent(tmp_path / "a0", 0)
+    _agent(tmp_path / "a1", 1)
+    assert main([str(tmp_path / "mix"), str(tmp_path / "a0")]) == 0
+    before = (tmp_path / "mix.json").read_bytes()
+    assert main([str(tmp_path / "mix"), str(tmp_path / "a1")]) == 2
+    assert "already exists" in capsys.readouterr().err and (tmp_path / "mix.json").read_bytes() == before
+    assert main([str(tmp_path / "mix"), str(tmp_path / "a1"), "--overwrite"]) == 0
+    assert json.loads((tmp_path / "mix.json").read_text())["mixture"]["recipes"][0]["name"] == "agent1"
+    assert main([str(tmp_path / "nowhere" / "mix"), str(tmp_path / "a0")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_a_solver_checkpoint_is_refused_as_a_member(tmp_path, capsys):
+    _agent(tmp_path / "a0", 0)
+    ckpt.save_checkpoint(tmp_path / "solver", {"cfr.regrets": torch.zeros(2)}, {"kind": "solver", "game_config": GAME.to_dict(), "model": SPEC})
+    assert main([str(tmp_path / "mix"), str(tmp_path / "a0"), str(tmp_path / "solver")]) == 2
+    assert "CFR solver checkpoint" in capsys.readouterr().err

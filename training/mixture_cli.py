@@ -1,0 +1,203 @@
+"""``cockroach-mixture``: one mixture agent from several trained checkpoints.
+
+A mixture (``training.mixture``) plays one of its members per game and seat, drawn with
+the members' weights. A population of different policies is much harder to exploit than
+any of its members (docs/training.md measures it on 4 players), so this command builds
+one from checkpoints you already trained (agents, runs or other mixtures, whose members
+join with their weights) and writes it as one validated checkpoint for
+``training.load_agent``, ``cockroach-eval``, ``cockroach-exploit`` and ``cockroach-play``.
+
+The weights are equal by default; ``--weights`` gives them, and ``--meta-solver`` solves
+them from the members' meta-game, the same one PSRO solves: every table (a multiset of
+N members) is played for ``--payoff-games`` games in the batched arena, with duplicate
+deals and seat rotation, and a solver of ``training.meta_solvers`` picks the weights.
+The result's metadata keeps each member's recipe (its name, source, commands, training
+config and evaluation) and the meta-game, so the mixture is reproducible.
+
+    cockroach-mixture runs/mix4p classic-4p runs/ppo_4p_d/final runs/ppo_4p_e/final
+    cockroach-mixture runs/mix4p runs/a/final runs/b/final --weights 2 1
+    cockroach-mixture runs/mix4p runs/a/final runs/b/final runs/c/final --meta-solver regret_matching --payoff-games 400
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from training import checkpoint as ckpt
+from training.meta_solvers import SOLVERS, MetaGame, solve
+from training.output_paths import output_file_problem
+
+RECIPE_KEYS = ("name", "kind", "command", "commands", "base_run", "training_config", "step", "evaluation", "exported_from", "created")
+"""What a member's metadata contributes to its entry of the mixture's ``mixture.recipes`` (one per member, in member order)."""
+SHARED_KEYS = ("game_config", "model", "observation_size", "num_actions", "layout_version")
+"""What every member must have in common (the network shape and the rule set), copied into the mixture's metadata."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="cockroach-mixture", description=__doc__.split("\n\n")[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("output", help="the mixture checkpoint to write (OUTPUT.json and its tensor file)")
+    parser.add_argument("members", nargs="+", metavar="MEMBER", help="checkpoint paths or shipped names (agents, runs or mixtures) of one rule set and one network shape")
+    weighting = parser.add_mutually_exclusive_group()
+    weighting.add_argument("--weights", nargs="+", metavar="W", help="one weight per MEMBER (>= 0, positive sum; normalised); a mixture MEMBER shares its weight among its members")
+    weighting.add_argument("--meta-solver", choices=sorted(SOLVERS), default="uniform", help="solve the members' meta-game for the weights (default uniform: equal weights, nothing played)")
+    parser.add_argument("--payoff-games", type=_positive, default=400, help="with --meta-solver: games per meta-game table (default 400)")
+    parser.add_argument("--seed", type=int, default=0, help="with --meta-solver: seed of the meta-game's games (default 0)")
+    parser.add_argument("--name", help="the mixture's name in its metadata (default: OUTPUT's file name)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing checkpoint at OUTPUT")
+    return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; expected an integer >= 1") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not allowed; expected an integer >= 1")
+    return value
+
+
+def _weights(texts: list[str] | None, count: int) -> np.ndarray:
+    if texts is None:
+        return np.ones(count)
+    if len(texts) != count:
+        raise ValueError(f"--weights has {len(texts)} values for {count} members; expected one weight per MEMBER")
+    values = []
+    for text in texts:
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError(f"--weights value {text!r} is not a number; expected a finite number >= 0") from None
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"--weights value {text!r} is not allowed; expected a finite number >= 0")
+        values.append(value)
+    if not sum(values) > 0:
+        raise ValueError(f"--weights {texts} sum to 0; expected at least one positive weight")
+    return np.asarray(values, np.float64)
+
+
+def load_members(sources: list[str]) -> list[tuple[str, ckpt.Checkpoint]]:
+    """Load every source and check that they share one rule set and one network; a repeated source is refused."""
+    loaded = []
+    seen: dict[Path, str] = {}
+    for source in sources:
+        path = ckpt.resolve(source).resolve()
+        if path in seen:
+            raise ValueError(f"MEMBER {source!r} is the checkpoint {seen[path]!r} again ({path}); give each member once and weight it with --weights")
+        seen[path] = source
+        checkpoint = ckpt.load_checkpoint(source)
+        if checkpoint.metadata["kind"] == "solver":
+            raise ValueError(f"MEMBER {source!r} is a CFR solver checkpoint (kind 'solver'); expected an agent, run or mixture checkpoint with a network")
+        loaded.append((source, checkpoint))
+    first_source, first = loaded[0]
+    for source, checkpoint in loaded[1:]:
+        if checkpoint.game_config != first.game_config:
+            raise ValueError(f"MEMBER {source!r} was trained for {checkpoint.game_config} but {first_source!r} for {first.game_config}; expected members of one rule set")
+        for key in SHARED_KEYS[1:]:
+            if checkpoint.metadata.get(key) != first.metadata.get(key):
+                raise ValueError(
+                    f"MEMBER {source!r} has {key}={checkpoint.metadata.get(key)!r} but {first_source!r} has {first.metadata.get(key)!r}; "
+                    "expected members of one network shape and one observation layout"
+                )
+    return loaded
+
+
+def flatten(loaded: list[tuple[str, ckpt.Checkpoint]], weights: np.ndarray) -> tuple[list[Any], np.ndarray, list[str], list[dict[str, Any]]]:
+    """Every member network with its weight, name and recipe; a mixture source contributes each of its members, sharing its weight by theirs."""
+    models, member_weights, names, recipes = [], [], [], []
+    weights = weights / weights.sum()
+    for (source, checkpoint), weight in zip(loaded, weights):
+        meta = checkpoint.metadata
+        recipe = {"source": source, **{k: meta[k] for k in RECIPE_KEYS if k in meta}}
+        if meta["kind"] == "mixture":
+            inner_names, inner = ckpt.mixture_weights(checkpoint)
+            inner = inner / inner.sum()
+            inner_recipes = meta["mixture"].get("recipes")
+            for k, (model, inner_name, inner_weight) in enumerate(zip(ckpt.member_models(checkpoint), inner_names, inner)):
+                models.append(model)
+                member_weights.append(weight * inner_weight)
+                names.append(inner_name)
+                # a mixture built by this command knows each member's own recipe; otherwise (PSRO) the mixture's recipe is the member's
+                own = inner_recipes[k] if isinstance(inner_recipes, list) and len(inner_recipes) == len(inner_names) else {**recipe, "member": k}
+                recipes.append({**own, "via": source})
+        else:
+            models.append(ckpt.build_model_from(checkpoint, "model"))
+            member_weights.append(weight)
+            names.append(str(meta.get("name") or Path(source).name))
+            recipes.append(recipe)
+    counts: dict[str, int] = {}
+    for k, name in enumerate(names):  # one name per member, so that reports and leagues can tell them apart
+        counts[name] = counts.get(name, 0) + 1
+        if counts[name] > 1:
+            names[k] = f"{name}#{counts[name]}"
+    return models, np.asarray(member_weights, np.float64), names, recipes
+
+
+def play_meta_game(models: list[Any], game, games: int, seed: int) -> MetaGame:
+    """The members' symmetric meta-game: every table of ``game.num_players`` members played for ``games`` games (``training.psro.play_table``)."""
+    from training.psro import play_table
+
+    meta_game = MetaGame(game.num_players, size=len(models))
+    tables = meta_game.missing_tables()
+    for index, table in enumerate(tables):
+        table_seed = int(np.random.SeedSequence([seed, 2, *table]).generate_state(1)[0] % 2**31)
+        seat_games, losses = play_table({m: models[m] for m in set(table)}, game, table, games, table_seed)
+        meta_game.record(table, seat_games, losses)
+        print(f"meta-game table {index + 1}/{len(tables)} {list(table)}: loss rates " + ", ".join(f"member {m} {losses[m] / seat_games[m]:.3f}" for m in sorted(seat_games)), file=sys.stderr)
+    return meta_game
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    output = Path(args.output)
+    meta_path, _ = ckpt.checkpoint_files(output)
+    problem = output_file_problem("OUTPUT", meta_path)
+    if problem is None and meta_path.exists() and not args.overwrite:
+        problem = f"OUTPUT {args.output!r}: a checkpoint already exists at {meta_path}; pass --overwrite to replace it, or choose another path"
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    try:
+        weights = _weights(args.weights, len(args.members))
+        loaded = load_members(args.members)
+    except (ValueError, ckpt.CheckpointError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    models, member_weights, names, recipes = flatten(loaded, weights)
+    game = loaded[0][1].game_config
+    mixture: dict[str, Any] = {"meta_solver": args.meta_solver if args.weights is None else "given", "recipes": recipes}
+    if args.weights is None and args.meta_solver != "uniform":
+        started = time.perf_counter()
+        meta_game = play_meta_game(models, game, args.payoff_games, args.seed)
+        member_weights = solve(args.meta_solver, meta_game)
+        mixture.update(meta_game=meta_game.to_dict(), payoff_games=args.payoff_games, seed=args.seed, meta_nash_conv=round(meta_game.nash_conv(member_weights), 5))
+        print(f"meta-game of {len(models)} members solved by {args.meta_solver} in {time.perf_counter() - started:.0f} s: NashConv {100 * mixture['meta_nash_conv']:.2f} points", file=sys.stderr)
+    elif args.weights is None:
+        member_weights = np.ones(len(models))
+    member_weights = member_weights / member_weights.sum()
+    first = loaded[0][1].metadata
+    metadata = {
+        **{k: first[k] for k in SHARED_KEYS},
+        "game_config": game.to_dict(),
+        "name": args.name or output.name,
+        "command": shlex.join(["cockroach-mixture", *(sys.argv[1:] if argv is None else argv)]),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "mixture": mixture,
+    }
+    path = ckpt.save_mixture_checkpoint(output, models, member_weights, names, metadata)
+    for name, weight in zip(names, member_weights):
+        print(f"  {weight:.4f}  {name}")
+    print(f"mixture of {len(models)} members: {path}  (load with training.load_agent({str(output)!r}) or cockroach-eval)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
