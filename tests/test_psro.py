@@ -169,7 +169,9 @@ def test_init_from_a_mixture_seeds_psro_with_every_member_and_ppo_with_the_heavi
     models = [ActorCritic(game, [16], "tanh", True, seed=s) for s in range(2)]
     meta = {"game_config": game.to_dict(), "model": {"hidden_sizes": [16], "activation": "tanh", "card_counting": True}, "name": "seed", "commands": ["made by hand"]}
     save_mixture_checkpoint(tmp_path / "seed", models, [0.25, 0.75], ["low", "high"], meta)
-    assert _psro(tmp_path, "seeded", 1, "--init-from", str(tmp_path / "seed")) == 0
+    assert _psro(tmp_path, "seeded", 1, "--init-from", str(tmp_path / "seed"), "--set", "psro.population_share=0.5", "--set", "opponents.baselines={random: 1}") == 0
+    br = ckpt.read_metadata(tmp_path / "seeded" / "br_1_0" / "final")["training_config"]["opponents"]  # a robust best response
+    assert br["population"] == 0.5 and sum([br["self_play"], br["snapshots"], br["exploiter"], *br["baselines"].values()]) == pytest.approx(0.5)
     final = ckpt.load_checkpoint(tmp_path / "seeded" / "final")
     assert [m["name"] for m in final.metadata["mixture"]["members"]] == ["low", "high", "member_2"]
     assert final.metadata["psro"]["meta_game"]["size"] == 3 and len(final.metadata["psro"]["meta_game"]["tables"]) == 6
@@ -203,6 +205,23 @@ def test_the_psro_config_is_validated():
         load_config(None, ["algorithm=nfsp"])
     with pytest.raises(ConfigError, match=r"iterations=0 is not allowed"):
         load_config(None, ["psro.iterations=0"])
+    for share in ("0", "1.5"):
+        with pytest.raises(ConfigError, match=rf"population_share={float(share)} is not allowed; expected a number in \(0, 1\]"):
+            load_config(None, [f"psro.population_share={share}"])
+    only_population = ["algorithm=psro", "psro.population_share=0.5", "opponents.self_play=0", "opponents.snapshots=0", "opponents.population=1", "opponents.baselines={}"]
+    with pytest.raises(ConfigError, match=r"population_share=0.5 is not allowed; expected 1, or opponents weights .* with a positive sum"):
+        load_config(None, only_population)
+
+
+def test_a_robust_best_response_keeps_the_configs_opponent_mix_beside_the_population(tmp_path):
+    from training.psro import _best_response_config
+
+    sets = ["algorithm=psro", "opponents.self_play=0.3", "opponents.snapshots=0.1", "opponents.exploiter=0", "opponents.baselines={heuristic: 0.4, random: 0.2}"]
+    pure = _best_response_config(load_config(None, sets), 1, 0, tmp_path).opponents
+    assert (pure.population, pure.self_play, pure.snapshots, pure.baselines) == (1.0, 0.0, 0.0, {})
+    robust = _best_response_config(load_config(None, [*sets, "psro.population_share=0.6"]), 1, 0, tmp_path).opponents
+    assert robust.population == 0.6 and robust.self_play == pytest.approx(0.12) and robust.snapshots == pytest.approx(0.04)
+    assert robust.baselines == pytest.approx({"heuristic": 0.16, "random": 0.08})
 
 
 # ---------------------------------------------------------------------------- Ray

@@ -220,6 +220,10 @@ class PSROConfig:
     """Start each best response from the newest member's weights (else from a fresh network)."""
     payoff_games: int = 400
     """Games per new table of the meta-game (duplicate deals, seat rotation; rounded up to whole rotations)."""
+    population_share: float = 1.0
+    """Share of each best response's tables against the meta-strategy (1: PSRO's pure best responses). Below 1, the rest of its
+    tables follow the config's ``opponents`` mix (self-play, snapshots, exploiter, baselines), scaled to ``1 - population_share``:
+    a robust best response, which stays a good player against what the population does not cover (AlphaStar's main agents)."""
     meta_solver: str = "regret_matching"
     """Meta-solver of the meta-game: ``regret_matching`` (measured best, see ``training.meta_solvers``), ``prd`` (projected replicator dynamics), ``alpharank`` or ``uniform``. May change on ``--resume`` (the saved meta-game is solved again)."""
 
@@ -229,6 +233,7 @@ class PSROConfig:
         for name in ("iterations", "best_responses_per_iteration", "best_response_decisions", "payoff_games"):
             _require(where, name, getattr(self, name), getattr(self, name) >= 1, "an integer >= 1")
         _require(where, "meta_solver", self.meta_solver, self.meta_solver in SOLVERS, f"one of {sorted(SOLVERS)}")
+        _require(where, "population_share", self.population_share, 0 < self.population_share <= 1, "a number in (0, 1]")
 
 
 CFR_VARIANTS = ("cfr+", "dcfr", "linear", "cfr")
@@ -323,6 +328,11 @@ class TrainConfig:
         self.evaluation.validate(f"{where}: evaluation")
         _require(where, "algorithm", self.algorithm, self.algorithm in ALGORITHMS, f"one of {list(ALGORITHMS)}")
         self.psro.validate(f"{where}: psro")
+        if self.algorithm == "psro" and self.psro.population_share < 1:
+            mix = self.opponents
+            rest = mix.self_play + mix.snapshots + mix.exploiter + sum(mix.baselines.values())
+            _require(f"{where}: psro", "population_share", self.psro.population_share, rest > 0,
+                     "1, or opponents weights (self_play, snapshots, exploiter, baselines) with a positive sum for the rest of a best response's tables")  # fmt: skip
         self.cfr.validate(f"{where}: cfr")
 
     def game_config(self, where: str = "config") -> GameConfig:

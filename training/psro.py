@@ -241,7 +241,8 @@ def _play_new_tables(workers, config: TrainConfig, members: list[dict], meta_gam
 
 
 def _best_response_config(config: TrainConfig, iteration: int, k: int, run_dir: Path) -> TrainConfig:
-    """The PPO run of best response ``k`` of ``iteration``: the config's PPO and model, the population in every other seat."""
+    """The PPO run of best response ``k`` of ``iteration``: the config's PPO and model, the population in every other seat
+    (in ``psro.population_share`` of its tables; the config's opponent mix in the rest)."""
     data = config.to_dict()
     data.update(
         algorithm="ppo",
@@ -249,10 +250,20 @@ def _best_response_config(config: TrainConfig, iteration: int, k: int, run_dir: 
         output_dir=str(run_dir),
         seed=int(np.random.SeedSequence([config.seed, 1, iteration, k]).generate_state(1)[0] % 2**31),
     )
-    data["opponents"] = {
-        **data["opponents"], "self_play": 0.0, "snapshots": 0.0, "exploiter": 0.0, "exploiter_reset_every": 0, "population": 1.0,
-        "baselines": {}, "snapshot_every": 0, "beat_pool_loss_rate": 0.0,
-    }  # fmt: skip
+    share = config.psro.population_share
+    if share >= 1:  # PSRO's pure best response
+        data["opponents"] = {
+            **data["opponents"], "self_play": 0.0, "snapshots": 0.0, "exploiter": 0.0, "exploiter_reset_every": 0, "population": 1.0,
+            "baselines": {}, "snapshot_every": 0, "beat_pool_loss_rate": 0.0,
+        }  # fmt: skip
+    else:  # a robust best response: the config's opponent mix in the rest of its tables
+        mix = data["opponents"]
+        rest = mix["self_play"] + mix["snapshots"] + mix["exploiter"] + sum(mix["baselines"].values())
+        scale = (1 - share) / rest
+        data["opponents"] = {
+            **mix, "self_play": mix["self_play"] * scale, "snapshots": mix["snapshots"] * scale, "exploiter": mix["exploiter"] * scale,
+            "baselines": {name: weight * scale for name, weight in mix["baselines"].items()}, "population": share,
+        }  # fmt: skip
     data["schedule"] = {**data["schedule"], "total_decisions": config.psro.best_response_decisions, "time_limit_minutes": None}
     data["evaluation"] = {**data["evaluation"], "every": 0, "final_games": 0}
     return config_from_dict(data, where=f"best-response config {iteration}/{k}")
