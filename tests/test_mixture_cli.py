@@ -119,3 +119,16 @@ def test_a_solver_checkpoint_is_refused_as_a_member(tmp_path, capsys):
     ckpt.save_checkpoint(tmp_path / "solver", {"cfr.regrets": torch.zeros(2)}, {"kind": "solver", "game_config": GAME.to_dict(), "model": SPEC})
     assert main([str(tmp_path / "mix"), str(tmp_path / "a0"), str(tmp_path / "solver")]) == 2
     assert "CFR solver checkpoint" in capsys.readouterr().err
+
+
+def test_init_from_a_built_mixture_records_each_members_recipe(tmp_path):
+    from training.cli import _initial_weights
+    from training.config import load_config
+
+    for s in range(2):
+        _agent(tmp_path / f"a{s}", s)
+    assert main([str(tmp_path / "mix"), str(tmp_path / "a0"), str(tmp_path / "a1"), "--weights", "1", "2"]) == 0
+    config = load_config(None, ["algorithm=psro", "game.preset=mini", "model.hidden_sizes=[8]", "model.card_counting=false"])
+    weights, population, base_run = _initial_weights(str(tmp_path / "mix"), config)
+    assert weights is None and [name for name, _ in population] == ["agent0", "agent1"]
+    assert [r["commands"] for r in base_run["recipes"]] == [["cockroach-train --set seed=0"], ["cockroach-train --set seed=1"]]

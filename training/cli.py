@@ -133,6 +133,8 @@ def _initial_weights(path: str, config) -> tuple[dict | None, list[tuple[str, di
         return build_model(checkpoint).state_dict(), None, base_run
     names, weights = mixture_weights(checkpoint)
     models = member_models(checkpoint)
+    if meta["mixture"].get("recipes"):  # a cockroach-mixture checkpoint: how each member was made
+        base_run["recipes"] = meta["mixture"]["recipes"]
     if config.algorithm == "psro":
         base_run["members"] = names
         return None, [(name, model.state_dict()) for name, model in zip(names, models)], base_run
