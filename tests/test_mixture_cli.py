@@ -132,3 +132,20 @@ def test_init_from_a_built_mixture_records_each_members_recipe(tmp_path):
     weights, population, base_run = _initial_weights(str(tmp_path / "mix"), config)
     assert weights is None and [name for name, _ in population] == ["agent0", "agent1"]
     assert [r["commands"] for r in base_run["recipes"]] == [["cockroach-train --set seed=0"], ["cockroach-train --set seed=1"]]
+
+
+def test_a_psro_mixture_member_keeps_its_recipe_once(tmp_path):
+    from training.checkpoint import save_mixture_checkpoint
+
+    models = [ActorCritic(GAME, [8], seed=s) for s in range(3)]
+    meta = {"game_config": GAME.to_dict(), "model": SPEC, "name": "psro_run", "commands": ["cockroach-train --config psro.yaml"], "psro": {"iteration": 2}}
+    save_mixture_checkpoint(tmp_path / "psro", models, [0.5, 0.25, 0.25], ["member_0", "member_1", "member_2"], meta)
+    assert main([str(tmp_path / "mix"), str(tmp_path / "psro")]) == 0
+    mixture = ckpt.read_metadata(tmp_path / "mix")["mixture"]
+    assert [m["weight"] for m in mixture["members"]] == [0.5, 0.25, 0.25]
+    assert [(r["source"], r["member"]) for r in mixture["recipes"]] == [(str(tmp_path / "psro"), k) for k in range(3)]
+    assert mixture["sources"][str(tmp_path / "psro")]["commands"] == ["cockroach-train --config psro.yaml"]
+    assert mixture["sources"][str(tmp_path / "psro")]["psro"] == {"iteration": 2}
+    assert main([str(tmp_path / "again"), str(tmp_path / "mix")]) == 0  # rebuilt from the built one: the same recipes and sources
+    again = ckpt.read_metadata(tmp_path / "again")["mixture"]
+    assert again["sources"] == mixture["sources"] and [r["member"] for r in again["recipes"]] == [0, 1, 2]

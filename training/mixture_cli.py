@@ -7,8 +7,9 @@ one from checkpoints you already trained (agents, runs or other mixtures, whose 
 join with their weights) and writes it as one validated checkpoint for
 ``training.load_agent``, ``cockroach-eval``, ``cockroach-exploit`` and ``cockroach-play``.
 
-The weights are equal by default; ``--weights`` gives them, and ``--meta-solver`` solves
-them from the members' meta-game, the same one PSRO solves: every table (a multiset of
+Each MEMBER has an equal weight by default (a mixture shares its weight among its members
+by theirs); ``--weights`` gives them, and ``--meta-solver`` solves the weights of every
+member from their meta-game, the same one PSRO solves: every table (a multiset of
 N members) is played for ``--payoff-games`` games in the batched arena, with duplicate
 deals and seat rotation, and a solver of ``training.meta_solvers`` picks the weights.
 The result's metadata keeps each member's recipe (its name, source, commands, training
@@ -35,8 +36,9 @@ from training import checkpoint as ckpt
 from training.meta_solvers import SOLVERS, MetaGame, solve
 from training.output_paths import output_file_problem
 
-RECIPE_KEYS = ("name", "kind", "command", "commands", "base_run", "training_config", "step", "evaluation", "exported_from", "created")
-"""What a member's metadata contributes to its entry of the mixture's ``mixture.recipes`` (one per member, in member order)."""
+RECIPE_KEYS = ("name", "kind", "command", "commands", "base_run", "training_config", "step", "evaluation", "exported_from", "created", "psro")
+"""What a checkpoint's metadata contributes to its recipe: a member's entry of ``mixture.recipes`` (one per member, in member
+order), or for a mixture without recipes of its own (PSRO's), its one entry of ``mixture.sources``, which its members' entries name."""
 SHARED_KEYS = ("game_config", "model", "observation_size", "num_actions", "layout_version")
 """What every member must have in common (the network shape and the rule set), copied into the mixture's metadata."""
 
@@ -47,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("members", nargs="+", metavar="MEMBER", help="checkpoint paths or shipped names (agents, runs or mixtures) of one rule set and one network shape")
     weighting = parser.add_mutually_exclusive_group()
     weighting.add_argument("--weights", nargs="+", metavar="W", help="one weight per MEMBER (>= 0, positive sum; normalised); a mixture MEMBER shares its weight among its members")
-    weighting.add_argument("--meta-solver", choices=sorted(SOLVERS), default="uniform", help="solve the members' meta-game for the weights (default uniform: equal weights, nothing played)")
+    weighting.add_argument("--meta-solver", choices=sorted(SOLVERS), default="uniform", help="solve the members' meta-game for the weights (default uniform: an equal weight per MEMBER, a mixture sharing its weight among its members by theirs; nothing played)")
     parser.add_argument("--payoff-games", type=_positive, default=400, help="with --meta-solver: games per meta-game table (default 400)")
     parser.add_argument("--seed", type=int, default=0, help="with --meta-solver: seed of the meta-game's games (default 0)")
     parser.add_argument("--name", help="the mixture's name in its metadata (default: OUTPUT's file name)")
@@ -110,9 +112,13 @@ def load_members(sources: list[str]) -> list[tuple[str, ckpt.Checkpoint]]:
     return loaded
 
 
-def flatten(loaded: list[tuple[str, ckpt.Checkpoint]], weights: np.ndarray) -> tuple[list[Any], np.ndarray, list[str], list[dict[str, Any]]]:
-    """Every member network with its weight, name and recipe; a mixture source contributes each of its members, sharing its weight by theirs."""
-    models, member_weights, names, recipes = [], [], [], []
+def flatten(loaded: list[tuple[str, ckpt.Checkpoint]], weights: np.ndarray) -> tuple[list[Any], np.ndarray, list[str], list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Every member network with its weight, name and recipe, and the recipes of the mixtures it came from (by source).
+
+    A mixture source contributes each of its members, sharing its weight by theirs. A mixture built by this command
+    knows each member's own recipe; any other (PSRO's) is one recipe for all its members, kept once in the sources.
+    """
+    models, member_weights, names, recipes, sources = [], [], [], [], {}
     weights = weights / weights.sum()
     for (source, checkpoint), weight in zip(loaded, weights):
         meta = checkpoint.metadata
@@ -121,13 +127,16 @@ def flatten(loaded: list[tuple[str, ckpt.Checkpoint]], weights: np.ndarray) -> t
             inner_names, inner = ckpt.mixture_weights(checkpoint)
             inner = inner / inner.sum()
             inner_recipes = meta["mixture"].get("recipes")
+            own_recipes = isinstance(inner_recipes, list) and len(inner_recipes) == len(inner_names)
+            if own_recipes:
+                sources.update(meta["mixture"].get("sources") or {})
+            else:
+                sources[source] = recipe
             for k, (model, inner_name, inner_weight) in enumerate(zip(ckpt.member_models(checkpoint), inner_names, inner)):
                 models.append(model)
                 member_weights.append(weight * inner_weight)
                 names.append(inner_name)
-                # a mixture built by this command knows each member's own recipe; otherwise (PSRO) the mixture's recipe is the member's
-                own = inner_recipes[k] if isinstance(inner_recipes, list) and len(inner_recipes) == len(inner_names) else {**recipe, "member": k}
-                recipes.append({**own, "via": source})
+                recipes.append({**inner_recipes[k], "via": source} if own_recipes else {"source": source, "member": k, "name": inner_name, "recipe": "in mixture.sources"})
         else:
             models.append(ckpt.build_model_from(checkpoint, "model"))
             member_weights.append(weight)
@@ -138,7 +147,7 @@ def flatten(loaded: list[tuple[str, ckpt.Checkpoint]], weights: np.ndarray) -> t
         counts[name] = counts.get(name, 0) + 1
         if counts[name] > 1:
             names[k] = f"{name}#{counts[name]}"
-    return models, np.asarray(member_weights, np.float64), names, recipes
+    return models, np.asarray(member_weights, np.float64), names, recipes, sources
 
 
 def play_meta_game(models: list[Any], game, games: int, seed: int) -> MetaGame:
@@ -171,17 +180,15 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, ckpt.CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    models, member_weights, names, recipes = flatten(loaded, weights)
+    models, member_weights, names, recipes, sources = flatten(loaded, weights)
     game = loaded[0][1].game_config
-    mixture: dict[str, Any] = {"meta_solver": args.meta_solver if args.weights is None else "given", "recipes": recipes}
+    mixture: dict[str, Any] = {"meta_solver": args.meta_solver if args.weights is None else "given", "recipes": recipes, **({"sources": sources} if sources else {})}
     if args.weights is None and args.meta_solver != "uniform":
         started = time.perf_counter()
         meta_game = play_meta_game(models, game, args.payoff_games, args.seed)
         member_weights = solve(args.meta_solver, meta_game)
         mixture.update(meta_game=meta_game.to_dict(), payoff_games=args.payoff_games, seed=args.seed, meta_nash_conv=round(meta_game.nash_conv(member_weights), 5))
         print(f"meta-game of {len(models)} members solved by {args.meta_solver} in {time.perf_counter() - started:.0f} s: NashConv {100 * mixture['meta_nash_conv']:.2f} points", file=sys.stderr)
-    elif args.weights is None:
-        member_weights = np.ones(len(models))
     member_weights = member_weights / member_weights.sum()
     first = loaded[0][1].metadata
     metadata = {
