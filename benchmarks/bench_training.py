@@ -337,7 +337,11 @@ def strength(checkpoint: str, games: int, seed: int) -> int:
     n = config.num_players
     agent = load_agent(checkpoint, seed=seed, config=config)
     agent.name = "trained"
-    print(f"checkpoint {checkpoint}: {n}-player {config.edition}, {meta['step']['decisions']:,} decisions, {meta['step']['wall_seconds'] / 60:.0f} min of training")
+    step = meta.get("step") or {}
+    made = [f"{step['decisions']:,} decisions, {step['wall_seconds'] / 60:.0f} min of training"] if {"decisions", "wall_seconds"} <= set(step) else []
+    if meta["kind"] == "mixture":  # (a cockroach-mixture checkpoint has no step of its own)
+        made.insert(0, f"a mixture of {len(meta['mixture']['members'])} members")
+    print(f"checkpoint {checkpoint}: {n}-player {config.edition}" + "".join(f", {m}" for m in made))
     print(f"made by: {meta.get('command')}")
 
     def show(lineup, focus):
