@@ -80,3 +80,42 @@ def test_bad_input_is_refused_by_name():
     with pytest.raises(ValueError, match=r"meta_solver='nash' is not allowed; expected one of"):
         solve("nash", game)
     assert set(SOLVERS) >= {"prd", "regret_matching", "alpharank", "uniform"}
+
+
+# ---------------------------------------------------------------------------- weights against known exploiters
+
+
+def _exploiter_game(num_players: int, table: dict[tuple[int, tuple[int, ...]], float], size: int, exploiters: int):
+    from training.meta_solvers import ExploiterGame
+
+    game = ExploiterGame(num_players, size=size, exploiters=exploiters)
+    for (j, rest), rate in table.items():
+        game.record(j, rest, 1000, round(1000 * rate))
+    return game
+
+
+def test_minimax_weights_balance_two_exploiters_that_each_beat_one_member():
+    from training.meta_solvers import minimax_weights
+
+    # 2 players: exploiter 0 beats member 1 (loses 10%) but not member 0 (50%); exploiter 1 the other way round
+    game = _exploiter_game(2, {(0, (0,)): 0.5, (0, (1,)): 0.1, (1, (0,)): 0.1, (1, (1,)): 0.5}, size=2, exploiters=2)
+    x = minimax_weights(game)
+    assert x == pytest.approx([0.5, 0.5], abs=0.01)
+    assert game.exploiter_loss_rates(x) == pytest.approx([0.3, 0.3], abs=0.005)
+    # member 0 loses 2% against the baseline, member 1 10%: at most 4% needs x_0 >= 0.75
+    x = minimax_weights(game, {"heuristic": np.array([0.02, 0.10])}, {"heuristic": 0.04})
+    assert x == pytest.approx([0.75, 0.25], abs=0.01) and x @ [0.02, 0.10] <= 0.04 + 1e-9
+    with pytest.raises(ValueError, match=r"no mixture of these members meets the limits \{'heuristic': 0.01\}; the lowest loss rate each allows is \{'heuristic': 0.02\}"):
+        minimax_weights(game, {"heuristic": np.array([0.02, 0.10])}, {"heuristic": 0.01})
+
+
+def test_an_exploiter_at_a_four_player_table_meets_multinomial_draws():
+    from training.meta_solvers import ExploiterGame
+
+    game = ExploiterGame(4, size=2, exploiters=1)
+    for rest in game.rests():
+        game.record(0, rest, 100, 10 * rest.count(1))  # loses 10% more for each copy of member 1 at the table
+    assert game.exploiter_loss_rates(np.array([0.5, 0.5])) == pytest.approx([0.15])  # 0.1 * E[copies] = 0.1 * 1.5
+    assert ExploiterGame.from_dict(game.to_dict()).exploiter_loss_rates(np.array([0.2, 0.8])) == pytest.approx([0.24])
+    with pytest.raises(ValueError, match="lacks the tables"):
+        ExploiterGame(4, size=2, exploiters=1).loss_table()

@@ -149,3 +149,28 @@ def test_a_psro_mixture_member_keeps_its_recipe_once(tmp_path):
     assert main([str(tmp_path / "again"), str(tmp_path / "mix")]) == 0  # rebuilt from the built one: the same recipes and sources
     again = ckpt.read_metadata(tmp_path / "again")["mixture"]
     assert again["sources"] == mixture["sources"] and [r["member"] for r in again["recipes"]] == [0, 1, 2]
+
+
+def test_weights_against_exploiters_play_every_exploiter_table_and_keep_the_baseline_limits(tmp_path, capsys):
+    for s in range(2):
+        _agent(tmp_path / f"a{s}", s)
+    _agent(tmp_path / "br", 9)
+    args = [str(tmp_path / "a0"), str(tmp_path / "a1"), "--exploiters", str(tmp_path / "br"), "--payoff-games", "40", "--baseline-games", "40"]
+    assert main([str(tmp_path / "mix"), *args, "--max-loss", "random=1"]) == 0
+    mixture = ckpt.read_metadata(tmp_path / "mix")["mixture"]
+    assert mixture["meta_solver"] == "minimax_exploiters" and mixture["exploiters"] == [str(tmp_path / "br")]
+    assert sorted(tuple(t["members"]) for t in mixture["exploiter_game"]["tables"]) == [(0,), (1,)]  # 2 players: one member per table
+    assert len(mixture["member_baseline_loss_rates"]["random"]) == 2 and mixture["limits"] == {"random": 1.0}
+    weights = np.array([m["weight"] for m in mixture["members"]])
+    rates = np.array([t["losses"] / t["seat_games"] for t in sorted(mixture["exploiter_game"]["tables"], key=lambda t: t["members"])])
+    assert mixture["exploiter_loss_rates"][0] == pytest.approx(weights @ rates, abs=1e-4)
+    assert weights @ rates >= rates.min() - 1e-9 and weights @ rates >= rates.max() - 0.01  # the member the exploiter beats least
+    # a limit no member meets (these untrained members lose about half their games to random) is refused, and nothing is written
+    assert min(mixture["member_baseline_loss_rates"]["random"]) > 0
+    assert main([str(tmp_path / "none"), *args, "--max-loss", "random=0"]) == 2
+    assert "no mixture of these members meets the limits {'random': 0.0}" in capsys.readouterr().err and not list(tmp_path.glob("none*"))
+    for bad, message in ((["--max-loss", "nobody=0.1"], "expected BASELINE=RATE with BASELINE one of"), (["--max-loss", "random=2"], "expected a loss rate in"), (["--max-loss", "random=x"], "is not a number")):
+        assert main([str(tmp_path / "bad"), *args, *bad]) == 2 and message in capsys.readouterr().err
+    assert main([str(tmp_path / "bad"), str(tmp_path / "a0"), "--max-loss", "random=0.5"]) == 2 and "--max-loss needs --exploiters" in capsys.readouterr().err
+    assert main([str(tmp_path / "bad"), str(tmp_path / "a0"), "--exploiters", str(tmp_path / "mix")]) == 2 and "expected an agent or run checkpoint" in capsys.readouterr().err
+    assert not list(tmp_path.glob("bad*"))

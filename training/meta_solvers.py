@@ -243,3 +243,104 @@ def _project_simplex(v: np.ndarray, lowest: float) -> np.ndarray:
     rho = np.nonzero(u - cumulative / index > 0)[0][-1]
     theta = cumulative[rho] / (rho + 1)
     return np.maximum(w - theta, 0.0) + lowest
+
+
+# ---------------------------------------------------------------------------- weights against known exploiters
+
+
+@dataclass
+class ExploiterGame:
+    """What known exploiters do against a population: exploiter ``j`` in one seat, ``N - 1`` members drawn from a mixture in the others.
+
+    ``seat_games[j][R]`` and ``losses[j][R]`` count exploiter ``j``'s games and losses at the table of the multiset ``R``
+    of ``N - 1`` member indices. Against a mixture ``x`` (each seat drawing its member from ``x``), exploiter ``j`` loses
+    ``sum_R P(R | x) L_j(R)``: the loss rate a best response reaches against that mixture, if ``j`` is one.
+    """
+
+    num_players: int
+    size: int
+    exploiters: int
+    seat_games: list[dict[tuple[int, ...], int]] = field(default_factory=list)
+    losses: list[dict[tuple[int, ...], int]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.seat_games = self.seat_games or [{} for _ in range(self.exploiters)]
+        self.losses = self.losses or [{} for _ in range(self.exploiters)]
+
+    def rests(self) -> list[tuple[int, ...]]:
+        """Every multiset of ``N - 1`` members, in a fixed order."""
+        return list(itertools.combinations_with_replacement(range(self.size), self.num_players - 1))
+
+    def record(self, exploiter: int, rest: tuple[int, ...], seat_games: int, losses: int) -> None:
+        rest = tuple(sorted(rest))
+        self.seat_games[exploiter][rest] = self.seat_games[exploiter].get(rest, 0) + int(seat_games)
+        self.losses[exploiter][rest] = self.losses[exploiter].get(rest, 0) + int(losses)
+
+    def loss_table(self) -> np.ndarray:
+        """``L[j, R]``: exploiter ``j``'s loss rate at each table of ``rests()``."""
+        missing = [(j, r) for j in range(self.exploiters) for r in self.rests() if not self.seat_games[j].get(r)]
+        if missing:
+            raise ValueError(f"the exploiter game lacks the tables {missing[:5]}{' ...' if len(missing) > 5 else ''}")
+        return np.array([[self.losses[j][r] / self.seat_games[j][r] for r in self.rests()] for j in range(self.exploiters)])
+
+    def draw_probabilities(self, x: np.ndarray) -> np.ndarray:
+        """``P(R | x)`` for every ``R`` of ``rests()``, for each row of ``x`` (shape ``(..., K)``)."""
+        counts = np.zeros((len(self.rests()), self.size))
+        for r, rest in enumerate(self.rests()):
+            np.add.at(counts[r], list(rest), 1)
+        coefficients = np.array([math.factorial(self.num_players - 1) / np.prod([math.factorial(int(c)) for c in row]) for row in counts])
+        x = np.asarray(x, np.float64)
+        return coefficients * np.prod(x[..., None, :] ** counts, axis=-1)
+
+    def exploiter_loss_rates(self, x: np.ndarray) -> np.ndarray:
+        """Each exploiter's loss rate against the mixture ``x`` (rows of ``x`` give rows of the result)."""
+        return self.draw_probabilities(x) @ self.loss_table().T
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "num_players": self.num_players, "size": self.size, "exploiters": self.exploiters,
+            "tables": [{"exploiter": j, "members": list(r), "seat_games": self.seat_games[j][r], "losses": self.losses[j][r]} for j in range(self.exploiters) for r in sorted(self.seat_games[j])],
+        }  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ExploiterGame":
+        game = cls(int(data["num_players"]), int(data["size"]), int(data["exploiters"]))
+        for entry in data["tables"]:
+            game.record(int(entry["exploiter"]), tuple(entry["members"]), entry["seat_games"], entry["losses"])
+        return game
+
+
+def minimax_weights(game: ExploiterGame, costs: dict[str, np.ndarray] | None = None, limits: dict[str, float] | None = None, samples: int = 100_000, seed: int = 0) -> np.ndarray:
+    """The mixture ``x`` that maximises the smallest exploiter loss rate, ``max_x min_j L_j(x)``, with ``costs[b] . x <= limits[b]``.
+
+    ``costs[b]`` holds each member's loss rate in some match (one seat against N-1 copies of baseline ``b``): a mixture's
+    loss rate there is linear in ``x``, so the limits keep the mixture as strong as asked against the baselines. ``L_j`` is
+    a polynomial of degree ``N - 1``: the maximum is searched by ``samples`` Dirichlet draws over the simplex (and its
+    vertices and centre), then refined by shrinking random perturbations of the best point. ``ValueError`` if no point
+    meets the limits, naming the best each limit allows.
+    """
+    costs, limits = costs or {}, limits or {}
+    k = game.size
+    rng = np.random.default_rng(seed)
+    names = sorted(limits)
+    cost = np.array([costs[b] for b in names]).reshape(len(names), k)
+    bound = np.array([limits[b] for b in names])
+
+    def score(x: np.ndarray) -> np.ndarray:
+        worst = game.exploiter_loss_rates(x).min(axis=-1)
+        feasible = (x @ cost.T <= bound + 1e-12).all(axis=-1) if names else np.ones(len(x), bool)
+        return np.where(feasible, worst, -np.inf)
+
+    candidates = np.vstack([np.eye(k), np.full((1, k), 1.0 / k), rng.dirichlet(np.full(k, 0.7), size=samples)])
+    scores = np.concatenate([score(chunk) for chunk in np.array_split(candidates, max(1, len(candidates) // 20_000))])
+    if not np.isfinite(scores).any():
+        best = {b: float(np.min(costs[b])) for b in names}
+        raise ValueError(f"no mixture of these members meets the limits {limits}; the lowest loss rate each allows is {best} (one member alone)")
+    x, best = candidates[int(np.argmax(scores))], float(np.max(scores))
+    for scale in np.geomspace(0.3, 0.003, 12):
+        trial = np.abs(x + rng.normal(0.0, scale, size=(2000, k)))
+        trial /= trial.sum(axis=1, keepdims=True)
+        trial_scores = score(trial)
+        if trial_scores.max() > best:
+            x, best = trial[int(np.argmax(trial_scores))], float(trial_scores.max())
+    return x

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from training import checkpoint as ckpt
-from training.meta_solvers import SOLVERS, MetaGame, solve
+from training.meta_solvers import SOLVERS, ExploiterGame, MetaGame, minimax_weights, solve
 from training.output_paths import output_file_problem
 
 RECIPE_KEYS = ("name", "kind", "command", "commands", "base_run", "training_config", "step", "evaluation", "exported_from", "created", "psro")
@@ -50,8 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
     weighting = parser.add_mutually_exclusive_group()
     weighting.add_argument("--weights", nargs="+", metavar="W", help="one weight per MEMBER (>= 0, positive sum; normalised); a mixture MEMBER shares its weight among its members")
     weighting.add_argument("--meta-solver", choices=sorted(SOLVERS), default="uniform", help="solve the members' meta-game for the weights (default uniform: an equal weight per MEMBER, a mixture sharing its weight among its members by theirs; nothing played)")
-    parser.add_argument("--payoff-games", type=_positive, default=400, help="with --meta-solver: games per meta-game table (default 400)")
-    parser.add_argument("--seed", type=int, default=0, help="with --meta-solver: seed of the meta-game's games (default 0)")
+    weighting.add_argument("--exploiters", nargs="+", metavar="BR", help="weights that leave these exploiters (checkpoints, e.g. cockroach-exploit's best responses) the least: max over mixtures of the smallest exploiter loss rate")
+    parser.add_argument("--max-loss", action="append", default=[], metavar="BASELINE=RATE", help="with --exploiters: the mixture's loss rate against N-1 copies of BASELINE stays <= RATE (repeatable; e.g. random=0.027)")
+    parser.add_argument("--baseline-games", type=_positive, default=4000, help="with --max-loss: games of each member against each limited baseline (default 4000)")
+    parser.add_argument("--payoff-games", type=_positive, default=400, help="with --meta-solver or --exploiters: games per table (default 400)")
+    parser.add_argument("--seed", type=int, default=0, help="with --meta-solver or --exploiters: seed of the games and of the search (default 0)")
     parser.add_argument("--name", help="the mixture's name in its metadata (default: OUTPUT's file name)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing checkpoint at OUTPUT")
     return parser
@@ -164,6 +167,63 @@ def play_meta_game(models: list[Any], game, games: int, seed: int) -> MetaGame:
     return meta_game
 
 
+def _limits(items: list[str]) -> dict[str, float]:
+    import baselines
+
+    limits = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or name not in baselines.names():
+            raise ValueError(f"--max-loss {item!r} is not allowed; expected BASELINE=RATE with BASELINE one of {baselines.names()}")
+        try:
+            rate = float(text)
+        except ValueError:
+            raise ValueError(f"--max-loss {item!r}: {text!r} is not a number; expected a loss rate in [0, 1]") from None
+        if not 0 <= rate <= 1:
+            raise ValueError(f"--max-loss {item!r}: {rate} is not allowed; expected a loss rate in [0, 1]")
+        limits[name] = rate
+    return limits
+
+
+def load_exploiters(sources: list[str], game) -> list[Any]:
+    """The exploiters' networks; each must be an agent or run checkpoint of the members' rule set."""
+    models = []
+    for source in sources:
+        checkpoint = ckpt.load_checkpoint(source, game=game)
+        if checkpoint.metadata["kind"] not in ("agent", "run"):
+            raise ValueError(f"--exploiters {source!r} is a {checkpoint.metadata['kind']!r} checkpoint; expected an agent or run checkpoint (one network, such as a cockroach-exploit best response)")
+        models.append(ckpt.build_model_from(checkpoint, "model"))
+    return models
+
+
+def play_exploiter_game(models: list[Any], exploiters: list[Any], game, games: int, seed: int) -> ExploiterGame:
+    """Every exploiter against every multiset of ``N - 1`` members (``training.psro.play_table``; the exploiter is index ``K``)."""
+    from training.psro import play_table
+
+    result = ExploiterGame(game.num_players, size=len(models), exploiters=len(exploiters))
+    k = len(models)
+    for j, exploiter in enumerate(exploiters):
+        for rest in result.rests():
+            table_seed = int(np.random.SeedSequence([seed, 3, j, *rest]).generate_state(1)[0] % 2**31)
+            seat_games, losses = play_table({k: exploiter, **{m: models[m] for m in set(rest)}}, game, (k, *rest), games, table_seed)
+            result.record(j, rest, seat_games[k], losses[k])
+        print(f"exploiter {j + 1}/{len(exploiters)}: {len(result.rests())} tables played", file=sys.stderr)
+    return result
+
+
+def baseline_costs(models: list[Any], game, limits: dict[str, float], games: int, seed: int) -> dict[str, np.ndarray]:
+    """Each member's loss rate in one seat against N-1 copies of each limited baseline (arena, duplicate deals, seat rotation)."""
+    from training.arena import play_match
+    from training.model import PolicyAgent
+
+    costs = {}
+    for name in sorted(limits):
+        rates = [play_match([PolicyAgent(model, game, seed=seed + m, name="member"), f"{name}*{game.num_players - 1}"], game, games=games, seed=seed).report("member").loss_rate for m, model in enumerate(models)]
+        costs[name] = np.asarray(rates)
+        print(f"members against {game.num_players - 1} {name}: loss rates {np.round(costs[name], 4).tolist()}", file=sys.stderr)
+    return costs
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     output = Path(args.output)
@@ -176,14 +236,37 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         weights = _weights(args.weights, len(args.members))
+        limits = _limits(args.max_loss)
+        if limits and not args.exploiters:
+            raise ValueError("--max-loss needs --exploiters (the limits constrain the weights that --exploiters solves for)")
         loaded = load_members(args.members)
+        game = loaded[0][1].game_config
+        exploiters = load_exploiters(args.exploiters, game) if args.exploiters else []
     except (ValueError, ckpt.CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     models, member_weights, names, recipes, sources = flatten(loaded, weights)
-    game = loaded[0][1].game_config
-    mixture: dict[str, Any] = {"meta_solver": args.meta_solver if args.weights is None else "given", "recipes": recipes, **({"sources": sources} if sources else {})}
-    if args.weights is None and args.meta_solver != "uniform":
+    solver = "given" if args.weights is not None else "minimax_exploiters" if exploiters else args.meta_solver
+    mixture: dict[str, Any] = {"meta_solver": solver, "recipes": recipes, **({"sources": sources} if sources else {})}
+    if exploiters:
+        started = time.perf_counter()
+        exploiter_game = play_exploiter_game(models, exploiters, game, args.payoff_games, args.seed)
+        costs = baseline_costs(models, game, limits, args.baseline_games, args.seed)
+        try:
+            member_weights = minimax_weights(exploiter_game, costs, limits, seed=args.seed)
+        except ValueError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        rates = exploiter_game.exploiter_loss_rates(member_weights)
+        uniform_rates = exploiter_game.exploiter_loss_rates(np.full(len(models), 1 / len(models)))
+        mixture.update(
+            exploiters=list(args.exploiters), exploiter_game=exploiter_game.to_dict(), payoff_games=args.payoff_games, seed=args.seed,
+            exploiter_loss_rates=[round(float(r), 5) for r in rates], limits=limits, baseline_games=args.baseline_games,
+            member_baseline_loss_rates={b: [round(float(v), 5) for v in c] for b, c in costs.items()},
+        )  # fmt: skip
+        print(f"weights against {len(exploiters)} exploiters in {time.perf_counter() - started:.0f} s: their loss rates {np.round(rates, 4).tolist()} "
+              f"(smallest {rates.min():.4f}; with equal weights {np.round(uniform_rates, 4).tolist()})", file=sys.stderr)  # fmt: skip
+    elif args.weights is None and args.meta_solver != "uniform":
         started = time.perf_counter()
         meta_game = play_meta_game(models, game, args.payoff_games, args.seed)
         member_weights = solve(args.meta_solver, meta_game)
