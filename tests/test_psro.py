@@ -276,6 +276,13 @@ def test_cockroach_exploit_trains_against_a_mixture_drawn_per_seat_and_game(tmp_
     run = ckpt.read_metadata(tmp_path / "exploit_mix" / "checkpoint")
     assert run["progress"]["population"] == {"names": ["a", "b"], "weights": [0.3, 0.7]}
     assert run["training_config"]["opponents"]["population"] == 1.0 and run["training_config"]["opponents"]["baselines"] == {}
+    assert result["start_member"] == "b"  # the heaviest member by default
+    # from another member: its own run directory, recorded in the report
+    assert main([*argv, "--start-member", "a", *[a for s in sets for a in ("--set", s)]]) == 0
+    assert json.loads(report.read_text())["start_member"] == "a" and (tmp_path / "exploit_mix-from-a" / "final.json").exists()
+    capsys.readouterr()
+    assert main([*argv, "--start-member", "c"]) == 2 and "--start-member 'c' is not allowed; expected one of its members ['a', 'b']" in capsys.readouterr().err
+    assert main([*argv, "--start-member", "a", "--from-scratch"]) == 2 and "--from-scratch starts from a random network" in capsys.readouterr().err
 
 
 @pytest.mark.slow
