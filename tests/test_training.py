@@ -257,7 +257,11 @@ def test_the_agent_is_reproducible_from_its_seed(tmp_path):
 @pytest.mark.parametrize("name", ckpt.shipped_checkpoints())
 def test_shipped_checkpoints_load_by_name_and_play(name):
     meta = ckpt.read_metadata(name)
-    assert meta["command"].startswith("cockroach-train --config configs/")
+    if meta["kind"] == "mixture":  # made by cockroach-mixture from trained agents, each with its own recipe
+        assert meta["command"].startswith("cockroach-mixture ") and len(meta["mixture"]["recipes"]) == len(meta["mixture"]["members"])
+        assert all(recipe["command"].startswith("cockroach-train --config configs/") for recipe in meta["mixture"]["recipes"])
+    else:
+        assert meta["command"].startswith("cockroach-train --config configs/")
     agent = ckpt.load_agent(name, seed=0)
     config = GameConfig(**meta["game_config"])
     game = env(config=config)
