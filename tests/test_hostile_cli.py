@@ -10,10 +10,19 @@ from training.eval_cli import main as evaluate
 pytest.importorskip("torch")
 
 
+def _a_checkpoint(tmp_path):
+    """A saved checkpoint's metadata file: a report written there would destroy the checkpoint."""
+    from training import checkpoint as ckpt
+
+    source = ckpt.load_checkpoint("classic-2p")
+    return ckpt.save_checkpoint(tmp_path / "saved", {k: v for k, v in source.tensors.items()}, {k: v for k, v in source.metadata.items() if k not in ("tensors", "format", "format_version")})
+
+
 def _eval_paths(tmp_path):
     (tmp_path / "a_dir").mkdir()
     (tmp_path / "a_file").write_text("x")
     return [
+        (["--json", str(_a_checkpoint(tmp_path))], "is the metadata of a checkpoint; writing there would destroy the checkpoint"),
         (["--json", str(tmp_path / "missing" / "x.json")], "does not exist"),
         (["--json", str(tmp_path / "a_dir")], "is a directory"),
         (["--json", str(tmp_path / "a_file" / "x.json")], "is not a directory"),
@@ -80,7 +89,10 @@ def test_exploit_paths_are_checked_before_training(tmp_path, capsys, monkeypatch
 
     monkeypatch.setattr(training.ppo, "train", lambda *a, **k: pytest.fail("trained before the output paths were checked"))
     (tmp_path / "a_file").write_text("x")
+    saved = _a_checkpoint(tmp_path)
+    before = saved.read_bytes()
     cases = [
+        (["--json", str(saved)], "is the metadata of a checkpoint"),
         (["--json", str(tmp_path / "missing" / "x.json")], "does not exist"),
         (["--json", str(tmp_path)], "is a directory"),
         (["--output-dir", str(tmp_path / "a_file")], "a_file"),
@@ -90,3 +102,4 @@ def test_exploit_paths_are_checked_before_training(tmp_path, capsys, monkeypatch
         assert exploit(["classic-2p", "--decisions", "64", "--games", "4", *extra]) == 2
         err = capsys.readouterr().err
         assert fragment in err and "Traceback" not in err, (extra, err)
+    assert saved.read_bytes() == before

@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     output = Path(args.output)
     meta_path, _ = ckpt.checkpoint_files(output)
-    problem = output_file_problem("OUTPUT", meta_path)
+    problem = output_file_problem("OUTPUT", meta_path, checkpoint=True)
     if problem is None and meta_path.exists() and not args.overwrite:
         problem = f"OUTPUT {args.output!r}: a checkpoint already exists at {meta_path}; pass --overwrite to replace it, or choose another path"
     if problem:

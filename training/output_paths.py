@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
 
 
-def output_file_problem(option: str, path: str | os.PathLike | None) -> str | None:
+def output_file_problem(option: str, path: str | os.PathLike | None, checkpoint: bool = False) -> str | None:
     """Why ``path`` (the value of ``option``) cannot be written, or None; creates nothing that stays.
 
     Refused: an existing directory, a missing or non-directory parent, a parent where no
-    file can be created (read-only, no permission). ``None`` and ``-`` (stdout) pass.
+    file can be created (read-only, no permission), and the metadata file of an existing
+    checkpoint (writing a report there would destroy it) unless ``checkpoint`` (the
+    command writes a checkpoint there itself). ``None`` and ``-`` (stdout) pass.
     """
     if path is None or str(path) == "-":
         return None
@@ -19,6 +22,8 @@ def output_file_problem(option: str, path: str | os.PathLike | None) -> str | No
     parent = target.parent if str(target.parent) else Path(".")
     if target.is_dir():
         return f"{option} {str(path)!r} is a directory; expected a file path"
+    if not checkpoint and _is_checkpoint_metadata(target):
+        return f"{option} {str(path)!r} is the metadata of a checkpoint; writing there would destroy the checkpoint: choose another file name"
     if not parent.is_dir():
         why = "does not exist" if not parent.exists() else "is not a directory"
         return f"{option} {str(path)!r}: the directory {str(parent)!r} {why}; expected a file path in an existing directory"
@@ -28,6 +33,16 @@ def output_file_problem(option: str, path: str | os.PathLike | None) -> str | No
     except OSError as error:
         return f"{option} {str(path)!r}: cannot create a file in {str(parent)!r} ({error.strerror or error})"
     return None
+
+
+def _is_checkpoint_metadata(path: Path) -> bool:
+    """Whether ``path`` is an existing checkpoint's JSON metadata (its ``format`` field, read from the first bytes)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False
+    return re.search(rb'"format"\s*:\s*"cockroach-poker-checkpoint"', head) is not None
 
 
 def run_dir_problem(run_dir: Path, resume: bool, overwrite: bool) -> str | None:
