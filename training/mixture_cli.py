@@ -34,6 +34,7 @@ import numpy as np
 
 from training import checkpoint as ckpt
 from training.meta_solvers import SOLVERS, ExploiterGame, MetaGame, minimax_weights, solve
+from training.exploitability import positive_integer
 from training.output_paths import output_file_problem
 
 RECIPE_KEYS = ("name", "kind", "command", "commands", "base_run", "training_config", "step", "evaluation", "exported_from", "created", "psro")
@@ -52,22 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
     weighting.add_argument("--meta-solver", choices=sorted(SOLVERS), default="uniform", help="solve the members' meta-game for the weights (default uniform: an equal weight per MEMBER, a mixture sharing its weight among its members by theirs; nothing played)")
     weighting.add_argument("--exploiters", nargs="+", metavar="BR", help="weights that leave these exploiters (checkpoints, e.g. cockroach-exploit's best responses) the least: max over mixtures of the smallest exploiter loss rate")
     parser.add_argument("--max-loss", action="append", default=[], metavar="BASELINE=RATE", help="with --exploiters: the mixture's loss rate against N-1 copies of BASELINE stays <= RATE (repeatable; e.g. random=0.027)")
-    parser.add_argument("--baseline-games", type=_positive, default=4000, help="with --max-loss: games of each member against each limited baseline (default 4000)")
-    parser.add_argument("--payoff-games", type=_positive, default=400, help="with --meta-solver or --exploiters: games per table (default 400)")
+    parser.add_argument("--baseline-games", type=positive_integer, default=4000, help="with --max-loss: games of each member against each limited baseline (default 4000)")
+    parser.add_argument("--payoff-games", type=positive_integer, default=400, help="with --meta-solver or --exploiters: games per table (default 400)")
     parser.add_argument("--seed", type=int, default=0, help="with --meta-solver or --exploiters: seed of the games and of the search (default 0)")
     parser.add_argument("--name", help="the mixture's name in its metadata (default: OUTPUT's file name)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing checkpoint at OUTPUT")
     return parser
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; expected an integer >= 1") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is not allowed; expected an integer >= 1")
-    return value
 
 
 def _weights(texts: list[str] | None, count: int) -> np.ndarray:
