@@ -9,7 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("cockroach_env", "baselines", "training", "play")
-COMMAND_LINES = {"training.cli", "training.eval_cli", "training.exploitability", "play.cli"}
+COMMAND_LINES = {"training.cli", "training.eval_cli", "training.exploitability", "training.mixture_cli", "play.cli"}
 
 
 def _module_name(path: Path) -> str:
