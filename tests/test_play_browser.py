@@ -85,8 +85,18 @@ def settle(page, session, seat, timeout=30.0) -> None:
     while not (session.over or session.seat_to_act.agent == seat):
         assert time.monotonic() < deadline, "the agents did not move"
         time.sleep(0.01)
-    # polled on a timer, not on animation frames (which a headless browser may hold back for a page in the background)
-    page.wait_for_function(f"document.body.dataset.version === '{session.version}'", polling=50, timeout=timeout * 1000)
+    # polled on a timer, not on animation frames (which a headless browser may hold back for a page in the background);
+    # the server's version is read again after each short wait, since it may move on meanwhile (the game's end, its save)
+    while True:
+        version = session.version
+        try:
+            page.wait_for_function(f"document.body.dataset.version === '{version}'", polling=50, timeout=1000)
+        except playwright_api.TimeoutError:
+            shown = page.evaluate("document.body.dataset.version")
+            assert time.monotonic() < deadline, f"the page shows version {shown}; the server is at {session.version}"
+            continue
+        if session.version == version:
+            return
 
 
 def play_one_move(page, rng, use_keyboard: bool) -> None:
