@@ -41,6 +41,7 @@ textbook version), alpha-rank 0.113; so ``regret_matching`` is the default.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -115,11 +116,7 @@ class MetaGame:
             missing = self.missing_tables()
             if missing:
                 raise ValueError(f"the meta-game of {self.size} members lacks the payoffs of tables {missing[:5]}{' ...' if len(missing) > 5 else ''}")
-            opponents = list(itertools.combinations_with_replacement(range(self.size), self.num_players - 1))
-            counts = np.zeros((len(opponents), self.size), np.float64)
-            for r, rest in enumerate(opponents):
-                np.add.at(counts[r], list(rest), 1)
-            coefficients = np.array([math.factorial(self.num_players - 1) / np.prod([math.factorial(int(c)) for c in row]) for row in counts])
+            opponents, counts, coefficients = opponent_multisets(self.size, self.num_players - 1)
             utilities = np.array([[self.payoff(tuple(sorted(rest + (i,))), i) for rest in opponents] for i in range(self.size)])
             self._cache = (utilities, counts, coefficients)
             self._cache_key = key
@@ -145,6 +142,19 @@ class MetaGame:
             members = sorted(set(table))
             game.record(table, dict(zip(members, entry["seat_games"])), dict(zip(members, entry["losses"])))
         return game
+
+
+@functools.lru_cache(maxsize=32)
+def opponent_multisets(size: int, seats: int) -> tuple[list[tuple[int, ...]], np.ndarray, np.ndarray]:
+    """The multisets ``R`` of ``seats`` members out of ``size`` (in a fixed order), each one's member counts and its
+    multinomial coefficient: ``P(R | x) = coefficient * prod_i x_i ** counts_i`` when each seat draws from ``x``."""
+    multisets = list(itertools.combinations_with_replacement(range(size), seats))
+    counts = np.zeros((len(multisets), size), np.float64)
+    for r, rest in enumerate(multisets):
+        np.add.at(counts[r], list(rest), 1)
+    coefficients = np.array([math.factorial(seats) / np.prod([math.factorial(int(c)) for c in row]) for row in counts])
+    counts.flags.writeable = coefficients.flags.writeable = False  # (shared by every caller)
+    return multisets, counts, coefficients
 
 
 # ---------------------------------------------------------------------------- solvers
@@ -269,7 +279,7 @@ class ExploiterGame:
 
     def rests(self) -> list[tuple[int, ...]]:
         """Every multiset of ``N - 1`` members, in a fixed order."""
-        return list(itertools.combinations_with_replacement(range(self.size), self.num_players - 1))
+        return opponent_multisets(self.size, self.num_players - 1)[0]
 
     def record(self, exploiter: int, rest: tuple[int, ...], seat_games: int, losses: int) -> None:
         rest = tuple(sorted(rest))
@@ -285,10 +295,7 @@ class ExploiterGame:
 
     def draw_probabilities(self, x: np.ndarray) -> np.ndarray:
         """``P(R | x)`` for every ``R`` of ``rests()``, for each row of ``x`` (shape ``(..., K)``)."""
-        counts = np.zeros((len(self.rests()), self.size))
-        for r, rest in enumerate(self.rests()):
-            np.add.at(counts[r], list(rest), 1)
-        coefficients = np.array([math.factorial(self.num_players - 1) / np.prod([math.factorial(int(c)) for c in row]) for row in counts])
+        _, counts, coefficients = opponent_multisets(self.size, self.num_players - 1)
         x = np.asarray(x, np.float64)
         return coefficients * np.prod(x[..., None, :] ** counts, axis=-1)
 
