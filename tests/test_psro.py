@@ -48,13 +48,13 @@ def _psro(tmp_path, name: str, iterations: int, *extra: str) -> int:
 
 
 def test_population_tables_seat_the_learner_and_draw_every_other_seat_from_the_weights():
-    from training.ppo import POLICY_SEAT, POPULATION_SEAT, Population, Tables
+    from training.ppo import POLICY_SEAT, POPULATION_SEAT, FixedOpponents, Population, Tables
 
     game = GameConfig(num_players=4)
     config = load_config(None, ["opponents.population=1", "opponents.self_play=0", "opponents.snapshots=0", "opponents.baselines={}"])
     models = [ActorCritic(game, [8], seed=s) for s in range(3)]
     population = Population(models, np.array([0.2, 0.0, 0.8]), ["a", "b", "c"])
-    tables = Tables(config, game, 2000, population)
+    tables = Tables(config, game, 2000, FixedOpponents(population, {}))
     tables.draw(np.arange(2000), np.random.default_rng(0), {}, [])
     owners = tables.owner
     assert ((owners == POLICY_SEAT).sum(1) == 1).all()

@@ -371,6 +371,61 @@ def test_a_run_with_an_exploiter_and_a_magnet_trains_both_networks_and_resumes_e
     assert agent.tensors.keys() == {f"model.{k}" for k in policy} and "exploiter.optimizer" not in agent.metadata
 
 
+def test_checkpoint_opponents_seat_the_learner_and_each_other_seat_draws_from_that_checkpoint(tmp_path):
+    """``opponents.checkpoints``: a table of a saved agent puts it in every other seat; a mixture's seats draw their members."""
+    from training.ppo import POLICY_SEAT, POPULATION_SEAT, FixedOpponents, Tables, checkpoint_kind, load_checkpoint_opponents
+
+    agent = _save(tmp_path / "agent", _model(1))
+    mixture = ckpt.save_mixture_checkpoint(tmp_path / "mix", [_model(2), _model(3)], [0.25, 0.75], ["a", "b"], {"name": "mix", "game_config": GAME.to_dict(), "model": SPEC})
+    config = load_config(None, ["opponents.self_play=0", "opponents.snapshots=0", "opponents.baselines={}", "opponents.learner_seats=[1]",
+                                f"opponents.checkpoints={{{agent}: 1, {mixture}: 3}}"])  # fmt: skip
+    loaded = load_checkpoint_opponents(config, GAME)
+    assert [g.names for g, _ in loaded.values()] == [["test"], ["a", "b"]] and loaded[str(mixture)][1]["sha256"] == ckpt.read_metadata(mixture)["tensors"]["sha256"]
+    tables = Tables(config, GAME, 4000, FixedOpponents(None, loaded))
+    tables.draw(np.arange(4000), np.random.default_rng(0), {}, [])
+    kinds = np.array(tables.kinds)[tables.kind]
+    assert set(kinds) == {checkpoint_kind(str(agent)), checkpoint_kind(str(mixture))} and abs((kinds == checkpoint_kind(str(mixture))).mean() - 0.75) < 0.03
+    assert ((tables.owner == POLICY_SEAT).sum(1) == 1).all()
+    others = [POPULATION_SEAT - row[row != POLICY_SEAT] for row in tables.owner]
+    assert all(set(o) == {0} for o, k in zip(others, kinds) if k == checkpoint_kind(str(agent)))  # the agent is model 0 ...
+    drawn = np.concatenate([o for o, k in zip(others, kinds) if k == checkpoint_kind(str(mixture))])
+    assert set(drawn) == {1, 2} and abs((drawn == 2).mean() - 0.75) < 0.02  # ... the mixture's members 1 and 2, by their weights
+
+
+def test_a_run_against_checkpoints_logs_them_resumes_exactly_and_refuses_changed_or_bad_ones(tmp_path):
+    agent = _save(tmp_path / "agent", _model(1))
+    league = ["--set", f"opponents.checkpoints={{{agent}: 2}}", "--set", "ppo.num_steps=64", "--set", "schedule.checkpoint_every=4"]  # (long enough segments to finish games)
+
+    def updates(n: int) -> list[str]:
+        return ["--set", f"schedule.total_decisions={n * 16 * 64}"]
+
+    assert _train(tmp_path, "whole", 0, *league, *updates(8)) == 0
+    assert _train(tmp_path, "split", 0, *league, *updates(4)) == 0
+    assert _train(tmp_path, "split", 0, "--resume", *league, *updates(8)) == 0
+    whole = ckpt.load_checkpoint(tmp_path / "whole" / "checkpoint", kind="run")
+    split = ckpt.load_checkpoint(tmp_path / "split" / "checkpoint", kind="run")
+    for key, value in whole.tensors.items():
+        assert torch.equal(value, split.tensors[key]), key
+    rows = _metrics(tmp_path / "whole" / "metrics.csv")
+    assert rows == _metrics(tmp_path / "split" / "metrics.csv")
+    column = rows[0].index(f"train_loss_rate_vs_checkpoint:{agent}")
+    assert any(row[column] for row in rows[1:])  # games against the checkpoint were played and counted
+    assert whole.metadata["progress"]["checkpoints"][str(agent)]["path"] == str(ckpt.resolve(agent))
+
+    _save(tmp_path / "agent", _model(5))  # the opponent's weights changed under the run
+    assert _train(tmp_path, "split", 0, "--resume", *league, *updates(12)) == 2
+    assert ckpt.load_checkpoint(tmp_path / "split" / "checkpoint", kind="run").metadata["step"]["update"] == 8
+
+    other_rules = tmp_path / "two"
+    ckpt.save_checkpoint(other_rules, {f"model.{k}": v for k, v in ActorCritic(GameConfig(num_players=2), [16]).state_dict().items()},
+                         {"kind": "agent", "game_config": GameConfig(num_players=2).to_dict(), "model": SPEC})  # fmt: skip
+    for entry, name in ((tmp_path / "nowhere", "missing"), (other_rules, "rules")):
+        assert _train(tmp_path, name, 2, "--set", f"opponents.checkpoints={{{entry}: 1}}") == 2
+        assert not list((tmp_path / name).glob("*"))  # refused before anything was written
+    with pytest.raises(ConfigError, match=r"opponents.checkpoints: .*agent.json=-1.0 is not allowed; expected a weight >= 0"):
+        load_config(None, [f"opponents.checkpoints={{{agent}: -1}}"])
+
+
 def test_resume_refuses_a_changed_config(tmp_path):
     assert _train(tmp_path, "run", 2) == 0
     assert _train(tmp_path, "run", 4, "--resume", "--set", "ppo.learning_rate=0.1") == 2

@@ -126,6 +126,11 @@ class OpponentConfig:
     """Weight of games against a past snapshot of the policy (drawn uniformly from the pool; self-play while the pool is empty)."""
     baselines: dict[str, float] = field(default_factory=lambda: {"heuristic": 0.15, "random": 0.05})
     """Weight of games against each baseline agent, by name."""
+    checkpoints: dict[str, float] = field(default_factory=dict)
+    """Weight of games against each frozen checkpoint, by path or shipped name (an agent, a run, or a mixture, whose seats
+    each draw their own member per game with its weights): a league of saved agents, e.g. best responses that beat an
+    earlier version of the policy. Trained for the same rules, any network shape. Loaded (and checked) when training
+    starts; a resume refuses a checkpoint whose weights changed."""
     exploiter: float = 0.0
     """Weight of games against the exploiter: a second network, trained at the same time, in one seat and the policy in all the others. It learns to beat the current policy, and the policy learns from the same games to close the weaknesses it finds (0: no exploiter)."""
     population: float = 0.0
@@ -152,8 +157,11 @@ class OpponentConfig:
             if name not in baseline_names():
                 raise ConfigError(f"{where}: baselines: unknown baseline {name!r}; expected names from {baseline_names()}")
             _require(f"{where}.baselines", name, weight, weight >= 0, "a weight >= 0")
-        total = self.self_play + self.snapshots + self.exploiter + self.population + sum(self.baselines.values())
-        _require(where, "self_play", self.self_play, total > 0, "weights (self_play, snapshots, exploiter, population, baselines) with a positive sum")
+        for name, weight in self.checkpoints.items():
+            _require(f"{where}.checkpoints", "checkpoint", name, name.strip() != "", "a checkpoint path or shipped name")
+            _require(f"{where}.checkpoints", name, weight, weight >= 0, "a weight >= 0")
+        total = self.self_play + self.snapshots + self.exploiter + self.population + sum(self.baselines.values()) + sum(self.checkpoints.values())
+        _require(where, "self_play", self.self_play, total > 0, "weights (self_play, snapshots, exploiter, population, baselines, checkpoints) with a positive sum")
         _require(where, "exploiter_reset_every", self.exploiter_reset_every, self.exploiter_reset_every >= 0, "an integer >= 0")
         if self.exploiter_learning_rate is not None:
             _require(where, "exploiter_learning_rate", self.exploiter_learning_rate, self.exploiter_learning_rate > 0, "a number > 0, or null for ppo.learning_rate")
@@ -330,9 +338,9 @@ class TrainConfig:
         self.psro.validate(f"{where}: psro")
         if self.algorithm == "psro" and self.psro.population_share < 1:
             mix = self.opponents
-            rest = mix.self_play + mix.snapshots + mix.exploiter + sum(mix.baselines.values())
+            rest = mix.self_play + mix.snapshots + mix.exploiter + sum(mix.baselines.values()) + sum(mix.checkpoints.values())
             _require(f"{where}: psro", "population_share", self.psro.population_share, rest > 0,
-                     "1, or opponents weights (self_play, snapshots, exploiter, baselines) with a positive sum for the rest of a best response's tables")  # fmt: skip
+                     "1, or opponents weights (self_play, snapshots, exploiter, baselines, checkpoints) with a positive sum for the rest of a best response's tables")  # fmt: skip
         self.cfr.validate(f"{where}: cfr")
 
     def game_config(self, where: str = "config") -> GameConfig:

@@ -9,6 +9,8 @@ its table when it starts, with the weights of ``config.opponents``:
 * ``population``: ``learner_seats`` seats are the current policy, and every other seat draws
   its own member of a fixed population for the game, with the population's weights (the
   opponents of a PSRO best response: each seat samples the meta-strategy; a mixture agent);
+* ``checkpoints``: like ``population``, for each saved checkpoint of the config (a league of
+  frozen agents: an agent, a run, or a mixture whose seats draw their members);
 * ``exploiter``: one seat is the exploiter, a second network trained at the same time to
   beat the current policy, and all the other seats are the current policy. Both learn
   from these games: the exploiter finds the policy's weaknesses, and the policy learns
@@ -114,6 +116,8 @@ class Progress:
     """The checkpoint a fresh run started from (``--init-from``): path, commands, step, and its own ``base_run``."""
     population: dict[str, Any] | None = None
     """The fixed population of ``opponents.population`` (``Population.record``), checked on resume."""
+    checkpoints: dict[str, Any] | None = None
+    """The frozen opponents of ``opponents.checkpoints`` (``FixedOpponents.checkpoint_record``), checked on resume."""
 
 
 @dataclass
@@ -143,18 +147,64 @@ class Population:
         return action.cpu().numpy()
 
 
+def checkpoint_kind(name: str) -> str:
+    """The table kind (and ``metrics.csv`` column suffix) of ``opponents.checkpoints`` entry ``name``."""
+    return f"checkpoint:{name}"
+
+
+class FixedOpponents:
+    """The frozen networks of the ``population`` table kind (given by the caller) and of each ``opponents.checkpoints``
+    entry: one flat list of models, and for each table kind the members it draws from (``Tables.owner`` code
+    ``POPULATION_SEAT - m`` is model ``m``)."""
+
+    def __init__(self, population: Population | None, checkpoints: dict[str, tuple[Population, dict[str, Any]]]):
+        self.groups: list[tuple[str, int, np.ndarray]] = []
+        """``(kind, first model index, member weights)``; the caller's population first (so its draws are those of a run without checkpoints)."""
+        self.models: list[ActorCritic] = []
+        for kind, group in ([(POPULATION, population)] if population is not None else []) + [(checkpoint_kind(k), g) for k, (g, _) in checkpoints.items()]:
+            self.groups.append((kind, len(self.models), group.weights))
+            self.models += group.models
+        self.checkpoint_record = {name: record for name, (_, record) in checkpoints.items()} or None
+
+    def act(self, member: int, obs: np.ndarray, masks: np.ndarray, sampler, device) -> np.ndarray:
+        action, _, _ = self.models[member].sample(torch.from_numpy(obs).to(device), torch.from_numpy(masks.astype(bool)).to(device), sampler)
+        return action.cpu().numpy()
+
+
+def load_checkpoint_opponents(config: TrainConfig, game: GameConfig) -> dict[str, tuple[Population, dict[str, Any]]]:
+    """Each ``opponents.checkpoints`` entry as a ``Population`` (a mixture's members and weights; an agent or a run alone)
+    and its record (resolved metadata path, tensor sha256). ``CheckpointError`` names the entry that fails to load or
+    was trained for other rules."""
+    loaded = {}
+    for name in config.opponents.checkpoints:
+        try:
+            checkpoint = ckpt.load_checkpoint(name, game=game)
+            if checkpoint.metadata["kind"] == "mixture":
+                names, weights = ckpt.mixture_weights(checkpoint)
+                group = Population(ckpt.member_models(checkpoint), weights, names)
+            else:
+                group = Population([ckpt.build_model(checkpoint)], np.ones(1), [checkpoint.metadata.get("name") or checkpoint.path.stem])
+        except ckpt.CheckpointError as error:
+            raise ckpt.CheckpointError(f"opponents.checkpoints: {name!r}: {error}") from None
+        loaded[name] = (group, {"path": str(checkpoint.path), "sha256": checkpoint.metadata["tensors"]["sha256"], "members": group.record})
+    return loaded
+
+
 class Tables:
     """Who sits where in each game: ``owner[b, s]`` is ``POLICY_SEAT``, ``EXPLOITER_SEAT``, else an index (>= 1) into ``opponents``."""
 
-    def __init__(self, config: TrainConfig, game: GameConfig, batch: int, population: Population | None = None):
+    def __init__(self, config: TrainConfig, game: GameConfig, batch: int, fixed: FixedOpponents | None = None):
         self.n = game.num_players
         self.learner_seat_counts = np.asarray(config.opponents.learner_seats)
         mix = config.opponents
         exploiter = [EXPLOITER] if mix.exploiter else []
         members = [POPULATION] if mix.population else []
-        self.population_weights = population.weights if population is not None else None
-        self.kinds = [SELF, SNAPSHOT, *exploiter, *members, *mix.baselines]
-        weights = np.array([mix.self_play, mix.snapshots, *[mix.exploiter for _ in exploiter], *[mix.population for _ in members], *mix.baselines.values()], np.float64)
+        self.fixed_groups = fixed.groups if fixed is not None else []
+        self.kinds = [SELF, SNAPSHOT, *exploiter, *members, *mix.baselines, *map(checkpoint_kind, mix.checkpoints)]
+        weights = np.array(
+            [mix.self_play, mix.snapshots, *[mix.exploiter for _ in exploiter], *[mix.population for _ in members], *mix.baselines.values(), *mix.checkpoints.values()],
+            np.float64,
+        )
         self.weights = weights / weights.sum()
         self.owner = np.zeros((batch, self.n), np.int64)
         self.kind = np.zeros(batch, np.int64)
@@ -170,8 +220,9 @@ class Tables:
         seat_order = rng.permuted(np.tile(np.arange(self.n), (len(games), 1)), axis=1)
         picks = rng.integers(0, max(len(snapshot_indices), 1), size=len(games))
         seat_counts = rng.choice(self.learner_seat_counts, size=len(games))
-        if self.population_weights is not None:  # (drawn only with a population, so that other runs draw as they always did)
-            member_codes = POPULATION_SEAT - rng.choice(len(self.population_weights), size=(len(games), self.n), p=self.population_weights)
+        member_codes = {  # each seat's member, for the tables of each fixed group (drawn only with one, so that other runs draw as they always did)
+            kind: POPULATION_SEAT - first - rng.choice(len(weights), size=(len(games), self.n), p=weights) for kind, first, weights in self.fixed_groups
+        }
         for i, (b, k, order, pick, count) in enumerate(zip(games, kinds, seat_order, picks, seat_counts)):
             name = self.kinds[k]
             if name == SNAPSHOT and not snapshot_indices:
@@ -184,7 +235,7 @@ class Tables:
                     self.owner[b, order[0]] = EXPLOITER_SEAT
                     self.learner_seats[b] = self.n - 1
                 continue
-            opponent = member_codes[i] if name == POPULATION else snapshot_indices[pick] if name == SNAPSHOT else baseline_index[name]
+            opponent = member_codes[name][i] if name in member_codes else snapshot_indices[pick] if name == SNAPSHOT else baseline_index[name]
             self.owner[b] = opponent
             self.owner[b, order[:count]] = POLICY_SEAT
             self.learner_seats[b] = count
@@ -269,6 +320,7 @@ def _train(
             else "a Population was passed to train() but opponents.population is 0; give it a positive weight"
         )  # fmt: skip
     game = config.game_config()
+    checkpoint_opponents = load_checkpoint_opponents(config, game)  # (before anything is written: a bad entry changes nothing)
     enc = encoding_for(game)
     n_players = game.num_players
     ppo = config.ppo
@@ -304,8 +356,17 @@ def _train(
         print(f"resuming {run_dir} at update {state.update} ({state.decisions:,} decisions)", file=sys.stderr)
         if population is not None and state.population != population.record:
             raise ckpt.CheckpointError(f"{run_dir}: cannot resume against another population; the run trained against {state.population}, given {population.record}")
+        given = {name: record for name, (_, record) in checkpoint_opponents.items()} or None
+        saved, now = ({k: v["sha256"] for k, v in (r or {}).items()} for r in (state.checkpoints, given))
+        changed = [name for name in set(saved) | set(now) if saved.get(name) != now.get(name)]
+        if changed:
+            raise ckpt.CheckpointError(
+                f"{run_dir}: cannot resume against other opponents.checkpoints: {sorted(changed)} differ from the run's (tensor sha256: "
+                f"trained against { {k: v[:12] for k, v in saved.items()} }, given { {k: v[:12] for k, v in now.items()} })"
+            )
     else:
         state.population = population.record if population is not None else None
+        state.checkpoints = {name: record for name, (_, record) in checkpoint_opponents.items()} or None
         if initial_weights is not None:
             policy.model.load_state_dict(initial_weights)
             state.base_run = base_run
@@ -320,9 +381,10 @@ def _train(
     logs = RunLogs(run_dir, config, resume_update=state.update if resume else None)
 
     games = BatchedGames(game, batch_size=B, seed=config.seed)
-    tables = Tables(config, game, B, population)
+    fixed = FixedOpponents(population, checkpoint_opponents) if population is not None or checkpoint_opponents else None
+    tables = Tables(config, game, B, fixed)
     baseline_names = list(config.opponents.baselines)
-    rollout_args = _RolloutArgs(learners, tables, games, pool, baseline_names, population, sampler, rng, device, T)
+    rollout_args = _RolloutArgs(learners, tables, games, pool, baseline_names, fixed, sampler, rng, device, T)
     prefetched = None
     """With ``ppo.overlap``: the next rollout's ``(step, outcomes)``, collected during the update."""
     worker = None
@@ -458,7 +520,7 @@ class _RolloutArgs:
     games: BatchedGames
     pool: list[Snapshot]
     baseline_names: list[str]
-    population: Population | None
+    fixed: FixedOpponents | None
     sampler: torch.Generator
     rng: np.random.Generator
     device: torch.device
@@ -485,7 +547,7 @@ def _rollout(args: _RolloutArgs, step):
             actions[rows] = _act(args.opponents, args.pool, args.baseline_names, who, step.observation[rows], step.action_mask[rows], args.sampler, args.device)
         for code in np.unique(owner[owner <= POPULATION_SEAT]):
             rows = np.flatnonzero(owner == code)
-            actions[rows] = args.population.act(POPULATION_SEAT - code, step.observation[rows], step.action_mask[rows], args.sampler, args.device)
+            actions[rows] = args.fixed.act(POPULATION_SEAT - code, step.observation[rows], step.action_mask[rows], args.sampler, args.device)
 
         step = args.games.step(actions)
 
@@ -726,7 +788,7 @@ class RunLogs:
         self.run_dir = run_dir
         exploiter = [EXPLOITER] if config.opponents.exploiter else []
         members = [POPULATION] if config.opponents.population else []
-        self.opponent_kinds = [SNAPSHOT, *exploiter, *members, *config.opponents.baselines]
+        self.opponent_kinds = [SNAPSHOT, *exploiter, *members, *config.opponents.baselines, *map(checkpoint_kind, config.opponents.checkpoints)]
         stats = ["pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac", "explained_variance"]
         self.metrics_columns = [
             "update", "decisions", "samples", "games", "wall_seconds", "decisions_per_second", "learning_rate",

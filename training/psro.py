@@ -254,15 +254,16 @@ def _best_response_config(config: TrainConfig, iteration: int, k: int, run_dir: 
     if share >= 1:  # PSRO's pure best response
         data["opponents"] = {
             **data["opponents"], "self_play": 0.0, "snapshots": 0.0, "exploiter": 0.0, "exploiter_reset_every": 0, "population": 1.0,
-            "baselines": {}, "snapshot_every": 0, "beat_pool_loss_rate": 0.0,
+            "baselines": {}, "checkpoints": {}, "snapshot_every": 0, "beat_pool_loss_rate": 0.0,
         }  # fmt: skip
     else:  # a robust best response: the config's opponent mix in the rest of its tables
         mix = data["opponents"]
-        rest = mix["self_play"] + mix["snapshots"] + mix["exploiter"] + sum(mix["baselines"].values())
+        rest = mix["self_play"] + mix["snapshots"] + mix["exploiter"] + sum(mix["baselines"].values()) + sum(mix["checkpoints"].values())
         scale = (1 - share) / rest
         data["opponents"] = {
             **mix, "self_play": mix["self_play"] * scale, "snapshots": mix["snapshots"] * scale, "exploiter": mix["exploiter"] * scale,
-            "baselines": {name: weight * scale for name, weight in mix["baselines"].items()}, "population": share,
+            "baselines": {name: weight * scale for name, weight in mix["baselines"].items()},
+            "checkpoints": {name: weight * scale for name, weight in mix["checkpoints"].items()}, "population": share,
         }  # fmt: skip
     data["schedule"] = {**data["schedule"], "total_decisions": config.psro.best_response_decisions, "time_limit_minutes": None}
     data["evaluation"] = {**data["evaluation"], "every": 0, "final_games": 0}
