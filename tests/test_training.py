@@ -391,6 +391,18 @@ def test_checkpoint_opponents_seat_the_learner_and_each_other_seat_draws_from_th
     drawn = np.concatenate([o for o, k in zip(others, kinds) if k == checkpoint_kind(str(mixture))])
     assert set(drawn) == {1, 2} and abs((drawn == 2).mean() - 0.75) < 0.02  # ... the mixture's members 1 and 2, by their weights
 
+    # checkpoint_seats=1: a checkpoint takes one seat and the policy all the others (an exploiter's table)
+    config = load_config(None, [*[f"opponents.{k}" for k in ("self_play=0", "snapshots=0", "baselines={heuristic: 1}", "learner_seats=[1]")],
+                                f"opponents.checkpoints={{{agent}: 1}}", "opponents.checkpoint_seats=1"])  # fmt: skip
+    tables = Tables(config, GAME, 4000, FixedOpponents(None, load_checkpoint_opponents(config, GAME)))
+    tables.draw(np.arange(4000), np.random.default_rng(0), {"heuristic": 1}, [])
+    against_checkpoint = np.array(tables.kinds)[tables.kind] == checkpoint_kind(str(agent))
+    assert 0.4 < against_checkpoint.mean() < 0.6
+    assert ((tables.owner == POLICY_SEAT).sum(1) == np.where(against_checkpoint, 3, 1)).all()  # baselines keep learner_seats
+    assert (tables.learner_seats == np.where(against_checkpoint, 3, 1)).all()
+    with pytest.raises(ConfigError, match=r"checkpoint_seats=4 is not allowed; expected null or a seat count from 1 to 3"):
+        load_config(None, ["opponents.checkpoint_seats=4"])
+
 
 def test_a_run_against_checkpoints_logs_them_resumes_exactly_and_refuses_changed_or_bad_ones(tmp_path):
     agent = _save(tmp_path / "agent", _model(1))

@@ -141,6 +141,9 @@ class OpponentConfig:
     """The exploiter's Adam learning rate (annealed like the policy's with ``ppo.anneal_lr``); None: ``ppo.learning_rate``. A fine-tune often gives the policy a small rate, which also holds back an exploiter that should find its weaknesses as fast as a best response would."""
     learner_seats: list[int] = field(default_factory=lambda: [1])
     """Seats the learner takes in games against snapshots and baselines (the other seats are the opponent); each game draws one of these counts."""
+    checkpoint_seats: int | None = None
+    """Seats a checkpoint of ``checkpoints`` takes at its tables, the policy all the others (1: the shape of an exploiter's
+    tables, for checkpoints that are best responses; null: the policy takes ``learner_seats`` seats, as against baselines)."""
     snapshot_every: int = 20
     """Updates between two snapshots entering the pool (0: only when the policy beats the pool)."""
     beat_pool_loss_rate: float = 0.8
@@ -332,6 +335,9 @@ class TrainConfig:
             len(seats) >= 1 and all(1 <= k < game.num_players for k in seats),
             f"a non-empty list of seat counts from 1 to {game.num_players - 1} (game.num_players={game.num_players})",
         )
+        if self.opponents.checkpoint_seats is not None:
+            _require(f"{where}: opponents", "checkpoint_seats", self.opponents.checkpoint_seats, 1 <= self.opponents.checkpoint_seats < game.num_players,
+                     f"null or a seat count from 1 to {game.num_players - 1} (game.num_players={game.num_players})")  # fmt: skip
         self.schedule.validate(f"{where}: schedule")
         self.evaluation.validate(f"{where}: evaluation")
         _require(where, "algorithm", self.algorithm, self.algorithm in ALGORITHMS, f"one of {list(ALGORITHMS)}")

@@ -200,6 +200,8 @@ class Tables:
         exploiter = [EXPLOITER] if mix.exploiter else []
         members = [POPULATION] if mix.population else []
         self.fixed_groups = fixed.groups if fixed is not None else []
+        self.checkpoint_kinds = set(map(checkpoint_kind, mix.checkpoints))
+        self.checkpoint_seats = mix.checkpoint_seats
         self.kinds = [SELF, SNAPSHOT, *exploiter, *members, *mix.baselines, *map(checkpoint_kind, mix.checkpoints)]
         weights = np.array(
             [mix.self_play, mix.snapshots, *[mix.exploiter for _ in exploiter], *[mix.population for _ in members], *mix.baselines.values(), *mix.checkpoints.values()],
@@ -236,6 +238,8 @@ class Tables:
                     self.learner_seats[b] = self.n - 1
                 continue
             opponent = member_codes[name][i] if name in member_codes else snapshot_indices[pick] if name == SNAPSHOT else baseline_index[name]
+            if self.checkpoint_seats and name in self.checkpoint_kinds:
+                count = self.n - self.checkpoint_seats
             self.owner[b] = opponent
             self.owner[b, order[:count]] = POLICY_SEAT
             self.learner_seats[b] = count
