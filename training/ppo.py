@@ -117,7 +117,7 @@ class Progress:
     population: dict[str, Any] | None = None
     """The fixed population of ``opponents.population`` (``Population.record``), checked on resume."""
     checkpoints: dict[str, Any] | None = None
-    """The frozen opponents of ``opponents.checkpoints`` (``FixedOpponents.checkpoint_record``), checked on resume."""
+    """The frozen opponents of ``opponents.checkpoints`` (their records from ``load_checkpoint_opponents``), checked on resume."""
 
 
 @dataclass
@@ -142,10 +142,6 @@ class Population:
     def record(self) -> dict[str, Any]:
         return {"names": list(self.names), "weights": [float(w) for w in self.weights]}
 
-    def act(self, member: int, obs: np.ndarray, masks: np.ndarray, sampler, device) -> np.ndarray:
-        action, _, _ = self.models[member].sample(torch.from_numpy(obs).to(device), torch.from_numpy(masks.astype(bool)).to(device), sampler)
-        return action.cpu().numpy()
-
 
 def checkpoint_kind(name: str) -> str:
     """The table kind (and ``metrics.csv`` column suffix) of ``opponents.checkpoints`` entry ``name``."""
@@ -164,7 +160,6 @@ class FixedOpponents:
         for kind, group in ([(POPULATION, population)] if population is not None else []) + [(checkpoint_kind(k), g) for k, (g, _) in checkpoints.items()]:
             self.groups.append((kind, len(self.models), group.weights))
             self.models += group.models
-        self.checkpoint_record = {name: record for name, (_, record) in checkpoints.items()} or None
 
     def act(self, member: int, obs: np.ndarray, masks: np.ndarray, sampler, device) -> np.ndarray:
         action, _, _ = self.models[member].sample(torch.from_numpy(obs).to(device), torch.from_numpy(masks.astype(bool)).to(device), sampler)
@@ -325,6 +320,7 @@ def _train(
         )  # fmt: skip
     game = config.game_config()
     checkpoint_opponents = load_checkpoint_opponents(config, game)  # (before anything is written: a bad entry changes nothing)
+    checkpoint_records = {name: record for name, (_, record) in checkpoint_opponents.items()} or None
     enc = encoding_for(game)
     n_players = game.num_players
     ppo = config.ppo
@@ -360,8 +356,7 @@ def _train(
         print(f"resuming {run_dir} at update {state.update} ({state.decisions:,} decisions)", file=sys.stderr)
         if population is not None and state.population != population.record:
             raise ckpt.CheckpointError(f"{run_dir}: cannot resume against another population; the run trained against {state.population}, given {population.record}")
-        given = {name: record for name, (_, record) in checkpoint_opponents.items()} or None
-        saved, now = ({k: v["sha256"] for k, v in (r or {}).items()} for r in (state.checkpoints, given))
+        saved, now = ({k: v["sha256"] for k, v in (r or {}).items()} for r in (state.checkpoints, checkpoint_records))
         changed = [name for name in set(saved) | set(now) if saved.get(name) != now.get(name)]
         if changed:
             raise ckpt.CheckpointError(
@@ -370,7 +365,7 @@ def _train(
             )
     else:
         state.population = population.record if population is not None else None
-        state.checkpoints = {name: record for name, (_, record) in checkpoint_opponents.items()} or None
+        state.checkpoints = checkpoint_records
         if initial_weights is not None:
             policy.model.load_state_dict(initial_weights)
             state.base_run = base_run
