@@ -524,6 +524,52 @@ def test_a_run_checkpoint_exports_to_a_small_agent_checkpoint(tmp_path):
     assert _same_weights(ckpt.build_model(loaded), model)
 
 
+def test_an_export_refuses_an_existing_destination_unless_overwrite(tmp_path, capsys):
+    first, second = _model(1), _model(2)
+    _save(tmp_path / "a", first)
+    _save(tmp_path / "b", second)
+    ckpt.export_agent(tmp_path / "a", tmp_path / "out")
+    before = (tmp_path / "out.json").read_bytes()
+    with pytest.raises(ckpt.CheckpointError, match="already exists.*--overwrite"):
+        ckpt.export_agent(tmp_path / "b", tmp_path / "out")
+    assert (tmp_path / "out.json").read_bytes() == before  # nothing changed
+    with pytest.raises(SystemExit, match="already exists"):
+        ckpt.main([str(tmp_path / "b"), "--export", str(tmp_path / "out")])
+    with pytest.raises(ckpt.CheckpointError, match="is its source"):
+        ckpt.export_agent(tmp_path / "a", tmp_path / "a", overwrite=True)
+    ckpt.main([str(tmp_path / "b"), "--export", str(tmp_path / "out"), "--overwrite"])
+    assert _same_weights(ckpt.build_model(ckpt.load_checkpoint(tmp_path / "out")), second)
+    with pytest.raises(SystemExit):
+        ckpt.main([str(tmp_path / "b"), "--overwrite"])  # --overwrite without --export
+    assert "go with --export" in capsys.readouterr().err
+
+
+def test_one_member_of_a_mixture_exports_as_an_agent_with_its_recipe(tmp_path):
+    models = [_model(1), _model(2)]
+    recipes = [{"name": "left", "kind": "agent", "command": "cockroach-train --set name=left", "commands": ["cockroach-train --set name=left"], "training_config": {"seed": 3}}]
+    meta = {"name": "mix", "game_config": GAME.to_dict(), "model": SPEC, "mixture": {"recipes": recipes}}
+    ckpt.save_mixture_checkpoint(tmp_path / "mix", models, [1.0, 3.0], ["left", "right"], meta)
+    with pytest.raises(ckpt.CheckpointError, match="mixture of 2 members.*0: left \\(0.250\\), 1: right \\(0.750\\)"):
+        ckpt.export_agent(tmp_path / "mix", tmp_path / "none")
+    with pytest.raises(ckpt.CheckpointError, match="no member 'middle'"):
+        ckpt.export_agent(tmp_path / "mix", tmp_path / "none", member="middle")
+    with pytest.raises(ckpt.CheckpointError, match="no member '2'"):
+        ckpt.export_agent(tmp_path / "mix", tmp_path / "none", member="2")
+    with pytest.raises(ckpt.CheckpointError, match="needs a mixture"):
+        ckpt.export_agent(_save(tmp_path / "single", models[0]), tmp_path / "none", member="left")
+    assert not list(tmp_path.glob("none*"))
+
+    left = ckpt.load_checkpoint(ckpt.export_agent(tmp_path / "mix", tmp_path / "left", member="left"))
+    assert left.metadata["kind"] == "agent" and left.metadata["name"] == "left" and _same_weights(ckpt.build_model(left), models[0])
+    assert left.metadata["commands"] == recipes[0]["commands"] and left.metadata["training_config"] == {"seed": 3}
+    assert left.metadata["exported_member"] == {"name": "left", "index": 0, "weight": 0.25, "mixture": "mix"}
+    ckpt.main([str(tmp_path / "mix"), "--export", str(tmp_path / "right"), "--member", "1"])  # by index; no recipe recorded for it
+    right = ckpt.load_checkpoint(tmp_path / "right")
+    assert right.metadata["name"] == "right" and "commands" not in right.metadata and _same_weights(ckpt.build_model(right), models[1])
+    agent = ckpt.load_agent(tmp_path / "right")  # a playable agent
+    assert agent is not None
+
+
 def test_a_run_can_start_from_the_weights_of_another(tmp_path):
     assert _train(tmp_path, "base", 1) == 0
     assert _train(tmp_path, "tuned", 1, "--init-from", str(tmp_path / "base" / "final")) == 0

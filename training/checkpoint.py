@@ -659,30 +659,74 @@ def restore_numpy_rng(state: dict[str, Any]):
     return rng
 
 
-def export_agent(source: str | os.PathLike, destination: str | os.PathLike, extra: dict[str, Any] | None = None) -> Path:
-    """Write the weights-only (``agent``) checkpoint of ``source`` (a run or agent checkpoint) to ``destination``.
+def export_agent(source: str | os.PathLike, destination: str | os.PathLike, extra: dict[str, Any] | None = None, member: str | None = None, overwrite: bool = False) -> Path:
+    """Write the weights-only (``agent``) checkpoint of ``source`` (a run, agent or mixture checkpoint) to ``destination``.
 
     The metadata is kept, less the run-only fields (optimizers, pool, progress, RNG
     states) and tensors (the exploiter's, Adam moments, snapshots); ``extra`` entries are added (e.g. the command history of a resumed run).
+    A mixture exports one ``member`` (its name, or its index in the mixture): that member's weights, name and
+    recipe (``mixture.recipes``: its commands, base run and training config), and ``exported_member`` (name, index, weight).
+    An existing checkpoint at ``destination`` is refused unless ``overwrite``; nothing is written when anything is refused.
     """
     checkpoint = load_checkpoint(source)
-    run_only = ("optimizer", "exploiter.optimizer", "pool", "progress", "rng", "tensors", "format", "format_version")
-    meta = {k: v for k, v in checkpoint.metadata.items() if k not in run_only}
+    meta_path = _stem(Path(destination)).with_name(_stem(Path(destination)).name + ".json")
+    if meta_path.resolve() == checkpoint.path.resolve():
+        raise CheckpointError(f"{meta_path}: the export destination is its source checkpoint; choose another DEST")
+    if meta_path.exists() and not overwrite:
+        raise CheckpointError(f"{meta_path}: a checkpoint already exists there; pass --overwrite (overwrite=True) to replace it, or choose another DEST")
+    if checkpoint.metadata["kind"] == "mixture":
+        tensors, meta = _member_export(checkpoint, member)
+    elif member is not None:
+        raise CheckpointError(f"{checkpoint.path}: member={member!r} needs a mixture checkpoint; this one is a {checkpoint.metadata['kind']!r} checkpoint with one network")
+    else:
+        run_only = ("optimizer", "exploiter.optimizer", "pool", "progress", "rng", "tensors", "format", "format_version")
+        meta = {k: v for k, v in checkpoint.metadata.items() if k not in run_only}
+        tensors = {k: v for k, v in checkpoint.tensors.items() if k.startswith("model.")}
     meta.update(kind="agent", exported_from=str(checkpoint.path), **(extra or {}))
-    return save_checkpoint(destination, {k: v for k, v in checkpoint.tensors.items() if k.startswith("model.")}, meta)
+    return save_checkpoint(destination, tensors, meta)
+
+
+def _member_export(checkpoint: Checkpoint, member: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The tensors and metadata of one mixture member as an agent checkpoint (see ``export_agent``)."""
+    names, weights = mixture_weights(checkpoint)
+    listing = ", ".join(f"{k}: {n} ({w:.3f})" for k, (n, w) in enumerate(zip(names, weights / weights.sum())))
+    if member is None:
+        raise CheckpointError(f"{checkpoint.path} is a mixture of {len(names)} members; name the one to export (--member NAME or INDEX), one of {listing}")
+    index = names.index(member) if member in names else int(member) if str(member).isdigit() and int(member) < len(names) else None
+    if index is None:
+        raise CheckpointError(f"{checkpoint.path}: no member {member!r} in this mixture; expected a name or an index, one of {listing}")
+    prefix = f"{MEMBER_PREFIX}.{index}.model"
+    tensors = {f"model.{k}": v for k, v in checkpoint.group(prefix).items()}
+    if not tensors:
+        raise CheckpointError(f"{checkpoint.path}: member {index} ({names[index]}) has no weights ({prefix}.*) in the tensor file")
+    entry = checkpoint.metadata["mixture"]
+    recipes = [r for r in entry.get("recipes", []) if isinstance(r, dict) and r.get("name") == names[index]]
+    recipe = {k: v for k, v in recipes[0].items() if k not in ("kind", "name")} if len(recipes) == 1 else {}
+    meta = {
+        "game_config": checkpoint.metadata["game_config"],
+        "model": checkpoint.metadata["model"],
+        **recipe,
+        "name": names[index],
+        "exported_member": {"name": names[index], "index": index, "weight": float(weights[index] / weights.sum()), "mixture": checkpoint.metadata.get("name") or checkpoint.path.stem},
+    }
+    return tensors, meta
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Print a checkpoint's metadata, or export its weights (``python -m training.checkpoint PATH [--export DEST]``)."""
+    """Print a checkpoint's metadata, or export its weights (``python -m training.checkpoint PATH [--export DEST [--member NAME] [--overwrite]]``)."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m training.checkpoint", description="Print the metadata of a checkpoint, or export its weights as a small agent checkpoint.")
     parser.add_argument("checkpoint", help="checkpoint path or shipped name")
     parser.add_argument("--export", metavar="DEST", help="write the weights-only agent checkpoint DEST.{json,safetensors}")
+    parser.add_argument("--member", metavar="NAME", help="with --export of a mixture: the member to export (its name or its index)")
+    parser.add_argument("--overwrite", action="store_true", help="with --export: replace an existing checkpoint at DEST")
     args = parser.parse_args(argv)
+    if (args.member is not None or args.overwrite) and not args.export:
+        parser.error("--member and --overwrite go with --export DEST")
     try:
         if args.export:
-            print(export_agent(args.checkpoint, args.export))
+            print(export_agent(args.checkpoint, args.export, member=args.member, overwrite=args.overwrite))
             return
         meta = read_metadata(args.checkpoint)
     except CheckpointError as error:
