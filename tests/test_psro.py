@@ -283,6 +283,27 @@ def test_cockroach_exploit_trains_against_a_mixture_drawn_per_seat_and_game(tmp_
     capsys.readouterr()
     assert main([*argv, "--start-member", "c"]) == 2 and "--start-member 'c' is not allowed; expected one of its members ['a', 'b']" in capsys.readouterr().err
     assert main([*argv, "--start-member", "a", "--from-scratch"]) == 2 and "--from-scratch starts from a random network" in capsys.readouterr().err
+    # every start: the runs are checked before any is trained (from-a exists), then one run per member, the worst reported
+    every = [*argv, "--start-member", "all", *[a for s in sets for a in ("--set", s)]]
+    assert main(every) == 2 and "exploit_mix-from-a already holds a best-response run" in capsys.readouterr().err
+    assert not (tmp_path / "exploit_mix-from-b").exists()
+    assert main([*every, "--overwrite"]) == 0
+    result = json.loads(report.read_text())
+    assert [r["start_member"] for r in result["starts"]] == ["a", "b"] and (tmp_path / "exploit_mix-from-b" / "final.json").exists()
+    worst = min(result["starts"], key=lambda r: r["best_response_loss_rate"])
+    assert result["start_member"] == worst["start_member"] and result["best_response_loss_rate"] == worst["best_response_loss_rate"]
+    assert "worst over 2 starts: from " in capsys.readouterr().out
+    # a minimum weight that leaves one start; one that leaves none; one without "all"; one out of range
+    assert main([*every, "--overwrite", "--min-start-weight", "0.5"]) == 0
+    one = json.loads(report.read_text())
+    assert "starts" not in one and one["start_member"] == "b" and "worst over" not in capsys.readouterr().out
+    assert main([*every, "--min-start-weight", "0.8"]) == 2 and "--min-start-weight 0.8 leaves no start; the members' weights are {'a': 0.3, 'b': 0.7}" in capsys.readouterr().err
+    assert main([*argv, "--min-start-weight", "0.5"]) == 2 and "only used with --start-member all" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*every, "--min-start-weight", "1.5"])
+    assert "1.5 is not allowed; expected a weight in [0, 1]" in capsys.readouterr().err
+    assert main([str(tmp_path / "exploit_mix" / "final"), "--start-member", "all", "--output-dir", str(tmp_path)]) == 2
+    assert "is not a mixture" in capsys.readouterr().err
 
 
 @pytest.mark.slow
