@@ -117,7 +117,8 @@ def test_the_shipped_recall_agent_meets_its_table_and_shares_it_with_an_agent_wi
     assert agent.config == recall
     nash_conv = evaluate(agent, recall, game_tree(recall)).nash_conv
     assert nash_conv <= 0.02
-    assert nash_conv == pytest.approx(read_metadata("mini-recall")["exact"]["nash_conv"], abs=1e-9)
+    # the recorded figure is the network's own; float32 forward passes differ in the last bits between CPU kernels and builds
+    assert nash_conv == pytest.approx(read_metadata("mini-recall")["exact"]["nash_conv"], rel=1e-4)
     result = play_match(["mini-recall", "mini"], recall, games=200, seed=1)
     assert sum(result.report(name).games for name in ("mini-recall", "mini")) == 400
 
