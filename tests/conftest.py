@@ -115,3 +115,21 @@ def pytest_runtest_makereport(item, call):
 def pytest_make_collect_report(collector):
     outcome = yield
     _no_silent_skip(outcome.get_result())
+
+
+# ---------------------------------------------------------------------------- CI: two cores
+# The README's test command runs the suite over every core with pytest-xdist (`-n auto`;
+# pyproject.toml adds `--dist loadgroup`). Each test module is one group, kept on one
+# worker, so a module-scoped fixture (a trained checkpoint, a started server) is built once
+# and not once per worker. The modules that start a local Ray cluster (directly, through
+# training.distributed, or in a documented recipe they run) share one group, so only one
+# cluster runs at a time: each would claim every CPU and a share of memory for its object
+# store. tests/test_ci.py checks that this list names every such module.
+RAY_MODULES = ("test_psro.py", "test_integration_rllib.py", "test_integration_docs.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if not any(mark.name == "xdist_group" for mark in item.iter_markers()):
+            module = item.path.name
+            item.add_marker(pytest.mark.xdist_group("ray" if module in RAY_MODULES else module))
