@@ -570,6 +570,15 @@ def test_one_member_of_a_mixture_exports_as_an_agent_with_its_recipe(tmp_path):
     assert agent is not None
 
 
+def test_printing_metadata_into_a_reader_that_stops_early_is_quiet():
+    """``python -m training.checkpoint classic-4p | head -1``: the closed pipe ends the command without a traceback."""
+    proc = subprocess.Popen([sys.executable, "-m", "training.checkpoint", "classic-4p"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.readline().strip() == b"{"
+    proc.stdout.close()  # as ``head`` does after its line
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0 and "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
+
+
 def test_a_run_can_start_from_the_weights_of_another(tmp_path):
     assert _train(tmp_path, "base", 1) == 0
     assert _train(tmp_path, "tuned", 1, "--init-from", str(tmp_path / "base" / "final")) == 0

@@ -44,6 +44,7 @@ import json
 import math
 import os
 import re
+import sys
 import tempfile
 from dataclasses import dataclass
 from importlib import resources
@@ -732,7 +733,10 @@ def main(argv: list[str] | None = None) -> None:
     except CheckpointError as error:
         raise SystemExit(f"error: {error}") from None
     meta.pop("_path")
-    print(json.dumps(meta, indent=1))
+    try:
+        print(json.dumps(meta, indent=1), flush=True)
+    except BrokenPipeError:  # the reader stopped early (``| head``): not an error; the Python docs' recipe keeps the exit quiet
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":
