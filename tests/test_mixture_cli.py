@@ -174,3 +174,81 @@ def test_weights_against_exploiters_play_every_exploiter_table_and_keep_the_base
     assert main([str(tmp_path / "bad"), str(tmp_path / "a0"), "--max-loss", "random=0.5"]) == 2 and "--max-loss needs --exploiters" in capsys.readouterr().err
     assert main([str(tmp_path / "bad"), str(tmp_path / "a0"), "--exploiters", str(tmp_path / "mix")]) == 2 and "expected an agent or run checkpoint" in capsys.readouterr().err
     assert not list(tmp_path.glob("bad*"))
+
+
+def _tables(meta) -> dict:
+    return {(t["exploiter"], tuple(t["members"])): (t["seat_games"], t["losses"]) for t in meta["mixture"]["exploiter_game"]["tables"]}
+
+
+def test_a_payoff_cache_serves_later_rounds_whatever_the_order_of_members_and_exploiters(tmp_path, capsys):
+    """``--payoff-cache``: a second round plays only its new exploiter's tables; the tables do not depend on the argument order."""
+    game3 = GameConfig.from_options(preset="mini-3p")
+    for s in range(3):
+        _agent(tmp_path / f"a{s}", s, game3)
+    for s in (7, 8):
+        _agent(tmp_path / f"br{s}", s, game3)
+    cache = tmp_path / "payoffs.json"
+    common = ["--payoff-games", "24", "--baseline-games", "24", "--max-loss", "random=1"]
+    members = [str(tmp_path / f"a{s}") for s in range(3)]
+    assert main([str(tmp_path / "plain"), *members, "--exploiters", str(tmp_path / "br7"), *common]) == 0
+    assert main([str(tmp_path / "first"), *members, "--exploiters", str(tmp_path / "br7"), *common, "--payoff-cache", str(cache)]) == 0
+    err = capsys.readouterr().err
+    assert "exploiter 1/1: 6 tables (6 played, 0 from the payoff cache)" in err  # 3 members, 2 seats: 6 multisets
+    plain, first = ckpt.read_metadata(tmp_path / "plain"), ckpt.read_metadata(tmp_path / "first")
+    assert _tables(plain) == _tables(first)  # the cache changes nothing it serves
+    assert first["mixture"]["payoff_cache"] == {"path": str(cache), "tables_played": 9, "tables_reused": 0}  # 6 tables, 3 baseline matches
+    # round two: a new exploiter, the members and exploiters in another order; only br8's 6 tables are played
+    reordered = members[::-1]
+    assert main([str(tmp_path / "second"), *reordered, "--exploiters", str(tmp_path / "br8"), str(tmp_path / "br7"), *common, "--payoff-cache", str(cache)]) == 0
+    err = capsys.readouterr().err
+    assert "exploiter 1/2: 6 tables (6 played, 0 from the payoff cache)" in err and "exploiter 2/2: 6 tables (0 played, 6 from the payoff cache)" in err
+    second = ckpt.read_metadata(tmp_path / "second")
+    assert second["mixture"]["payoff_cache"]["tables_reused"] == 9
+    flip = {0: 2, 1: 1, 2: 0}  # member k of the first build is member flip[k] of the second
+    assert {rest: value for (j, rest), value in _tables(first).items()} == {tuple(sorted(flip[m] for m in rest)): value for (j, rest), value in _tables(second).items() if j == 1}
+    assert second["mixture"]["member_baseline_loss_rates"]["random"] == first["mixture"]["member_baseline_loss_rates"]["random"][::-1]
+    # without the cache, the same command plays the same tables
+    assert main([str(tmp_path / "third"), *reordered, "--exploiters", str(tmp_path / "br8"), str(tmp_path / "br7"), *common]) == 0
+    assert _tables(ckpt.read_metadata(tmp_path / "third")) == _tables(second)
+
+
+def test_a_payoff_cache_is_saved_after_each_exploiter_and_a_bad_one_is_refused(tmp_path, capsys, monkeypatch):
+    for s in range(2):
+        _agent(tmp_path / f"a{s}", s)
+    for s in (7, 8):
+        _agent(tmp_path / f"br{s}", s)
+    cache = tmp_path / "payoffs.json"
+    args = [str(tmp_path / "a0"), str(tmp_path / "a1"), "--exploiters", str(tmp_path / "br7"), str(tmp_path / "br8"), "--payoff-games", "20", "--payoff-cache", str(cache)]
+    import training.psro as psro
+
+    real, calls = psro.play_table, []
+
+    def stopped_at_the_second_exploiter(models, *rest):
+        calls.append(1)
+        if len(calls) > 2:  # 2 players: 2 tables per exploiter
+            raise KeyboardInterrupt
+        return real(models, *rest)
+
+    monkeypatch.setattr(psro, "play_table", stopped_at_the_second_exploiter)
+    with pytest.raises(KeyboardInterrupt):
+        main([str(tmp_path / "mix"), *args])
+    assert len(json.loads(cache.read_text())["entries"]) == 2 and not list(tmp_path.glob("mix*"))  # the first exploiter's tables survive the stop
+    monkeypatch.setattr(psro, "play_table", real)
+    assert main([str(tmp_path / "mix"), *args]) == 0
+    assert "exploiter 1/2: 2 tables (0 played, 2 from the payoff cache)" in capsys.readouterr().err
+    kept = cache.read_bytes()
+    for text, message in (
+        ("not json", "cannot be read as a payoff cache"),
+        ('{"format": "other", "entries": {}}', "is not a payoff cache"),
+        (json.dumps({"format": "cockroach-poker-payoff-cache", "game_config": GameConfig(num_players=4).to_dict(), "entries": {}}), "expected a cache of one rule set"),
+        (json.dumps({"format": "cockroach-poker-payoff-cache", "game_config": GAME.to_dict(), "entries": {"k": [3, 5]}}), "expected [seat_games, losses] with 0 <= losses <= seat_games"),
+    ):
+        cache.write_text(text)
+        assert main([str(tmp_path / "bad"), *args]) == 2
+        err = capsys.readouterr().err
+        assert message in err and str(cache) in err, err
+        assert cache.read_text() == text and not list(tmp_path.glob("bad*"))  # nothing changed, nothing written
+    cache.write_bytes(kept)
+    assert main([str(tmp_path / "bad"), str(tmp_path / "a0"), "--payoff-cache", str(cache)]) == 2 and "--payoff-cache needs --exploiters" in capsys.readouterr().err
+    assert main([str(tmp_path / "bad"), *args[:-1], str(tmp_path)]) == 2 and "is a directory" in capsys.readouterr().err
+    assert not list(tmp_path.glob("bad*"))

@@ -366,6 +366,20 @@ def _write_temporary(final: Path, data: bytes) -> str:
     return tmp
 
 
+def write_file_atomically(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` through a temporary file in its directory and one ``os.replace``: a kill at any
+    instant leaves the old file or the new one, never a torn one."""
+    final = Path(path)
+    tmp = _write_temporary(final, data)
+    try:
+        os.replace(tmp, final)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    _fsync_directory(final.parent)
+    return final
+
+
 def _fsync_directory(directory: Path) -> None:
     try:
         fd = os.open(directory, os.O_RDONLY)

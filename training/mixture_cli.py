@@ -23,12 +23,14 @@ config and evaluation) and the meta-game, so the mixture is reproducible.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import math
 import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -55,6 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-loss", action="append", default=[], metavar="BASELINE=RATE", help="with --exploiters: the mixture's loss rate against N-1 copies of BASELINE stays <= RATE (repeatable; e.g. random=0.027)")
     parser.add_argument("--baseline-games", type=positive_integer, default=4000, help="with --max-loss: games of each member against each limited baseline (default 4000)")
     parser.add_argument("--payoff-games", type=positive_integer, default=400, help="with --meta-solver or --exploiters: games per table (default 400)")
+    parser.add_argument(
+        "--payoff-cache", metavar="PATH",
+        help="with --exploiters: a JSON file of the tables already played (the exploiter and the members known by their weights, "
+        "with --payoff-games, --baseline-games and --seed); read if it exists, extended and rewritten atomically after each exploiter, "
+        "so a later round of a double oracle, or a build stopped part-way, plays only the tables it lacks",
+    )  # fmt: skip
     parser.add_argument("--seed", type=int, default=0, help="with --meta-solver or --exploiters: seed of the games and of the search (default 0)")
     parser.add_argument("--name", help="the mixture's name in its metadata (default: OUTPUT's file name)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing checkpoint at OUTPUT")
@@ -176,6 +184,68 @@ def _limits(items: list[str]) -> dict[str, float]:
     return limits
 
 
+PAYOFF_CACHE_FORMAT = "cockroach-poker-payoff-cache"
+
+
+def model_digest(model) -> str:
+    """The SHA-256 of a network's weights (names, dtypes, shapes and values): its identity in a payoff cache, wherever it was loaded from."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        array = tensor.detach().cpu().contiguous().numpy()
+        digest.update(f"{name}|{array.dtype}|{array.shape}|".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+def content_seed(seed: int, *parts: Any) -> int:
+    """A table's seed from ``--seed`` and what it plays (digests, names), not from the order of the command's arguments."""
+    return int.from_bytes(hashlib.sha256("|".join(map(str, (seed, *parts))).encode()).digest()[:8], "little") % 2**31
+
+
+class PayoffCache:
+    """Played tables by content (``--payoff-cache``): key -> ``[seat_games, losses]`` of the player the key names.
+
+    A key holds every digest, the game count and the seed of its table, so a cached table is exactly the one the command
+    would play; one file serves every later build of the same rule set. ``path=None`` caches nothing.
+    """
+
+    def __init__(self, path: str | Path | None, game) -> None:
+        self.path = None if path is None else Path(path)
+        self.game = game.to_dict()
+        self.entries: dict[str, list[int]] = {}
+        self.hits = self.played = 0
+        if self.path is None or not self.path.exists():
+            return
+        where = f"--payoff-cache {str(path)!r}"
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, UnicodeDecodeError, ValueError) as error:
+            raise ValueError(f"{where} cannot be read as a payoff cache ({error}); expected a JSON file written by cockroach-mixture, or a path that does not exist yet") from None
+        if not isinstance(data, dict) or data.get("format") != PAYOFF_CACHE_FORMAT or not isinstance(data.get("entries"), dict):
+            raise ValueError(f"{where} is not a payoff cache (format {data.get('format') if isinstance(data, dict) else type(data).__name__!r}); expected format {PAYOFF_CACHE_FORMAT!r} with an 'entries' object")
+        if data.get("game_config") != self.game:
+            raise ValueError(f"{where} holds tables of {data.get('game_config')}, but the members play {self.game}; expected a cache of one rule set: choose another path")
+        for key, value in data["entries"].items():
+            if not (isinstance(value, list) and len(value) == 2 and all(type(v) is int for v in value) and 0 <= value[1] <= value[0]):
+                raise ValueError(f"{where}: entry {key!r} is {value!r}; expected [seat_games, losses] with 0 <= losses <= seat_games")
+        self.entries = data["entries"]
+
+    def lookup(self, key: str, play: Callable[[], tuple[int, int]]) -> tuple[int, int]:
+        """The cached ``(seat_games, losses)`` of ``key``, or ``play()``'s, remembered."""
+        if key in self.entries:
+            self.hits += 1
+        else:
+            self.entries[key] = [int(v) for v in play()]
+            self.played += 1
+        games, losses = self.entries[key]
+        return games, losses
+
+    def save(self) -> None:
+        if self.path is not None:
+            text = json.dumps({"format": PAYOFF_CACHE_FORMAT, "game_config": self.game, "entries": self.entries}, indent=0, sort_keys=True)
+            ckpt.write_file_atomically(self.path, text.encode())
+
+
 def load_exploiters(sources: list[str], game) -> list[Any]:
     """The exploiters' networks; each must be an agent or run checkpoint of the members' rule set."""
     models = []
@@ -187,30 +257,59 @@ def load_exploiters(sources: list[str], game) -> list[Any]:
     return models
 
 
-def play_exploiter_game(models: list[Any], exploiters: list[Any], game, games: int, seed: int) -> ExploiterGame:
-    """Every exploiter against every multiset of ``N - 1`` members (``training.psro.play_table``; the exploiter is index ``K``)."""
+def play_exploiter_game(models: list[Any], exploiters: list[Any], game, games: int, seed: int, cache: PayoffCache | None = None) -> ExploiterGame:
+    """Every exploiter against every multiset of ``N - 1`` members (``training.psro.play_table``), through ``cache``.
+
+    A table is played in a canonical order, the exploiter first and the members by digest, with a seed of its content:
+    its result does not depend on where the exploiter and members stand in the command, so a cache can serve it.
+    """
     from training.psro import play_table
 
+    cache = cache or PayoffCache(None, game)
     result = ExploiterGame(game.num_players, size=len(models), exploiters=len(exploiters))
-    k = len(models)
+    digests = [model_digest(m) for m in models]
     for j, exploiter in enumerate(exploiters):
+        exploiter_digest = model_digest(exploiter)
+        played = cache.played
         for rest in result.rests():
-            table_seed = int(np.random.SeedSequence([seed, 3, j, *rest]).generate_state(1)[0] % 2**31)
-            seat_games, losses = play_table({k: exploiter, **{m: models[m] for m in set(rest)}}, game, (k, *rest), games, table_seed)
-            result.record(j, rest, seat_games[k], losses[k])
-        print(f"exploiter {j + 1}/{len(exploiters)}: {len(result.rests())} tables played", file=sys.stderr)
+            order = sorted(rest, key=lambda m: digests[m])
+            local = {m: 1 + k for k, m in enumerate(dict.fromkeys(order))}  # seat index 0 is the exploiter's
+            table = (0, *(local[m] for m in order))
+            table_key = ",".join(digests[m] for m in order)
+
+            def play() -> tuple[int, int]:
+                table_seed = content_seed(seed, "exploiter", exploiter_digest, table_key, games)
+                seat_games, losses = play_table({0: exploiter, **{local[m]: models[m] for m in local}}, game, table, games, table_seed)
+                return seat_games[0], losses[0]
+
+            result.record(j, rest, *cache.lookup(f"exploiter {exploiter_digest} vs {table_key} games={games} seed={seed}", play))
+        cache.save()
+        fresh = cache.played - played
+        print(f"exploiter {j + 1}/{len(exploiters)}: {len(result.rests())} tables ({fresh} played, {len(result.rests()) - fresh} from the payoff cache)", file=sys.stderr)
     return result
 
 
-def baseline_costs(models: list[Any], game, limits: dict[str, float], games: int, seed: int) -> dict[str, np.ndarray]:
-    """Each member's loss rate in one seat against N-1 copies of each limited baseline (arena, duplicate deals, seat rotation)."""
+def baseline_costs(models: list[Any], game, limits: dict[str, float], games: int, seed: int, cache: PayoffCache | None = None) -> dict[str, np.ndarray]:
+    """Each member's loss rate in one seat against N-1 copies of each limited baseline (arena, duplicate deals, seat rotation), through ``cache``."""
     from training.arena import play_match
     from training.model import PolicyAgent
 
+    cache = cache or PayoffCache(None, game)
     costs = {}
     for name in sorted(limits):
-        rates = [play_match([PolicyAgent(model, game, seed=seed + m, name="member"), f"{name}*{game.num_players - 1}"], game, games=games, seed=seed).report("member").loss_rate for m, model in enumerate(models)]
+        rates = []
+        for model in models:
+            digest = model_digest(model)
+
+            def play() -> tuple[int, int]:
+                agent = PolicyAgent(model, game, seed=content_seed(seed, "baseline", digest), name="member")
+                report = play_match([agent, f"{name}*{game.num_players - 1}"], game, games=games, seed=seed).report("member")
+                return report.games, report.losses
+
+            seat_games, losses = cache.lookup(f"baseline {name} vs {digest} games={games} seed={seed}", play)
+            rates.append(losses / seat_games)
         costs[name] = np.asarray(rates)
+        cache.save()
         print(f"members against {game.num_players - 1} {name}: loss rates {np.round(costs[name], 4).tolist()}", file=sys.stderr)
     return costs
 
@@ -230,9 +329,15 @@ def main(argv: list[str] | None = None) -> int:
         limits = _limits(args.max_loss)
         if limits and not args.exploiters:
             raise ValueError("--max-loss needs --exploiters (the limits constrain the weights that --exploiters solves for)")
+        if args.payoff_cache is not None and not args.exploiters:
+            raise ValueError("--payoff-cache needs --exploiters (it keeps the exploiter tables and baseline games that --exploiters plays)")
+        cache_problem = output_file_problem("--payoff-cache", args.payoff_cache)
+        if cache_problem:
+            raise ValueError(cache_problem)
         loaded = load_members(args.members)
         game = loaded[0][1].game_config
         exploiters = load_exploiters(args.exploiters, game) if args.exploiters else []
+        cache = PayoffCache(args.payoff_cache, game)
     except (ValueError, ckpt.CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -241,8 +346,8 @@ def main(argv: list[str] | None = None) -> int:
     mixture: dict[str, Any] = {"meta_solver": solver, "recipes": recipes, **({"sources": sources} if sources else {})}
     if exploiters:
         started = time.perf_counter()
-        exploiter_game = play_exploiter_game(models, exploiters, game, args.payoff_games, args.seed)
-        costs = baseline_costs(models, game, limits, args.baseline_games, args.seed)
+        exploiter_game = play_exploiter_game(models, exploiters, game, args.payoff_games, args.seed, cache)
+        costs = baseline_costs(models, game, limits, args.baseline_games, args.seed, cache)
         try:
             member_weights = minimax_weights(exploiter_game, costs, limits, seed=args.seed)
         except ValueError as error:
@@ -254,6 +359,7 @@ def main(argv: list[str] | None = None) -> int:
             exploiters=list(args.exploiters), exploiter_game=exploiter_game.to_dict(), payoff_games=args.payoff_games, seed=args.seed,
             exploiter_loss_rates=[round(float(r), 5) for r in rates], limits=limits, baseline_games=args.baseline_games,
             member_baseline_loss_rates={b: [round(float(v), 5) for v in c] for b, c in costs.items()},
+            **({"payoff_cache": {"path": args.payoff_cache, "tables_played": cache.played, "tables_reused": cache.hits}} if args.payoff_cache else {}),
         )  # fmt: skip
         print(f"weights against {len(exploiters)} exploiters in {time.perf_counter() - started:.0f} s: their loss rates {np.round(rates, 4).tolist()} "
               f"(smallest {rates.min():.4f}; with equal weights {np.round(uniform_rates, 4).tolist()})", file=sys.stderr)  # fmt: skip
