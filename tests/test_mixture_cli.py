@@ -252,3 +252,16 @@ def test_a_payoff_cache_is_saved_after_each_exploiter_and_a_bad_one_is_refused(t
     assert main([str(tmp_path / "bad"), str(tmp_path / "a0"), "--payoff-cache", str(cache)]) == 2 and "--payoff-cache needs --exploiters" in capsys.readouterr().err
     assert main([str(tmp_path / "bad"), *args[:-1], str(tmp_path)]) == 2 and "is a directory" in capsys.readouterr().err
     assert not list(tmp_path.glob("bad*"))
+
+
+def test_the_games_run_on_the_torch_threads_asked_for(tmp_path, capsys):
+    for s in range(2):
+        _agent(tmp_path / f"a{s}", s)
+    args = [str(tmp_path / "a0"), str(tmp_path / "a1"), "--exploiters", str(tmp_path / "a1"), "--payoff-games", "8"]
+    assert main([str(tmp_path / "bad"), *args, "--torch-threads", "-1"]) == 2
+    assert "--torch-threads -1 is not allowed; expected 0 (torch's default) or a positive thread count" in capsys.readouterr().err and not list(tmp_path.glob("bad*"))
+    before = torch.get_num_threads()
+    try:
+        assert main([str(tmp_path / "mix"), *args, "--torch-threads", "3"]) == 0 and torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(before)

@@ -58,6 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--baseline-games", type=positive_integer, default=4000, help="with --max-loss: games of each member against each limited baseline (default 4000)")
     parser.add_argument("--payoff-games", type=positive_integer, default=400, help="with --meta-solver or --exploiters: games per table (default 400)")
     parser.add_argument(
+        "--torch-threads", type=int, default=1, metavar="N",
+        help="torch threads for the games (default 1: the small networks gain little from more, and builds side by side "
+        "then do not oversubscribe the cores; 0 keeps torch's default of one per core)",
+    )  # fmt: skip
+    parser.add_argument(
         "--payoff-cache", metavar="PATH",
         help="with --exploiters: a JSON file of the tables already played (the exploiter and the members known by their weights, "
         "with --payoff-games, --baseline-games and --seed); read if it exists, extended and rewritten atomically after each exploiter, "
@@ -316,6 +321,9 @@ def baseline_costs(models: list[Any], game, limits: dict[str, float], games: int
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.torch_threads < 0:
+        print(f"error: --torch-threads {args.torch_threads} is not allowed; expected 0 (torch's default) or a positive thread count", file=sys.stderr)
+        return 2
     output = Path(args.output)
     meta_path, _ = ckpt.checkpoint_files(output)
     problem = output_file_problem("OUTPUT", meta_path, checkpoint=True)
@@ -341,6 +349,10 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, ckpt.CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if args.torch_threads:
+        import torch
+
+        torch.set_num_threads(args.torch_threads)
     models, member_weights, names, recipes, sources = flatten(loaded, weights)
     solver = "given" if args.weights is not None else "minimax_exploiters" if exploiters else args.meta_solver
     mixture: dict[str, Any] = {"meta_solver": solver, "recipes": recipes, **({"sources": sources} if sources else {})}
