@@ -306,6 +306,49 @@ def test_cockroach_exploit_trains_against_a_mixture_drawn_per_seat_and_game(tmp_
     assert "is not a mixture" in capsys.readouterr().err
 
 
+def test_cockroach_exploit_starts_from_a_network_outside_the_mixture(tmp_path, capsys):
+    """``--start-from CKPT``: one more start, from a network that is not a member, reported beside the members' starts."""
+    from training.exploitability import main
+
+    game = GameConfig(num_players=3)
+    spec = {"hidden_sizes": [8], "activation": "tanh", "card_counting": False}
+    models = [ActorCritic(game, [8], seed=s) for s in range(2)]
+    save_mixture_checkpoint(tmp_path / "mix", models, [0.3, 0.7], ["a", "b"], {"game_config": game.to_dict(), "model": spec, "name": "mix"})
+    outside = ActorCritic(game, [8], seed=9)
+    ckpt.save_checkpoint(tmp_path / "strong", {f"model.{k}": v for k, v in outside.state_dict().items()}, {"kind": "agent", "game_config": game.to_dict(), "model": spec, "name": "strong"})
+    report = tmp_path / "report.json"
+    sets = [a for s in ["ppo.num_envs=16", "ppo.num_steps=8", "evaluation.every=0", "schedule.checkpoint_every=2"] for a in ("--set", s)]
+    argv = [str(tmp_path / "mix"), "--decisions", "256", "--games", "30", "--output-dir", str(tmp_path), "--json", str(report), "--no-progress", *sets]
+    assert main([*argv, "--start-from", str(tmp_path / "strong")]) == 0
+    result = json.loads(report.read_text())
+    assert [r["start_member"] for r in result["starts"]] == ["b", "strong (--start-from)"]  # the heaviest member, then the outside start
+    run = ckpt.read_metadata(tmp_path / "exploit_mix-from-strong" / "checkpoint")
+    assert run["progress"]["population"]["names"] == ["a", "b"]  # it plays the mixture
+    assert "worst over 2 starts" in capsys.readouterr().out
+    # its weights, not a member's, are where the best response began: after one small update it is still the outside network
+    assert main([*argv, "--start-member", "a", "--start-from", str(tmp_path / "strong"), "--overwrite", "--decisions", "1"]) == 0
+    start = ckpt.build_model(ckpt.load_checkpoint(tmp_path / "exploit_mix-from-strong" / "final")).state_dict()
+
+    def distance(model) -> float:
+        return max(float((v - start[k]).abs().max()) for k, v in model.state_dict().items())
+
+    assert distance(outside) < 0.02 < 0.2 < min(distance(m) for m in models)
+    assert [r["start_member"] for r in json.loads(report.read_text())["starts"]] == ["a", "strong (--start-from)"]
+    # refused before anything is trained: another network shape, a mixture, a missing file, a repeated start, --from-scratch
+    wide = ActorCritic(game, [16], seed=1)
+    ckpt.save_checkpoint(tmp_path / "wide", {f"model.{k}": v for k, v in wide.state_dict().items()}, {"kind": "agent", "game_config": game.to_dict(), "model": {**spec, "hidden_sizes": [16]}})
+    for extra, message in (
+        (["--start-from", str(tmp_path / "wide")], "expected one network shape"),
+        (["--start-from", str(tmp_path / "mix")], "is a 'mixture' checkpoint; expected an agent or run checkpoint"),
+        (["--start-from", str(tmp_path / "nothing")], "no checkpoint at"),
+        (["--start-from", str(tmp_path / "strong"), "--start-from", str(tmp_path / "strong")], "are named twice"),
+        (["--start-from", str(tmp_path / "strong"), "--from-scratch"], "--start-from is not allowed with --from-scratch"),
+    ):
+        assert main([*argv[:5], "--output-dir", str(tmp_path / "refused"), *argv[7:], *extra]) == 2
+        assert message in capsys.readouterr().err
+        assert not (tmp_path / "refused").exists()
+
+
 @pytest.mark.slow
 def test_a_league_on_a_local_ray_cluster_equals_the_league_here(ray_cluster):
     from training.arena import play_league
