@@ -265,3 +265,36 @@ def test_the_games_run_on_the_torch_threads_asked_for(tmp_path, capsys):
         assert main([str(tmp_path / "mix"), *args, "--torch-threads", "3"]) == 0 and torch.get_num_threads() == 3
     finally:
         torch.set_num_threads(before)
+
+
+def test_members_below_a_weight_are_pruned_and_recorded(tmp_path, capsys):
+    for s in range(3):
+        _agent(tmp_path / f"a{s}", s)
+    members = [str(tmp_path / f"a{s}") for s in range(3)]
+    assert main([str(tmp_path / "mix"), *members, "--weights", "0.6", "0.3995", "0.0005", "--prune-below", "0.001"]) == 0
+    assert "pruned 1 members below weight 0.001: ['agent2']" in capsys.readouterr().err
+    meta = ckpt.read_metadata(tmp_path / "mix")
+    assert [m["name"] for m in meta["mixture"]["members"]] == ["agent0", "agent1"]
+    assert np.allclose([m["weight"] for m in meta["mixture"]["members"]], [0.6 / 0.9995, 0.3995 / 0.9995])
+    assert [r["source"] for r in meta["mixture"]["recipes"]] == members[:2]  # one recipe per kept member
+    pruned = meta["mixture"]["pruned"]
+    assert pruned["members"] == [{"name": "agent2", "weight": 0.0005}] and pruned["names_before"] == ["agent0", "agent1", "agent2"]
+    assert len(ckpt.member_models(ckpt.load_checkpoint(tmp_path / "mix"))) == 2
+    # with exploiters: their loss rates against the pruned weights are recorded beside the tables of the members before pruning
+    _agent(tmp_path / "br", 9)
+    solve = [*members, "--exploiters", str(tmp_path / "br"), "--payoff-games", "20"]
+    assert main([str(tmp_path / "whole"), *solve]) == 0
+    weights = sorted(m["weight"] for m in ckpt.read_metadata(tmp_path / "whole")["mixture"]["members"])
+    assert weights[0] < weights[-1]
+    assert main([str(tmp_path / "ex"), *solve, "--prune-below", str(weights[-1])]) == 0  # keeps only the heaviest
+    meta = ckpt.read_metadata(tmp_path / "ex")["mixture"]
+    assert len(meta["pruned"]["members"]) == 3 - len(meta["members"]) >= 1 and len(meta["members"]) == len(meta["recipes"])
+    padded = np.array([next((m["weight"] for m in meta["members"] if m["name"] == n), 0.0) for n in meta["pruned"]["names_before"]])
+    rates = {tuple(t["members"]): t["losses"] / t["seat_games"] for t in meta["exploiter_game"]["tables"]}  # 2 players: one member per table
+    assert meta["pruned"]["exploiter_loss_rates"][0] == pytest.approx(sum(w * rates[(k,)] for k, w in enumerate(padded)), abs=1e-4)
+    # W above every weight drops everything: refused, nothing written
+    assert main([str(tmp_path / "none"), *members, "--prune-below", "0.5"]) == 2
+    assert "--prune-below 0.5 drops every member" in capsys.readouterr().err and not list(tmp_path.glob("none*"))
+    with pytest.raises(SystemExit):
+        main([str(tmp_path / "none"), *members, "--prune-below", "2"])
+    assert "2.0 is not allowed; expected a weight in [0, 1]" in capsys.readouterr().err

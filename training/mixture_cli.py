@@ -36,7 +36,7 @@ import numpy as np
 
 from training import checkpoint as ckpt
 from training.meta_solvers import SOLVERS, ExploiterGame, MetaGame, minimax_weights, solve
-from training.exploitability import positive_integer
+from training.exploitability import positive_integer, unit_weight
 from training.output_paths import output_file_problem
 
 RECIPE_KEYS = ("name", "kind", "command", "commands", "base_run", "training_config", "step", "evaluation", "exported_from", "created", "psro")
@@ -57,6 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-loss", action="append", default=[], metavar="BASELINE=RATE", help="with --exploiters: the mixture's loss rate against N-1 copies of BASELINE stays <= RATE (repeatable; e.g. random=0.027)")
     parser.add_argument("--baseline-games", type=positive_integer, default=4000, help="with --max-loss: games of each member against each limited baseline (default 4000)")
     parser.add_argument("--payoff-games", type=positive_integer, default=400, help="with --meta-solver or --exploiters: games per table (default 400)")
+    parser.add_argument(
+        "--prune-below", type=unit_weight, default=0.0, metavar="W",
+        help="drop the members whose weight (solved, given or equal) is below W and share their weight among the rest; "
+        "the dropped members and the weights before pruning are kept in the metadata (default 0: keep every member)",
+    )  # fmt: skip
     parser.add_argument(
         "--torch-threads", type=int, default=1, metavar="N",
         help="torch threads for the games (default 1: the small networks gain little from more, and builds side by side "
@@ -382,6 +387,21 @@ def main(argv: list[str] | None = None) -> int:
         mixture.update(meta_game=meta_game.to_dict(), payoff_games=args.payoff_games, seed=args.seed, meta_nash_conv=round(meta_game.nash_conv(member_weights), 5))
         print(f"meta-game of {len(models)} members solved by {args.meta_solver} in {time.perf_counter() - started:.0f} s: NashConv {100 * mixture['meta_nash_conv']:.2f} points", file=sys.stderr)
     member_weights = member_weights / member_weights.sum()
+    if args.prune_below > 0:
+        keep = member_weights >= args.prune_below
+        if not keep.any():
+            print(f"error: --prune-below {args.prune_below} drops every member; the weights are {dict(zip(names, member_weights.round(4).tolist()))}; expected W at most the largest weight", file=sys.stderr)
+            return 2
+        kept = np.where(keep, member_weights, 0.0) / member_weights[keep].sum()
+        mixture["pruned"] = {
+            "below": args.prune_below,
+            "members": [{"name": n, "weight": round(float(w), 6)} for n, w, k in zip(names, member_weights, keep) if not k],
+            "names_before": list(names), "weights_before": [round(float(w), 6) for w in member_weights],
+            **({"exploiter_loss_rates": [round(float(r), 5) for r in exploiter_game.exploiter_loss_rates(kept)]} if exploiters else {}),
+        }  # fmt: skip  (the exploiter tables index the members before pruning: names_before)
+        models, names, recipes = [m for m, k in zip(models, keep) if k], [n for n, k in zip(names, keep) if k], [r for r, k in zip(recipes, keep) if k]
+        member_weights, mixture["recipes"] = kept[keep], recipes
+        print(f"pruned {int((~keep).sum())} members below weight {args.prune_below}: {[entry['name'] for entry in mixture['pruned']['members']]}", file=sys.stderr)
     first = loaded[0][1].metadata
     metadata = {
         **{k: first[k] for k in SHARED_KEYS},
