@@ -8,6 +8,11 @@
         process, then on a local Ray cluster with 1 and with 2 workers: the cost of each
         task (a best response per million decisions, a payoff table per 100 games) and
         the throughput ratio 2 workers / 1 worker
+    python benchmarks/bench_psro.py --mixture-scaling --exploiters 4
+        cockroach-mixture --exploiters (the weights of the shipped classic-4p's members
+        against exploiters: its members exported as stand-ins) in one process, then with
+        --ray on local clusters of 1 and 2 CPUs: seconds per exploiter table, and the
+        throughput ratio 2 workers / 1 worker
     python benchmarks/bench_psro.py --nashconv --minutes 10 --cfr-seconds 60
         exact NashConv over wall time on the `mini` and `mini-3p` rule sets for PSRO,
         PPO self-play, OpenSpiel's C++ CFR+ (on the exported tree), this project's tree
@@ -39,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--solvers", metavar="CHECKPOINT", help="compare the meta-solvers on the meta-game of a PSRO checkpoint")
     parser.add_argument("--scaling", action="store_true", help="PSRO in one process and on a local Ray cluster with 1 and 2 workers")
+    parser.add_argument("--mixture-scaling", action="store_true", help="cockroach-mixture --exploiters in one process and with --ray on local clusters of 1 and 2 CPUs")
+    parser.add_argument("--exploiters", type=int, default=4, help="exploiters for --mixture-scaling (default 4: 80 tables of 200 games)")
     parser.add_argument("--nashconv", action="store_true", help="exact NashConv over wall time on mini and mini-3p (needs training.exact)")
     parser.add_argument("--iterations", type=int, default=2, help="PSRO iterations for --scaling (default 2)")
     parser.add_argument("--decisions", type=int, default=100_000, help="decisions per best response for --scaling (default 100,000)")
@@ -51,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         return solvers(args.solvers)
     if args.scaling:
         return scaling(args.iterations, args.decisions)
+    if args.mixture_scaling:
+        return mixture_scaling(args.exploiters)
     if args.nashconv:
         return nashconv(args.minutes, Path(args.out), args.cfr_seconds, args.descent_steps)
     parser.print_help()
@@ -117,6 +126,41 @@ def scaling(iterations: int, decisions: int) -> int:
     print(f"throughput ratio, Ray with 2 workers / Ray with 1 worker: {results['Ray, 1 worker'] / results['Ray, 2 workers']:.2f}x; "
           f"Ray with 1 worker / one process: {results['one process'] / results['Ray, 1 worker']:.2f}x (Ray's start-up and task overhead)")  # fmt: skip
     return 0
+
+
+def mixture_scaling(exploiters: int) -> int:
+    """One ``cockroach-mixture --exploiters`` build (4 players, the shipped classic-4p's members) in one process and on local Ray clusters of 1 and 2 CPUs."""
+    import ray
+
+    from training import checkpoint as ckpt
+    from training.mixture_cli import main as mixture
+
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    names, _ = ckpt.mixture_weights(ckpt.load_checkpoint("classic-4p"))
+    results, weights = {}, {}
+    with tempfile.TemporaryDirectory() as out:
+        stand_ins = []
+        for k in range(exploiters):  # the members themselves stand in for best responses: the cost of a table is what is measured
+            stand_ins.append(str(ckpt.export_agent("classic-4p", Path(out) / f"exploiter{k}", member=names[k % len(names)]).with_suffix("")))
+        tables = exploiters * 20  # 4 members, 3 seats: 20 multisets
+        for label, cpus in (("one process", None), ("Ray, 1 worker", 1), ("Ray, 2 workers", 2)):
+            load = os.getloadavg()[0]
+            if cpus:
+                ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False)
+            started = time.perf_counter()
+            code = mixture([str(Path(out) / f"mix_{cpus}"), "classic-4p", "--exploiters", *stand_ins, "--payoff-games", "200", *(["--ray"] if cpus else [])])
+            seconds = time.perf_counter() - started
+            if cpus:
+                ray.shutdown()
+            if code:
+                return code
+            weights[label] = [m["weight"] for m in ckpt.read_metadata(Path(out) / f"mix_{cpus}")["mixture"]["members"]]
+            results[label] = seconds
+            print(f"{label}: {seconds:.1f} s for {tables} exploiter tables of 200 games ({seconds / tables:.2f} s a table); load average {load:.2f}")
+    same = all(w == weights["one process"] for w in weights.values())
+    print(f"throughput ratio, Ray with 2 workers / Ray with 1 worker: {results['Ray, 1 worker'] / results['Ray, 2 workers']:.2f}x; "
+          f"2 workers / one process: {results['one process'] / results['Ray, 2 workers']:.2f}x; the same weights everywhere: {same}")  # fmt: skip
+    return 0 if same else 1
 
 
 PRESETS = {"mini": 0.02, "mini-3p": 0.05}

@@ -251,7 +251,17 @@ def test_a_payoff_cache_is_saved_after_each_exploiter_and_a_bad_one_is_refused(t
     cache.write_bytes(kept)
     assert main([str(tmp_path / "bad"), str(tmp_path / "a0"), "--payoff-cache", str(cache)]) == 2 and "--payoff-cache needs --exploiters" in capsys.readouterr().err
     assert main([str(tmp_path / "bad"), *args[:-1], str(tmp_path)]) == 2 and "is a directory" in capsys.readouterr().err
+    assert main([str(tmp_path / "bad"), *args[:-1], str(tmp_path / "bad.json")]) == 2 and "is OUTPUT's metadata file" in capsys.readouterr().err
     assert not list(tmp_path.glob("bad*"))
+
+
+def test_ray_without_tables_to_play_is_refused_before_a_cluster_starts(tmp_path, capsys):
+    for s in range(2):
+        _agent(tmp_path / f"a{s}", s)
+    for extra in ([], ["--weights", "1", "2"]):
+        assert main([str(tmp_path / "mix"), str(tmp_path / "a0"), str(tmp_path / "a1"), *extra, "--ray"]) == 2
+        assert "--ray plays the payoff tables; add --exploiters or --meta-solver" in capsys.readouterr().err
+    assert not list(tmp_path.glob("mix*"))
 
 
 def test_the_games_run_on_the_torch_threads_asked_for(tmp_path, capsys):

@@ -360,3 +360,33 @@ def test_a_league_on_a_local_ray_cluster_equals_the_league_here(ray_cluster):
     assert here.to_json()["agents"] == on_ray.to_json()["agents"]
     assert [(r.table, r.loser_seat, r.steps) for r in here.records] == [(r.table, r.loser_seat, r.steps) for r in on_ray.records]
     assert [r.to_dict() for r in here.ratings] == [r.to_dict() for r in on_ray.ratings]
+
+
+def test_cockroach_mixture_on_a_local_ray_cluster_plays_the_tables_of_one_process(tmp_path, ray_cluster):
+    """``cockroach-mixture --ray``: exploiter tables, baseline games and meta-game tables as Ray tasks give the same
+    tables, weights and payoff cache as the single-process build; a cache written by one serves the other."""
+    from training.mixture_cli import main
+
+    game = GameConfig.from_options(preset="mini-3p")
+    spec = {"hidden_sizes": [8], "activation": "tanh", "card_counting": False}
+    for name, seed in (("a0", 0), ("a1", 1), ("a2", 2), ("br7", 7), ("br8", 8), ("br9", 9)):
+        model = ActorCritic(game, spec["hidden_sizes"], spec["activation"], spec["card_counting"], seed=seed)
+        ckpt.save_checkpoint(tmp_path / name, {f"model.{k}": v for k, v in model.state_dict().items()}, {"kind": "agent", "game_config": game.to_dict(), "model": spec, "name": name})
+    members = [str(tmp_path / f"a{s}") for s in range(3)]
+    exploiters = ["--exploiters", *(str(tmp_path / f"br{s}") for s in (7, 8, 9))]
+    common = ["--payoff-games", "12", "--baseline-games", "12", "--max-loss", "random=1"]
+    assert main([str(tmp_path / "here"), *members, *exploiters, *common, "--payoff-cache", str(tmp_path / "cache_here.json")]) == 0
+    assert main([str(tmp_path / "ray"), *members, *exploiters, *common, "--payoff-cache", str(tmp_path / "cache_ray.json"), "--ray"]) == 0
+    here, on_ray = (ckpt.read_metadata(tmp_path / name)["mixture"] for name in ("here", "ray"))
+    for key in ("exploiter_game", "member_baseline_loss_rates", "exploiter_loss_rates", "members"):
+        assert here[key] == on_ray[key], key
+    assert on_ray["payoff_cache"]["tables_played"] == 3 * 6 + 3  # 3 exploiters x 6 pairs of members (3 players), 3 baseline matches
+    assert json.loads((tmp_path / "cache_here.json").read_text()) == json.loads((tmp_path / "cache_ray.json").read_text())
+    # a later build on the cluster with the first build's cache plays only what it lacks: none of it
+    assert main([str(tmp_path / "again"), *members[::-1], *exploiters, *common, "--payoff-cache", str(tmp_path / "cache_here.json"), "--ray"]) == 0
+    assert ckpt.read_metadata(tmp_path / "again")["mixture"]["payoff_cache"] == {"path": str(tmp_path / "cache_here.json"), "tables_played": 0, "tables_reused": 21}
+    # the members' own meta-game, one task a table
+    assert main([str(tmp_path / "meta_here"), *members, "--meta-solver", "regret_matching", "--payoff-games", "12"]) == 0
+    assert main([str(tmp_path / "meta_ray"), *members, "--meta-solver", "regret_matching", "--payoff-games", "12", "--ray"]) == 0
+    meta_here, meta_ray = (ckpt.read_metadata(tmp_path / name)["mixture"] for name in ("meta_here", "meta_ray"))
+    assert meta_here["meta_game"] == meta_ray["meta_game"] and meta_here["members"] == meta_ray["members"]

@@ -468,6 +468,22 @@ def test_card_counting_inputs_are_derived_from_the_observation_and_round_trip(tm
     assert _same_weights(ckpt.build_model(ckpt.load_checkpoint(tmp_path / "cc")), model)
 
 
+def test_a_portable_network_rebuilds_the_same_network_elsewhere():
+    """``ActorCritic.portable``: rules, shape and weights as plain data and tensors (what a Ray task receives); ``from_portable`` gives the same network."""
+    import pickle
+
+    royal = GameConfig(num_players=3, edition="royal")
+    for game, spec in ((GAME, ([8, 6], "relu", True)), (royal, ([5], "tanh", False))):
+        model = ActorCritic(game, *spec, seed=3)
+        data = pickle.loads(pickle.dumps(model.portable()))
+        assert data["spec"] == {"hidden_sizes": list(spec[0]), "activation": spec[1], "card_counting": spec[2]} and data["game_config"] == game.to_dict()
+        again = ActorCritic.from_portable(data)
+        assert _same_weights(again, model) and again.game_config == game
+        obs = torch.rand(4, model.observation_size)
+        mask = torch.ones(4, model.num_actions, dtype=torch.bool)
+        assert torch.equal(model(obs, mask)[0], again(obs, mask)[0])
+
+
 def test_exploitability_trains_a_best_response_against_a_frozen_checkpoint(tmp_path, capsys):
     from training.exploitability import main
 

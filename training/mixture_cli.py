@@ -30,11 +30,12 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from training import checkpoint as ckpt
+from training.distributed import LocalExecutor, executor
 from training.meta_solvers import SOLVERS, ExploiterGame, MetaGame, minimax_weights, solve
 from training.exploitability import positive_integer, unit_weight
 from training.output_paths import output_file_problem
@@ -72,6 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --exploiters: a JSON file of the tables already played (the exploiter and the members known by their weights, "
         "with --payoff-games, --baseline-games and --seed); read if it exists, extended and rewritten atomically after each exploiter, "
         "so a later round of a double oracle, or a build stopped part-way, plays only the tables it lacks",
+    )  # fmt: skip
+    parser.add_argument(
+        "--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+        help="with --exploiters or --meta-solver: play the tables (one task per exploiter, per meta-game table, per member and "
+        "limited baseline) as Ray tasks on the cluster at ADDRESS, or on a local cluster of this machine's cores without one "
+        "(the [ray] extra; docs/scaling.md); the same tables and weights as in one process",
     )  # fmt: skip
     parser.add_argument("--seed", type=int, default=0, help="with --meta-solver or --exploiters: seed of the games and of the search (default 0)")
     parser.add_argument("--name", help="the mixture's name in its metadata (default: OUTPUT's file name)")
@@ -162,15 +169,49 @@ def flatten(loaded: list[tuple[str, ckpt.Checkpoint]], weights: np.ndarray) -> t
     return models, np.asarray(member_weights, np.float64), names, recipes, sources
 
 
-def play_meta_game(models: list[Any], game, games: int, seed: int) -> MetaGame:
-    """The members' symmetric meta-game: every table of ``game.num_players`` members played for ``games`` games (``training.psro.play_table``)."""
-    from training.psro import play_table
+def play_tables(networks: dict[int, dict], tables: list[tuple[tuple[int, ...], dict[int, int], int]], games: int, threads: int) -> list[tuple[dict[int, int], dict[int, int]]]:
+    """Play ``tables`` between portable ``networks`` (``ActorCritic.portable``, by id) for ``games`` games each
+    (``training.psro.play_table``). A table is ``(seats, players, seed)``: the player index at each seat, the network id of
+    each player index, and its seed; its result is per player index, seat-games and losses. The unit of work that
+    ``--ray`` sends to a task; every input is plain data or tensors, so it computes the same anywhere."""
+    import training.psro as psro
+    from training.model import ActorCritic
 
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    models = {n: ActorCritic.from_portable(data) for n, data in networks.items()}
+    game = next(iter(models.values())).game_config
+    return [psro.play_table({k: models[n] for k, n in players.items()}, game, seats, games, table_seed) for seats, players, table_seed in tables]
+
+
+def play_baseline(network: dict, baseline: str, games: int, seed: int, agent_seed: int, threads: int) -> tuple[int, int]:
+    """A portable network in one seat against N-1 copies of ``baseline`` (arena, duplicate deals, seat rotation): seat-games and losses."""
+    from training.arena import play_match
+    from training.model import ActorCritic, PolicyAgent
+
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    model = ActorCritic.from_portable(network)
+    game = model.game_config
+    agent = PolicyAgent(model, game, seed=agent_seed, name="member")
+    report = play_match([agent, f"{baseline}*{game.num_players - 1}"], game, games=games, seed=seed).report("member")
+    return report.games, report.losses
+
+
+def play_meta_game(models: list[Any], game, games: int, seed: int, workers=None, threads: int = 1) -> MetaGame:
+    """The members' symmetric meta-game: every table of ``game.num_players`` members played for ``games`` games (``play_tables``; one task a table on ``workers``)."""
+    workers = workers or LocalExecutor()
     meta_game = MetaGame(game.num_players, size=len(models))
     tables = meta_game.missing_tables()
-    for index, table in enumerate(tables):
+    jobs = []
+    for table in tables:
         table_seed = int(np.random.SeedSequence([seed, 2, *table]).generate_state(1)[0] % 2**31)
-        seat_games, losses = play_table({m: models[m] for m in set(table)}, game, table, games, table_seed)
+        jobs.append(({m: models[m].portable() for m in set(table)}, [(table, {m: m for m in set(table)}, table_seed)], games, threads))
+    for index, (table, [(seat_games, losses)]) in enumerate(zip(tables, workers.map(play_tables, jobs))):
         meta_game.record(table, seat_games, losses)
         print(f"meta-game table {index + 1}/{len(tables)} {list(table)}: loss rates " + ", ".join(f"member {m} {losses[m] / seat_games[m]:.3f}" for m in sorted(seat_games)), file=sys.stderr)
     return meta_game
@@ -240,15 +281,19 @@ class PayoffCache:
                 raise ValueError(f"{where}: entry {key!r} is {value!r}; expected [seat_games, losses] with 0 <= losses <= seat_games")
         self.entries = data["entries"]
 
-    def lookup(self, key: str, play: Callable[[], tuple[int, int]]) -> tuple[int, int]:
-        """The cached ``(seat_games, losses)`` of ``key``, or ``play()``'s, remembered."""
-        if key in self.entries:
-            self.hits += 1
-        else:
-            self.entries[key] = [int(v) for v in play()]
-            self.played += 1
+    def __contains__(self, key: str) -> bool:
+        return key in self.entries
+
+    def served(self, key: str) -> tuple[int, int]:
+        """The cached ``(seat_games, losses)`` of ``key``, counted as reused."""
+        self.hits += 1
         games, losses = self.entries[key]
         return games, losses
+
+    def record(self, key: str, seat_games: int, losses: int) -> None:
+        """A table just played."""
+        self.entries[key] = [int(seat_games), int(losses)]
+        self.played += 1
 
     def save(self) -> None:
         if self.path is not None:
@@ -267,60 +312,72 @@ def load_exploiters(sources: list[str], game) -> list[Any]:
     return models
 
 
-def play_exploiter_game(models: list[Any], exploiters: list[Any], game, games: int, seed: int, cache: PayoffCache | None = None) -> ExploiterGame:
-    """Every exploiter against every multiset of ``N - 1`` members (``training.psro.play_table``), through ``cache``.
+def play_exploiter_game(models: list[Any], exploiters: list[Any], game, games: int, seed: int, cache: PayoffCache | None = None, workers=None, threads: int = 1) -> ExploiterGame:
+    """Every exploiter against every multiset of ``N - 1`` members (``play_tables``), through ``cache``.
 
     A table is played in a canonical order, the exploiter first and the members by digest, with a seed of its content:
-    its result does not depend on where the exploiter and members stand in the command, so a cache can serve it.
+    its result does not depend on where the exploiter and members stand in the command, so a cache can serve it, and it
+    is the same whichever process plays it. The tables the cache lacks go to ``workers`` (``training.distributed``), one
+    task per exploiter, as many exploiters at once as it has workers; the cache is saved after each such batch.
     """
-    from training.psro import play_table
-
     cache = cache or PayoffCache(None, game)
+    workers = workers or LocalExecutor()
     result = ExploiterGame(game.num_players, size=len(models), exploiters=len(exploiters))
     digests = [model_digest(m) for m in models]
-    for j, exploiter in enumerate(exploiters):
-        exploiter_digest = model_digest(exploiter)
-        played = cache.played
+    plans = []  # per exploiter: (rest, cache key, seat order, table seed) of every table
+    for exploiter in exploiters:
+        exploiter_digest, plan = model_digest(exploiter), []
         for rest in result.rests():
             order = sorted(rest, key=lambda m: digests[m])
-            local = {m: 1 + k for k, m in enumerate(dict.fromkeys(order))}  # seat index 0 is the exploiter's
-            table = (0, *(local[m] for m in order))
             table_key = ",".join(digests[m] for m in order)
-
-            def play() -> tuple[int, int]:
-                table_seed = content_seed(seed, "exploiter", exploiter_digest, table_key, games)
-                seat_games, losses = play_table({0: exploiter, **{local[m]: models[m] for m in local}}, game, table, games, table_seed)
-                return seat_games[0], losses[0]
-
-            result.record(j, rest, *cache.lookup(f"exploiter {exploiter_digest} vs {table_key} games={games} seed={seed}", play))
+            key = f"exploiter {exploiter_digest} vs {table_key} games={games} seed={seed}"
+            plan.append((rest, key, order, content_seed(seed, "exploiter", exploiter_digest, table_key, games)))
+        plans.append(plan)
+    batch = max(1, int(getattr(workers, "workers", 1)))
+    for first in range(0, len(exploiters), batch):
+        chosen = range(first, min(first + batch, len(exploiters)))
+        jobs, missing = [], []
+        for j in chosen:
+            lacking = list({key: (key, order, table_seed) for _, key, order, table_seed in plans[j] if key not in cache}.values())
+            tables = []
+            for _, order, table_seed in lacking:
+                local = {m: 1 + k for k, m in enumerate(dict.fromkeys(order))}  # player 0 is the exploiter (network -1)
+                tables.append(((0, *(local[m] for m in order)), {0: -1, **{k: m for m, k in local.items()}}, table_seed))
+            if tables:
+                members = sorted({m for _, order, _ in lacking for m in order})
+                jobs.append(({-1: exploiters[j].portable(), **{m: models[m].portable() for m in members}}, tables, games, threads))
+            missing.append(lacking)
+        outcomes = iter(workers.map(play_tables, jobs))
+        for j, lacking in zip(chosen, missing):
+            for (key, _, _), (seat_games, losses) in zip(lacking, next(outcomes) if lacking else []):
+                cache.record(key, seat_games[0], losses[0])
+            fresh = {key for key, _, _ in lacking}
+            for rest, key, _, _ in plans[j]:
+                result.record(j, rest, *(cache.entries[key] if key in fresh else cache.served(key)))
+            print(f"exploiter {j + 1}/{len(exploiters)}: {len(plans[j])} tables ({len(lacking)} played, {len(plans[j]) - len(lacking)} from the payoff cache)", file=sys.stderr)
         cache.save()
-        fresh = cache.played - played
-        print(f"exploiter {j + 1}/{len(exploiters)}: {len(result.rests())} tables ({fresh} played, {len(result.rests()) - fresh} from the payoff cache)", file=sys.stderr)
     return result
 
 
-def baseline_costs(models: list[Any], game, limits: dict[str, float], games: int, seed: int, cache: PayoffCache | None = None) -> dict[str, np.ndarray]:
-    """Each member's loss rate in one seat against N-1 copies of each limited baseline (arena, duplicate deals, seat rotation), through ``cache``."""
-    from training.arena import play_match
-    from training.model import PolicyAgent
-
+def baseline_costs(models: list[Any], game, limits: dict[str, float], games: int, seed: int, cache: PayoffCache | None = None, workers=None, threads: int = 1) -> dict[str, np.ndarray]:
+    """Each member's loss rate in one seat against N-1 copies of each limited baseline (``play_baseline``), through ``cache``; the matches the cache lacks go to ``workers``, one task each."""
     cache = cache or PayoffCache(None, game)
+    workers = workers or LocalExecutor()
+    digests = [model_digest(m) for m in models]
+    keys = {(name, k): f"baseline {name} vs {digests[k]} games={games} seed={seed}" for name in sorted(limits) for k in range(len(models))}
+    lacking = [(name, k) for (name, k), key in keys.items() if key not in cache]
+    jobs = [(models[k].portable(), name, games, seed, content_seed(seed, "baseline", digests[k]), threads) for name, k in lacking]
+    for (name, k), (seat_games, losses) in zip(lacking, workers.map(play_baseline, jobs)):
+        cache.record(keys[name, k], seat_games, losses)
     costs = {}
     for name in sorted(limits):
         rates = []
-        for model in models:
-            digest = model_digest(model)
-
-            def play() -> tuple[int, int]:
-                agent = PolicyAgent(model, game, seed=content_seed(seed, "baseline", digest), name="member")
-                report = play_match([agent, f"{name}*{game.num_players - 1}"], game, games=games, seed=seed).report("member")
-                return report.games, report.losses
-
-            seat_games, losses = cache.lookup(f"baseline {name} vs {digest} games={games} seed={seed}", play)
+        for k in range(len(models)):
+            seat_games, losses = cache.entries[keys[name, k]] if (name, k) in lacking else cache.served(keys[name, k])
             rates.append(losses / seat_games)
         costs[name] = np.asarray(rates)
-        cache.save()
         print(f"members against {game.num_players - 1} {name}: loss rates {np.round(costs[name], 4).tolist()}", file=sys.stderr)
+    cache.save()
     return costs
 
 
@@ -344,7 +401,11 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("--max-loss needs --exploiters (the limits constrain the weights that --exploiters solves for)")
         if args.payoff_cache is not None and not args.exploiters:
             raise ValueError("--payoff-cache needs --exploiters (it keeps the exploiter tables and baseline games that --exploiters plays)")
+        if args.ray is not None and not args.exploiters and (args.weights is not None or args.meta_solver == "uniform"):
+            raise ValueError("--ray plays the payoff tables; add --exploiters or --meta-solver (equal or given weights play nothing)")
         cache_problem = output_file_problem("--payoff-cache", args.payoff_cache)
+        if cache_problem is None and args.payoff_cache is not None and Path(args.payoff_cache).resolve() == meta_path.resolve():
+            cache_problem = f"--payoff-cache {args.payoff_cache!r} is OUTPUT's metadata file {str(meta_path)!r}, which the build writes; expected another path"
         if cache_problem:
             raise ValueError(cache_problem)
         loaded = load_members(args.members)
@@ -358,13 +419,25 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         torch.set_num_threads(args.torch_threads)
+    try:
+        workers = executor(args.ray) if args.ray is not None else LocalExecutor()
+    except RuntimeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    try:
+        return _build(args, output, loaded, game, exploiters, cache, limits, weights, workers, argv)
+    finally:
+        workers.close()
+
+
+def _build(args, output: Path, loaded, game, exploiters: list[Any], cache: PayoffCache, limits: dict[str, float], weights, workers, argv) -> int:
     models, member_weights, names, recipes, sources = flatten(loaded, weights)
     solver = "given" if args.weights is not None else "minimax_exploiters" if exploiters else args.meta_solver
     mixture: dict[str, Any] = {"meta_solver": solver, "recipes": recipes, **({"sources": sources} if sources else {})}
     if exploiters:
         started = time.perf_counter()
-        exploiter_game = play_exploiter_game(models, exploiters, game, args.payoff_games, args.seed, cache)
-        costs = baseline_costs(models, game, limits, args.baseline_games, args.seed, cache)
+        exploiter_game = play_exploiter_game(models, exploiters, game, args.payoff_games, args.seed, cache, workers, args.torch_threads)
+        costs = baseline_costs(models, game, limits, args.baseline_games, args.seed, cache, workers, args.torch_threads)
         try:
             member_weights = minimax_weights(exploiter_game, costs, limits, seed=args.seed)
         except ValueError as error:
@@ -382,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
               f"(smallest {rates.min():.4f}; with equal weights {np.round(uniform_rates, 4).tolist()})", file=sys.stderr)  # fmt: skip
     elif args.weights is None and args.meta_solver != "uniform":
         started = time.perf_counter()
-        meta_game = play_meta_game(models, game, args.payoff_games, args.seed)
+        meta_game = play_meta_game(models, game, args.payoff_games, args.seed, workers, args.torch_threads)
         member_weights = solve(args.meta_solver, meta_game)
         mixture.update(meta_game=meta_game.to_dict(), payoff_games=args.payoff_games, seed=args.seed, meta_nash_conv=round(meta_game.nash_conv(member_weights), 5))
         print(f"meta-game of {len(models)} members solved by {args.meta_solver} in {time.perf_counter() - started:.0f} s: NashConv {100 * mixture['meta_nash_conv']:.2f} points", file=sys.stderr)

@@ -144,6 +144,9 @@ class ActorCritic(nn.Module):
         """``card_counting`` adds the ``CardCounting`` inputs; ``seed`` makes the (orthogonal) initialization reproducible."""
         super().__init__()
         generator = torch.Generator().manual_seed(seed) if seed is not None else None
+        self.game_config = config
+        self.spec = {"hidden_sizes": [int(h) for h in hidden_sizes], "activation": activation, "card_counting": bool(card_counting)}
+        """The constructor's network arguments, as a checkpoint's ``model`` entry records them."""
         self.card_counting = CardCounting(config) if card_counting else None
         enc = encoding_for(config)
         self.observation_size = enc.observation.size
@@ -158,6 +161,18 @@ class ActorCritic(nn.Module):
         self.trunk = nn.Sequential(*layers)
         self.policy_head = _layer(width, self.num_actions, 0.01, generator)
         self.value_head = _layer(width, 1, 1.0, generator)
+
+    def portable(self) -> dict:
+        """Everything needed to rebuild this network elsewhere (another process, a Ray task): rules, shape and weights, as
+        plain data and tensors; ``ActorCritic.from_portable`` is the inverse."""
+        return {"game_config": self.game_config.to_dict(), "spec": dict(self.spec), "weights": {k: v.detach().cpu().clone() for k, v in self.state_dict().items()}}
+
+    @classmethod
+    def from_portable(cls, data: dict) -> "ActorCritic":
+        spec = data["spec"]
+        model = cls(GameConfig(**data["game_config"]), spec["hidden_sizes"], spec["activation"], spec["card_counting"])
+        model.load_state_dict(data["weights"])
+        return model
 
     @torch.no_grad()
     def network_inputs(self, obs: torch.Tensor) -> torch.Tensor:
