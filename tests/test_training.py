@@ -468,6 +468,25 @@ def test_card_counting_inputs_are_derived_from_the_observation_and_round_trip(tm
     assert _same_weights(ckpt.build_model(ckpt.load_checkpoint(tmp_path / "cc")), model)
 
 
+def test_the_edge_by_decision_benchmark_plays_every_hybrid_and_refuses_a_mixture_as_a_network(tmp_path, capsys):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_edge_by_decision", Path(__file__).resolve().parents[1] / "benchmarks" / "bench_edge_by_decision.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    for name, seed in (("target", 0), ("br", 1), ("base", 2)):
+        _save(tmp_path / name, _model(seed))
+    assert bench.main([str(tmp_path / "target"), str(tmp_path / "br"), str(tmp_path / "base"), "--games", "8"]) == 0
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if "best response's" in line]
+    assert len(lines) == 8 and "nothing" in lines[0] and "offer+respond+pass" in lines[-1]  # classic: three kinds, 2**3 hybrids
+    assert "gain over the base of each kind alone: offer" in out
+    assert bench.main([str(tmp_path / "target"), "classic-4p", str(tmp_path / "base"), "--games", "8"]) == 2
+    assert "is a 'mixture' checkpoint; expected an agent or run checkpoint of one network" in capsys.readouterr().err
+    assert bench.main([str(tmp_path / "target"), str(tmp_path / "br"), str(tmp_path / "base"), "--games", "0"]) == 2
+    assert "--games 0 is not allowed" in capsys.readouterr().err
+
+
 def test_a_portable_network_rebuilds_the_same_network_elsewhere():
     """``ActorCritic.portable``: rules, shape and weights as plain data and tensors (what a Ray task receives); ``from_portable`` gives the same network."""
     import pickle
