@@ -360,24 +360,30 @@ def play_exploiter_game(models: list[Any], exploiters: list[Any], game, games: i
 
 
 def baseline_costs(models: list[Any], game, limits: dict[str, float], games: int, seed: int, cache: PayoffCache | None = None, workers=None, threads: int = 1) -> dict[str, np.ndarray]:
-    """Each member's loss rate in one seat against N-1 copies of each limited baseline (``play_baseline``), through ``cache``; the matches the cache lacks go to ``workers``, one task each."""
+    """Each member's loss rate in one seat against N-1 copies of each limited baseline (``play_baseline``), through ``cache``;
+    the matches the cache lacks go to ``workers``, one task each, as many at once as it has workers, the cache saved after each batch."""
     cache = cache or PayoffCache(None, game)
     workers = workers or LocalExecutor()
     digests = [model_digest(m) for m in models]
     keys = {(name, k): f"baseline {name} vs {digests[k]} games={games} seed={seed}" for name in sorted(limits) for k in range(len(models))}
-    lacking = [(name, k) for (name, k), key in keys.items() if key not in cache]
-    jobs = [(models[k].portable(), name, games, seed, content_seed(seed, "baseline", digests[k]), threads) for name, k in lacking]
-    for (name, k), (seat_games, losses) in zip(lacking, workers.map(play_baseline, jobs)):
-        cache.record(keys[name, k], seat_games, losses)
+    lacking = list({key: (name, k) for (name, k), key in keys.items() if key not in cache}.items())  # one match per key
+    batch = max(1, int(getattr(workers, "workers", 1)))
+    for first in range(0, len(lacking), batch):
+        chosen = lacking[first : first + batch]
+        jobs = [(models[k].portable(), name, games, seed, content_seed(seed, "baseline", digests[k]), threads) for _, (name, k) in chosen]
+        for (key, _), (seat_games, losses) in zip(chosen, workers.map(play_baseline, jobs)):
+            cache.record(key, seat_games, losses)
+        cache.save()
+    fresh = {key for key, _ in lacking}
     costs = {}
     for name in sorted(limits):
         rates = []
         for k in range(len(models)):
-            seat_games, losses = cache.entries[keys[name, k]] if (name, k) in lacking else cache.served(keys[name, k])
+            key = keys[name, k]
+            seat_games, losses = cache.entries[key] if key in fresh else cache.served(key)
             rates.append(losses / seat_games)
         costs[name] = np.asarray(rates)
         print(f"members against {game.num_players - 1} {name}: loss rates {np.round(costs[name], 4).tolist()}", file=sys.stderr)
-    cache.save()
     return costs
 
 
