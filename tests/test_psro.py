@@ -390,3 +390,34 @@ def test_cockroach_mixture_on_a_local_ray_cluster_plays_the_tables_of_one_proces
     assert main([str(tmp_path / "meta_ray"), *members, "--meta-solver", "regret_matching", "--payoff-games", "12", "--ray"]) == 0
     meta_here, meta_ray = (ckpt.read_metadata(tmp_path / name)["mixture"] for name in ("meta_here", "meta_ray"))
     assert meta_here["meta_game"] == meta_ray["meta_game"] and meta_here["members"] == meta_ray["members"]
+
+
+def test_cockroach_exploit_on_a_local_ray_cluster_trains_every_start_at_once_with_the_reports_of_one_process(tmp_path, capsys, ray_cluster):
+    """``cockroach-exploit --ray``: each start's best response is a Ray task; the reports and networks are those of the starts trained one after another."""
+    from training.exploitability import main
+
+    game = GameConfig(num_players=3)
+    spec = {"hidden_sizes": [8], "activation": "tanh", "card_counting": False}
+    models = [ActorCritic(game, [8], seed=s) for s in range(2)]
+    save_mixture_checkpoint(tmp_path / "mix", models, [0.4, 0.6], ["a", "b"], {"game_config": game.to_dict(), "model": spec, "name": "mix"})
+    ckpt.save_checkpoint(tmp_path / "strong", {f"model.{k}": v for k, v in ActorCritic(game, [8], seed=9).state_dict().items()}, {"kind": "agent", "game_config": game.to_dict(), "model": spec, "name": "strong"})
+    sets = [a for s in ["ppo.num_envs=16", "ppo.num_steps=8", "evaluation.every=0", "schedule.checkpoint_every=2"] for a in ("--set", s)]
+    results = {}
+    for where, extra in (("here", []), ("ray", ["--ray"])):
+        report = tmp_path / f"{where}.json"
+        argv = [str(tmp_path / "mix"), "--decisions", "256", "--games", "30", "--output-dir", str(tmp_path / where), "--json", str(report), "--no-progress", *sets]
+        assert main([*argv, "--start-member", "all", "--start-from", str(tmp_path / "strong"), *extra]) == 0
+        results[where] = json.loads(report.read_text())
+        assert "worst over 3 starts" in capsys.readouterr().out
+    here, on_ray = results["here"], results["ray"]
+    assert [r["start_member"] for r in on_ray["starts"]] == ["a", "b", "strong (--start-from)"]
+    for a, b in zip(here["starts"], on_ray["starts"]):
+        assert {k: v for k, v in a.items() if k != "best_response_checkpoint"} == {k: v for k, v in b.items() if k != "best_response_checkpoint"}
+        for key, value in ckpt.load_checkpoint(a["best_response_checkpoint"]).tensors.items():
+            assert torch.equal(value, ckpt.load_checkpoint(b["best_response_checkpoint"]).tensors[key]), key
+    # a single network (the frozen checkpoint is a baseline registered inside the task) gives the same report too
+    for where, extra in (("here", []), ("ray", ["--ray"])):
+        argv = [str(tmp_path / "strong"), "--decisions", "256", "--games", "30", "--output-dir", str(tmp_path / where), "--json", str(tmp_path / f"{where}1.json"), "--no-progress", *sets]
+        assert main([*argv, *extra]) == 0
+    single = [json.loads((tmp_path / f"{where}1.json").read_text()) for where in ("here", "ray")]
+    assert single[0]["best_response_loss_rate"] == single[1]["best_response_loss_rate"] and single[0]["mixture_members"] is None
