@@ -14,6 +14,7 @@ import shlex
 import sys
 
 from training.config import ConfigError, describe_options, load_config
+from training.distributed import add_ray_option
 from training.output_paths import run_dir_problem
 
 
@@ -33,10 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--overwrite", action="store_true", help="start afresh even if output_dir/name already holds a run")
     parser.add_argument("--print-config", action="store_true", help="print the resolved config as YAML and exit")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
-    parser.add_argument(
-        "--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
-        help="algorithm: psro only: run the best responses and payoff tables of each iteration as Ray tasks, on the cluster at ADDRESS (e.g. auto, ray://host:10001) or, without one, on a local cluster (needs the [ray] extra; see docs/scaling.md)",
-    )  # fmt: skip
+    add_ray_option(parser, "algorithm: psro only: run the best responses and payoff tables of each iteration")
     return parser
 
 

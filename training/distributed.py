@@ -61,6 +61,15 @@ class RayExecutor:
             self.ray.shutdown()
 
 
+def add_ray_option(parser, what: str) -> None:
+    """The ``--ray [ADDRESS]`` option of a command line (``cockroach-train``, ``-eval``, ``-exploit``, ``-mixture``): ``what``
+    runs as Ray tasks on the cluster at ADDRESS, or on a local cluster of this machine's cores without one (None: no Ray)."""
+    parser.add_argument(
+        "--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+        help=f"{what} as Ray tasks on the cluster at ADDRESS (e.g. auto, ray://host:10001) or, without one, on a local cluster of this machine's cores (the [ray] extra; docs/scaling.md)",
+    )  # fmt: skip
+
+
 def executor(address: str | None, num_cpus: int | None = None) -> LocalExecutor | RayExecutor:
     """This process (``address=None``), a local Ray cluster (``"local"``), or the Ray cluster at ``address``."""
     return LocalExecutor() if address is None else RayExecutor(address, num_cpus)

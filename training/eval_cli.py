@@ -26,6 +26,7 @@ from typing import Any, Sequence
 
 from cockroach_env.config import PRESETS, GameConfig
 from training.arena import ENGINES, ArenaError, MatchResult, expand_lineup, play_league, play_match
+from training.distributed import add_ray_option
 from training.output_paths import output_file_problem
 from training.report import describe_config, format_result
 
@@ -51,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--engine", choices=ENGINES, default="auto", help="batched engine, AEC env, or auto: batched when every agent supports it (default)")
     parser.add_argument("--batch-size", type=int, default=1024, help="games played in lock step (default 1024)")
     parser.add_argument("--league", action="store_true", help="round robin over the agents as a pool; prints OpenSkill Plackett-Luce ratings")
-    parser.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS", help="--league only: play the tables as Ray tasks on the cluster at ADDRESS, or on a local cluster without one (the [ray] extra; docs/scaling.md)")
+    add_ray_option(parser, "--league only: play the tables")
     parser.add_argument("--json", metavar="PATH", default=None, help="write the results as JSON to PATH ('-' for stdout, replacing the table)")
     parser.add_argument("--plot", metavar="PNG", default=None, help="write a bar chart of loss rates with 95%% intervals")
     parser.add_argument("--save-games", nargs=2, metavar=("N", "DIR"), default=None, help="save the first N games as JSON game records in DIR (replay one with cockroach-replay)")

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from training import checkpoint as ckpt
-from training.distributed import LocalExecutor, executor
+from training.distributed import LocalExecutor, add_ray_option, executor
 from training.meta_solvers import SOLVERS, ExploiterGame, MetaGame, minimax_weights, solve
 from training.exploitability import positive_integer, unit_weight
 from training.output_paths import output_file_problem
@@ -74,12 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
         "with --payoff-games, --baseline-games and --seed); read if it exists, extended and rewritten atomically after each exploiter, "
         "so a later round of a double oracle, or a build stopped part-way, plays only the tables it lacks",
     )  # fmt: skip
-    parser.add_argument(
-        "--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
-        help="with --exploiters or --meta-solver: play the tables (one task per exploiter, per meta-game table, per member and "
-        "limited baseline) as Ray tasks on the cluster at ADDRESS, or on a local cluster of this machine's cores without one "
-        "(the [ray] extra; docs/scaling.md); the same tables and weights as in one process",
-    )  # fmt: skip
+    add_ray_option(parser, "with --exploiters or --meta-solver: play the tables (one task per exploiter, per meta-game table, per member and limited "
+                   "baseline; the same tables and weights as in one process)")
     parser.add_argument("--seed", type=int, default=0, help="with --meta-solver or --exploiters: seed of the games and of the search (default 0)")
     parser.add_argument("--name", help="the mixture's name in its metadata (default: OUTPUT's file name)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing checkpoint at OUTPUT")
