@@ -165,6 +165,14 @@ def flatten(loaded: list[tuple[str, ckpt.Checkpoint]], weights: np.ndarray) -> t
     return models, np.asarray(member_weights, np.float64), names, recipes, sources
 
 
+def _use_threads(threads: int) -> None:
+    """Torch threads for a task's games (0: torch's default)."""
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
 def play_tables(networks: dict[int, dict], tables: list[tuple[tuple[int, ...], dict[int, int], int]], games: int, threads: int) -> list[tuple[dict[int, int], dict[int, int]]]:
     """Play ``tables`` between portable ``networks`` (``ActorCritic.portable``, by id) for ``games`` games each
     (``training.psro.play_table``). A table is ``(seats, players, seed)``: the player index at each seat, the network id of
@@ -173,10 +181,7 @@ def play_tables(networks: dict[int, dict], tables: list[tuple[tuple[int, ...], d
     import training.psro as psro
     from training.model import ActorCritic
 
-    if threads:
-        import torch
-
-        torch.set_num_threads(threads)
+    _use_threads(threads)
     models = {n: ActorCritic.from_portable(data) for n, data in networks.items()}
     game = next(iter(models.values())).game_config
     return [psro.play_table({k: models[n] for k, n in players.items()}, game, seats, games, table_seed) for seats, players, table_seed in tables]
@@ -187,10 +192,7 @@ def play_baseline(network: dict, baseline: str, games: int, seed: int, agent_see
     from training.arena import play_match
     from training.model import ActorCritic, PolicyAgent
 
-    if threads:
-        import torch
-
-        torch.set_num_threads(threads)
+    _use_threads(threads)
     model = ActorCritic.from_portable(network)
     game = model.game_config
     agent = PolicyAgent(model, game, seed=agent_seed, name="member")
@@ -329,7 +331,7 @@ def play_exploiter_game(models: list[Any], exploiters: list[Any], game, games: i
             key = f"exploiter {exploiter_digest} vs {table_key} games={games} seed={seed}"
             plan.append((rest, key, order, content_seed(seed, "exploiter", exploiter_digest, table_key, games)))
         plans.append(plan)
-    batch = max(1, int(getattr(workers, "workers", 1)))
+    batch = max(1, workers.workers)
     for first in range(0, len(exploiters), batch):
         chosen = range(first, min(first + batch, len(exploiters)))
         jobs, missing = [], []
@@ -363,7 +365,7 @@ def baseline_costs(models: list[Any], game, limits: dict[str, float], games: int
     digests = [model_digest(m) for m in models]
     keys = {(name, k): f"baseline {name} vs {digests[k]} games={games} seed={seed}" for name in sorted(limits) for k in range(len(models))}
     lacking = list({key: (name, k) for (name, k), key in keys.items() if key not in cache}.items())  # one match per key
-    batch = max(1, int(getattr(workers, "workers", 1)))
+    batch = max(1, workers.workers)
     for first in range(0, len(lacking), batch):
         chosen = lacking[first : first + batch]
         jobs = [(models[k].portable(), name, games, seed, content_seed(seed, "baseline", digests[k]), threads) for _, (name, k) in chosen]
@@ -417,10 +419,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, ckpt.CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    if args.torch_threads:
-        import torch
-
-        torch.set_num_threads(args.torch_threads)
+    _use_threads(args.torch_threads)
     try:
         workers = executor(args.ray) if args.ray is not None else LocalExecutor()
     except RuntimeError as error:
