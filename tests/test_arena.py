@@ -257,6 +257,21 @@ def test_cli_without_rule_options_plays_the_rules_of_the_first_checkpoint(tmp_pa
     assert "trained for 4-player classic" in capsys.readouterr().err
 
 
+def test_cli_plays_networks_on_the_torch_threads_asked_for_and_refuses_a_bad_count(capsys):
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        assert eval_cli.main(["mini", "heuristic", "--games", "4", "--quiet"]) == 0 and torch.get_num_threads() == 2  # default: torch's own
+        assert eval_cli.main(["mini", "heuristic", "--games", "4", "--quiet", "--torch-threads", "1"]) == 0 and torch.get_num_threads() == 1
+        for bad, message in (("-2", "-2 is not allowed"), ("1.5", "'1.5' is not a whole number")):
+            with pytest.raises(SystemExit):
+                eval_cli.main(["mini", "heuristic", "--games", "4", "--torch-threads", bad])
+            assert f"argument --torch-threads: {message}; expected 0 (torch's default) or a positive thread count" in capsys.readouterr().err
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_league_rates_every_agent_of_the_pool(capsys):
     assert eval_cli.main(["random", "honest", "heuristic", "--league", "--players", "2", "--games", "10", "--json", "-"]) == 0
     data = json.loads(capsys.readouterr().out)

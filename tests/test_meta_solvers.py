@@ -109,6 +109,43 @@ def test_minimax_weights_balance_two_exploiters_that_each_beat_one_member():
         minimax_weights(game, {"heuristic": np.array([0.02, 0.10])}, {"heuristic": 0.01})
 
 
+def test_cap_weights_keeps_every_row_a_distribution_under_the_cap_and_leaves_rows_inside_alone():
+    from training.meta_solvers import cap_weights
+
+    rows = np.array([[1.0, 0.0, 0.0, 0.0], [0.7, 0.2, 0.1, 0.0], [0.25, 0.25, 0.25, 0.25], [0.3, 0.3, 0.3, 0.1]])
+    capped = cap_weights(rows, 0.3)
+    assert capped.sum(axis=1) == pytest.approx(np.ones(4)) and (capped >= 0).all() and (capped <= 0.3 + 1e-12).all()
+    assert capped[0] == pytest.approx([0.3, 0.7 / 3, 0.7 / 3, 0.7 / 3])  # the others all 0: shared equally
+    assert capped[1] == pytest.approx([0.3, 0.3, 0.3, 0.1])  # 0.7 -> 0.3, then 0.2 * 0.7 / 0.3 -> 0.3 is capped in turn, 0.1 keeps the rest
+    assert capped[2:] == pytest.approx(rows[2:])  # already inside
+    assert cap_weights(rows, 0.25) == pytest.approx(np.full((4, 4), 0.25))  # a cap of 1/K leaves only the centre
+    rng = np.random.default_rng(0)
+    random_rows = cap_weights(rng.dirichlet(np.full(6, 0.3), size=500), 0.2)
+    assert random_rows.sum(axis=1) == pytest.approx(np.ones(500)) and (random_rows <= 0.2 + 1e-12).all() and (random_rows >= 0).all()
+
+
+def test_minimax_weights_under_a_cap_spread_the_weight_and_refuse_a_cap_below_one_over_k():
+    from training.meta_solvers import minimax_weights
+
+    # 2 players, 3 members: no exploiter beats member 0 (50%); exploiter 0 beats member 2 (10%) more than member 1 (40%),
+    # exploiter 1 member 1 (10%) more than member 2 (20%)
+    table = {(0, (0,)): 0.5, (0, (1,)): 0.4, (0, (2,)): 0.1, (1, (0,)): 0.5, (1, (1,)): 0.1, (1, (2,)): 0.2}
+    game = _exploiter_game(2, table, size=3, exploiters=2)
+    assert minimax_weights(game) == pytest.approx([1.0, 0.0, 0.0], abs=0.01)  # uncapped: all on member 0
+    # capped at 0.5: member 0 takes the cap and the rest is split so that both exploiters lose alike,
+    # 0.3 + 0.3 a = 0.35 - 0.1 a with a = x_1: a = 0.125, both at 0.3375
+    x = minimax_weights(game, max_weight=0.5)
+    assert x.max() <= 0.5 + 1e-9 and x == pytest.approx([0.5, 0.125, 0.375], abs=0.01)
+    assert game.exploiter_loss_rates(x) == pytest.approx([0.3375, 0.3375], abs=0.003)
+    assert minimax_weights(game, max_weight=1 / 3) == pytest.approx([1 / 3] * 3)
+    for bad in (0.0, 0.3, 1.5):
+        with pytest.raises(ValueError, match=rf"a largest member weight of {bad} is not allowed for 3 members; expected a value in \[1/3, 1\]"):
+            minimax_weights(game, max_weight=bad)
+    # a cap and a baseline limit that cannot both hold: member 0 alone meets the limit, and the cap forbids it
+    with pytest.raises(ValueError, match=r"no mixture of these members with no weight above 0.5 meets the limits"):
+        minimax_weights(game, {"heuristic": np.array([0.02, 0.10, 0.10])}, {"heuristic": 0.03}, max_weight=0.5)
+
+
 def test_an_exploiter_at_a_four_player_table_meets_multinomial_draws():
     from training.meta_solvers import ExploiterGame
 

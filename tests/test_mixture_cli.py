@@ -176,6 +176,30 @@ def test_weights_against_exploiters_play_every_exploiter_table_and_keep_the_base
     assert not list(tmp_path.glob("bad*"))
 
 
+def test_max_weight_caps_every_member_and_is_recorded_and_a_bad_cap_is_refused_before_any_game(tmp_path, capsys):
+    for s in range(3):
+        _agent(tmp_path / f"a{s}", s)
+    _agent(tmp_path / "br", 9)
+    args = [*(str(tmp_path / f"a{s}") for s in range(3)), "--exploiters", str(tmp_path / "br"), "--payoff-games", "40"]
+    assert main([str(tmp_path / "mix"), *args, "--max-weight", "0.4"]) == 0
+    mixture = ckpt.read_metadata(tmp_path / "mix")["mixture"]
+    weights = np.array([m["weight"] for m in mixture["members"]])
+    assert mixture["max_weight"] == 0.4 and weights.max() <= 0.4 + 1e-6 and weights.sum() == pytest.approx(1.0)
+    assert main([str(tmp_path / "plain"), *args]) == 0 and "max_weight" not in ckpt.read_metadata(tmp_path / "plain")["mixture"]
+    capsys.readouterr()
+    for bad in ("0.3", "0"):  # below 1/3 for three members: refused before a table is played
+        assert main([str(tmp_path / "bad"), *args, "--max-weight", bad]) == 2
+        err = capsys.readouterr().err
+        assert f"--max-weight {float(bad)} is not allowed for 3 members (weights sum to 1); expected W of at least 1/3" in err and "exploiter 1/1" not in err
+    for bad, message in (("2", "2.0 is not allowed; expected a weight in [0, 1]"), ("x", "'x' is not a number")):
+        with pytest.raises(SystemExit):
+            main([str(tmp_path / "bad"), *args, "--max-weight", bad])
+        assert message in capsys.readouterr().err
+    assert main([str(tmp_path / "bad"), str(tmp_path / "a0"), str(tmp_path / "a1"), "--max-weight", "0.5"]) == 2
+    assert "--max-weight needs --exploiters" in capsys.readouterr().err
+    assert not list(tmp_path.glob("bad*"))
+
+
 def _tables(meta) -> dict:
     return {(t["exploiter"], tuple(t["members"])): (t["seat_games"], t["losses"]) for t in meta["mixture"]["exploiter_game"]["tables"]}
 
@@ -268,8 +292,11 @@ def test_the_games_run_on_the_torch_threads_asked_for(tmp_path, capsys):
     for s in range(2):
         _agent(tmp_path / f"a{s}", s)
     args = [str(tmp_path / "a0"), str(tmp_path / "a1"), "--exploiters", str(tmp_path / "a1"), "--payoff-games", "8"]
-    assert main([str(tmp_path / "bad"), *args, "--torch-threads", "-1"]) == 2
-    assert "--torch-threads -1 is not allowed; expected 0 (torch's default) or a positive thread count" in capsys.readouterr().err and not list(tmp_path.glob("bad*"))
+    for bad, message in (("-1", "-1 is not allowed"), ("two", "'two' is not a whole number")):
+        with pytest.raises(SystemExit):
+            main([str(tmp_path / "bad"), *args, "--torch-threads", bad])
+        assert f"argument --torch-threads: {message}; expected 0 (torch's default) or a positive thread count" in capsys.readouterr().err
+    assert not list(tmp_path.glob("bad*"))
     before = torch.get_num_threads()
     try:
         assert main([str(tmp_path / "mix"), *args, "--torch-threads", "3"]) == 0 and torch.get_num_threads() == 3

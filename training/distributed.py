@@ -14,6 +14,7 @@ docs/scaling.md.
 
 from __future__ import annotations
 
+import argparse
 import os
 from typing import Any, Callable, Iterable, Sequence
 
@@ -68,6 +69,36 @@ def add_ray_option(parser, what: str) -> None:
         "--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
         help=f"{what} as Ray tasks on the cluster at ADDRESS (e.g. auto, ray://host:10001) or, without one, on a local cluster of this machine's cores (the [ray] extra; docs/scaling.md)",
     )  # fmt: skip
+
+
+def thread_count(text: str) -> int:
+    """argparse type of ``--torch-threads``: 0 (torch's default) or a positive count (the message names the value)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; expected 0 (torch's default) or a positive thread count") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is not allowed; expected 0 (torch's default) or a positive thread count")
+    return value
+
+
+def add_torch_threads_option(parser, default: int, why: str = "") -> None:
+    """The ``--torch-threads N`` option of a command line that plays networks here (``cockroach-eval``, ``-mixture``)."""
+    parser.add_argument(
+        "--torch-threads", type=thread_count, default=default, metavar="N",
+        help=f"torch threads for the networks' games in this process (default {default}{': ' + why if why else ''}; 0 keeps torch's default of one per core; "
+        "a Ray task uses its one CPU)",
+    )  # fmt: skip
+
+
+def use_torch_threads(threads: int) -> None:
+    """``torch.set_num_threads(threads)``; 0, or no torch installed (then no network plays), leaves torch as it is."""
+    if threads:
+        try:
+            import torch
+        except ImportError:
+            return
+        torch.set_num_threads(threads)
 
 
 def executor(address: str | None, num_cpus: int | None = None) -> LocalExecutor | RayExecutor:

@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 from cockroach_env.config import PRESETS, GameConfig
 from training.arena import ENGINES, ArenaError, MatchResult, expand_lineup, play_league, play_match
-from training.distributed import add_ray_option
+from training.distributed import add_ray_option, add_torch_threads_option, use_torch_threads
 from training.output_paths import output_file_problem
 from training.report import describe_config, format_result
 
@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--plot", metavar="PNG", default=None, help="write a bar chart of loss rates with 95%% intervals")
     parser.add_argument("--save-games", nargs=2, metavar=("N", "DIR"), default=None, help="save the first N games as JSON game records in DIR (replay one with cockroach-replay)")
     parser.add_argument("--quiet", action="store_true", help="no table and no progress bar")
+    add_torch_threads_option(parser, 0, "torch's own")
     return parser
 
 
@@ -138,6 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem:
         print(f"cockroach-eval: error: {problem}", file=sys.stderr)
         return 2
+    use_torch_threads(args.torch_threads)
     try:
         entries = expand_lineup(args.agents)
         if len(entries) < 2 and args.players is None:

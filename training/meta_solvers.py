@@ -317,17 +317,48 @@ class ExploiterGame:
         return game
 
 
-def minimax_weights(game: ExploiterGame, costs: dict[str, np.ndarray] | None = None, limits: dict[str, float] | None = None, samples: int = 100_000, seed: int = 0) -> np.ndarray:
-    """The mixture ``x`` that maximises the smallest exploiter loss rate, ``max_x min_j L_j(x)``, with ``costs[b] . x <= limits[b]``.
+def cap_weights(x: np.ndarray, max_weight: float) -> np.ndarray:
+    """Each row of ``x`` (non-negative, summing to 1) moved onto ``{w : sum w = 1, 0 <= w <= max_weight}``.
+
+    Entries above the cap are set to it, and the mass they give up goes to the others in
+    proportion to their weights (equally where they are all 0), until none is above the
+    cap. Rows already inside are unchanged. Needs ``max_weight * K >= 1``.
+    """
+    x = np.array(x, np.float64, copy=True, ndmin=2)
+    k = x.shape[-1]
+    fixed = np.zeros(x.shape, bool)
+    for _ in range(k):
+        fixed |= x > max_weight * (1 + 1e-12)
+        if not fixed.any():
+            break
+        free_mass = 1.0 - max_weight * fixed.sum(-1, keepdims=True)
+        free = np.where(fixed, 0.0, x)
+        total = free.sum(-1, keepdims=True)
+        even = np.where(fixed, 0.0, 1.0) / np.maximum((~fixed).sum(-1, keepdims=True), 1)
+        share = np.where(total > 0, free / np.where(total > 0, total, 1.0), even)
+        x = np.where(fixed, max_weight, share * free_mass)
+        if not (x > max_weight * (1 + 1e-12)).any():
+            break
+    return x
+
+
+def minimax_weights(game: ExploiterGame, costs: dict[str, np.ndarray] | None = None, limits: dict[str, float] | None = None, samples: int = 100_000, seed: int = 0, max_weight: float | None = None) -> np.ndarray:
+    """The mixture ``x`` that maximises the smallest exploiter loss rate, ``max_x min_j L_j(x)``, with ``costs[b] . x <= limits[b]``
+    and, with ``max_weight``, no member's weight above it.
 
     ``costs[b]`` holds each member's loss rate in some match (one seat against N-1 copies of baseline ``b``): a mixture's
     loss rate there is linear in ``x``, so the limits keep the mixture as strong as asked against the baselines. ``L_j`` is
     a polynomial of degree ``N - 1``: the maximum is searched by ``samples`` Dirichlet draws over the simplex (and its
     vertices and centre), then refined by shrinking random perturbations of the best point. ``ValueError`` if no point
-    meets the limits, naming the best each limit allows.
+    meets the limits, naming the best each limit allows. With ``max_weight`` every candidate is moved inside the cap by
+    ``cap_weights`` (it spreads a mixture over at least ``1 / max_weight`` members); ``ValueError`` unless
+    ``0 < max_weight <= 1`` and ``max_weight * K >= 1``.
     """
     costs, limits = costs or {}, limits or {}
     k = game.size
+    if max_weight is not None and not (0 < max_weight <= 1 and max_weight * k >= 1 - 1e-12):
+        raise ValueError(f"a largest member weight of {max_weight} is not allowed for {k} members; expected a value in [1/{k}, 1] = [{1 / k:.4g}, 1]")
+    capped = (lambda y: cap_weights(y, max_weight)) if max_weight is not None else (lambda y: y)
     rng = np.random.default_rng(seed)
     names = sorted(limits)
     cost = np.array([costs[b] for b in names]).reshape(len(names), k)
@@ -338,15 +369,16 @@ def minimax_weights(game: ExploiterGame, costs: dict[str, np.ndarray] | None = N
         feasible = (x @ cost.T <= bound + 1e-12).all(axis=-1) if names else np.ones(len(x), bool)
         return np.where(feasible, worst, -np.inf)
 
-    candidates = np.vstack([np.eye(k), np.full((1, k), 1.0 / k), rng.dirichlet(np.full(k, 0.7), size=samples)])
+    candidates = capped(np.vstack([np.eye(k), np.full((1, k), 1.0 / k), rng.dirichlet(np.full(k, 0.7), size=samples)]))
     scores = np.concatenate([score(chunk) for chunk in np.array_split(candidates, max(1, len(candidates) // 20_000))])
     if not np.isfinite(scores).any():
         best = {b: float(np.min(costs[b])) for b in names}
-        raise ValueError(f"no mixture of these members meets the limits {limits}; the lowest loss rate each allows is {best} (one member alone)")
+        cap = f" with no weight above {max_weight}" if max_weight is not None else ""
+        raise ValueError(f"no mixture of these members{cap} meets the limits {limits}; the lowest loss rate each allows is {best} (one member alone)")
     x, best = candidates[int(np.argmax(scores))], float(np.max(scores))
     for scale in np.geomspace(0.3, 0.003, 12):
         trial = np.abs(x + rng.normal(0.0, scale, size=(2000, k)))
-        trial /= trial.sum(axis=1, keepdims=True)
+        trial = capped(trial / trial.sum(axis=1, keepdims=True))
         trial_scores = score(trial)
         if trial_scores.max() > best:
             x, best = trial[int(np.argmax(trial_scores))], float(trial_scores.max())

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from training import checkpoint as ckpt
-from training.distributed import LocalExecutor, add_ray_option, executor
+from training.distributed import LocalExecutor, add_ray_option, add_torch_threads_option, executor, use_torch_threads
 from training.meta_solvers import SOLVERS, ExploiterGame, MetaGame, minimax_weights, solve
 from training.exploitability import positive_integer, unit_weight
 from training.output_paths import output_file_problem
@@ -56,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     weighting.add_argument("--meta-solver", choices=sorted(SOLVERS), default="uniform", help="solve the members' meta-game for the weights (default uniform: an equal weight per MEMBER, a mixture sharing its weight among its members by theirs; nothing played)")
     weighting.add_argument("--exploiters", nargs="+", metavar="BR", help="weights that leave these exploiters (checkpoints, e.g. cockroach-exploit's best responses) the least: max over mixtures of the smallest exploiter loss rate")
     parser.add_argument("--max-loss", action="append", default=[], metavar="BASELINE=RATE", help="with --exploiters: the mixture's loss rate against N-1 copies of BASELINE stays <= RATE (repeatable; e.g. random=0.027)")
+    parser.add_argument("--max-weight", type=unit_weight, metavar="W", help="with --exploiters: no member's weight above W (spreads the mixture over at least 1/W members; W in [1/MEMBERS, 1])")
     parser.add_argument("--baseline-games", type=positive_integer, default=4000, help="with --max-loss: games of each member against each limited baseline (default 4000)")
     parser.add_argument("--payoff-games", type=positive_integer, default=400, help="with --meta-solver or --exploiters: games per table (default 400)")
     parser.add_argument(
@@ -63,11 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="drop the members whose weight (solved, given or equal) is below W and share their weight among the rest; "
         "the dropped members and the weights before pruning are kept in the metadata (default 0: keep every member)",
     )  # fmt: skip
-    parser.add_argument(
-        "--torch-threads", type=int, default=1, metavar="N",
-        help="torch threads for the games (default 1: the small networks gain little from more, and builds side by side "
-        "then do not oversubscribe the cores; 0 keeps torch's default of one per core)",
-    )  # fmt: skip
+    add_torch_threads_option(parser, 1, "the small networks gain little from more, and builds side by side then do not oversubscribe the cores")
     parser.add_argument(
         "--payoff-cache", metavar="PATH",
         help="with --exploiters: a JSON file of the tables already played (the exploiter and the members known by their weights, "
@@ -165,14 +162,6 @@ def flatten(loaded: list[tuple[str, ckpt.Checkpoint]], weights: np.ndarray) -> t
     return models, np.asarray(member_weights, np.float64), names, recipes, sources
 
 
-def _use_threads(threads: int) -> None:
-    """Torch threads for a task's games (0: torch's default)."""
-    if threads:
-        import torch
-
-        torch.set_num_threads(threads)
-
-
 def play_tables(networks: dict[int, dict], tables: list[tuple[tuple[int, ...], dict[int, int], int]], games: int, threads: int) -> list[tuple[dict[int, int], dict[int, int]]]:
     """Play ``tables`` between portable ``networks`` (``ActorCritic.portable``, by id) for ``games`` games each
     (``training.psro.play_table``). A table is ``(seats, players, seed)``: the player index at each seat, the network id of
@@ -181,7 +170,7 @@ def play_tables(networks: dict[int, dict], tables: list[tuple[tuple[int, ...], d
     import training.psro as psro
     from training.model import ActorCritic
 
-    _use_threads(threads)
+    use_torch_threads(threads)
     models = {n: ActorCritic.from_portable(data) for n, data in networks.items()}
     game = next(iter(models.values())).game_config
     return [psro.play_table({k: models[n] for k, n in players.items()}, game, seats, games, table_seed) for seats, players, table_seed in tables]
@@ -192,7 +181,7 @@ def play_baseline(network: dict, baseline: str, games: int, seed: int, agent_see
     from training.arena import play_match
     from training.model import ActorCritic, PolicyAgent
 
-    _use_threads(threads)
+    use_torch_threads(threads)
     model = ActorCritic.from_portable(network)
     game = model.game_config
     agent = PolicyAgent(model, game, seed=agent_seed, name="member")
@@ -387,9 +376,6 @@ def baseline_costs(models: list[Any], game, limits: dict[str, float], games: int
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.torch_threads < 0:
-        print(f"error: --torch-threads {args.torch_threads} is not allowed; expected 0 (torch's default) or a positive thread count", file=sys.stderr)
-        return 2
     output = Path(args.output)
     meta_path, _ = ckpt.checkpoint_files(output)
     problem = output_file_problem("OUTPUT", meta_path, checkpoint=True)
@@ -403,6 +389,8 @@ def main(argv: list[str] | None = None) -> int:
         limits = _limits(args.max_loss)
         if limits and not args.exploiters:
             raise ValueError("--max-loss needs --exploiters (the limits constrain the weights that --exploiters solves for)")
+        if args.max_weight is not None and not args.exploiters:
+            raise ValueError("--max-weight needs --exploiters (it caps the weights that --exploiters solves for)")
         if args.payoff_cache is not None and not args.exploiters:
             raise ValueError("--payoff-cache needs --exploiters (it keeps the exploiter tables and baseline games that --exploiters plays)")
         if args.ray is not None and not args.exploiters and (args.weights is not None or args.meta_solver == "uniform"):
@@ -419,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, ckpt.CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    _use_threads(args.torch_threads)
+    use_torch_threads(args.torch_threads)
     try:
         workers = executor(args.ray) if args.ray is not None else LocalExecutor()
     except RuntimeError as error:
@@ -436,11 +424,14 @@ def _build(args, output: Path, loaded, game, exploiters: list[Any], cache: Payof
     solver = "given" if args.weights is not None else "minimax_exploiters" if exploiters else args.meta_solver
     mixture: dict[str, Any] = {"meta_solver": solver, "recipes": recipes, **({"sources": sources} if sources else {})}
     if exploiters:
+        if args.max_weight is not None and args.max_weight * len(models) < 1 - 1e-12:
+            print(f"error: --max-weight {args.max_weight} is not allowed for {len(models)} members (weights sum to 1); expected W of at least 1/{len(models)} = {1 / len(models):.4g}", file=sys.stderr)
+            return 2
         started = time.perf_counter()
         exploiter_game = play_exploiter_game(models, exploiters, game, args.payoff_games, args.seed, cache, workers, args.torch_threads)
         costs = baseline_costs(models, game, limits, args.baseline_games, args.seed, cache, workers, args.torch_threads)
         try:
-            member_weights = minimax_weights(exploiter_game, costs, limits, seed=args.seed)
+            member_weights = minimax_weights(exploiter_game, costs, limits, seed=args.seed, max_weight=args.max_weight)
         except ValueError as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
@@ -449,6 +440,7 @@ def _build(args, output: Path, loaded, game, exploiters: list[Any], cache: Payof
         mixture.update(
             exploiters=list(args.exploiters), exploiter_game=exploiter_game.to_dict(), payoff_games=args.payoff_games, seed=args.seed,
             exploiter_loss_rates=[round(float(r), 5) for r in rates], limits=limits, baseline_games=args.baseline_games,
+            **({"max_weight": args.max_weight} if args.max_weight is not None else {}),
             member_baseline_loss_rates={b: [round(float(v), 5) for v in c] for b, c in costs.items()},
             **({"payoff_cache": {"path": args.payoff_cache, "tables_played": cache.played, "tables_reused": cache.hits}} if args.payoff_cache else {}),
         )  # fmt: skip
