@@ -371,6 +371,46 @@ def test_a_run_with_an_exploiter_and_a_magnet_trains_both_networks_and_resumes_e
     assert agent.tensors.keys() == {f"model.{k}" for k in policy} and "exploiter.optimizer" not in agent.metadata
 
 
+def test_shared_reward_gives_the_policys_seats_their_mean_at_tables_with_another_agent():
+    from training.ppo import EXPLOITER_SEAT, POLICY_SEAT, shared_rewards
+
+    P, X = POLICY_SEAT, EXPLOITER_SEAT
+    owner = np.array([[P, P, P, P], [P, X, P, P], [P, 2, 2, 2], [P, P, 3, 3], [P, X, P, P]])
+    third = 1 / 3
+    rewards = np.array([
+        [-1, third, third, third],  # self-play: every seat keeps its own reward
+        [third, -1, third, third],  # the exploiter lost: the three policy seats gain 1 together, a third each
+        [-1, third, third, third],  # one policy seat against a baseline: unchanged
+        [-1, third, third, third],  # two policy seats against a snapshot: they share -2/3
+        [third, third, -1, third],  # not finished now: unchanged
+    ], np.float32)  # fmt: skip
+    out = shared_rewards(rewards, np.array([0, 1, 2, 3]), owner)
+    assert out[0] == pytest.approx(rewards[0]) and out[2] == pytest.approx(rewards[2]) and out[4] == pytest.approx(rewards[4])
+    assert out[1] == pytest.approx([third, -1, third, third])
+    assert out[3] == pytest.approx([-third, -third, third, third])
+    # a policy seat lost to the exploiter: the team shares -1 + 2/3 = -1/3, and still gets exactly what the exploiter loses
+    lost = shared_rewards(np.array([[-1, third, third, third]], np.float32), np.array([0]), owner[1:2])
+    assert lost[0] == pytest.approx([-1 / 9, third, -1 / 9, -1 / 9]) and lost[0][owner[1] == P].sum() == pytest.approx(-third)
+    assert rewards[1] == pytest.approx([third, -1, third, third])  # the input is not changed
+
+
+def test_a_run_with_shared_rewards_trains_another_policy_and_resumes_exactly(tmp_path):
+    # 64 steps per update (4 updates of 1024 decisions; _train counts updates of 128): a 4-player game takes about 87
+    # decisions, so games end in every checkpoint segment of two updates, and their rewards differ
+    long = ["--set", "ppo.num_steps=64", "--set", "opponents.exploiter=0.5"]
+    team = [*long, "--set", "opponents.shared_reward=true"]
+    assert _train(tmp_path, "own", 32, *long) == 0
+    assert _train(tmp_path, "team", 32, *team) == 0
+    assert _train(tmp_path, "split", 16, *team) == 0
+    assert _train(tmp_path, "split", 32, "--resume", *team) == 0
+    own, whole, split = (ckpt.load_checkpoint(tmp_path / name / "checkpoint", kind="run") for name in ("own", "team", "split"))
+    assert whole.metadata["training_config"]["opponents"]["shared_reward"] is True
+    assert all(torch.equal(v, split.tensors[k]) for k, v in whole.tensors.items())
+    assert any(not torch.equal(v, own.group("model")[k]) for k, v in whole.group("model").items())  # the same games, other rewards
+    with pytest.raises(ConfigError, match="shared_reward"):
+        load_config(None, ["opponents.shared_reward=3"])
+
+
 def test_checkpoint_opponents_seat_the_learner_and_each_other_seat_draws_from_that_checkpoint(tmp_path):
     """``opponents.checkpoints``: a table of a saved agent puts it in every other seat; a mixture's seats draw their members."""
     from training.ppo import POLICY_SEAT, POPULATION_SEAT, FixedOpponents, Tables, checkpoint_kind, load_checkpoint_opponents

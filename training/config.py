@@ -141,6 +141,12 @@ class OpponentConfig:
     """The exploiter's Adam learning rate (annealed like the policy's with ``ppo.anneal_lr``); None: ``ppo.learning_rate``. A fine-tune often gives the policy a small rate, which also holds back an exploiter that should find its weaknesses as fast as a best response would."""
     learner_seats: list[int] = field(default_factory=lambda: [1])
     """Seats the learner takes in games against snapshots and baselines (the other seats are the opponent); each game draws one of these counts."""
+    shared_reward: bool = False
+    """At a table with any other agent (an exploiter, snapshot, baseline, population or checkpoint seat), the policy's
+    seats share their rewards: each gets their mean, so together they gain exactly what the other agents lose (the
+    terminal rewards are zero-sum). The policy then learns to make any one deviating seat lose, the quantity a best
+    response against N-1 copies measures (exploitability), instead of only its own seat's result. Self-play tables keep
+    each seat's own reward (their shared reward is always 0). With one policy seat nothing changes."""
     checkpoint_seats: int | None = None
     """Seats a checkpoint of ``checkpoints`` takes at its tables, the policy all the others (1: the shape of an exploiter's
     tables, for checkpoints that are best responses; null: the policy takes ``learner_seats`` seats, as against baselines)."""

@@ -383,7 +383,7 @@ def _train(
     fixed = FixedOpponents(population, checkpoint_opponents) if population is not None or checkpoint_opponents else None
     tables = Tables(config, game, B, fixed)
     baseline_names = list(config.opponents.baselines)
-    rollout_args = _RolloutArgs(learners, tables, games, pool, baseline_names, fixed, sampler, rng, device, T)
+    rollout_args = _RolloutArgs(learners, tables, games, pool, baseline_names, fixed, sampler, rng, device, T, shared_reward=config.opponents.shared_reward)
     prefetched = None
     """With ``ppo.overlap``: the next rollout's ``(step, outcomes)``, collected during the update."""
     worker = None
@@ -526,6 +526,8 @@ class _RolloutArgs:
     num_steps: int
     opponents: list = field(default_factory=list)
     """``[None, baseline, ...]``, made anew for each checkpoint segment."""
+    shared_reward: bool = False
+    """``opponents.shared_reward``: the policy's seats at a table with another agent share their rewards."""
 
 
 def _rollout(args: _RolloutArgs, step):
@@ -552,8 +554,9 @@ def _rollout(args: _RolloutArgs, step):
 
         finished = np.flatnonzero(step.done)
         if len(finished):
-            for learner in args.learners.values():
-                learner.finish(finished, step.rewards)
+            policy_rewards = shared_rewards(step.rewards, finished, args.tables.owner) if args.shared_reward else step.rewards
+            for code, learner in args.learners.items():
+                learner.finish(finished, policy_rewards if code == POLICY_SEAT else step.rewards)
             for b in finished:
                 if step.loser[b] >= 0:  # (a game truncated by max_steps has no loser and zero rewards)
                     kind = args.tables.kinds[args.tables.kind[b]]
@@ -562,6 +565,18 @@ def _rollout(args: _RolloutArgs, step):
                     outcomes[kind][2] += int(args.tables.owner[b, step.loser[b]] == POLICY_SEAT)
             args.tables.draw(finished, args.rng, _baseline_index(args.baseline_names), _snapshot_indices(args.pool, args.baseline_names))
     return step, outcomes
+
+
+def shared_rewards(rewards: np.ndarray, finished: np.ndarray, owner: np.ndarray) -> np.ndarray:
+    """``rewards`` (games, seats) with the policy's seats of each ``finished`` game that has another agent at its table
+    given their mean reward (``opponents.shared_reward``); other rows and seats are unchanged."""
+    out = rewards.copy()
+    policy = owner[finished] == POLICY_SEAT
+    mixed = policy & ~policy.all(axis=1, keepdims=True)
+    r = rewards[finished]
+    mean = (r * policy).sum(axis=1, keepdims=True) / np.maximum(policy.sum(axis=1, keepdims=True), 1)
+    out[finished] = np.where(mixed, mean, r)
+    return out
 
 
 # ---------------------------------------------------------------------------- opponents
