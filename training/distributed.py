@@ -14,9 +14,10 @@ docs/scaling.md.
 
 from __future__ import annotations
 
-import argparse
 import os
 from typing import Any, Callable, Iterable, Sequence
+
+from training import arguments
 
 
 class LocalExecutor:
@@ -71,21 +72,10 @@ def add_ray_option(parser, what: str) -> None:
     )  # fmt: skip
 
 
-def thread_count(text: str) -> int:
-    """argparse type of ``--torch-threads``: 0 (torch's default) or a positive count (the message names the value)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; expected 0 (torch's default) or a positive thread count") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} is not allowed; expected 0 (torch's default) or a positive thread count")
-    return value
-
-
 def add_torch_threads_option(parser, default: int, why: str = "") -> None:
     """The ``--torch-threads N`` option of a command line that plays networks here (``cockroach-eval``, ``-mixture``)."""
     parser.add_argument(
-        "--torch-threads", type=thread_count, default=default, metavar="N",
+        "--torch-threads", type=arguments.thread_count, default=default, metavar="N",
         help=f"torch threads for the networks' games in this process (default {default}{': ' + why if why else ''}; 0 keeps torch's default of one per core; "
         "a Ray task uses its one CPU)",
     )  # fmt: skip

@@ -37,7 +37,7 @@ import numpy as np
 from training import checkpoint as ckpt
 from training.distributed import LocalExecutor, add_ray_option, add_torch_threads_option, executor, use_torch_threads
 from training.meta_solvers import SOLVERS, ExploiterGame, MetaGame, minimax_weights, solve
-from training.exploitability import positive_integer, unit_weight
+from training.arguments import positive_integer, unit_weight
 from training.output_paths import output_file_problem
 
 RECIPE_KEYS = ("name", "kind", "command", "commands", "base_run", "training_config", "step", "evaluation", "exported_from", "created", "psro")
