@@ -328,17 +328,16 @@ def cap_weights(x: np.ndarray, max_weight: float) -> np.ndarray:
     k = x.shape[-1]
     fixed = np.zeros(x.shape, bool)
     for _ in range(k):
-        fixed |= x > max_weight * (1 + 1e-12)
-        if not fixed.any():
+        over = x > max_weight * (1 + 1e-12)
+        if not over.any():
             break
+        fixed |= over
         free_mass = 1.0 - max_weight * fixed.sum(-1, keepdims=True)
         free = np.where(fixed, 0.0, x)
         total = free.sum(-1, keepdims=True)
         even = np.where(fixed, 0.0, 1.0) / np.maximum((~fixed).sum(-1, keepdims=True), 1)
         share = np.where(total > 0, free / np.where(total > 0, total, 1.0), even)
         x = np.where(fixed, max_weight, share * free_mass)
-        if not (x > max_weight * (1 + 1e-12)).any():
-            break
     return x
 
 
