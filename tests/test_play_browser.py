@@ -130,6 +130,43 @@ def play_one_move(page, rng, use_keyboard: bool) -> None:
         page.click("#submit-move")
 
 
+def test_views_that_arrive_while_the_card_art_loads_end_on_the_latest(browser, tmp_path):
+    """A reloaded page waits for its card art before it shows a view; views that the server pushes meanwhile must be shown
+    in order, however the art requests are answered, so the page ends on the server's latest version (it once ended on
+    an older one and stayed there: each view fetched the art anew and the answers came back out of order)."""
+    store = GameStore(max_games=2, idle_seconds=600)
+    with running_server(store) as (url, app):
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(url)
+        page.wait_for_selector("#seat-choices select")
+        page.eval_on_selector("#pace", "e => { e.value = 0; e.dispatchEvent(new Event('input')); }")
+        page.click("#start")
+        page.wait_for_selector("#hand .card")
+        session = next(iter(store))
+        settle(page, session, "player_0")
+        held, holding = [], [True]
+        page.route("**/api/art/**", lambda route: held.append(route) if holding[0] else route.continue_())  # held until released below
+        page.reload()
+        deadline = time.monotonic() + 30
+        while not held:
+            assert time.monotonic() < deadline, "the reloaded page asked for no card art"
+            page.wait_for_timeout(20)
+        token = session.seats[0].token
+        for pace in (5, 0):  # two more versions, pushed to the page while its art is held
+            response = page.request.post(f"{url}/api/games/{session.game_id}/pace", data={"token": token, "pace_ms": pace})
+            assert response.ok, response.text()
+        page.wait_for_timeout(500)  # the pushed views reach the page
+        holding[0] = False
+        while held:
+            held.pop().continue_()  # the latest request is answered first
+            page.wait_for_timeout(50)
+        settle(page, session, "player_0")
+        check_screen(page, session)
+        assert not errors, errors
+
+
 def test_a_human_plays_a_whole_game_against_three_shipped_agents(browser, shots, tmp_path):
     store = GameStore(max_games=4, idle_seconds=600)
     with running_server(store, save_dir=str(tmp_path / "games")) as (url, app):

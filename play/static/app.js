@@ -18,7 +18,7 @@ const label = (name) => (name || "").replace(/_/g, " ");
 
 const state = {
   setup: null, lastRequest: null, gameId: null, token: null, view: null,
-  art: {}, selection: {}, ws: null, retry: 0, endShown: false, closedForGood: false,
+  art: {}, artLoading: {}, selection: {}, ws: null, retry: 0, endShown: false, closedForGood: false,
 };
 
 async function api(method, url, body) {
@@ -36,9 +36,13 @@ async function api(method, url, body) {
   return data;
 }
 
-async function artFor(edition) {
-  if (!state.art[edition]) state.art[edition] = await api("GET", `/api/art/${edition}`);
-  return state.art[edition];
+function artFor(edition) {
+  // one request per edition, however many views wait for it: they then go on in the order they arrived
+  if (!state.artLoading[edition]) {
+    state.artLoading[edition] = api("GET", `/api/art/${edition}`).then((sheet) => (state.art[edition] = sheet))
+      .catch((error) => { delete state.artLoading[edition]; throw error; });
+  }
+  return state.artLoading[edition];
 }
 
 function cardNode(identity, extra = {}) {
@@ -147,6 +151,8 @@ function connect() {
 
 // ---------------------------------------------------------------- rendering
 async function show(view) {
+  await artFor(view.config.edition);
+  // from here on nothing waits, so no other view is shown in between: an older one than the page's is dropped
   if (state.view && view.version < state.view.version) return;
   // a view carries the log from view.log_from on; the page keeps the earlier events
   const known = state.view ? state.view.log : [];
@@ -155,7 +161,6 @@ async function show(view) {
   }
   view.log = known.slice(0, view.log_from).concat(view.log);
   view.log_from = 0;
-  await artFor(view.config.edition);
   const turnChanged = !state.view || state.view.version !== view.version;
   state.view = view;
   if (turnChanged) state.selection = {};
