@@ -76,8 +76,7 @@ def add_torch_threads_option(parser, default: int, why: str = "") -> None:
     """The ``--torch-threads N`` option of a command line that plays networks here (``cockroach-eval``, ``-mixture``)."""
     parser.add_argument(
         "--torch-threads", type=arguments.thread_count, default=default, metavar="N",
-        help=f"torch threads for the networks' games in this process (default {default}{': ' + why if why else ''}; 0 keeps torch's default of one per core; "
-        "a Ray task uses its one CPU)",
+        help=f"torch threads for the networks' games (default {default}{': ' + why if why else ''}; 0 keeps torch's default of one per core)",
     )  # fmt: skip
 
 

@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--plot", metavar="PNG", default=None, help="write a bar chart of loss rates with 95%% intervals")
     parser.add_argument("--save-games", nargs=2, metavar=("N", "DIR"), default=None, help="save the first N games as JSON game records in DIR (replay one with cockroach-replay)")
     parser.add_argument("--quiet", action="store_true", help="no table and no progress bar")
-    add_torch_threads_option(parser, 0, "torch's own")
+    add_torch_threads_option(parser, 0, "torch's own; with --ray, in this process only, the tasks keep Ray's setting")
     return parser
 
 

@@ -64,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="drop the members whose weight (solved, given or equal) is below W and share their weight among the rest; "
         "the dropped members and the weights before pruning are kept in the metadata (default 0: keep every member)",
     )  # fmt: skip
-    add_torch_threads_option(parser, 1, "the small networks gain little from more, and builds side by side then do not oversubscribe the cores")
+    add_torch_threads_option(parser, 1, "the small networks gain little from more, and builds side by side then do not oversubscribe the cores; "
+                             "with --ray, in every task")
     parser.add_argument(
         "--payoff-cache", metavar="PATH",
         help="with --exploiters: a JSON file of the tables already played (the exploiter and the members known by their weights, "
