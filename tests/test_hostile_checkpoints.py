@@ -318,3 +318,32 @@ def test_a_save_killed_at_random_instants_always_leaves_a_loadable_matching_pair
         assert all(torch.all(p == seed) for p in agent.model.parameters()), seed  # every tensor from the save its metadata names
         ckpt.remove_stale(path)
         assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["agent.json", ckpt.checkpoint_files(path)[1].name])
+
+
+KILLED_WRITER = """
+import os, signal, sys
+from pathlib import Path
+from training import checkpoint as ckpt
+print(ckpt._write_temporary(Path(sys.argv[1]), b'{"half": '), flush=True)
+os.kill(os.getpid(), signal.SIGKILL)  # killed between the temporary and the replace
+"""
+
+
+def test_a_write_killed_before_its_replace_leaves_a_temporary_that_the_next_write_removes(tmp_path):
+    """``write_file_atomically`` (the payoff cache): a SIGKILLed writer's temporary goes with the next write of the file;
+    the temporary of a live writer (this process's parent stands in for one), of another host, or of another file stays."""
+    target = tmp_path / "cache.json"
+    ckpt.write_file_atomically(target, b"old")
+    process = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(target)], stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert process.returncode == -signal.SIGKILL
+    orphan = Path(process.stdout.decode().strip())
+    assert orphan.parent == tmp_path and orphan.exists() and target.read_bytes() == b"old"  # the old file is whole
+    host = ckpt._writer_tag().split("-")[0]
+    kept = [tmp_path / f".cache.json.{host}-{os.getppid()}-abcd1234.tmp", tmp_path / f".cache.json.0123abcd-1-abcd1234.tmp",
+            tmp_path / f".other.json.{host}-999999999-abcd1234.tmp"]
+    for path in kept:
+        path.write_bytes(b"x")
+    ckpt.write_file_atomically(target, b"new")
+    assert target.read_bytes() == b"new"
+    assert not orphan.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["cache.json", *(p.name for p in kept)])

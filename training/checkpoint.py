@@ -44,6 +44,7 @@ import json
 import math
 import os
 import re
+import socket
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -352,8 +353,13 @@ def _generation_of(path: Path) -> list[int]:
     return [int(match.group(1))] if match else []
 
 
+def _writer_tag() -> str:
+    """``HOST-PID`` of this process as it appears in its temporary files' names (the host as a short hash: no dots)."""
+    return f"{hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]}-{os.getpid()}"
+
+
 def _write_temporary(final: Path, data: bytes) -> str:
-    fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.{_writer_tag()}-", suffix=".tmp")
     try:
         os.fchmod(fd, 0o644)  # mkstemp's 0600 would make shipped checkpoints unreadable to other users
         with os.fdopen(fd, "wb") as handle:
@@ -377,7 +383,47 @@ def write_file_atomically(path: str | os.PathLike, data: bytes) -> Path:
         os.unlink(tmp)
         raise
     _fsync_directory(final.parent)
+    remove_orphaned_temporaries(final)
     return final
+
+
+def remove_orphaned_temporaries(path: str | os.PathLike) -> list[Path]:
+    """Remove the temporary files that writes of ``path`` killed mid-way (SIGKILL, power loss) left beside it; return them.
+
+    Only a temporary whose writer is known to be gone is removed: one written on this host by a process that no
+    longer runs (its name holds the writer's host and process id). Another process writing the same file at this
+    moment, or one on another host of a shared filesystem, keeps its temporary.
+    """
+    final = Path(path)
+    host = _writer_tag().split("-")[0]
+    pattern = re.compile(rf"^\.{re.escape(final.name)}\.{host}-(\d+)-[^/]*\.tmp$")
+    try:
+        names = [e.name for e in os.scandir(final.parent)]
+    except OSError:
+        return []
+    removed = []
+    for name in names:
+        match = pattern.match(name)
+        if match is None or _process_running(int(match.group(1))):
+            continue
+        try:
+            os.unlink(final.parent / name)
+            removed.append(final.parent / name)
+        except FileNotFoundError:
+            pass
+    return removed
+
+
+def _process_running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # another user's process, or a pid this platform cannot test: keep its file
+    return True
 
 
 def _fsync_directory(directory: Path) -> None:
