@@ -339,7 +339,7 @@ def test_a_write_killed_before_its_replace_leaves_a_temporary_that_the_next_writ
     orphan = Path(process.stdout.decode().strip())
     assert orphan.parent == tmp_path and orphan.exists() and target.read_bytes() == b"old"  # the old file is whole
     host = ckpt._writer_tag().split("-")[0]
-    kept = [tmp_path / f".cache.json.{host}-{os.getppid()}-abcd1234.tmp", tmp_path / f".cache.json.0123abcd-1-abcd1234.tmp",
+    kept = [tmp_path / f".cache.json.{host}-{os.getppid()}-abcd1234.tmp", tmp_path / ".cache.json.0123abcd-1-abcd1234.tmp",
             tmp_path / f".other.json.{host}-999999999-abcd1234.tmp"]
     for path in kept:
         path.write_bytes(b"x")
