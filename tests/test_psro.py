@@ -334,14 +334,23 @@ def test_cockroach_exploit_starts_from_a_network_outside_the_mixture(tmp_path, c
 
     assert distance(outside) < 0.02 < 0.2 < min(distance(m) for m in models)
     assert [r["start_member"] for r in json.loads(report.read_text())["starts"]] == ["a", "strong (--start-from)"]
-    # refused before anything is trained: another network shape, a mixture, a missing file, a repeated start, --from-scratch
+    # a --start-from with the weights of a start already planned (a member saved on its own, a file given twice) trains once
+    ckpt.save_checkpoint(tmp_path / "a_alone", {f"model.{k}": v for k, v in models[0].state_dict().items()}, {"kind": "agent", "game_config": game.to_dict(), "model": spec, "name": "a_alone"})
+    again = [*argv, "--start-member", "all", "--start-from", str(tmp_path / "a_alone"), "--start-from", str(tmp_path / "strong"), "--start-from", str(tmp_path / "strong"), "--overwrite"]
+    assert main(again) == 0
+    assert [r["start_member"] for r in json.loads(report.read_text())["starts"]] == ["a", "b", "strong (--start-from)"]
+    err = capsys.readouterr().err
+    assert "--start-from a_alone: the same weights as the start a; trained once" in err and "--start-from strong: the same weights as the start strong; trained once" in err
+    assert not (tmp_path / "exploit_mix-from-a_alone").exists()
+    # refused before anything is trained: another network shape, a mixture, a missing file, two starts of one name, --from-scratch
+    ckpt.save_checkpoint(tmp_path / "elsewhere" / "strong", {f"model.{k}": v for k, v in ActorCritic(game, [8], seed=10).state_dict().items()}, {"kind": "agent", "game_config": game.to_dict(), "model": spec, "name": "strong"})
     wide = ActorCritic(game, [16], seed=1)
     ckpt.save_checkpoint(tmp_path / "wide", {f"model.{k}": v for k, v in wide.state_dict().items()}, {"kind": "agent", "game_config": game.to_dict(), "model": {**spec, "hidden_sizes": [16]}})
     for extra, message in (
         (["--start-from", str(tmp_path / "wide")], "expected one network shape"),
         (["--start-from", str(tmp_path / "mix")], "is a 'mixture' checkpoint; expected an agent or run checkpoint"),
         (["--start-from", str(tmp_path / "nothing")], "no checkpoint at"),
-        (["--start-from", str(tmp_path / "strong"), "--start-from", str(tmp_path / "strong")], "are named twice"),
+        (["--start-from", str(tmp_path / "strong"), "--start-from", str(tmp_path / "elsewhere" / "strong")], "are named twice"),
         (["--start-from", str(tmp_path / "strong"), "--from-scratch"], "--start-from is not allowed with --from-scratch"),
     ):
         assert main([*argv[:5], "--output-dir", str(tmp_path / "refused"), *argv[7:], *extra]) == 2
