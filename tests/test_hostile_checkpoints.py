@@ -347,3 +347,21 @@ def test_a_write_killed_before_its_replace_leaves_a_temporary_that_the_next_writ
     assert target.read_bytes() == b"new"
     assert not orphan.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["cache.json", *(p.name for p in kept)])
+
+
+def test_the_table_of_shipped_checkpoints_in_the_docs_matches_the_files():
+    """docs/training.md lists every shipped checkpoint once, with its network shape, member count and tensor-file size."""
+    import re
+
+    text = (ROOT / "docs" / "training.md").read_text()
+    table = text[text.index("| name | rules | network | tensor file |") :].split("\n\n")[0].splitlines()[2:]
+    rows = {m.group(1): (m.group(2), int(m.group(3))) for m in (re.match(r"\| `([^`]+)` \| [^|]+ \| ([^|]+) \| (\d+) KB \|$", r) for r in table) if m}
+    assert len(rows) == len(table) and sorted(rows) == ckpt.shipped_checkpoints()
+    for name, (network, kb) in rows.items():
+        meta = ckpt.read_metadata(name)
+        width = "x".join(map(str, meta["model"]["hidden_sizes"]))
+        members = len(meta["mixture"]["members"]) if meta["kind"] == "mixture" else 1
+        assert network.startswith(f"mixture of {members} networks, each {width}" if members > 1 else width), (name, network)
+        assert ("card counting" in network) == bool(meta["model"].get("card_counting")), name
+        size = (ckpt.resolve(name).parent / meta["tensors"]["file"]).stat().st_size
+        assert kb == size // 1000, (name, kb, size)
