@@ -140,45 +140,54 @@ def test_matches_are_reproducible_from_the_seed():
 
 
 # ---------------------------------------------------------------------------- statistics
-def history_counts(history: list[dict], cards) -> dict[str, Counter]:
-    """Behaviour counts per player from the public events (the reveal judges every claim of its round)."""
+def history_counts(history: list[dict], cards, entrant_of: dict[str, int]) -> dict[str, Counter]:
+    """Behaviour counts per entrant (``entrant_of``: player -> entrant) from the public events (the reveal judges every claim of its round)."""
     counts = {name: Counter() for name in Behaviour.FIELDS}
     claims = []
     for event in history:
         kind = event["type"]
+        who = entrant_of.get(event.get("player"))
         if kind in ("offer", "pass"):
-            claims.append((kind, event["player"], event["claim"]))
+            claims.append((kind, who, event["claim"]))
         elif kind == "peek":
-            counts["peeks"][event["player"]] += 1
+            counts["peeks"][who] += 1
         elif kind == "call":
-            counts["calls"][event["player"]] += 1
-            counts["right_calls"][event["player"]] += event["right"]
+            counts["calls"][who] += 1
+            counts["right_calls"][who] += event["right"]
+            if claims[-1][1] != who:  # the claim judged is the latest one, of another entrant
+                counts["calls_on_others"][who] += 1
+                counts["right_calls_on_others"][who] += event["right"]
         elif kind == "reveal":
             card = cards.index(event["card"])
             for move, player, claim in claims:
                 counts[move + "s" if move == "offer" else "passes"][player] += 1
                 false = not cards.truth[card][cards.claim_index(claim)]
                 counts["false_offers" if move == "offer" else "false_passes"][player] += false
-            counts["collected"][event["taker"]] += 1
+            counts["collected"][entrant_of[event["taker"]]] += 1
             claims = []
     return counts
 
 
 @pytest.mark.parametrize("options", [dict(num_players=4), dict(num_players=5, edition="royal")])
-def test_behaviour_statistics_equal_the_public_history(options):
+@pytest.mark.parametrize("entrants", [None, 2], ids=["one entrant per seat", "two entrants of several seats"])
+def test_behaviour_statistics_equal_the_public_history(options, entrants):
+    """Every count, including calls on another entrant's claims (not on a claim of the caller's own other seat)."""
     config = GameConfig(**options)
     env = raw_env(config=config)
     rng = np.random.default_rng(0)
-    behaviour = Behaviour(config, games=1, entrants=config.num_players)
+    entrant = [seat if entrants is None else seat % entrants for seat in range(config.num_players)]
+    behaviour = Behaviour(config, games=1, entrants=max(entrant) + 1)
     env.reset(seed=1)
     while not env.game.over:
         seat = env.game.current
         action = int(rng.choice(np.flatnonzero(env.observe(env.agent_selection)["action_mask"])))
-        behaviour.update(np.array([0]), np.array([seat]), np.array([action]))
+        behaviour.update(np.array([0]), np.array([entrant[seat]]), np.array([action]))
         env.step(action)
-    expected = history_counts(env.history, config.cards)
-    for seat, agent in enumerate(env.possible_agents):
-        assert behaviour.counts_of(seat) == {name: expected[name][agent] for name in Behaviour.FIELDS}
+    expected = history_counts(env.history, config.cards, {agent: entrant[seat] for seat, agent in enumerate(env.possible_agents)})
+    for k in range(max(entrant) + 1):
+        assert behaviour.counts_of(k) == {name: expected[name][k] for name in Behaviour.FIELDS}
+    if entrants is not None:
+        assert 0 < sum(expected["calls_on_others"].values()) < sum(expected["calls"].values())  # both kinds of call happened
 
 
 def test_report_counts_seat_games_losses_and_reasons():
@@ -232,7 +241,7 @@ def test_json_output_follows_the_documented_schema(capsys):
         lo, hi = agent["loss_rate_ci95"]
         assert lo <= agent["loss_rate"] <= hi
         assert set(agent["loss_reasons"]) == {"same_type", "empty_hand", "rainbow"}
-        assert set(agent["behaviour"]) == {"offers", "false_offer_rate", "passes", "false_pass_rate", "calls", "call_accuracy", "peeks", "peek_rate", "cards_collected_per_game"}
+        assert set(agent["behaviour"]) == {"offers", "false_offer_rate", "passes", "false_pass_rate", "calls", "call_accuracy", "calls_on_others", "call_accuracy_on_others", "peeks", "peek_rate", "cards_collected_per_game"}
 
 
 def test_cli_prints_a_table_and_writes_json_and_a_plot(tmp_path, capsys):

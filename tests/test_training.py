@@ -557,6 +557,7 @@ def test_exploitability_trains_a_best_response_against_a_frozen_checkpoint(tmp_p
     assert set(result["behaviour"]) == {"best_response", "checkpoint"}
     for side in result["behaviour"].values():
         assert 0 <= side["call_accuracy"] <= 1 and 0 <= side["false_offer_rate"] <= 1
+    assert 0 <= result["behaviour"]["checkpoint"]["call_accuracy_on_best_response"] <= 1
     out = capsys.readouterr().out
     assert "exploitability" in out and "calls judged right: the best response" in out
     assert "frozen" not in baselines.names()  # the checkpoint was a baseline only while the command ran
@@ -577,6 +578,7 @@ def test_an_evaluation_reports_the_opponents_behaviour_beside_the_policys():
         theirs, mine = match.report(name).behaviour, match.report("policy").behaviour
         for key in ("false_offer_rate", "false_pass_rate", "call_accuracy"):
             assert result[f"opponent_{key}"] == theirs[key] and result[key] == mine[key]
+        assert result["opponent_call_accuracy_on_policy"] == theirs["call_accuracy_on_others"]  # on the policy's claims only
     assert results[1]["opponent_false_offer_rate"] > results[0]["opponent_false_offer_rate"]  # the bluffer lies more than the heuristic
 
 

@@ -74,6 +74,8 @@ JSON schema (``MatchResult.to_json()``)
           "offers": int, "false_offer_rate": float | null,
           "passes": int, "false_pass_rate": float | null,
           "calls": int, "call_accuracy": float | null,
+          "calls_on_others": int,    # calls on claims by another entrant (not its own other seats)
+          "call_accuracy_on_others": float | null,
           "peeks": int, "peek_rate": float | null,
           "cards_collected_per_game": float | null
       }
@@ -330,7 +332,7 @@ class Behaviour:
     is judged right away: the verdict the public reveal gives at the end of the round.
     """
 
-    FIELDS = ("offers", "false_offers", "passes", "false_passes", "calls", "right_calls", "peeks", "collected")
+    FIELDS = ("offers", "false_offers", "passes", "false_passes", "calls", "right_calls", "calls_on_others", "right_calls_on_others", "peeks", "collected")
 
     def __init__(self, config: GameConfig, games: int, entrants: int):
         self.enc = encoding_for(config)
@@ -373,6 +375,9 @@ class Behaviour:
                 right = (kind[call] == 0) == self.truth[self.card[g], self.claim[g]]
                 np.add.at(counts["calls"], who, 1)
                 np.add.at(counts["right_calls"], who, right)
+                other = self.passer[g] != who  # the claim of another entrant (at a table of copies most calls judge a copy)
+                np.add.at(counts["calls_on_others"], who[other], 1)
+                np.add.at(counts["right_calls_on_others"], who[other], right[other])
                 # a right call gives the card to the latest passer, a wrong one to the caller
                 np.add.at(counts["collected"], np.where(right, self.passer[g], who), 1)
 
@@ -390,6 +395,8 @@ def behaviour_summary(counts: dict[str, int], seat_games: int) -> dict[str, Any]
         "false_pass_rate": rate(counts["false_passes"], counts["passes"]),
         "calls": counts["calls"],
         "call_accuracy": rate(counts["right_calls"], counts["calls"]),
+        "calls_on_others": counts["calls_on_others"],
+        "call_accuracy_on_others": rate(counts["right_calls_on_others"], counts["calls_on_others"]),
         "peeks": counts["peeks"],
         "peek_rate": rate(counts["peeks"], counts["calls"] + counts["peeks"]),
         "cards_collected_per_game": rate(counts["collected"], seat_games),

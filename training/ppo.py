@@ -632,6 +632,8 @@ def evaluate_agent(make_agent, game: GameConfig, opponents: list[str], num_games
     Each result holds the policy's loss rate and its behaviour (``false_offer_rate``,
     ``false_pass_rate``, ``call_accuracy``), and the same three of the opponents' seats
     together (``opponent_*``): what a best response exploits shows in both.
+    ``opponent_call_accuracy_on_policy`` is the opponents' accuracy on the policy's claims
+    alone (their ``call_accuracy`` also counts their calls on each other's).
     """
     from training.arena import behaviour_summary, play_match
 
@@ -655,6 +657,7 @@ def evaluate_agent(make_agent, game: GameConfig, opponents: list[str], num_games
                 "false_pass_rate": behaviour.get("false_pass_rate"),
                 "call_accuracy": behaviour.get("call_accuracy"),
                 **{f"opponent_{k}": theirs.get(k) for k in ("false_offer_rate", "false_pass_rate", "call_accuracy")},
+                "opponent_call_accuracy_on_policy": theirs.get("call_accuracy_on_others"),
             }
         )
     return results
