@@ -778,3 +778,28 @@ def test_sampling_draws_legal_actions_with_the_softmax_probabilities():
     spiky[:, [0, 5]] = True
     action, _, _ = model.sample(torch.rand(4, model.observation_size) * 100, spiky, gen)
     assert set(action.tolist()) <= {0, 5}
+
+
+def test_the_readability_benchmark_scores_a_reader_beside_the_copies_own_calls(tmp_path, capsys):
+    """``benchmarks/bench_readability.py``: responses among copies, labelled with the hidden truth; honest claims are all readable."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_readability", Path(__file__).resolve().parents[1] / "benchmarks" / "bench_readability.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    _save(tmp_path / "target", _model(0))
+    out = tmp_path / "r.json"
+    assert bench.main([str(tmp_path / "target"), "honest", "random", "--games", "20", "--json", str(out)]) == 0
+    results = {r["agent"]: r for r in json.loads(out.read_text())["results"]}
+    assert json.loads(out.read_text())["config"]["num_players"] == GAME.num_players  # the checkpoint's rules
+    honest, rand = results["honest"], results["random"]
+    assert honest["truth_rate"] == 1.0 and honest["reader_accuracy"] == 1.0  # never lies: every claim is read
+    for r in results.values():
+        assert r["responses"] > r["test_responses"] > 0 and 0 <= r["reader_accuracy"] <= 1 and r["base_rate_accuracy"] >= 0.5
+        assert r["calls"] <= r["test_responses"] and 0 <= r["peek_rate"] <= 1
+    # the truths are the engine's: random's calls right about as often as the base rate allows, not more
+    assert abs(rand["own_call_accuracy"] - 0.5) < 0.2
+    assert "reader / own" in capsys.readouterr().out
+    assert bench.main(["honest", "--games", "5"]) == 2 and "--games 5 is not allowed" in capsys.readouterr().err
+    assert bench.main([str(tmp_path / "target"), "--players", "5", "--games", "20"]) == 2 and "--players 5 is not allowed" in capsys.readouterr().err
+    assert bench.main(["nothing-of-that-name", "--games", "20"]) == 2 and "nothing-of-that-name" in capsys.readouterr().err
