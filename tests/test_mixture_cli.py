@@ -236,6 +236,50 @@ def test_a_payoff_cache_serves_later_rounds_whatever_the_order_of_members_and_ex
     assert _tables(ckpt.read_metadata(tmp_path / "third")) == _tables(second)
 
 
+def test_builds_sharing_a_payoff_cache_keep_each_others_tables(tmp_path):
+    """Two builds on one ``--payoff-cache``: each save merges what the other saved since it read the file (none is lost),
+    and a file replaced meanwhile by something that is not this rule set's cache is refused by name and left as it is."""
+    from training.mixture_cli import PayoffCache
+
+    path = tmp_path / "payoffs.json"
+    first, second = PayoffCache(path, GAME), PayoffCache(path, GAME)  # both read the file before either saves
+    first.record("table a", 10, 3)
+    second.record("table b", 20, 4)
+    first.save()
+    second.save()
+    assert json.loads(path.read_text())["entries"] == {"table a": [10, 3], "table b": [20, 4]}
+    first.record("table c", 5, 5)
+    first.save()
+    assert set(json.loads(path.read_text())["entries"]) == {"table a", "table b", "table c"}
+    assert "table b" in first and PayoffCache(path, GAME).served("table c") == (5, 5)
+    other = json.dumps({"format": "cockroach-poker-payoff-cache", "game_config": GameConfig(num_players=4).to_dict(), "entries": {}})
+    path.write_text(other)
+    second.record("table d", 1, 0)
+    with pytest.raises(ValueError, match=re.escape(f"--payoff-cache {str(path)!r} holds tables of")):
+        second.save()
+    assert path.read_text() == other
+
+
+def test_processes_saving_one_payoff_cache_at_once_lose_no_table(tmp_path):
+    """The merge runs under a lock: processes that save the same cache over and over at the same time keep every table."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "payoffs.json"
+    script = (
+        "import sys; from cockroach_env import GameConfig; from training.mixture_cli import PayoffCache\n"
+        "path, who = sys.argv[1], sys.argv[2]\n"
+        "for k in range(40):\n"
+        "    cache = PayoffCache(path, GameConfig.from_options(preset='mini'))\n"
+        "    cache.record(f'{who} {k}', 10, k % 10)\n"
+        "    cache.save()\n"
+    )
+    workers = [subprocess.Popen([sys.executable, "-c", script, str(path), f"writer{w}"]) for w in range(3)]
+    assert [w.wait(timeout=300) for w in workers] == [0, 0, 0]
+    assert set(json.loads(path.read_text())["entries"]) == {f"writer{w} {k}" for w in range(3) for k in range(40)}
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".payoffs.json.lock", "payoffs.json"]  # no temporary left
+
+
 def test_a_payoff_cache_is_saved_after_each_exploiter_and_a_bad_one_is_refused(tmp_path, capsys, monkeypatch):
     for s in range(2):
         _agent(tmp_path / f"a{s}", s)

@@ -23,6 +23,7 @@ config and evaluation) and the meta-game, so the mixture is reproducible.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import math
@@ -251,14 +252,21 @@ class PayoffCache:
     def __init__(self, path: str | Path | None, game) -> None:
         self.path = None if path is None else Path(path)
         self.game = game.to_dict()
-        self.entries: dict[str, list[int]] = {}
+        self.entries: dict[str, list[int]] = self._read() if self.path is not None else {}
         self.hits = self.played = 0
-        if self.path is None or not self.path.exists():
-            return
-        where = f"--payoff-cache {str(path)!r}"
+
+    def _read(self) -> dict[str, list[int]]:
+        """The entries of the file at ``path`` (none if it does not exist yet), each checked."""
+        where = f"--payoff-cache {str(self.path)!r}"
         try:
-            data = json.loads(self.path.read_text())
-        except (OSError, UnicodeDecodeError, ValueError) as error:
+            text = self.path.read_text()
+        except FileNotFoundError:
+            return {}
+        except (OSError, UnicodeDecodeError) as error:
+            raise ValueError(f"{where} cannot be read as a payoff cache ({error}); expected a JSON file written by cockroach-mixture, or a path that does not exist yet") from None
+        try:
+            data = json.loads(text)
+        except ValueError as error:
             raise ValueError(f"{where} cannot be read as a payoff cache ({error}); expected a JSON file written by cockroach-mixture, or a path that does not exist yet") from None
         if not isinstance(data, dict) or data.get("format") != PAYOFF_CACHE_FORMAT or not isinstance(data.get("entries"), dict):
             raise ValueError(f"{where} is not a payoff cache (format {data.get('format') if isinstance(data, dict) else type(data).__name__!r}); expected format {PAYOFF_CACHE_FORMAT!r} with an 'entries' object")
@@ -267,7 +275,7 @@ class PayoffCache:
         for key, value in data["entries"].items():
             if not (isinstance(value, list) and len(value) == 2 and all(type(v) is int for v in value) and 0 <= value[1] <= value[0]):
                 raise ValueError(f"{where}: entry {key!r} is {value!r}; expected [seat_games, losses] with 0 <= losses <= seat_games")
-        self.entries = data["entries"]
+        return data["entries"]
 
     def __contains__(self, key: str) -> bool:
         return key in self.entries
@@ -284,9 +292,36 @@ class PayoffCache:
         self.played += 1
 
     def save(self) -> None:
-        if self.path is not None:
-            text = json.dumps({"format": PAYOFF_CACHE_FORMAT, "game_config": self.game, "entries": self.entries}, indent=0, sort_keys=True)
+        """Write the entries, merged with those other builds saved to the file since it was read.
+
+        Builds that share one cache (two ``cockroach-mixture`` commands at once) each keep what the other played: the
+        file is re-read and merged under an exclusive lock on a sidecar ``.lock`` file (POSIX ``flock``), then replaced
+        atomically. A key names its table's content and seed, so two builds that both played it hold the same result.
+        If the file was replaced by something that is not this rule set's cache, nothing is written and the error says so.
+        """
+        if self.path is None:
+            return
+        with _exclusive_lock(self.path.parent / f".{self.path.name}.lock"):
+            merged = {**self._read(), **self.entries}
+            text = json.dumps({"format": PAYOFF_CACHE_FORMAT, "game_config": self.game, "entries": merged}, indent=0, sort_keys=True)
             ckpt.write_file_atomically(self.path, text.encode())
+        self.entries = merged
+
+
+@contextlib.contextmanager
+def _exclusive_lock(path: Path):
+    """Hold an exclusive advisory lock on ``path`` (created if missing) for the ``with`` block; a no-op where ``fcntl`` is missing (Windows)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    with open(path, "a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def load_exploiters(sources: list[str], game) -> list[Any]:
