@@ -14,7 +14,13 @@ rest from its base:
 Each line gives the hybrid's loss rate with its 95% interval and its points from parity,
 from the base alone (nothing from the best response) to the best response alone. The
 gains of single kinds against the base show which decisions carry the edge, and whether
-they add up. Every hybrid plays the same deals (duplicate deals, seat rotation, one seed).
+they add up. Then each factor of a kind alone (unless ``--no-factors``): the best
+response picks that factor (``offer.card``, ``offer.target``, ``offer.claim``,
+``respond.peek``: whether to peek, ``respond.call``: which call, ``pass.target``,
+``pass.claim``) with its own marginal probabilities, the base the rest given it. Every
+hybrid plays the same deals (duplicate deals, seat rotation, one seed). The hybrids are
+``training.edge``'s partial agents (``cockroach-exploit --edge`` plays the same table with
+the checkpoint itself as the base).
 
     python benchmarks/bench_edge_by_decision.py classic-4p runs/exploit_classic-4p/final runs/members/ppo_4p_g --games 4000
 """
@@ -28,8 +34,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -42,65 +46,46 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--games", type=int, default=4000, help="games per hybrid (default 4000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the deals and the agents (default 0)")
     parser.add_argument("--torch-threads", type=int, default=1, help="torch threads (default 1)")
+    parser.add_argument("--no-factors", action="store_true", help="only the kinds and their combinations, not the factors within each kind")
     args = parser.parse_args(argv)
     if args.games < 1:
         print(f"error: --games {args.games} is not allowed; expected a positive number of games", file=sys.stderr)
         return 2
     import torch
 
-    from baselines.agent import LogitsAgent
-    from cockroach_env.encoding import encoding_for
-    from training.arena import play_match
-    from training.checkpoint import CheckpointError, load_agent, load_checkpoint
+    from training.checkpoint import CheckpointError, load_checkpoint
+    from training.edge import edge_sources, partitions
 
     if args.torch_threads > 0:
         torch.set_num_threads(args.torch_threads)
     try:
-        exploited = load_agent(args.checkpoint, seed=args.seed + 1)
-        game = exploited.config
-        for role, path in (("best_response", args.best_response), ("base", args.base)):
-            kind = load_checkpoint(path, game=game).metadata["kind"]
-            if kind not in ("agent", "run"):
-                raise CheckpointError(f"{role} {path!r} is a {kind!r} checkpoint; expected an agent or run checkpoint of one network")
-        best, base = load_agent(args.best_response, seed=args.seed + 2, config=game), load_agent(args.base, seed=args.seed + 3, config=game)
-    except CheckpointError as error:
+        game = load_checkpoint(args.checkpoint).game_config
+        table = partitions(game)
+        kinds = tuple(p for p in table if "." not in p)
+        variants = [chosen for size in range(1, len(kinds)) for chosen in itertools.combinations(kinds, size)]
+        if not args.no_factors:
+            variants += [(p,) for p in table if "." in p]
+        parity = 1 / game.num_players
+        print(f"{game.num_players}-player {game.edition}: hybrids of {args.best_response} (best response) and {args.base} (base) "
+              f"against {game.num_players - 1} x {args.checkpoint}, {args.games} games each; parity {100 * parity:.1f}%; load average {os.getloadavg()[0]:.2f}")  # fmt: skip
+        started = time.perf_counter()
+        edge = edge_sources(args.checkpoint, args.best_response, games=args.games, seed=args.seed, base=args.base, variants=variants)
+    except (CheckpointError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    slices = {kind: part for kind, part in encoding_for(game).action_slices().items() if part.stop > part.start}
-
-    class Hybrid(LogitsAgent):
-        """The base's logits, except at decisions of the chosen kinds (known by which part of the action mask is legal)."""
-
-        def __init__(self, kinds: tuple[str, ...]):
-            super().__init__(game, args.seed + 4)
-            self.kinds, self.name = kinds, "hybrid"
-
-        def logits(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
-            out = np.array(base.logits(observations, masks), np.float64)
-            rows = np.zeros(len(masks), bool)
-            for kind in self.kinds:
-                rows |= masks[:, slices[kind]].any(axis=1)
-            if rows.any():
-                out[rows] = best.logits(observations[rows], masks[rows])
-            return out
-
-    parity = 1 / game.num_players
-    load = os.getloadavg()[0]
-    print(f"{game.num_players}-player {game.edition}: hybrids of {args.best_response} (best response) and {args.base} (base) "
-          f"against {game.num_players - 1} x {args.checkpoint}, {args.games} games each; parity {100 * parity:.1f}%; load average {load:.2f}")  # fmt: skip
-    started = time.perf_counter()
+    by_parts = {tuple(r["parts"]): r for r in edge["rows"]}
+    rows = {(): edge["baseline"], **{v: by_parts[v] for v in variants if "." not in v[0]}, kinds: edge["whole"], **{v: by_parts[v] for v in variants if "." in v[0]}}
     points = {}
-    kinds = tuple(slices)
-    for size in range(len(kinds) + 1):
-        for chosen in itertools.combinations(kinds, size):
-            result = play_match([Hybrid(chosen), *[exploited] * (game.num_players - 1)], game, games=args.games, seed=args.seed)
-            report = result.report("hybrid")
-            low, high = report.loss_rate_ci95
-            points[chosen] = 100 * (parity - report.loss_rate)
-            print(f"  best response's {'+'.join(chosen) or 'nothing':24s} loss rate {100 * report.loss_rate:5.1f}% [{100 * low:.1f}, {100 * high:.1f}]  {points[chosen]:+5.1f} points", flush=True)
+    for chosen, entry in rows.items():
+        low, high = entry["ci95"]
+        points[chosen] = 100 * (parity - entry["loss_rate"])
+        print(f"  best response's {'+'.join(chosen) or 'nothing':24s} loss rate {100 * entry['loss_rate']:5.1f}% [{100 * low:.1f}, {100 * high:.1f}]  {points[chosen]:+5.1f} points", flush=True)
     alone = {kind: points[(kind,)] - points[()] for kind in kinds}
     print("gain over the base of each kind alone: " + ", ".join(f"{kind} {gain:+.1f}" for kind, gain in alone.items())
           + f"; their sum {sum(alone.values()):+.1f}, all together {points[kinds] - points[()]:+.1f} points ({time.perf_counter() - started:.0f} s)")  # fmt: skip
+    factors = {p: points[(p,)] - points[()] for p in table if (p,) in points and "." in p}
+    if factors:
+        print("gain over the base of each factor alone: " + ", ".join(f"{p} {gain:+.1f}" for p, gain in factors.items()))
     return 0
 
 

@@ -519,8 +519,11 @@ def test_the_edge_by_decision_benchmark_plays_every_hybrid_and_refuses_a_mixture
     assert bench.main([str(tmp_path / "target"), str(tmp_path / "br"), str(tmp_path / "base"), "--games", "8"]) == 0
     out = capsys.readouterr().out
     lines = [line for line in out.splitlines() if "best response's" in line]
-    assert len(lines) == 8 and "nothing" in lines[0] and "offer+respond+pass" in lines[-1]  # classic: three kinds, 2**3 hybrids
-    assert "gain over the base of each kind alone: offer" in out
+    assert len(lines) == 8 + 7 and "nothing" in lines[0] and "offer+respond+pass" in lines[7]  # classic: three kinds, 2**3 hybrids
+    assert [line.split()[2] for line in lines[8:]] == ["offer.card", "offer.target", "offer.claim", "respond.peek", "respond.call", "pass.target", "pass.claim"]
+    assert "gain over the base of each kind alone: offer" in out and "gain over the base of each factor alone: offer.card" in out
+    assert bench.main([str(tmp_path / "target"), str(tmp_path / "br"), str(tmp_path / "base"), "--games", "8", "--no-factors"]) == 0
+    assert len([line for line in capsys.readouterr().out.splitlines() if "best response's" in line]) == 8
     assert bench.main([str(tmp_path / "target"), "classic-4p", str(tmp_path / "base"), "--games", "8"]) == 2
     assert "is a 'mixture' checkpoint; expected an agent or run checkpoint of one network" in capsys.readouterr().err
     assert bench.main([str(tmp_path / "target"), str(tmp_path / "br"), str(tmp_path / "base"), "--games", "0"]) == 2
