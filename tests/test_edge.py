@@ -57,7 +57,8 @@ def test_the_parts_split_each_kind_by_the_fields_of_its_decoded_actions(game):
     parts = partitions(game)
     kinds = [k for k, s in enc.action_slices().items() if s.stop > s.start]
     assert [p for p in parts if "." not in p] == kinds
-    for name, (s, groups) in parts.items():
+    for name, (s, groups, within) in parts.items():
+        assert within == (name == "respond.call")
         assert s == enc.action_slices()[name.split(".")[0]] and len(groups) == s.stop - s.start
         decoded = [enc.decode_action(a) for a in range(s.start, s.stop)]
         field = {"offer.card": 1, "offer.target": 2, "offer.claim": 3, "pass.target": 1, "pass.claim": 2}.get(name)
@@ -69,7 +70,7 @@ def test_the_parts_split_each_kind_by_the_fields_of_its_decoded_actions(game):
                     assert (groups[i] == groups[j]) == (decoded[i][field] == decoded[j][field])
     respond = [enc.decode_action(a) for a in range(parts["respond"][0].start, parts["respond"][0].stop)]
     assert {a: g for a, g in zip(respond, parts["respond.peek"][1])} == {("call", True): 0, ("call", False): 0, ("peek",): 1}
-    assert len({g for a, g in zip(respond, parts["respond.call"][1]) if a[0] == "call"}) == 2  # which call; peek a group of its own
+    assert list(parts["respond.call"].groups) == list(parts["respond.peek"].groups)  # the same split, the other side decides
     with pytest.raises(ValueError, match=r"parts \['offer', 'offer.claim'\] are not allowed together; expected at most one part of each decision kind"):
         PartialAgent(PolicyAgent(_model(0, game), game), PolicyAgent(_model(1, game), game), ("offer", "offer.claim"), game)
     with pytest.raises(ValueError, match=r"parts \['bluff'\] are not allowed; expected some of"):
@@ -117,6 +118,10 @@ def test_a_partial_agent_plays_the_expert_only_where_its_parts_are():
     # the expert (never peeking) decides to call, and the base decides which call: its own odds of true against false
     b = base_policy[respond, enc.respond_start : enc.respond_start + 2]
     assert np.allclose(call[respond, enc.respond_start : enc.respond_start + 2], b / b.sum(1, keepdims=True), atol=1e-6)
+    which = PartialAgent(base, expert, ("respond.call",), GAME, seed=1).policy(obs, masks)
+    # the base decides whether to peek (its own odds), and the expert which call when calling (false)
+    assert np.allclose(which[respond, enc.respond_start + 2], base_policy[respond, enc.respond_start + 2])
+    assert np.allclose(which[respond, enc.respond_start + 1], 1 - base_policy[respond, enc.respond_start + 2], atol=1e-6)
     assert np.allclose(PartialAgent(base, expert, (), GAME).policy(obs, masks), base_policy)
     actions = agent.act_batch(obs, masks)
     assert masks[np.arange(len(actions)), actions].all() and (actions[respond] == enc.respond_start + 1).all()

@@ -33,7 +33,7 @@ and play another network than the checkpoint where the best response does not de
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -43,12 +43,22 @@ from cockroach_env.encoding import encoding_for
 PARTS_HELP = "offer, respond, pass (place in Royal), and the factors offer.card, offer.target, offer.claim, respond.peek, respond.call, pass.target, pass.claim"
 
 
-def partitions(config: GameConfig) -> dict[str, tuple[slice, np.ndarray]]:
-    """Every part, by name: the action slice of its kind and, over that slice, the group of each action.
+class Part(NamedTuple):
+    """A part of the game the best response decides: over the action ``slice`` of its kind, the ``group`` of each action.
 
-    The best response picks the group (with its marginal probability) and the checkpoint the action within it.
-    A kind's own part groups each action alone (the best response decides everything). Built from
-    ``Encoding.action_slices`` and ``Encoding.decoded_actions``, the one definition of the action layout.
+    ``within`` False: the best response picks the group (with its marginal probability) and the checkpoint the action
+    given the group. ``within`` True: the checkpoint picks the group and the best response the action given it.
+    """
+
+    slice: slice
+    groups: np.ndarray
+    within: bool = False
+
+
+def partitions(config: GameConfig) -> dict[str, Part]:
+    """Every part, by name (``Part``). A kind's own part groups each action alone (the best response decides
+    everything); ``respond.call`` leaves whether to peek to the checkpoint and which call to the best response.
+    Built from ``Encoding.action_slices`` and ``Encoding.decoded_actions``, the one definition of the action layout.
     """
     enc = encoding_for(config)
     decoded = enc.decoded_actions
@@ -59,13 +69,14 @@ def partitions(config: GameConfig) -> dict[str, tuple[slice, np.ndarray]]:
         if s.stop <= s.start:
             continue
         actions = decoded[s]
-        parts[kind] = (s, np.arange(s.stop - s.start))
+        parts[kind] = Part(s, np.arange(s.stop - s.start))
         if kind == "respond":
-            parts["respond.peek"] = (s, np.array([a[0] == "peek" for a in actions], np.int64))  # peek, or call (either way)
-            parts["respond.call"] = (s, np.array([2 if a[0] == "peek" else int(not a[1]) for a in actions], np.int64))  # true, false; peek alone
+            peek_or_call = np.array([a[0] == "peek" for a in actions], np.int64)
+            parts["respond.peek"] = Part(s, peek_or_call)  # the best response: peek, or call; the checkpoint: which call
+            parts["respond.call"] = Part(s, peek_or_call, within=True)  # the checkpoint: peek, or call; the best response: which call
         for factor, field in factors.get(kind, {}).items():
             _, groups = np.unique([a[field] for a in actions], return_inverse=True)
-            parts[f"{kind}.{factor}"] = (s, groups.astype(np.int64))
+            parts[f"{kind}.{factor}"] = Part(s, groups.astype(np.int64))
     return parts
 
 
@@ -132,11 +143,14 @@ class PartialAgent:
         masks = np.asarray(masks).astype(bool)
         observations = np.asarray(observations, np.float32)
         out = _policy(self.base.logits(observations, masks), masks)
-        for s, groups in self._tables:
+        for s, groups, within in self._tables:
             rows = masks[:, s].any(axis=1)
             if rows.any():
                 expert = _policy(self.expert.logits(observations[rows], masks[rows]), masks[rows])
-                out[np.ix_(rows, np.arange(s.start, s.stop))] = combine(out[rows, s], expert[:, s], masks[rows, s], groups)
+                base, best = out[rows, s], expert[:, s]
+                if within:  # the base picks the group, the expert the action within it
+                    base, best = best, base
+                out[np.ix_(rows, np.arange(s.start, s.stop))] = combine(base, best, masks[rows, s], groups)
         return out
 
     def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
