@@ -40,7 +40,9 @@ import numpy as np
 from cockroach_env.config import GameConfig
 from cockroach_env.encoding import encoding_for
 
-PARTS_HELP = "offer, respond, pass (place in Royal), and the factors offer.card, offer.target, offer.claim, respond.peek, respond.call, pass.target, pass.claim"
+def part_names() -> list[str]:
+    """The names of every part a rule set may have (a Royal game's, which has them all), in ``partitions`` order."""
+    return list(partitions(GameConfig(num_players=3, edition="royal")))
 
 
 class Part(NamedTuple):
