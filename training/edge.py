@@ -38,7 +38,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from cockroach_env.config import GameConfig
+from baselines.agent import LogitsAgent
 from cockroach_env.encoding import encoding_for
+
 
 def part_names() -> list[str]:
     """The names of every part a rule set may have (a Royal game's, which has them all), in ``partitions`` order."""
@@ -82,14 +84,6 @@ def partitions(config: GameConfig) -> dict[str, Part]:
     return parts
 
 
-def _policy(logits: np.ndarray, masks: np.ndarray) -> np.ndarray:
-    """The masked softmax of ``logits`` (float64; zero on illegal actions)."""
-    z = np.where(masks, logits.astype(np.float64), -np.inf)
-    z = z - z.max(axis=1, keepdims=True)
-    p = np.exp(z)
-    return p / p.sum(axis=1, keepdims=True)
-
-
 def combine(base: np.ndarray, expert: np.ndarray, masks: np.ndarray, groups: np.ndarray) -> np.ndarray:
     """Probabilities over a kind's actions (rows, K): the group from ``expert``'s marginal, the action within it from ``base``'s conditional.
 
@@ -117,16 +111,13 @@ def _parts_problem(parts: tuple[str, ...], table: dict) -> str | None:
     return None
 
 
-class PartialAgent:
+class PartialAgent(LogitsAgent):
     """An agent of the ``baselines`` protocol (batched): ``base``'s policy, except in ``parts`` (``partitions``), where ``expert`` decides.
 
     ``base`` and ``expert`` are ``LogitsAgent``s (trained networks); ``parts`` holds at most one part of each decision
-    kind (``("offer", "respond.call")``: the expert's offers and its choice of call). The partial agent samples its
-    combined policy with its own generator.
+    kind (``("offer", "respond.call")``: the expert's offers and its choice of call). Its logits are the logarithms of
+    the combined policy, which ``LogitsAgent`` samples with the partial agent's own generator.
     """
-
-    supports_batch = True
-    greedy = False
 
     def __init__(self, base: Any, expert: Any, parts: tuple[str, ...], config: GameConfig, seed: int | None = None, name: str = "partial"):
         for role, agent in (("base", base), ("expert", expert)):
@@ -136,34 +127,28 @@ class PartialAgent:
         problem = _parts_problem(tuple(parts), table)
         if problem:
             raise ValueError(problem)
-        self.base, self.expert, self.parts, self.config, self.name = base, expert, tuple(parts), config, name
+        super().__init__(config, seed)
+        self.base, self.expert, self.parts, self.name = base, expert, tuple(parts), name
         self._tables = [table[p] for p in self.parts]
-        self.rng = np.random.default_rng(seed)
 
     def policy(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """(B, A) probabilities of the combined policy."""
         masks = np.asarray(masks).astype(bool)
         observations = np.asarray(observations, np.float32)
-        out = _policy(self.base.logits(observations, masks), masks)
+        out = self.base.action_probabilities_batch(observations, masks)
         for s, groups, within in self._tables:
             rows = masks[:, s].any(axis=1)
             if rows.any():
-                expert = _policy(self.expert.logits(observations[rows], masks[rows]), masks[rows])
+                expert = self.expert.action_probabilities_batch(observations[rows], masks[rows])
                 base, best = out[rows, s], expert[:, s]
                 if within:  # the base picks the group, the expert the action within it
                     base, best = best, base
                 out[np.ix_(rows, np.arange(s.start, s.stop))] = combine(base, best, masks[rows, s], groups)
         return out
 
-    def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
-        p = self.policy(observations, masks)
-        cumulative = p.cumsum(axis=1)
-        draw = self.rng.random((len(p), 1)) * cumulative[:, -1:]
-        chosen = (cumulative <= draw).sum(axis=1)  # the first action whose cumulative probability exceeds the draw
-        return np.minimum(chosen, p.shape[1] - 1).astype(np.int64)
-
-    def act(self, observation: dict) -> int:
-        return int(self.act_batch(observation["observation"][None], np.asarray(observation["action_mask"])[None])[0])
+    def logits(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore"):  # illegal actions: probability 0, logit -inf
+            return np.log(self.policy(observations, masks))
 
     def __repr__(self) -> str:
         return f"PartialAgent(name={self.name!r}, parts={list(self.parts)})"
@@ -203,8 +188,9 @@ def edge_sources(
     if games < 1:
         raise ValueError(f"games={games} is not allowed; expected at least 1")
     for role, path in (("best response", best_response), ("base", base)):
-        if path is not None and load_checkpoint(path, game=config).metadata["kind"] not in ("agent", "run"):
-            raise ValueError(f"{role} {path!r} is a {load_checkpoint(path).metadata['kind']!r} checkpoint; expected an agent or run checkpoint of one network")
+        kind = None if path is None else load_checkpoint(path, game=config).metadata["kind"]
+        if kind not in (None, "agent", "run"):
+            raise ValueError(f"{role} {path!r} is a {kind!r} checkpoint; expected an agent or run checkpoint of one network")
     expert = load_agent(best_response, seed=seed + 1, config=config)
 
     def play(parts: tuple[str, ...] | None) -> dict[str, Any]:

@@ -259,14 +259,10 @@ class PayoffCache:
         """The entries of the file at ``path`` (none if it does not exist yet), each checked."""
         where = f"--payoff-cache {str(self.path)!r}"
         try:
-            text = self.path.read_text()
+            data = json.loads(self.path.read_text())
         except FileNotFoundError:
             return {}
-        except (OSError, UnicodeDecodeError) as error:
-            raise ValueError(f"{where} cannot be read as a payoff cache ({error}); expected a JSON file written by cockroach-mixture, or a path that does not exist yet") from None
-        try:
-            data = json.loads(text)
-        except ValueError as error:
+        except (OSError, ValueError) as error:  # (UnicodeDecodeError and JSONDecodeError are ValueErrors)
             raise ValueError(f"{where} cannot be read as a payoff cache ({error}); expected a JSON file written by cockroach-mixture, or a path that does not exist yet") from None
         if not isinstance(data, dict) or data.get("format") != PAYOFF_CACHE_FORMAT or not isinstance(data.get("entries"), dict):
             raise ValueError(f"{where} is not a payoff cache (format {data.get('format') if isinstance(data, dict) else type(data).__name__!r}); expected format {PAYOFF_CACHE_FORMAT!r} with an 'entries' object")
