@@ -219,6 +219,9 @@ class TorchRLLoop(Loop):
         return int(self.env.rollout(100, break_when_any_done=False).batch_size[0])
 
 
+PEER_MODULES = ("rlcard", "pygame")
+"""What PettingZoo's ``leduc_holdem_v4`` imports beyond PettingZoo (the ``bench`` extra)."""
+
 LOOPS = {"rllib": RLlibLoop, "sb3": SB3Loop, "tianshou": TianshouLoop, "torchrl": TorchRLLoop}
 
 
@@ -230,8 +233,9 @@ def throughput(libraries: list[str], seconds: float, rounds: int) -> list[dict]:
     for library in libraries:
         try:
             loops = {name: LOOPS[library](name) for name in ("cockroach", "leduc")}
-        except ImportError as error:
-            print(f"{library}: skipped ({error}); pip install '.[{library}]'", flush=True)
+        except ImportError as error:  # the library itself, or the peer's (PettingZoo's Leduc needs rlcard and pygame: the bench extra)
+            extra = "bench" if getattr(error, "name", None) in PEER_MODULES else library
+            print(f"{library}: skipped ({error}); pip install '.[{extra}]'", flush=True)
             continue
         totals = {name: [0, 0.0, 0.0] for name in loops}
         ratios = []

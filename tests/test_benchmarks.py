@@ -1,0 +1,123 @@
+"""Every benchmark script behind a figure in the README runs end to end, at tiny settings.
+
+A performance or strength claim is only as good as the script that measures it, and a
+script that nothing runs breaks silently. Each test runs one script as a user does (a
+child process, from another directory, every output file under ``tmp_path``) and checks
+the shape of what it prints or writes; the figures themselves are not checked (timings
+never are: these machines are shared). Covered elsewhere: ``bench_edge_by_decision`` and
+``bench_readability`` (``tests/test_training.py``). Not run here: ``bench_psro`` (its
+parts are ``tests/test_psro.py``'s, its smallest run takes minutes) and ``soak.py``
+(every rule set's kernels compiled: minutes).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("numba")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def bench(script: str, *args: str, cwd: Path, codes: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=cwd, capture_output=True, text=True, timeout=900)
+    assert done.returncode in codes, f"{script} {' '.join(args)} exited {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+def number(text: str) -> float:
+    return float(text.replace(",", "").rstrip("%x"))
+
+
+def test_bench_aec_measures_the_env_for_each_rule_set(tmp_path):
+    out = bench("bench_aec.py", "--seconds", "0.3", "--rounds", "1", cwd=tmp_path).stdout
+    for name in ("cockroach_poker classic 4p", "cockroach_poker royal 4p"):
+        row = next(line for line in out.splitlines() if line.startswith(name))
+        assert number(row[len(name):].split()[0]) > 0  # steps per CPU second
+    assert "leduc_holdem_v4" in out  # the peer's column, measured or marked unavailable
+
+
+def test_bench_batched_measures_each_backend_beside_the_aec_env(tmp_path):
+    out = bench("bench_batched.py", "--seconds", "0.2", "--sizes", "64", "--variants", "numba", "numpy", "--rule-sets", "classic 4p", cwd=tmp_path).stdout
+    rows = [line.split() for line in out.splitlines() if re.match(r"\s+64\s+(numba|numpy)\s", line)]
+    assert sorted(r[1] for r in rows) == ["numba", "numpy"]
+    assert all(number(r[2]) > 0 and r[3].endswith("x") for r in rows)  # decisions/s and the ratio to the AEC env
+
+
+def test_bench_baselines_exits_1_exactly_when_a_target_is_missed(tmp_path):
+    done = bench("bench_baselines.py", "--games", "200", "--opponents", "random", "honest", cwd=tmp_path, codes=(0, 1))
+    verdicts = [line for line in done.stdout.splitlines() if line.startswith("heuristic vs 3x ")]
+    assert [v.split()[3] for v in verdicts] == ["random", "honest"]
+    assert (done.returncode == 1) == any("MISSED" in v for v in verdicts)
+
+
+def test_bench_play_drives_the_server_like_a_browser(tmp_path):
+    pytest.importorskip("fastapi")
+    out = bench("bench_play.py", "--games", "2", "--seconds", "1", cwd=tmp_path).stdout
+    assert re.search(r"[\d.]+ ms per human move", out)
+
+
+def test_bench_agents_writes_the_strength_table(tmp_path):
+    report = tmp_path / "agents.json"
+    out = bench("bench_agents.py", "mini", "classic-2p", "--games", "8", "--no-exploit", "--json", str(report), cwd=tmp_path).stdout
+    rows = json.loads(report.read_text())
+    assert [r["agent"] for r in rows] == ["mini", "classic-2p"]
+    for row in rows:
+        assert set(row["against"]) == {"random", "honest", "bluffer", "heuristic"}
+        assert all(0 <= r["loss_rate"] <= 1 and r["ci95"][0] <= r["loss_rate"] <= r["ci95"][1] for r in row["against"].values())
+    assert "| `mini` | 50.0% |" in out and "| `classic-2p` | 50.0% |" in out
+
+
+def test_bench_exploit_seeds_summarises_every_start_and_seed(tmp_path):
+    report = tmp_path / "seeds.json"
+    out = bench("bench_exploit_seeds.py", "classic-2p", "--seeds", "1", "2", "--decisions", "64", "--games", "8", "--workers", "2", "--json", str(report), cwd=tmp_path).stdout
+    data = json.loads(report.read_text())
+    runs, summary = data["runs"]["classic-2p"], data["summaries"]["classic-2p"]
+    starts = {r["start"] for r in runs}
+    assert len(runs) == 2 * len(starts) and {r["seed"] for r in runs} == {1, 2}  # one best response per start and seed
+    means = {s: sum(r["points"] for r in runs if r["start"] == s) / 2 for s in starts}
+    assert summary["mean_by_start"] == pytest.approx(means) and summary["worst_start_mean"] == pytest.approx(max(means.values()))
+    assert summary["worst"] == max(r["points"] for r in runs) and summary["runs_meeting_target"] == sum(r["points"] <= 5 for r in runs)
+    assert "| `classic-2p` |" in out and "worst start by mean" in out
+
+
+def test_bench_cfr_solves_mini_and_descends(tmp_path):
+    out = bench("bench_cfr.py", "--iterations", "3", "--descent-steps", "2", "--skip-openspiel", cwd=tmp_path).stdout
+    assert re.search(r"exploitability descent over observations from the uniform policy: 2 steps .* NashConv [\d.]+ -> [\d.]+", out)
+
+
+def test_bench_mini_frontier_prints_one_row_per_weight(tmp_path):
+    out = bench("bench_mini_frontier.py", "--iterations", "3", "--steps", "2", "--weights", "0", "1", cwd=tmp_path).stdout
+    assert re.search(r"^\| 0 \| 2 \(", out, re.M) and re.search(r"^\| 1 \| 2 \(", out, re.M)
+
+
+def test_bench_training_profiles_the_loop_and_checks_strength_targets(tmp_path):
+    out = bench("bench_training.py", "--updates", "2", "--set", "ppo.num_envs=32", "--set", "ppo.num_steps=8", "--profile", cwd=tmp_path).stdout
+    shares = [float(m) for m in re.findall(r"^  .+?\s+[\d.]+ s\s+([\d.]+)%$", out, re.M)]
+    assert any("update (PPO epochs)" in line for line in out.splitlines()) and sum(shares) == pytest.approx(100, abs=1.5)
+    out = bench("bench_training.py", "--strength", "classic-4p", "--games", "8", cwd=tmp_path).stdout
+    assert re.search(r"^  \[(met|NOT met)\] heuristic among 3 trained loses", out, re.M)
+
+
+def test_bench_exact_writes_its_plot_and_figures_where_it_is_told(tmp_path):
+    pytest.importorskip("pyspiel")
+    pytest.importorskip("matplotlib")
+    plot, report = tmp_path / "exact.png", tmp_path / "exact.json"
+    bench("bench_exact.py", "--cfr-seconds", "0.3", "--ppo-minutes", "0.01", "--skip-openspiel-python", "--plot", str(plot), "--json", str(report), cwd=tmp_path)
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and json.loads(report.read_text())
+
+
+def test_bench_integrations_names_the_extra_a_skipped_route_needs(tmp_path):
+    done = bench("bench_integrations.py", "--only", "throughput", "--seconds", "0.2", "--rounds", "1", "--libraries", "sb3", cwd=tmp_path)
+    skipped = re.search(r"^sb3: skipped \(No module named '(\w+)'\); pip install '\.\[(\w+)\]'$", done.stdout, re.M)
+    if skipped:  # PettingZoo's Leduc needs rlcard and pygame (the bench extra); SB3 its own
+        assert skipped[2] == ("bench" if skipped[1] in ("rlcard", "pygame") else "sb3")
+    else:
+        assert re.search(r"^\| sb3 \| .+ \| [\d.]+× \(min [\d.]+\) \|$", done.stdout, re.M)
