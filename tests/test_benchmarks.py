@@ -121,3 +121,13 @@ def test_bench_integrations_names_the_extra_a_skipped_route_needs(tmp_path):
         assert skipped[2] == ("bench" if skipped[1] in ("rlcard", "pygame") else "sb3")
     else:
         assert re.search(r"^\| sb3 \| .+ \| [\d.]+× \(min [\d.]+\) \|$", done.stdout, re.M)
+
+
+def test_bench_exploit_seeds_measures_every_budget_given(tmp_path):
+    report = tmp_path / "budgets.json"
+    out = bench("bench_exploit_seeds.py", "mini", "--seeds", "1", "--decisions", "64", "128", "--games", "8", "--workers", "2", "--json", str(report), cwd=tmp_path).stdout
+    data = json.loads(report.read_text())
+    assert list(data["runs"]) == ["mini @ 64", "mini @ 128"] and all(len(runs) == 1 for runs in data["runs"].values())
+    assert "| `mini @ 64` | own weights |" in out and "| `mini @ 128` |" in out
+    done = bench("bench_exploit_seeds.py", "mini", "--decisions", "64", "64", cwd=tmp_path, codes=(2,))
+    assert "--decisions [64, 64] repeats a budget" in done.stderr
