@@ -806,3 +806,36 @@ def test_the_readability_benchmark_scores_a_reader_beside_the_copies_own_calls(t
     assert bench.main(["honest", "--games", "5"]) == 2 and "--games 5 is not allowed" in capsys.readouterr().err
     assert bench.main([str(tmp_path / "target"), "--players", "5", "--games", "20"]) == 2 and "--players 5 is not allowed" in capsys.readouterr().err
     assert bench.main(["nothing-of-that-name", "--games", "20"]) == 2 and "nothing-of-that-name" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("minibatches", [1, 3])
+def test_the_magnets_kl_in_an_update_is_kl_of_the_policy_from_the_magnet_on_the_same_rows(minibatches):
+    """The magnet's policy is computed once per update (it is frozen); each minibatch's KL must still pair every row
+    with the magnet's policy on that row. With learning rate 0 the reported KL (the last minibatch's) is computed directly."""
+    from cockroach_env.batched import BatchedGames
+    from training.config import PPOConfig
+    from training.learner import Learner, ppo_update
+
+    games = BatchedGames(GAME, 64, seed=5)
+    step = games.reset()
+    model, magnet = _model(1), _model(2)
+    with torch.no_grad():  # initial policy heads are near uniform; make the two policies differ
+        for net, seed in ((model, 3), (magnet, 4)):
+            net.policy_head.weight.copy_(torch.randn(net.policy_head.weight.shape, generator=torch.Generator().manual_seed(seed)))
+    learner = Learner(model, 0.0, 4096, 64, GAME.num_players, model.observation_size, model.num_actions)
+    learner.magnet = magnet.eval().requires_grad_(False)
+    obs, mask = step.observation, step.action_mask.astype(bool)
+    action = np.array([np.flatnonzero(m)[0] for m in mask])
+    learner.rollout.append(obs, mask, action, np.zeros(len(obs), np.float32), np.zeros(len(obs), np.float32))
+    ppo = PPOConfig(num_minibatches=minibatches, update_epochs=1, magnet_coef=1.0, norm_adv=False)
+    order = np.random.default_rng(0).permutation(len(obs))  # the update's own draw with the same seed: its last minibatch
+    minibatch = -(-len(obs) // minibatches)
+    last = np.sort(order[(minibatches - 1) * minibatch :])
+    stats = ppo_update(learner, learner.rollout, np.zeros(len(obs), np.float32), np.zeros(len(obs), np.float32), np.arange(len(obs)), ppo, np.random.default_rng(0), "cpu")
+    with torch.no_grad():
+        x = torch.from_numpy(obs[last])
+        legal = torch.from_numpy(mask[last])
+        log_p = torch.log_softmax(model(x, legal)[0], -1)
+        log_q = torch.log_softmax(magnet(x, legal)[0], -1)
+        expected = torch.where(legal, log_p.exp() * (log_p - log_q), 0.0).sum(-1).mean().item()
+    assert expected > 1e-3 and stats["magnet_kl"] == pytest.approx(expected, rel=1e-4, abs=1e-6)

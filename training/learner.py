@@ -153,6 +153,8 @@ def ppo_update(learner: Learner, rollout: Rollout, advantages: np.ndarray, retur
     magnet = learner.magnet
     if magnet is not None:
         b_mask = mask_bias(b_mask)  # the magnet's KL takes the tensor path over all actions, with the mask as a bias, likewise once
+        with torch.no_grad():  # the frozen magnet's policy on these rows: once per update, not once per minibatch and epoch
+            b_magnet_log_policy = torch.log_softmax(magnet.heads(b_inputs)[0] + b_mask, dim=-1)
     n_train = len(train_rows)
     minibatch = max(1, math.ceil(n_train / ppo.num_minibatches))
     clipfracs = []
@@ -180,9 +182,7 @@ def ppo_update(learner: Learner, rollout: Rollout, advantages: np.ndarray, retur
             entropy_loss = entropy.mean()
             loss = pg_loss - ppo.ent_coef * entropy_loss + ppo.vf_coef * v_loss
             if magnet is not None:  # KL(policy || magnet) over the legal actions (illegal ones have probability 0)
-                with torch.no_grad():
-                    magnet_log_policy = torch.log_softmax(magnet.heads(mb_inputs)[0] + mb_mask, dim=-1)
-                magnet_kl = (policy * (log_policy - magnet_log_policy)).sum(-1).mean()
+                magnet_kl = (policy * (log_policy - b_magnet_log_policy.index_select(0, mb))).sum(-1).mean()
                 loss = loss + ppo.magnet_coef * magnet_kl
             optimizer.zero_grad()
             loss.backward()
