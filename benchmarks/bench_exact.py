@@ -1,6 +1,6 @@
 """Exact NashConv on the mini presets: baselines, OpenSpiel CFR+ and CFR, and self-play PPO, side by side.
 
-    python benchmarks/bench_exact.py                        # the README table and docs/img/exact.png
+    python benchmarks/bench_exact.py --plot docs/img/exact.png --overwrite   # the README table and its figure
     python benchmarks/bench_exact.py --ppo-minutes 0.25 0.5 --cfr-seconds 20 --skip-openspiel-python   # a quick look
 
 1. ``training.exact`` NashConv of ``random``, ``honest``, ``bluffer``, ``heuristic`` on ``mini`` and
@@ -166,9 +166,13 @@ def main() -> None:
     parser.add_argument("--cfr-seconds", type=float, default=90.0, help="iteration time budget of each CFR variant (default 90)")
     parser.add_argument("--ppo-minutes", type=float, nargs="*", default=[0.25, 0.5, 1.0, 2.0, 4.0], help="cumulative wall-time limits of the PPO stages (default 0.25 0.5 1 2 4)")
     parser.add_argument("--skip-openspiel-python", action="store_true", help="skip OpenSpiel's (slow) Python nash_conv on mini")
-    parser.add_argument("--plot", default=str(ROOT / "docs/img/exact.png"))
+    parser.add_argument("--plot", default="exact.png", help="where the figure goes (default exact.png in the current directory; the README's is docs/img/exact.png)")
     parser.add_argument("--json", help="also write every figure as JSON")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --plot or --json file")
     args = parser.parse_args()
+    for option, path in (("--plot", args.plot), ("--json", args.json)):
+        if path and Path(path).exists() and not args.overwrite:
+            parser.error(f"{option} {path} already exists; pass --overwrite to replace it, or give another path")
 
     print("== exact NashConv of the baselines (training.exact)", flush=True)
     rows = baseline_table(["mini", "mini-3p"])

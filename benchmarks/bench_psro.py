@@ -13,7 +13,7 @@
         against exploiters: its members exported as stand-ins) in one process, then with
         --ray on local clusters of 1 and 2 CPUs: seconds per exploiter table, and the
         throughput ratio 2 workers / 1 worker
-    python benchmarks/bench_psro.py --nashconv --minutes 10 --cfr-seconds 60
+    python benchmarks/bench_psro.py --nashconv --minutes 10 --cfr-seconds 60 [--out PNG --overwrite]
         exact NashConv over wall time on the `mini` and `mini-3p` rule sets for PSRO,
         PPO self-play, OpenSpiel's C++ CFR+ (on the exported tree), this project's tree
         solver (training.cfr_solver, discounted CFR over information states), the
@@ -52,8 +52,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=10.0, help="wall time per method for --nashconv (default 10)")
     parser.add_argument("--cfr-seconds", type=float, default=60.0, help="--nashconv: iteration time budget of OpenSpiel's CFR+ and of the tree solver, per rule set (default 60)")
     parser.add_argument("--descent-steps", type=int, default=400, help="--nashconv: exploitability-descent steps after the tree solver (default 400)")
-    parser.add_argument("--out", default="benchmarks/psro_nashconv.png", help="plot of --nashconv")
+    parser.add_argument("--out", default="psro_nashconv.png", help="plot of --nashconv (default psro_nashconv.png in the current directory; the docs' is benchmarks/psro_nashconv.png)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     args = parser.parse_args(argv)
+    if args.nashconv and Path(args.out).exists() and not args.overwrite:
+        parser.error(f"--out {args.out} already exists; pass --overwrite to replace it, or give another path")
     if args.solvers:
         return solvers(args.solvers)
     if args.scaling:

@@ -5,9 +5,9 @@ script that nothing runs breaks silently. Each test runs one script as a user do
 child process, from another directory, every output file under ``tmp_path``) and checks
 the shape of what it prints or writes; the figures themselves are not checked (timings
 never are: these machines are shared). Covered elsewhere: ``bench_edge_by_decision`` and
-``bench_readability`` (``tests/test_training.py``). Not run here: ``bench_psro`` (its
-parts are ``tests/test_psro.py``'s, its smallest run takes minutes) and ``soak.py``
-(every rule set's kernels compiled: minutes).
+``bench_readability`` (``tests/test_training.py``). Not run to the end here: ``bench_psro``
+(only its refusal to replace a plot; its parts are ``tests/test_psro.py``'s, its smallest
+run takes minutes) and ``soak.py`` (every rule set's kernels compiled: minutes).
 """
 
 from __future__ import annotations
@@ -112,6 +112,19 @@ def test_bench_exact_writes_its_plot_and_figures_where_it_is_told(tmp_path):
     plot, report = tmp_path / "exact.png", tmp_path / "exact.json"
     bench("bench_exact.py", "--cfr-seconds", "0.3", "--ppo-minutes", "0.01", "--skip-openspiel-python", "--plot", str(plot), "--json", str(report), cwd=tmp_path)
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and json.loads(report.read_text())
+    # a second run keeps both files unless told to replace them, and says so before any work
+    before = plot.read_bytes(), report.read_text()
+    done = bench("bench_exact.py", "--plot", str(plot), cwd=tmp_path, codes=(2,))
+    assert f"--plot {plot} already exists; pass --overwrite" in done.stderr and "==" not in done.stdout
+    done = bench("bench_exact.py", "--plot", str(tmp_path / "other.png"), "--json", str(report), cwd=tmp_path, codes=(2,))
+    assert f"--json {report} already exists" in done.stderr and (plot.read_bytes(), report.read_text()) == before
+
+
+def test_bench_psro_keeps_an_existing_plot_unless_told_to_replace_it(tmp_path):
+    (tmp_path / "psro_nashconv.png").write_bytes(b"mine")
+    done = bench("bench_psro.py", "--nashconv", cwd=tmp_path, codes=(2,))  # the default path, in the current directory
+    assert "--out psro_nashconv.png already exists; pass --overwrite" in done.stderr
+    assert (tmp_path / "psro_nashconv.png").read_bytes() == b"mine"
 
 
 def test_bench_integrations_names_the_extra_a_skipped_route_needs(tmp_path):
