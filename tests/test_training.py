@@ -624,6 +624,41 @@ def test_an_export_refuses_an_existing_destination_unless_overwrite(tmp_path, ca
     assert "go with --export" in capsys.readouterr().err
 
 
+def test_a_run_exports_the_average_of_its_policy_and_its_late_policy_snapshots(tmp_path, capsys):
+    """``--average-from U``: the policy and every policy snapshot of the pool from update U on, averaged; exploiter snapshots are not the policy."""
+    sets = ["opponents.exploiter=0.5", "opponents.exploiter_reset_every=3", "opponents.snapshot_every=2", "opponents.max_snapshots=8"]
+    assert _train(tmp_path, "avg", 6, *[a for s in sets for a in ("--set", s)]) == 0
+    run = ckpt.load_checkpoint(tmp_path / "avg" / "checkpoint", kind="run")
+    pool = run.metadata["pool"]
+    assert {e["source"] for e in pool} == {"policy", "exploiter"}
+    late = [e for e in pool if e["source"] == "policy" and e["update"] >= 3]
+    assert 0 < len(late) < len([e for e in pool if e["source"] == "policy"])  # some snapshots are left out
+    path = ckpt.export_agent(tmp_path / "avg" / "checkpoint", tmp_path / "swa", average_from=3)
+    agent = ckpt.load_checkpoint(path)
+    policy = run.group("model")
+    for key, value in agent.group("model").items():
+        expected = torch.stack([policy[key].double(), *(run.group(f"pool.{e['id']}")[key].double() for e in late)]).mean(0)
+        assert torch.allclose(value.double(), expected, atol=1e-6), key
+    assert agent.metadata["averaged"] == {
+        "from_update": 3, "policy_update": 6, "snapshots": [{"id": e["id"], "update": e["update"]} for e in sorted(late, key=lambda e: e["update"])], "networks": 1 + len(late),
+    }  # fmt: skip
+    assert ckpt.load_agent(path) is not None
+
+    for source, value, message in [
+        (tmp_path / "avg" / "checkpoint", 7, "no policy snapshot in the pool was taken at update 7 or later .*run is at update 6"),
+        (tmp_path / "avg" / "checkpoint", -1, "average_from=-1 is not allowed; expected an update number"),
+        (tmp_path / "avg" / "final", 0, "needs a run checkpoint .*of kind 'agent'"),
+    ]:
+        with pytest.raises(ckpt.CheckpointError, match=message):
+            ckpt.export_agent(source, tmp_path / "refused", average_from=value)
+    assert not list(tmp_path.glob("refused*"))
+    ckpt.main([str(tmp_path / "avg" / "checkpoint"), "--export", str(tmp_path / "cli"), "--average-from", "3"])
+    assert ckpt.read_metadata(tmp_path / "cli")["averaged"] == agent.metadata["averaged"]
+    with pytest.raises(SystemExit):
+        ckpt.main([str(tmp_path / "avg" / "checkpoint"), "--average-from", "3"])  # without --export
+    assert "go with --export" in capsys.readouterr().err
+
+
 def test_one_member_of_a_mixture_exports_as_an_agent_with_its_recipe(tmp_path):
     models = [_model(1), _model(2)]
     recipes = [{"name": "left", "kind": "agent", "command": "cockroach-train --set name=left", "commands": ["cockroach-train --set name=left"], "training_config": {"seed": 3}}]

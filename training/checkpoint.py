@@ -720,16 +720,31 @@ def restore_numpy_rng(state: dict[str, Any]):
     return rng
 
 
-def export_agent(source: str | os.PathLike, destination: str | os.PathLike, extra: dict[str, Any] | None = None, member: str | None = None, overwrite: bool = False) -> Path:
+def export_agent(
+    source: str | os.PathLike,
+    destination: str | os.PathLike,
+    extra: dict[str, Any] | None = None,
+    member: str | None = None,
+    overwrite: bool = False,
+    average_from: int | None = None,
+) -> Path:
     """Write the weights-only (``agent``) checkpoint of ``source`` (a run, agent or mixture checkpoint) to ``destination``.
 
     The metadata is kept, less the run-only fields (optimizers, pool, progress, RNG
     states) and tensors (the exploiter's, Adam moments, snapshots); ``extra`` entries are added (e.g. the command history of a resumed run).
     A mixture exports one ``member`` (its name, or its index in the mixture): that member's weights, name and
     recipe (``mixture.recipes``: its commands, base run and training config), and ``exported_member`` (name, index, weight).
+    With ``average_from`` (a run checkpoint only) the exported weights are the uniform average of the run's current
+    policy and every policy snapshot in its pool taken at update ``average_from`` or later (stochastic weight
+    averaging; ``averaged`` in the metadata lists them).
     An existing checkpoint at ``destination`` is refused unless ``overwrite``; nothing is written when anything is refused.
     """
     checkpoint = load_checkpoint(source)
+    if average_from is not None and checkpoint.metadata["kind"] != "run":
+        raise CheckpointError(
+            f"{checkpoint.path}: average_from={average_from!r} needs a run checkpoint (its snapshot pool holds the weights to average); "
+            f"this one is of kind {checkpoint.metadata['kind']!r}"
+        )
     meta_path = _stem(Path(destination)).with_name(_stem(Path(destination)).name + ".json")
     if meta_path.resolve() == checkpoint.path.resolve():
         raise CheckpointError(f"{meta_path}: the export destination is its source checkpoint; choose another DEST")
@@ -743,8 +758,42 @@ def export_agent(source: str | os.PathLike, destination: str | os.PathLike, extr
         run_only = ("optimizer", "exploiter.optimizer", "pool", "progress", "rng", "tensors", "format", "format_version")
         meta = {k: v for k, v in checkpoint.metadata.items() if k not in run_only}
         tensors = {k: v for k, v in checkpoint.tensors.items() if k.startswith("model.")}
+        if average_from is not None:
+            tensors, meta["averaged"] = _averaged_snapshots(checkpoint, tensors, average_from)
     meta.update(kind="agent", exported_from=str(checkpoint.path), **(extra or {}))
     return save_checkpoint(destination, tensors, meta)
+
+
+def _averaged_snapshots(checkpoint: Checkpoint, tensors: dict[str, Any], average_from: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The run's policy weights ``tensors`` (``model.*``) averaged with its pool's policy snapshots from update ``average_from`` on."""
+    import torch
+
+    if isinstance(average_from, bool) or not isinstance(average_from, int) or average_from < 0:
+        raise CheckpointError(f"average_from={average_from!r} is not allowed; expected an update number, an integer >= 0")
+    meta = checkpoint.metadata
+    validate_metadata(meta, RUN_SCHEMA, checkpoint.path)
+    policy = sorted((e for e in meta["pool"] if e.get("source", "policy") == "policy"), key=lambda e: e["update"])
+    chosen = [e for e in policy if e["update"] >= average_from]
+    if not chosen:
+        taken = ", ".join(str(e["update"]) for e in policy) or "none"
+        raise CheckpointError(
+            f"{checkpoint.path}: no policy snapshot in the pool was taken at update {average_from} or later (the run is at update "
+            f"{meta['progress']['update']}; snapshots at updates: {taken}); expected average_from at most the last of them"
+        )
+    sources = [tensors]
+    for entry in chosen:
+        weights = {f"model.{k}": v for k, v in checkpoint.group(f"pool.{entry['id']}").items()}
+        if weights.keys() != tensors.keys() or any(weights[k].shape != tensors[k].shape for k in tensors):
+            raise CheckpointError(f"{checkpoint.path}: snapshot {entry['id']} (update {entry['update']}) does not have the policy's tensors and shapes")
+        sources.append(weights)
+    averaged = {k: torch.stack([s[k].double() for s in sources]).mean(0).to(tensors[k].dtype) for k in tensors}
+    record = {
+        "from_update": average_from,
+        "policy_update": meta["progress"]["update"],
+        "snapshots": [{"id": e["id"], "update": e["update"]} for e in chosen],
+        "networks": len(sources),
+    }
+    return averaged, record
 
 
 def _member_export(checkpoint: Checkpoint, member: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -774,7 +823,7 @@ def _member_export(checkpoint: Checkpoint, member: str | None) -> tuple[dict[str
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Print a checkpoint's metadata, or export its weights (``python -m training.checkpoint PATH [--export DEST [--member NAME] [--overwrite]]``)."""
+    """Print a checkpoint's metadata, or export its weights (``python -m training.checkpoint PATH [--export DEST [--member NAME | --average-from UPDATE] [--overwrite]]``)."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m training.checkpoint", description="Print the metadata of a checkpoint, or export its weights as a small agent checkpoint.")
@@ -782,12 +831,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--export", metavar="DEST", help="write the weights-only agent checkpoint DEST.{json,safetensors}")
     parser.add_argument("--member", metavar="NAME", help="with --export of a mixture: the member to export (its name or its index)")
     parser.add_argument("--overwrite", action="store_true", help="with --export: replace an existing checkpoint at DEST")
+    parser.add_argument(
+        "--average-from", metavar="UPDATE", type=int,
+        help="with --export of a run checkpoint: export the average of the policy's weights and of every policy snapshot in the run's pool "
+        "taken at UPDATE or later (stochastic weight averaging; docs/training.md)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
-    if (args.member is not None or args.overwrite) and not args.export:
-        parser.error("--member and --overwrite go with --export DEST")
+    if (args.member is not None or args.overwrite or args.average_from is not None) and not args.export:
+        parser.error("--member, --average-from and --overwrite go with --export DEST")
     try:
         if args.export:
-            print(export_agent(args.checkpoint, args.export, member=args.member, overwrite=args.overwrite))
+            print(export_agent(args.checkpoint, args.export, member=args.member, overwrite=args.overwrite, average_from=args.average_from))
             return
         meta = read_metadata(args.checkpoint)
     except CheckpointError as error:
