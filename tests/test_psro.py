@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -342,6 +343,11 @@ def test_cockroach_exploit_starts_from_a_network_outside_the_mixture(tmp_path, c
     err = capsys.readouterr().err
     assert "--start-from a_alone: the same weights as the start a; trained once" in err and "--start-from strong: the same weights as the start strong; trained once" in err
     assert not (tmp_path / "exploit_mix-from-a_alone").exists()
+    # against a single network: its own weights are one start, named so in the summary
+    assert main([str(tmp_path / "a_alone"), *argv[1:], "--start-from", str(tmp_path / "strong"), "--overwrite"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"worst over 2 starts: from (its own weights \(a_alone\)|strong \(--start-from\)), .* \(by start: its own weights \(a_alone\) [+-][\d.]+, strong \(--start-from\) [+-][\d.]+\)", out), out
+    assert [r["start_member"] for r in json.loads(report.read_text())["starts"]] == [None, "strong (--start-from)"]
     # refused before anything is trained: another network shape, a mixture, a missing file, two starts of one name, --from-scratch
     ckpt.save_checkpoint(tmp_path / "elsewhere" / "strong", {f"model.{k}": v for k, v in ActorCritic(game, [8], seed=10).state_dict().items()}, {"kind": "agent", "game_config": game.to_dict(), "model": spec, "name": "strong"})
     wide = ActorCritic(game, [16], seed=1)
