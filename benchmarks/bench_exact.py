@@ -170,9 +170,12 @@ def main() -> None:
     parser.add_argument("--json", help="also write every figure as JSON")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --plot or --json file")
     args = parser.parse_args()
+    from training.output_paths import output_file_problem
+
     for option, path in (("--plot", args.plot), ("--json", args.json)):
-        if path and Path(path).exists() and not args.overwrite:
-            parser.error(f"{option} {path} already exists; pass --overwrite to replace it, or give another path")
+        problem = output_file_problem(option, path, replace=args.overwrite)
+        if problem:
+            parser.error(problem)
 
     print("== exact NashConv of the baselines (training.exact)", flush=True)
     rows = baseline_table(["mini", "mini-3p"])

@@ -55,8 +55,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="psro_nashconv.png", help="plot of --nashconv (default psro_nashconv.png in the current directory; the docs' is benchmarks/psro_nashconv.png)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     args = parser.parse_args(argv)
-    if args.nashconv and Path(args.out).exists() and not args.overwrite:
-        parser.error(f"--out {args.out} already exists; pass --overwrite to replace it, or give another path")
+    if args.nashconv:
+        from training.output_paths import output_file_problem
+
+        problem = output_file_problem("--out", args.out, replace=args.overwrite)
+        if problem:
+            parser.error(problem)
     if args.solvers:
         return solvers(args.solvers)
     if args.scaling:

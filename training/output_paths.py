@@ -8,13 +8,14 @@ import tempfile
 from pathlib import Path
 
 
-def output_file_problem(option: str, path: str | os.PathLike | None, checkpoint: bool = False) -> str | None:
+def output_file_problem(option: str, path: str | os.PathLike | None, checkpoint: bool = False, replace: bool = True) -> str | None:
     """Why ``path`` (the value of ``option``) cannot be written, or None; creates nothing that stays.
 
     Refused: an existing directory, a missing or non-directory parent, a parent where no
     file can be created (read-only, no permission), and the metadata file of an existing
     checkpoint (writing a report there would destroy it) unless ``checkpoint`` (the
-    command writes a checkpoint there itself). ``None`` and ``-`` (stdout) pass.
+    command writes a checkpoint there itself); with ``replace=False`` (a command whose
+    ``--overwrite`` was not given), any existing file. ``None`` and ``-`` (stdout) pass.
     """
     if path is None or str(path) == "-":
         return None
@@ -22,6 +23,8 @@ def output_file_problem(option: str, path: str | os.PathLike | None, checkpoint:
     parent = target.parent if str(target.parent) else Path(".")
     if target.is_dir():
         return f"{option} {str(path)!r} is a directory; expected a file path"
+    if not replace and target.exists():
+        return f"{option} {path} already exists; pass --overwrite to replace it, or give another path"
     if not checkpoint and _is_checkpoint_metadata(target):
         return f"{option} {str(path)!r} is the metadata of a checkpoint; writing there would destroy the checkpoint: choose another file name"
     if not parent.is_dir():
