@@ -88,6 +88,18 @@ def test_bench_exploit_seeds_summarises_every_start_and_seed(tmp_path):
     assert "| `classic-2p` |" in out and "worst start by mean" in out
 
 
+def test_bench_exploit_seeds_starts_heaviest_trains_one_best_response_per_seed_from_the_heaviest_member(tmp_path):
+    from training.checkpoint import load_checkpoint, mixture_weights
+
+    names, weights = mixture_weights(load_checkpoint("classic-2p"))
+    report = tmp_path / "heaviest.json"
+    bench("bench_exploit_seeds.py", "classic-2p", "--starts", "heaviest", "--seeds", "1", "2", "--decisions", "64", "--games", "8", "--workers", "2", "--json", str(report), cwd=tmp_path)
+    runs = json.loads(report.read_text())["runs"]["classic-2p"]
+    assert len(runs) == 2 and {r["seed"] for r in runs} == {1, 2}
+    assert {r["start"] for r in runs} == {names[int(weights.argmax())]}
+    bench("bench_exploit_seeds.py", "classic-2p", "--starts", "some", cwd=tmp_path, codes=(2,))
+
+
 def test_bench_cfr_solves_mini_and_descends(tmp_path):
     out = bench("bench_cfr.py", "--iterations", "3", "--descent-steps", "2", "--skip-openspiel", cwd=tmp_path).stdout
     assert re.search(r"exploitability descent over observations from the uniform policy: 2 steps .* NashConv [\d.]+ -> [\d.]+", out)
