@@ -16,7 +16,8 @@ For each shipped checkpoint (or those named), in one run:
   the start matters by a few points.
 
 It prints a Markdown table (the README's *Shipped agents* table) and, with ``--json``,
-writes every figure.
+writes every figure, after every agent (an existing file is kept unless ``--overwrite``;
+the path is checked before any game is played).
 
     python benchmarks/bench_agents.py --games 4000 --decisions 2000000
     python benchmarks/bench_agents.py classic-3p royal-2p --games 2000 --decisions 1000000
@@ -141,17 +142,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--decisions", type=int, default=2_000_000, help="best-response budget where the tree is too large for exact evaluation (default 2,000,000)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-exploit", action="store_true", help="skip the exploitability column")
-    parser.add_argument("--json", metavar="PATH", help="also write every figure as JSON")
+    parser.add_argument("--json", metavar="PATH", help="also write every figure as JSON (rewritten after every agent)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     args = parser.parse_args(argv)
     if args.games < 1 or args.decisions < 1:
         parser.error(f"--games {args.games} and --decisions {args.decisions} must be positive integers")
+    from training.checkpoint import write_file_atomically
+    from training.output_paths import output_file_problem
+
+    problem = output_file_problem("--json", args.json, replace=args.overwrite)  # before any game is played
+    if problem:
+        parser.error(problem)
     names = args.agents or shipped_checkpoints()
     started = time.perf_counter()
     rows = []
     for name in names:
         rows.append(measure(name, args.games, args.decisions, args.seed, not args.no_exploit))
         if args.json:  # after every agent, so that a long run keeps what it measured
-            Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+            write_file_atomically(args.json, (json.dumps(rows, indent=1) + "\n").encode())
     print(f"\n{len(rows)} agents, {args.games} games per match, {time.perf_counter() - started:.0f} s wall, load average {os.getloadavg()[0]:.2f}\n")
     print(markdown(rows))
     return 0

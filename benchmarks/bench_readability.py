@@ -12,7 +12,7 @@ what a responder sees, and the agent does not read them: a best response learns 
 never lies, so its claims are all readable; ``random``'s calls are coin flips.
 
 The labels are the hidden card, used here only to score and to train the reader; no
-agent ever sees them.
+agent ever sees them. ``--json`` keeps an existing file unless ``--overwrite``.
 
     python benchmarks/bench_readability.py classic-4p heuristic random --games 5000
     python benchmarks/bench_readability.py runs/ppo_4p/final --games 2000 --json readability.json
@@ -135,14 +135,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of the deals, the agents and the reader (default 0)")
     parser.add_argument("--torch-threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     args = parser.parse_args(argv)
     if args.games < 10:
         print(f"error: --games {args.games} is not allowed; expected at least 10 games (the reader is scored on the last 20%)", file=sys.stderr)
         return 2
+    from training.output_paths import output_file_problem
+
+    problem = output_file_problem("--json", args.json, replace=args.overwrite)  # before any game is played
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     import torch
 
     from cockroach_env.config import GameConfig
-    from training.checkpoint import CheckpointError, load_checkpoint
+    from training.checkpoint import CheckpointError, load_checkpoint, write_file_atomically
 
     torch.set_num_threads(max(1, args.torch_threads))
     config = None
@@ -176,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{spec:<24} {r['responses']:>9} {pct(r['truth_rate']):>6} {pct(r['base_rate_accuracy']):>6} {pct(r['reader_accuracy']):>7} {pct(r['own_call_accuracy']):>9} "
               f"{pct(r['reader_accuracy_on_calls']):>15} {ratio:>12} {pct(r['peek_rate']):>6} {r['seconds']:>5.0f}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"config": config.to_dict(), "seed": args.seed, "results": results}, indent=1) + "\n")
+        write_file_atomically(args.json, (json.dumps({"config": config.to_dict(), "seed": args.seed, "results": results}, indent=1) + "\n").encode())
     return 0
 
 

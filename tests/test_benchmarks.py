@@ -139,6 +139,27 @@ def test_bench_psro_keeps_an_existing_plot_unless_told_to_replace_it(tmp_path):
     assert (tmp_path / "psro_nashconv.png").read_bytes() == b"mine"
 
 
+
+@pytest.mark.parametrize("script, args", [
+    ("bench_agents.py", ["mini", "--games", "8", "--no-exploit"]),
+    ("bench_exploit_seeds.py", ["mini", "--seeds", "1", "--decisions", "64", "--games", "8", "--workers", "1"]),
+    ("bench_readability.py", ["heuristic", "--games", "10"]),
+])
+def test_a_benchmark_keeps_an_existing_report_unless_told_to_replace_it(tmp_path, script, args):
+    """Hours of measurement are a user's saved work: an existing ``--json`` file is refused before any work, a
+    path that cannot be written too (not after the run), and ``--overwrite`` replaces the file."""
+    report = tmp_path / "report.json"
+    report.write_text("mine")
+    done = bench(script, *args, "--json", str(report), cwd=tmp_path, codes=(2,))
+    assert f"--json {report} already exists; pass --overwrite" in done.stderr and report.read_text() == "mine"
+    assert done.stdout == ""  # refused before anything was measured
+    missing = tmp_path / "no-such-directory" / "report.json"
+    done = bench(script, *args, "--json", str(missing), cwd=tmp_path, codes=(2,))
+    assert f"the directory {str(missing.parent)!r} does not exist" in done.stderr and not missing.parent.exists()
+    bench(script, *args, "--json", str(report), "--overwrite", cwd=tmp_path)
+    assert json.loads(report.read_text())  # replaced by the measurement
+    assert [p.name for p in tmp_path.iterdir() if p.name != "report.json"] == []  # no temporary file left behind
+
 def test_bench_integrations_names_the_extra_a_skipped_route_needs(tmp_path):
     done = bench("bench_integrations.py", "--only", "throughput", "--seconds", "0.2", "--rounds", "1", "--libraries", "sb3", cwd=tmp_path)
     skipped = re.search(r"^sb3: skipped \(No module named '(\w+)'\); pip install '\.\[(\w+)\]'$", done.stdout, re.M)
