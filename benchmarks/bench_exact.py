@@ -125,7 +125,7 @@ def ppo_curve(stages: list[float], output_dir: Path) -> list[tuple[float, float,
         subprocess.run(command, check=True, cwd=ROOT, stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)})
         with open(output_dir / "ppo_mini" / "metrics.csv") as handle:
             last = list(csv.DictReader(handle))[-1]
-        report = output_dir / "exact.json"
+        report = output_dir / f"exact{k}.json"  # one per stage: cockroach-exploit keeps an existing report
         subprocess.run([sys.executable, "-m", "training.exploitability", str(output_dir / "ppo_mini" / "final"), "--exact", "--json", str(report)],
                        check=True, cwd=ROOT, stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)})
         value = json.loads(report.read_text())["nash_conv"]

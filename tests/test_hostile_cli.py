@@ -103,3 +103,29 @@ def test_exploit_paths_are_checked_before_training(tmp_path, capsys, monkeypatch
         err = capsys.readouterr().err
         assert fragment in err and "Traceback" not in err, (extra, err)
     assert saved.read_bytes() == before
+
+
+def test_exploit_keeps_an_existing_report_unless_told_to_replace_it(tmp_path, capsys, monkeypatch):
+    """A best response's report is minutes to hours of work: ``--json`` onto an existing file is refused before
+    any training, ``--overwrite`` replaces it (with the run), and ``--json -`` goes to stdout, creating no file."""
+    import json
+
+    import training.ppo
+    from training.exploitability import main as exploit
+
+    report = tmp_path / "exploit.json"
+    report.write_text("mine")
+    with monkeypatch.context() as patched:
+        patched.setattr(training.ppo, "train", lambda *a, **k: pytest.fail("trained before the report's path was checked"))
+        assert exploit(["classic-2p", "--decisions", "64", "--games", "4", "--output-dir", str(tmp_path / "runs"), "--json", str(report)]) == 2
+        assert exploit(["honest", "--exact", "--preset", "mini", "--json", str(report)]) == 2
+    err = capsys.readouterr().err
+    assert err.count(f"--json {report} already exists; pass --overwrite") == 2 and report.read_text() == "mine"
+    assert not (tmp_path / "runs").exists()
+    assert exploit(["honest", "--exact", "--preset", "mini", "--json", str(report), "--overwrite"]) == 0
+    assert json.loads(report.read_text())["nash_conv"] > 0
+    monkeypatch.chdir(tmp_path)
+    assert exploit(["honest", "--exact", "--preset", "mini", "--json", "-"]) == 0
+    out = capsys.readouterr().out
+    assert json.loads(out[out.index("\n{") + 1:])["nash_conv"] > 0 and not (tmp_path / "-").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["exploit.json"]  # no temporary file left behind

@@ -270,8 +270,8 @@ def test_cockroach_exploit_trains_against_a_mixture_drawn_per_seat_and_game(tmp_
     save_mixture_checkpoint(tmp_path / "mix", models, [0.3, 0.7], ["a", "b"], meta)
     report = tmp_path / "report.json"
     sets = ["ppo.num_envs=16", "ppo.num_steps=8", "evaluation.every=0", "schedule.checkpoint_every=2"]
-    argv = [str(tmp_path / "mix"), "--decisions", "256", "--games", "30", "--output-dir", str(tmp_path), "--json", str(report), "--no-progress"]
-    assert main(argv + [a for s in sets for a in ("--set", s)]) == 0
+    argv = [str(tmp_path / "mix"), "--decisions", "256", "--games", "30", "--output-dir", str(tmp_path), "--no-progress"]
+    assert main(argv + ["--json", str(report)] + [a for s in sets for a in ("--set", s)]) == 0
     result = json.loads(report.read_text())
     assert result["mixture_members"] == 2 and result["games"] == 30 and result["parity"] == pytest.approx(1 / 3)
     run = ckpt.read_metadata(tmp_path / "exploit_mix" / "checkpoint")
@@ -279,26 +279,27 @@ def test_cockroach_exploit_trains_against_a_mixture_drawn_per_seat_and_game(tmp_
     assert run["training_config"]["opponents"]["population"] == 1.0 and run["training_config"]["opponents"]["baselines"] == {}
     assert result["start_member"] == "b"  # the heaviest member by default
     # from another member: its own run directory, recorded in the report
-    assert main([*argv, "--start-member", "a", *[a for s in sets for a in ("--set", s)]]) == 0
-    assert json.loads(report.read_text())["start_member"] == "a" and (tmp_path / "exploit_mix-from-a" / "final.json").exists()
+    from_a, every_report = tmp_path / "from-a.json", tmp_path / "every.json"  # cockroach-exploit keeps an existing report
+    assert main([*argv, "--json", str(from_a), "--start-member", "a", *[a for s in sets for a in ("--set", s)]]) == 0
+    assert json.loads(from_a.read_text())["start_member"] == "a" and (tmp_path / "exploit_mix-from-a" / "final.json").exists()
     capsys.readouterr()
     assert main([*argv, "--start-member", "c"]) == 2 and "--start-member 'c' is not allowed; expected one of its members ['a', 'b']" in capsys.readouterr().err
     assert main([*argv, "--start-member", "a", "--from-scratch"]) == 2 and "--from-scratch starts from a random network" in capsys.readouterr().err
     # every start: the runs are checked before any is trained (from-a exists), then one run per member, the worst reported
-    every = [*argv, "--start-member", "all", *[a for s in sets for a in ("--set", s)]]
+    every = [*argv, "--json", str(every_report), "--start-member", "all", *[a for s in sets for a in ("--set", s)]]
     assert main(every) == 2 and "exploit_mix-from-a already holds a best-response run" in capsys.readouterr().err
     assert not (tmp_path / "exploit_mix-from-b").exists()
     assert main([*every, "--overwrite"]) == 0
-    result = json.loads(report.read_text())
+    result = json.loads(every_report.read_text())
     assert [r["start_member"] for r in result["starts"]] == ["a", "b"] and (tmp_path / "exploit_mix-from-b" / "final.json").exists()
     worst = min(result["starts"], key=lambda r: r["best_response_loss_rate"])
     assert result["start_member"] == worst["start_member"] and result["best_response_loss_rate"] == worst["best_response_loss_rate"]
     assert "worst over 2 starts: from " in capsys.readouterr().out
     # a minimum weight that leaves one start; one that leaves none; one without "all"; one out of range
     assert main([*every, "--overwrite", "--min-start-weight", "0.5"]) == 0
-    one = json.loads(report.read_text())
+    one = json.loads(every_report.read_text())
     assert "starts" not in one and one["start_member"] == "b" and "worst over" not in capsys.readouterr().out
-    assert main([*every, "--min-start-weight", "0.8"]) == 2 and "--min-start-weight 0.8 leaves no start; the members' weights are {'a': 0.3, 'b': 0.7}" in capsys.readouterr().err
+    assert main([*every, "--overwrite", "--min-start-weight", "0.8"]) == 2 and "--min-start-weight 0.8 leaves no start; the members' weights are {'a': 0.3, 'b': 0.7}" in capsys.readouterr().err
     assert main([*argv, "--min-start-weight", "0.5"]) == 2 and "only used with --start-member all" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main([*every, "--min-start-weight", "1.5"])
@@ -359,7 +360,7 @@ def test_cockroach_exploit_starts_from_a_network_outside_the_mixture(tmp_path, c
         (["--start-from", str(tmp_path / "strong"), "--start-from", str(tmp_path / "elsewhere" / "strong")], "are named twice"),
         (["--start-from", str(tmp_path / "strong"), "--from-scratch"], "--start-from is not allowed with --from-scratch"),
     ):
-        assert main([*argv[:5], "--output-dir", str(tmp_path / "refused"), *argv[7:], *extra]) == 2
+        assert main([*argv[:5], "--output-dir", str(tmp_path / "refused"), *argv[9:], *extra]) == 2  # without --json (report.json exists)
         assert message in capsys.readouterr().err
         assert not (tmp_path / "refused").exists()
 

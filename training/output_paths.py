@@ -23,10 +23,10 @@ def output_file_problem(option: str, path: str | os.PathLike | None, checkpoint:
     parent = target.parent if str(target.parent) else Path(".")
     if target.is_dir():
         return f"{option} {str(path)!r} is a directory; expected a file path"
+    if not checkpoint and _is_checkpoint_metadata(target):  # before "exists": --overwrite would not make this one safe
+        return f"{option} {str(path)!r} is the metadata of a checkpoint; writing there would destroy the checkpoint: choose another file name"
     if not replace and target.exists():
         return f"{option} {path} already exists; pass --overwrite to replace it, or give another path"
-    if not checkpoint and _is_checkpoint_metadata(target):
-        return f"{option} {str(path)!r} is the metadata of a checkpoint; writing there would destroy the checkpoint: choose another file name"
     if not parent.is_dir():
         why = "does not exist" if not parent.exists() else "is not a directory"
         return f"{option} {str(path)!r}: the directory {str(parent)!r} {why}; expected a file path in an existing directory"
