@@ -172,9 +172,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         if not args.quiet:
             print(format_result(result))
-        if args.json:
-            with open(args.json, "w") as handle:
-                json.dump(result.to_json(), handle, indent=2)
+        if args.json:  # through a temporary file and one rename: a kill never leaves a torn report
+            from training.checkpoint import write_file_atomically
+
+            write_file_atomically(args.json, (json.dumps(result.to_json(), indent=2) + "\n").encode())
     if args.plot:
         plot_result(result, args.plot)
     return 0
