@@ -100,6 +100,28 @@ def test_bench_exploit_seeds_starts_heaviest_trains_one_best_response_per_seed_f
     bench("bench_exploit_seeds.py", "classic-2p", "--starts", "some", cwd=tmp_path, codes=(2,))
 
 
+
+def test_bench_exploit_seeds_keeps_the_best_responses_where_told(tmp_path):
+    """``--keep-runs DIR``: every best response stays under DIR, named in the JSON (loadable: the next exploiters of a
+    double oracle); a DIR that holds anything, or is a file, is refused before any training."""
+    from training.checkpoint import load_checkpoint
+
+    keep, report = tmp_path / "kept", tmp_path / "kept.json"
+    bench("bench_exploit_seeds.py", "mini", "--seeds", "1", "2", "--decisions", "64", "--games", "8", "--workers", "2", "--keep-runs", str(keep), "--json", str(report), cwd=tmp_path)
+    runs = json.loads(report.read_text())["runs"]["mini"]
+    assert len(runs) == 2 and len({r["best_response_checkpoint"] for r in runs}) == 2
+    for run in runs:
+        path = Path(run["best_response_checkpoint"])
+        assert keep in path.parents and load_checkpoint(path).game_config.num_players == 2
+    before = sorted(str(p) for p in keep.rglob("*"))
+    done = bench("bench_exploit_seeds.py", "mini", "--seeds", "3", "--decisions", "64", "--keep-runs", str(keep), cwd=tmp_path, codes=(2,))
+    assert f"--keep-runs {str(keep)!r} already holds 0-mini; expected a new or empty directory" in done.stderr
+    assert sorted(str(p) for p in keep.rglob("*")) == before and done.stdout == ""
+    done = bench("bench_exploit_seeds.py", "mini", "--decisions", "64", "--keep-runs", str(report), cwd=tmp_path, codes=(2,))
+    assert "is a file; expected a new or empty directory" in done.stderr
+    done = bench("bench_exploit_seeds.py", "mini", "--seeds", "1", "--decisions", "64", "--games", "8", "--json", str(tmp_path / "temp.json"), cwd=tmp_path)
+    assert "best_response_checkpoint" not in json.loads((tmp_path / "temp.json").read_text())["runs"]["mini"][0]  # deleted with its temporary directory
+
 def test_bench_cfr_solves_mini_and_descends(tmp_path):
     out = bench("bench_cfr.py", "--iterations", "3", "--descent-steps", "2", "--skip-openspiel", cwd=tmp_path).stdout
     assert re.search(r"exploitability descent over observations from the uniform policy: 2 steps .* NashConv [\d.]+ -> [\d.]+", out)
