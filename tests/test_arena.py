@@ -261,7 +261,11 @@ def test_cli_without_rule_options_plays_the_rules_of_the_first_checkpoint(tmp_pa
     assert GameConfig(**json.loads(out.read_text())["config"]) == GameConfig.from_options("mini", recall=True)
     assert eval_cli.main(["mini", "mini-recall", "--games", "4", "--quiet"]) == 2  # the first checkpoint's rules: mini without recall
     assert "play it with recall=True" in capsys.readouterr().err
-    assert eval_cli.main(["mini-recall", "mini", "--games", "4", "--json", str(out), "--quiet"]) == 0  # mini reads the recall observation's prefix
+    before = out.read_text()
+    assert eval_cli.main(["mini-recall", "mini", "--games", "4", "--json", str(out), "--quiet"]) == 2 and out.read_text() == before
+    assert f"--json {out} already exists; pass --overwrite" in capsys.readouterr().err  # a report is kept, checked before any game
+    assert eval_cli.main(["mini-recall", "mini", "--games", "4", "--json", str(out), "--quiet", "--overwrite"]) == 0  # mini reads the recall observation's prefix
+    assert json.loads(out.read_text())["lineup"] != json.loads(before)["lineup"]
     assert eval_cli.main(["classic-4p", "heuristic", "--games", "4", "--quiet"]) == 2  # 4-player rules for a 2-seat lineup: the default 2-player rules, refused by name
     assert "trained for 4-player classic" in capsys.readouterr().err
 

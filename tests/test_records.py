@@ -120,3 +120,11 @@ def test_save_games_arguments_are_checked_before_any_game(tmp_path, capsys):
         assert message in capsys.readouterr().err
     assert eval_cli.main(["heuristic", "random", "--games", "4", "--quiet", "--save-games", "2", str(tmp_path / "ok")]) == 0
     assert sorted(p.name for p in (tmp_path / "ok").iterdir()) == ["game-00000.json", "game-00001.json"]
+    # a second match into the same directory keeps the first one's records unless told to replace them
+    first = {p.name: p.read_bytes() for p in (tmp_path / "ok").iterdir()}
+    assert eval_cli.main(["random", "heuristic", "--games", "4", "--quiet", "--save-games", "1", str(tmp_path / "ok")]) == 2
+    assert "already holds 2 game records (game-00000.json, game-00001.json); pass --overwrite" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in (tmp_path / "ok").iterdir()} == first
+    assert eval_cli.main(["random", "heuristic", "--games", "4", "--quiet", "--save-games", "1", str(tmp_path / "ok"), "--overwrite"]) == 0
+    assert load_record(str(tmp_path / "ok" / "game-00000.json"))["players"]["player_0"] == "random"  # the new match's first game
+    assert (tmp_path / "ok" / "game-00000.json").read_bytes() != first["game-00000.json"]

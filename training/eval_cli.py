@@ -56,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", metavar="PATH", default=None, help="write the results as JSON to PATH ('-' for stdout, replacing the table)")
     parser.add_argument("--plot", metavar="PNG", default=None, help="write a bar chart of loss rates with 95%% intervals")
     parser.add_argument("--save-games", nargs=2, metavar=("N", "DIR"), default=None, help="save the first N games as JSON game records in DIR (replay one with cockroach-replay)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --json or --plot file, and earlier game records in the --save-games DIR")
     parser.add_argument("--quiet", action="store_true", help="no table and no progress bar")
     add_torch_threads_option(parser, 0, "torch's own; with --ray, in this process only, the tasks keep Ray's setting")
     return parser
@@ -73,7 +74,7 @@ def _game_saver(args: argparse.Namespace):
         count = int(count)
     except ValueError:
         raise ValueError(f"--save-games N {count!r} is not allowed; expected a positive integer") from None
-    return GameSaver(count, directory)
+    return GameSaver(count, directory, replace=args.overwrite)
 
 
 def _rules_given(args: argparse.Namespace) -> bool:
@@ -135,7 +136,7 @@ def _parse_value(text: str) -> Any:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    problem = output_file_problem("--json", args.json) or output_file_problem("--plot", args.plot)  # before any game is played
+    problem = output_file_problem("--json", args.json, replace=args.overwrite) or output_file_problem("--plot", args.plot, replace=args.overwrite)  # before any game is played
     if problem:
         print(f"cockroach-eval: error: {problem}", file=sys.stderr)
         return 2

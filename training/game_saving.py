@@ -10,6 +10,7 @@ statistics count, on either engine. ``cockroach-replay`` turns one into a page.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import numpy as np
@@ -18,9 +19,13 @@ from cockroach_env.config import GameConfig
 from cockroach_env.env import raw_env
 from cockroach_env.record import deal_of, game_record, save_record
 
+RECORD_NAME = re.compile(r"game-\d{5,}\.json")
+"""The file name of a saved game (``game-00000.json``, ...)."""
+
 
 class GameSaver:
-    def __init__(self, count: Any, directory: str):
+    def __init__(self, count: Any, directory: str, replace: bool = False):
+        """Saves the first ``count`` games of a match in ``directory``; earlier game records there are refused unless ``replace``."""
         if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
             raise ValueError(f"--save-games count {count!r} is not allowed; expected a positive integer")
         if os.path.exists(directory) and not os.path.isdir(directory):
@@ -30,6 +35,10 @@ class GameSaver:
             raise ValueError(f"--save-games directory {directory!r}: its parent {parent!r} does not exist")
         if not os.access(directory if os.path.isdir(directory) else parent, os.W_OK):
             raise ValueError(f"--save-games directory {directory!r} is not writable")
+        earlier = sorted(name for name in os.listdir(directory) if RECORD_NAME.fullmatch(name)) if os.path.isdir(directory) else []
+        if earlier and not replace:
+            shown = ", ".join(earlier[:3]) + (", ..." if len(earlier) > 3 else "")
+            raise ValueError(f"--save-games directory {directory!r} already holds {len(earlier)} game records ({shown}); pass --overwrite to replace them, or choose another directory")
         self.count = int(count)
         self.directory = directory
         self.actions: dict[int, list[int]] = {}
