@@ -57,6 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if os.path.isdir(output):
         print(f"cockroach-replay: error: -o {output!r} is a directory; expected a file name", file=sys.stderr)
         return 2
+    if os.path.exists(output) and os.path.exists(args.game) and os.path.samefile(output, args.game):
+        print(f"cockroach-replay: error: -o {output!r} is the game record itself; writing there would destroy it: choose another file name", file=sys.stderr)
+        return 2
     try:
         record = load_record(args.game)
         html = replay_html(record)

@@ -95,6 +95,9 @@ def test_cockroach_replay_writes_one_offline_page(tmp_path, capsys):
     assert replay.main([str(tmp_path / "nope.json"), "-o", str(tmp_path / "x.html")]) == 2
     assert replay.main([str(path), "-o", str(tmp_path / "no" / "x.html")]) == 2
     assert "does not exist" in capsys.readouterr().err
+    before = path.read_bytes()
+    assert replay.main([str(path), "-o", str(path)]) == 2 and path.read_bytes() == before  # the record is never its own page
+    assert "is the game record itself" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("engine", ["aec", "batched"])
