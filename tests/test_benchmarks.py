@@ -115,7 +115,7 @@ def test_bench_exploit_seeds_keeps_the_best_responses_where_told(tmp_path):
         assert keep in path.parents and load_checkpoint(path).game_config.num_players == 2
     before = sorted(str(p) for p in keep.rglob("*"))
     done = bench("bench_exploit_seeds.py", "mini", "--seeds", "3", "--decisions", "64", "--keep-runs", str(keep), cwd=tmp_path, codes=(2,))
-    assert f"--keep-runs {str(keep)!r} already holds 0-mini; expected a new or empty directory" in done.stderr
+    assert f"--keep-runs {str(keep)!r} already holds 0-mini; expected a new or empty directory (earlier files are kept)" in done.stderr
     assert sorted(str(p) for p in keep.rglob("*")) == before and done.stdout == ""
     done = bench("bench_exploit_seeds.py", "mini", "--decisions", "64", "--keep-runs", str(report), cwd=tmp_path, codes=(2,))
     assert "is a file; expected a new or empty directory" in done.stderr

@@ -63,10 +63,31 @@ def run_dir_problem(run_dir: Path, resume: bool, overwrite: bool) -> str | None:
     if not resume and not overwrite and existing:
         shown = ", ".join(existing[:8]) + (", ..." if len(existing) > 8 else "")
         return f"{run_dir} already holds a run ({shown}); pass --resume to continue it, --overwrite to start again (replacing its files), or --set name=..."
+    why = _unwritable(run_dir)
+    return None if why is None else f"cannot write to the run directory {run_dir}: {why} (check output_dir={str(run_dir.parent)!r} and its permissions)"
+
+
+def new_directory_problem(option: str, directory: Path) -> str | None:
+    """Why ``directory`` (the value of ``option``) cannot take a command's new files, or None, having created it:
+    it must be new or empty, so that earlier files there are kept and never mixed with the new ones."""
     try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=run_dir):
+        if directory.exists() and not directory.is_dir():
+            return f"{option} {str(directory)!r} is a file; expected a new or empty directory"
+        held = sorted(entry.name for entry in os.scandir(directory)) if directory.is_dir() else []
+    except OSError as error:
+        return f"{option} {str(directory)!r}: cannot read it ({error.strerror or error})"
+    if held:
+        return f"{option} {str(directory)!r} already holds {', '.join(held[:4])}{', ...' if len(held) > 4 else ''}; expected a new or empty directory (earlier files are kept)"
+    why = _unwritable(directory)
+    return None if why is None else f"{option} {str(directory)!r}: cannot write there ({why})"
+
+
+def _unwritable(directory: Path) -> str | None:
+    """Why no file can be created in ``directory`` (created with its parents if missing), or None."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
             pass
     except OSError as error:
-        return f"cannot write to the run directory {run_dir}: {error.strerror or error} (check output_dir={str(run_dir.parent)!r} and its permissions)"
+        return str(error.strerror or error)
     return None
