@@ -147,8 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.games < 1 or args.decisions < 1:
         parser.error(f"--games {args.games} and --decisions {args.decisions} must be positive integers")
-    from training.checkpoint import write_file_atomically
-    from training.output_paths import output_file_problem
+    from training.output_paths import output_file_problem, write_json_report
 
     problem = output_file_problem("--json", args.json, replace=args.overwrite)  # before any game is played
     if problem:
@@ -159,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         rows.append(measure(name, args.games, args.decisions, args.seed, not args.no_exploit))
         if args.json:  # after every agent, so that a long run keeps what it measured
-            write_file_atomically(args.json, (json.dumps(rows, indent=1) + "\n").encode())
+            write_json_report(args.json, rows)
     print(f"\n{len(rows)} agents, {args.games} games per match, {time.perf_counter() - started:.0f} s wall, load average {os.getloadavg()[0]:.2f}\n")
     print(markdown(rows))
     return 0

@@ -21,7 +21,6 @@ agent ever sees them. ``--json`` keeps an existing file unless ``--overwrite``.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -140,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.games < 10:
         print(f"error: --games {args.games} is not allowed; expected at least 10 games (the reader is scored on the last 20%)", file=sys.stderr)
         return 2
-    from training.output_paths import output_file_problem
+    from training.output_paths import output_file_problem, write_json_report
 
     problem = output_file_problem("--json", args.json, replace=args.overwrite)  # before any game is played
     if problem:
@@ -149,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from cockroach_env.config import GameConfig
-    from training.checkpoint import CheckpointError, load_checkpoint, write_file_atomically
+    from training.checkpoint import CheckpointError, load_checkpoint
 
     torch.set_num_threads(max(1, args.torch_threads))
     config = None
@@ -183,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{spec:<24} {r['responses']:>9} {pct(r['truth_rate']):>6} {pct(r['base_rate_accuracy']):>6} {pct(r['reader_accuracy']):>7} {pct(r['own_call_accuracy']):>9} "
               f"{pct(r['reader_accuracy_on_calls']):>15} {ratio:>12} {pct(r['peek_rate']):>6} {r['seconds']:>5.0f}")
     if args.json:
-        write_file_atomically(args.json, (json.dumps({"config": config.to_dict(), "seed": args.seed, "results": results}, indent=1) + "\n").encode())
+        write_json_report(args.json, {"config": config.to_dict(), "seed": args.seed, "results": results})
     return 0
 
 

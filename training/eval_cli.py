@@ -20,14 +20,13 @@ the JSON schema. Exit status: 0 on success, 2 on bad input or a misbehaving agen
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any, Sequence
 
 from cockroach_env.config import PRESETS, GameConfig
 from training.arena import ENGINES, ArenaError, MatchResult, expand_lineup, play_league, play_match
 from training.distributed import add_ray_option, add_torch_threads_option, use_torch_threads
-from training.output_paths import output_file_problem
+from training.output_paths import output_file_problem, write_json_report
 from training.report import describe_config, format_result
 
 
@@ -167,16 +166,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ArenaError, ValueError) as error:
         print(f"cockroach-eval: error: {error}", file=sys.stderr)
         return 2
-    if args.json == "-":
-        json.dump(result.to_json(), sys.stdout, indent=2)
-        print()
-    else:
-        if not args.quiet:
-            print(format_result(result))
-        if args.json:  # through a temporary file and one rename: a kill never leaves a torn report
-            from training.checkpoint import write_file_atomically
-
-            write_file_atomically(args.json, (json.dumps(result.to_json(), indent=2) + "\n").encode())
+    if args.json != "-" and not args.quiet:  # '-': the JSON replaces the table on stdout
+        print(format_result(result))
+    if args.json:
+        write_json_report(args.json, result.to_json(), indent=2)
     if args.plot:
         plot_result(result, args.plot)
     return 0

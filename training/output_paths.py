@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import sys
 import tempfile
 from pathlib import Path
 
@@ -37,6 +39,19 @@ def output_file_problem(option: str, path: str | os.PathLike | None, checkpoint:
         return f"{option} {str(path)!r}: cannot create a file in {str(parent)!r} ({error.strerror or error})"
     return None
 
+
+
+def write_json_report(path: str | os.PathLike, data, indent: int = 1) -> None:
+    """Write a command's ``--json`` report (checked first by ``output_file_problem``): to stdout for ``-``, else
+    through a temporary file and one rename, so that a kill never leaves a torn report."""
+    text = json.dumps(data, indent=indent) + "\n"
+    if str(path) == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    from training.checkpoint import write_file_atomically  # here: training.checkpoint is heavy, and most callers only check paths
+
+    write_file_atomically(path, text.encode())
 
 def _is_checkpoint_metadata(path: Path) -> bool:
     """Whether ``path`` is an existing checkpoint's JSON metadata (its ``format`` field, read from the first bytes)."""
