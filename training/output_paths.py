@@ -40,7 +40,6 @@ def output_file_problem(option: str, path: str | os.PathLike | None, checkpoint:
     return None
 
 
-
 def write_json_report(path: str | os.PathLike, data, indent: int = 1) -> None:
     """Write a command's ``--json`` report (checked first by ``output_file_problem``): to stdout for ``-``, else
     through a temporary file and one rename, so that a kill never leaves a torn report."""
@@ -52,6 +51,7 @@ def write_json_report(path: str | os.PathLike, data, indent: int = 1) -> None:
     from training.checkpoint import write_file_atomically  # here: training.checkpoint is heavy, and most callers only check paths
 
     write_file_atomically(path, text.encode())
+
 
 def _is_checkpoint_metadata(path: Path) -> bool:
     """Whether ``path`` is an existing checkpoint's JSON metadata (its ``format`` field, read from the first bytes)."""
