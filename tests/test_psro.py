@@ -202,8 +202,8 @@ def test_the_psro_config_is_validated():
 
     with pytest.raises(ConfigError, match=r"meta_solver='nash' is not allowed; expected one of \['alpharank', 'prd', 'regret_matching', 'uniform'\]"):
         load_config(None, ["psro.meta_solver=nash"])
-    with pytest.raises(ConfigError, match=r"algorithm='nfsp' is not allowed; expected one of \['ppo', 'psro', 'cfr'\]"):
-        load_config(None, ["algorithm=nfsp"])
+    with pytest.raises(ConfigError, match=r"algorithm='dqn' is not allowed; expected one of \['ppo', 'psro', 'cfr', 'nfsp'\]"):
+        load_config(None, ["algorithm=dqn"])
     with pytest.raises(ConfigError, match=r"iterations=0 is not allowed"):
         load_config(None, ["psro.iterations=0"])
     for share in ("0", "1.5"):

@@ -1,10 +1,11 @@
-"""``cockroach-train``: train a self-play PPO agent (or, with ``algorithm: psro``, a PSRO mixture; with ``algorithm: cfr``, CFR on a small rule set's exact tree, distilled into a network) from a YAML config.
+"""``cockroach-train``: train a self-play PPO agent (or, with ``algorithm: psro``, a PSRO mixture; with ``algorithm: cfr``, CFR on a small rule set's exact tree, distilled into a network; with ``algorithm: nfsp``, NFSP's average policy) from a YAML config.
 
     cockroach-train --config configs/ppo_4p.yaml
     cockroach-train --config configs/ppo_4p.yaml --set ppo.learning_rate=1e-3 --set seed=2
     cockroach-train --config configs/ppo_4p.yaml --resume      # continue runs/ppo_4p
     cockroach-train --config configs/psro_2p.yaml --ray        # PSRO, its iterations' pieces on a local Ray cluster
     cockroach-train --config configs/cfr_mini.yaml             # CFR on mini's exact tree -> runs/cfr_mini/final
+    cockroach-train --config configs/nfsp_4p.yaml --init-from classic-4p   # NFSP: runs/nfsp_4p/final is the average policy
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         train = partial(train_psro, ray_address=args.ray)
     elif config.algorithm == "cfr":
         from training.cfr import train
+    elif config.algorithm == "nfsp":
+        from training.nfsp import train
     else:
         from training.ppo import train
 

@@ -1,7 +1,7 @@
 """Training configuration: dataclasses loaded from YAML and validated.
 
 A config file is a YAML mapping whose sections match the dataclasses below
-(``game``, ``ppo``, ``model``, ``opponents``, ``schedule``, ``evaluation``, ``psro``, ``cfr``) plus a few
+(``game``, ``ppo``, ``model``, ``opponents``, ``schedule``, ``evaluation``, ``psro``, ``cfr``, ``nfsp``) plus a few
 top-level keys (``name``, ``seed``, ``device``, ``output_dir``, ``torch_threads``).
 Every key is checked: an unknown key is an error that names it and lists the allowed
 keys, and a bad value is an error that names the value and what is allowed. Anything
@@ -134,7 +134,7 @@ class OpponentConfig:
     exploiter: float = 0.0
     """Weight of games against the exploiter: a second network, trained at the same time, in one seat and the policy in all the others. It learns to beat the current policy, and the policy learns from the same games to close the weaknesses it finds (0: no exploiter)."""
     population: float = 0.0
-    """Weight of games against a fixed population given by the caller (a PSRO best response's opponents, ``cockroach-exploit`` against a mixture): the learner takes ``learner_seats`` seats and every other seat draws its own member for the game, with the population's weights."""
+    """Weight of games against a fixed population given by the caller (a PSRO best response's opponents, ``cockroach-exploit`` against a mixture): the learner takes ``learner_seats`` seats and every other seat draws its own member for the game, with the population's weights. With ``algorithm: nfsp``: the weight of games against the average policy (required > 0)."""
     exploiter_reset_every: int = 0
     """Updates between exploiter resets: its weights enter the snapshot pool, and it starts again from the current policy (0: never reset)."""
     exploiter_learning_rate: float | None = None
@@ -220,7 +220,7 @@ class EvalConfig:
                 raise ConfigError(f"{where}: opponents: unknown baseline {name!r}; expected names from {baseline_names()}")
 
 
-ALGORITHMS = ("ppo", "psro", "cfr")
+ALGORITHMS = ("ppo", "psro", "cfr", "nfsp")
 
 
 @dataclass
@@ -251,6 +251,27 @@ class PSROConfig:
             _require(where, name, getattr(self, name), getattr(self, name) >= 1, "an integer >= 1")
         _require(where, "meta_solver", self.meta_solver, self.meta_solver in SOLVERS, f"one of {sorted(SOLVERS)}")
         _require(where, "population_share", self.population_share, 0 < self.population_share <= 1, "a number in (0, 1]")
+
+
+@dataclass
+class NFSPConfig:
+    """Neural fictitious self-play (``algorithm: nfsp``, ``training.nfsp``): the PPO policy is the best response, and an average policy is fitted to all its past decisions; ``opponents.population`` is the weight of the tables against the average policy."""
+
+    reservoir_size: int = 3_000_000
+    """Decisions of the best response kept for the average policy's supervised learning: a uniform sample of all its decisions since the run began (reservoir sampling). About 160 bytes each on 4 players, in memory and in the run checkpoint."""
+    sl_steps: int = 4
+    """Supervised steps (cross-entropy on the reservoir) of the average policy per PPO update."""
+    sl_batch_size: int = 4096
+    """Reservoir decisions per supervised step (drawn with replacement); no step runs before the reservoir holds this many."""
+    sl_learning_rate: float = 3e-4
+    """Adam learning rate of the average policy."""
+
+    def validate(self, where: str) -> None:
+        for name in ("reservoir_size", "sl_batch_size"):
+            _require(where, name, getattr(self, name), getattr(self, name) >= 1, "an integer >= 1")
+        _require(where, "sl_steps", self.sl_steps, self.sl_steps >= 0, "an integer >= 0")
+        _require(where, "sl_learning_rate", self.sl_learning_rate, self.sl_learning_rate > 0, "a number > 0")
+        _require(where, "sl_batch_size", self.sl_batch_size, self.sl_batch_size <= self.reservoir_size, f"an integer <= reservoir_size ({self.reservoir_size})")
 
 
 CFR_VARIANTS = ("cfr+", "dcfr", "linear", "cfr")
@@ -302,7 +323,7 @@ class TrainConfig:
     name: str = "ppo"
     """Run name; the run directory is ``output_dir/name``."""
     algorithm: str = "ppo"
-    """``ppo`` (self-play PPO, ``training.ppo``), ``psro`` (a population and its solved meta-game, ``training.psro``, with the ``psro`` settings) or ``cfr`` (regret minimisation over the exact tree of a small rule set, ``training.cfr``, with the ``cfr`` settings)."""
+    """``ppo`` (self-play PPO, ``training.ppo``), ``psro`` (a population and its solved meta-game, ``training.psro``, with the ``psro`` settings), ``cfr`` (regret minimisation over the exact tree of a small rule set, ``training.cfr``, with the ``cfr`` settings) or ``nfsp`` (neural fictitious self-play: the PPO policy as best response and an average policy fitted to its decisions, ``training.nfsp``, with the ``nfsp`` settings)."""
     seed: int = 1
     """Seed of everything random in the run (games, sampling, opponents, evaluation)."""
     device: str = "cpu"
@@ -320,6 +341,7 @@ class TrainConfig:
     evaluation: EvalConfig = field(default_factory=EvalConfig)
     psro: PSROConfig = field(default_factory=PSROConfig)
     cfr: CFRConfig = field(default_factory=CFRConfig)
+    nfsp: NFSPConfig = field(default_factory=NFSPConfig)
 
     def validate(self, where: str = "config") -> None:
         _require(where, "name", self.name, _RUN_NAME.fullmatch(self.name) is not None and self.name not in (".", ".."), "a directory name of letters, digits, '.', '_' and '-' (not '.' or '..'), so that the run stays inside output_dir")
@@ -354,6 +376,10 @@ class TrainConfig:
             _require(f"{where}: psro", "population_share", self.psro.population_share, rest > 0,
                      "1, or opponents weights (self_play, snapshots, exploiter, baselines, checkpoints) with a positive sum for the rest of a best response's tables")  # fmt: skip
         self.cfr.validate(f"{where}: cfr")
+        self.nfsp.validate(f"{where}: nfsp")
+        if self.algorithm == "nfsp":
+            _require(f"{where}: opponents", "population", self.opponents.population, self.opponents.population > 0,
+                     "a weight > 0 with algorithm: nfsp (the share of the best response's tables against the average policy)")  # fmt: skip
 
     def game_config(self, where: str = "config") -> GameConfig:
         """The ``GameConfig`` named by the ``game`` section."""

@@ -51,7 +51,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -66,6 +66,9 @@ from training.learner import Learner, frozen_copy, gae, ppo_update
 from training.model import ActorCritic, PolicyAgent
 from training.update_process import UpdateProcess, training_rows
 
+if TYPE_CHECKING:
+    from training.nfsp import AveragePolicy
+
 SELF = "self"
 SNAPSHOT = "snapshot"
 EXPLOITER = "exploiter"
@@ -76,6 +79,8 @@ EXPLOITER_SEAT = -1
 """``Tables.owner`` code of the seat played by the exploiter."""
 POPULATION_SEAT = -2
 """``Tables.owner`` code of a seat played by population member 0; member ``m`` is ``POPULATION_SEAT - m``."""
+BEST_RESPONSE_NAME = "best_response"
+"""An NFSP run's best response at the end (``training.nfsp``; its ``final`` is the average policy): ``runs/<name>/best_response.{json,safetensors}``."""
 CHECKPOINT_NAME = "checkpoint"
 """The run's latest full checkpoint (for ``--resume``): ``runs/<name>/checkpoint.{json,safetensors}``."""
 AGENT_NAME = "final"
@@ -294,25 +299,33 @@ def train(
     initial_weights: dict | None = None,
     base_run: dict | None = None,
     population: Population | None = None,
+    average: AveragePolicy | None = None,
 ) -> Path:
     """Train (or resume) the run of ``config``; return the path of the final agent checkpoint.
 
     ``initial_weights``: a state dict to start a fresh run from (instead of a random network);
     ``base_run``: where those weights came from (recorded in every checkpoint's metadata);
-    ``population``: the opponents of ``opponents.population`` (required when its weight is positive).
+    ``population``: the opponents of ``opponents.population`` (required when its weight is positive);
+    ``average``: NFSP's average policy (``training.nfsp``, instead of ``population``): it plays the ``opponents.population``
+    tables, learns from the policy's decisions after every update, is evaluated, checkpointed and saved as ``final``
+    (the policy, the best response, as ``best_response``).
     SIGINT or SIGTERM (in the main thread) stops after the current update with a run
     checkpoint and raises ``Interrupted`` (its ``exit_code`` is 130 or 143).
     """
     with _StopSignals() as signals, contextlib.ExitStack() as stack:
-        return _train(config, resume, command, progress_bar, initial_weights, base_run, population, signals, stack)
+        return _train(config, resume, command, progress_bar, initial_weights, base_run, population, average, signals, stack)
 
 
 def _train(
-    config: TrainConfig, resume: bool, command: str | None, progress_bar: bool, initial_weights: dict | None, base_run: dict | None, population: Population | None, signals: "_StopSignals",
-    stack: contextlib.ExitStack,
+    config: TrainConfig, resume: bool, command: str | None, progress_bar: bool, initial_weights: dict | None, base_run: dict | None, population: Population | None,
+    average: AveragePolicy | None, signals: "_StopSignals", stack: contextlib.ExitStack,
 ) -> Path:
     from tqdm import tqdm
 
+    if average is not None:
+        if population is not None:
+            raise ValueError("train() takes a population or an average policy for the opponents.population tables, not both")
+        population = Population([average.model], np.ones(1), ["average policy"])  # (its weights follow the average policy's after each update)
     if bool(config.opponents.population) != (population is not None):
         raise ValueError(
             f"opponents.population={config.opponents.population} needs a Population passed to train()" if population is None
@@ -348,7 +361,7 @@ def _train(
     pool: list[Snapshot] = []
     state = Progress()
     if resume:
-        state, rng = _restore(run_dir, config, policy, exploiter, sampler, pool, device)  # the whole checkpoint is checked before any file is touched
+        state, rng = _restore(run_dir, config, policy, exploiter, sampler, pool, device, average)  # the whole checkpoint is checked before any file is touched
         finished = _finished_agent(run_dir, state, config) if state.update >= num_updates else None
         if finished is not None:
             print(f"{run_dir} is already finished at update {state.update}; its agent checkpoint is {finished} (raise schedule.total_decisions to train on)", file=sys.stderr)
@@ -375,13 +388,17 @@ def _train(
             policy.refresh_magnet()
         _add_snapshot(pool, state, policy.model, config)
     state.commands.append(command)
-    for name in (CHECKPOINT_NAME, AGENT_NAME):
+    for name in (CHECKPOINT_NAME, AGENT_NAME, *([BEST_RESPONSE_NAME] if average else [])):
         ckpt.remove_stale(run_dir / name)  # temporary files of killed saves, tensors of replaced generations
-    logs = RunLogs(run_dir, config, resume_update=state.update if resume else None)
+    logs = RunLogs(run_dir, config, resume_update=state.update if resume else None, average=average is not None)
 
     games = BatchedGames(game, batch_size=B, seed=config.seed)
     fixed = FixedOpponents(population, checkpoint_opponents) if population is not None or checkpoint_opponents else None
     tables = Tables(config, game, B, fixed)
+    if average is not None:
+        fixed.models[0].load_state_dict(average.model.state_dict())  # (restored on resume)
+    evaluated = average.model if average is not None else policy.model
+    """The network evaluated and saved as the run's agent: the policy, or NFSP's average policy."""
     baseline_names = list(config.opponents.baselines)
     rollout_args = _RolloutArgs(learners, tables, games, pool, baseline_names, fixed, sampler, rng, device, T, shared_reward=config.opponents.shared_reward)
     prefetched = None
@@ -430,12 +447,16 @@ def _train(
         if worker is None:
             for code, learner in learners.items():
                 stats.update(_prefixed_stats(code, ppo_update(learner, *batches[code], ppo, rng, device)))
+            if average is not None:
+                stats.update(_train_average(average, batches[POLICY_SEAT], fixed))
         else:  # the update process trains; the next rollout is collected meanwhile, with the weights from before this update
             # (this process's networks take the new weights only once that rollout is done, so it needs no frozen copy)
             lrs = {code: learner.optimizer.param_groups[0]["lr"] for code, learner in learners.items()}
             worker.submit({code: training_rows(*batches[code], lrs[code]) for code in learners}, [config.seed, update])  # (the shuffles: their own generator)
             if (update + 1) % config.schedule.checkpoint_every != 0 and update + 1 < num_updates:  # (a new segment's first rollout waits)
                 prefetched = _rollout(rollout_args, step)
+            if average is not None:  # (while the update process trains the policy)
+                stats.update(_train_average(average, batches[POLICY_SEAT], fixed))
             for code, (weights, learner_stats) in worker.result().items():
                 learners[code].model.load_state_dict(weights)
                 stats.update(_prefixed_stats(code, learner_stats))
@@ -480,14 +501,14 @@ def _train(
         if signals.received is not None:
             stop_reason = f"{signal.Signals(signals.received).name} received"
         if config.evaluation.every and state.update % config.evaluation.every == 0 and not last and not stop_reason:
-            results = evaluate_model(policy.model, game, config.evaluation.opponents, config.evaluation.games, seed=config.seed + state.update)
+            results = evaluate_model(evaluated, game, config.evaluation.opponents, config.evaluation.games, seed=config.seed + state.update)
             _record_evaluation(state, logs, results)
             bar.set_postfix_str(_eval_summary(state.evaluations))
         if state.update % config.schedule.checkpoint_every == 0 or last or stop_reason:
             state.wall_seconds = time.perf_counter() - started
             for code, learner in learners.items() if worker is not None else ():
                 worker.pull(code, learner)  # the Adam states, from the update process
-            save_run_checkpoint(run_dir / CHECKPOINT_NAME, config, policy, exploiter, sampler, rng, pool, state, command)
+            save_run_checkpoint(run_dir / CHECKPOINT_NAME, config, policy, exploiter, sampler, rng, pool, state, command, average)
         if stop_reason:
             break
     bar.close()
@@ -499,12 +520,14 @@ def _train(
 
     # ---------------------------------------------------------------- final evaluation, agent checkpoint, plots
     if config.evaluation.final_games:
-        results = evaluate_model(policy.model, game, config.evaluation.opponents, config.evaluation.final_games, seed=config.seed + 10**6)
+        results = evaluate_model(evaluated, game, config.evaluation.opponents, config.evaluation.final_games, seed=config.seed + 10**6)
         _record_evaluation(state, logs, results, final=True)
         print("final evaluation: " + _eval_summary(state.evaluations), file=sys.stderr)
     if stop_reason:
         print(f"stopped early: {stop_reason}; continue with --resume", file=sys.stderr)
-    agent_path = save_agent_checkpoint(run_dir / AGENT_NAME, config, policy.model, state, command)
+    agent_path = save_agent_checkpoint(run_dir / AGENT_NAME, config, evaluated, state, command)
+    if average is not None:
+        save_agent_checkpoint(run_dir / BEST_RESPONSE_NAME, config, policy.model, state, command, network="best response")
     logs.close()
     plot_learning_curves(run_dir / "eval.csv", run_dir / "learning_curves.png", title=f"{config.name}: {n_players}-player {game.edition}")
     return agent_path
@@ -565,6 +588,16 @@ def _rollout(args: _RolloutArgs, step):
                     outcomes[kind][2] += int(args.tables.owner[b, step.loser[b]] == POLICY_SEAT)
             args.tables.draw(finished, args.rng, _baseline_index(args.baseline_names), _snapshot_indices(args.pool, args.baseline_names))
     return step, outcomes
+
+
+def _train_average(average: AveragePolicy, batch: tuple, fixed: FixedOpponents) -> dict[str, float]:
+    """NFSP: the policy's decisions that this update trained on enter the average policy's reservoir, the average policy takes
+    its supervised steps, and the seats that play it take its new weights (from the next rollout on)."""
+    rollout, _, _, train_rows = batch
+    average.observe(rollout, train_rows)
+    stats = average.update()
+    fixed.models[0].load_state_dict(average.model.state_dict())
+    return stats
 
 
 def shared_rewards(rewards: np.ndarray, finished: np.ndarray, owner: np.ndarray) -> np.ndarray:
@@ -696,8 +729,11 @@ def _metadata(config: TrainConfig, state: Progress, command: str, kind: str) -> 
     }
 
 
-def save_run_checkpoint(path: Path, config, policy: Learner, exploiter: Learner | None, sampler, rng, pool: list[Snapshot], state: Progress, command: str) -> Path:
-    """Everything ``--resume`` needs: weights, Adam state (of the policy and the exploiter), magnet, pool, RNG states, counters."""
+def save_run_checkpoint(
+    path: Path, config, policy: Learner, exploiter: Learner | None, sampler, rng, pool: list[Snapshot], state: Progress, command: str, average: AveragePolicy | None = None,
+) -> Path:
+    """Everything ``--resume`` needs: weights, Adam state (of the policy and the exploiter), magnet, pool, RNG states, counters;
+    with NFSP, the average policy's weights, Adam state, reservoir and generator."""
     tensors, optimizers = {}, {}
     for prefix, learner in _prefixed(policy, exploiter):
         tensors.update({f"{prefix}model.{k}": v for k, v in learner.model.state_dict().items()})
@@ -715,14 +751,21 @@ def save_run_checkpoint(path: Path, config, policy: Learner, exploiter: Learner 
         progress={k: v for k, v in state.__dict__.items()},
         rng={"numpy": ckpt.numpy_rng_state(rng)},
     )
+    if average is not None:
+        average_tensors, average_metadata = average.state()
+        tensors.update(average_tensors)
+        metadata.update(average_metadata)
     return ckpt.save_checkpoint(path, tensors, metadata)
 
 
-def save_agent_checkpoint(path: Path, config: TrainConfig, model: ActorCritic, state: Progress, command: str) -> Path:
-    """The weights only (small), with the metadata users and the arena need."""
+def save_agent_checkpoint(path: Path, config: TrainConfig, model: ActorCritic, state: Progress, command: str, network: str | None = None) -> Path:
+    """The weights only (small), with the metadata users and the arena need. ``network``: which of an NFSP run's networks
+    it is, if not the evaluated one (``best response``: recorded, without the evaluations, which are the average policy's)."""
     tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
     metadata = _metadata(config, state, command, "agent")
     metadata["evaluations"] = state.evaluations
+    if network is not None:
+        metadata.update(network=network, evaluation=None, evaluations=[])
     return ckpt.save_checkpoint(path, tensors, metadata)
 
 
@@ -735,10 +778,12 @@ RESUMABLE_CHANGES = ("schedule.total_decisions", "schedule.time_limit_minutes", 
 """Config entries that may differ between a run and its resumption."""
 
 
-def _restore(run_dir: Path, config: TrainConfig, policy: Learner, exploiter: Learner | None, sampler, pool: list[Snapshot], device) -> tuple[Progress, np.random.Generator]:
+def _restore(
+    run_dir: Path, config: TrainConfig, policy: Learner, exploiter: Learner | None, sampler, pool: list[Snapshot], device, average: AveragePolicy | None = None,
+) -> tuple[Progress, np.random.Generator]:
     checkpoint = ckpt.load_checkpoint(run_dir / CHECKPOINT_NAME, game=config.game_config(), kind="run", schema=ckpt.RUN_SCHEMA)
     try:
-        return _restore_from(checkpoint, config, policy, exploiter, sampler, pool, device)
+        return _restore_from(checkpoint, config, policy, exploiter, sampler, pool, device, average)
     except ckpt.CheckpointError:
         raise
     except ConfigError as error:
@@ -748,7 +793,9 @@ def _restore(run_dir: Path, config: TrainConfig, policy: Learner, exploiter: Lea
         raise ckpt.CheckpointError(f"{checkpoint.path}: the run state cannot be restored ({type(error).__name__}: {error}); the checkpoint is inconsistent") from None
 
 
-def _restore_from(checkpoint, config: TrainConfig, policy: Learner, exploiter: Learner | None, sampler, pool: list[Snapshot], device) -> tuple[Progress, np.random.Generator]:
+def _restore_from(
+    checkpoint, config: TrainConfig, policy: Learner, exploiter: Learner | None, sampler, pool: list[Snapshot], device, average: AveragePolicy | None = None,
+) -> tuple[Progress, np.random.Generator]:
     meta = checkpoint.metadata
     saved = config_from_dict(meta["training_config"], where=str(checkpoint.path))
     differences = [key for key in _diff(saved.to_dict(), config.to_dict()) if not key.startswith(RESUMABLE_CHANGES)]
@@ -761,6 +808,8 @@ def _restore_from(checkpoint, config: TrainConfig, policy: Learner, exploiter: L
     progress_keys = {f.name for f in dataclasses.fields(Progress)}
     if set(meta["progress"]) - progress_keys:
         raise ckpt.CheckpointError(f"{checkpoint.path}: metadata field 'progress' has unknown entries {sorted(set(meta['progress']) - progress_keys)}; expected some of {sorted(progress_keys)}")
+    if average is not None:
+        average.restore(checkpoint)  # (checks its part of the checkpoint before it loads it)
     for prefix, learner in _prefixed(policy, exploiter):
         learner.model.load_state_dict(checkpoint.group(f"{prefix}model"))
         ckpt.restore_optimizer(learner.optimizer, checkpoint, prefix=f"{prefix}optimizer")
@@ -801,7 +850,7 @@ def _diff(a: Any, b: Any, prefix: str = "") -> list[str]:
 class RunLogs:
     """``metrics.csv`` (one row per update), ``eval.csv`` (one row per opponent per evaluation) and TensorBoard."""
 
-    def __init__(self, run_dir: Path, config: TrainConfig, resume_update: int | None):
+    def __init__(self, run_dir: Path, config: TrainConfig, resume_update: int | None, average: bool = False):
         self.run_dir = run_dir
         exploiter = [EXPLOITER] if config.opponents.exploiter else []
         members = [POPULATION] if config.opponents.population else []
@@ -809,7 +858,7 @@ class RunLogs:
         stats = ["pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac", "explained_variance"]
         self.metrics_columns = [
             "update", "decisions", "samples", "games", "wall_seconds", "decisions_per_second", "learning_rate",
-            *stats, *(["magnet_kl"] if config.ppo.magnet_coef else []), "pool_size", *[f"train_loss_rate_vs_{k}" for k in self.opponent_kinds],
+            *stats, *(["magnet_kl"] if config.ppo.magnet_coef else []), *(["sl_loss", "reservoir"] if average else []), "pool_size", *[f"train_loss_rate_vs_{k}" for k in self.opponent_kinds],
             *[f"exploiter_{k}" for s in exploiter for k in ("loss_rate", *stats)],
         ]  # fmt: skip
         self.eval_columns = [

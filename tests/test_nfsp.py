@@ -1,0 +1,192 @@
+"""NFSP (``algorithm: nfsp``, ``training.nfsp``): the reservoir, the average policy's supervised learning, and real runs that resume exactly."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("safetensors")
+pytest.importorskip("yaml")
+
+from cockroach_env import GameConfig  # noqa: E402
+from training import checkpoint as ckpt  # noqa: E402
+from training.config import ConfigError, NFSPConfig, load_config  # noqa: E402
+from training.model import ActorCritic  # noqa: E402
+from training.nfsp import AveragePolicy, Reservoir  # noqa: E402
+
+from tests.test_training import _metrics, _train  # noqa: E402
+
+NFSP = ["algorithm=nfsp", "opponents.population=0.5", "nfsp.reservoir_size=300", "nfsp.sl_batch_size=64", "nfsp.sl_steps=2"]
+
+
+def _nfsp(tmp_path, name: str, updates: int, *extra: str) -> int:
+    return _train(tmp_path, name, updates, *[a for s in NFSP for a in ("--set", s)], *extra)
+
+
+# ---------------------------------------------------------------------------- the reservoir
+
+
+def test_the_reservoir_keeps_a_uniform_sample_of_everything_added_in_batches():
+    """Vitter's algorithm R a batch at a time: every decision ever added is held with probability capacity / added,
+    whatever its position, also where two decisions of one batch draw the same slot."""
+    capacity, total, trials = 40, 400, 3000
+    held = np.zeros(total)
+    rng = np.random.default_rng(0)
+    for _ in range(trials):
+        reservoir = Reservoir(capacity, 1, 3)
+        for start in range(0, total, 57):  # uneven batches, the first one filling the free slots and more
+            ids = np.arange(start, min(start + 57, total))
+            reservoir.add(np.zeros((len(ids), 1), np.float32), np.ones((len(ids), 3), bool), ids % 3, rng)
+            if start == 0:
+                reservoir.action[: reservoir.size] = -1  # (marks: the ids come from the observations below)
+        assert reservoir.size == capacity and reservoir.seen == total
+    # the same again, with each decision's id in its observation (ids up to 399 do not fit a byte: stored as float32)
+    held = np.zeros(total)
+    for _ in range(trials):
+        reservoir = Reservoir(capacity, 1, 3)
+        for start in range(0, total, 57):
+            ids = np.arange(start, min(start + 57, total))
+            reservoir.add(ids[:, None].astype(np.float32), np.ones((len(ids), 3), bool), ids % 3, rng)
+        assert reservoir.obs.dtype == np.float32
+        kept = reservoir.obs[: reservoir.size, 0].astype(int)
+        assert len(set(kept)) == capacity  # no decision twice
+        held[kept] += 1
+    p = capacity / total
+    sd = np.sqrt(trials * p * (1 - p))
+    assert np.abs(held - trials * p).max() < 5 * sd  # each decision (300 expected, sd 16)
+    assert abs(held[:57].mean() - held[-57:].mean()) < 2 * sd  # the first batch and the last alike
+
+
+def test_the_reservoir_stores_observations_as_bytes_masks_as_bits_and_gives_them_back_exactly():
+    rng = np.random.default_rng(1)
+    reservoir = Reservoir(100, 5, 11)
+    obs = rng.integers(0, 256, (30, 5)).astype(np.float32)
+    mask = rng.random((30, 11)) < 0.5
+    action = rng.integers(0, 11, 30)
+    reservoir.add(obs, mask, action, rng)
+    assert reservoir.obs.dtype == np.uint8 and reservoir.mask.shape == (100, 2) and reservoir.size == 30
+    got_obs, got_mask, got_action = reservoir.sample(np.arange(30))
+    assert np.array_equal(got_obs.numpy(), obs) and np.array_equal(got_mask.numpy(), mask) and np.array_equal(got_action.numpy(), action)
+    assert got_obs.dtype == torch.float32 and got_mask.dtype == torch.bool and got_action.dtype == torch.int64
+    # an observation that is not a small count (a fraction, a negative number, 256) switches the storage to float32, losing nothing
+    odd = np.array([[0.5, -1, 256, 3, 0]], np.float32)
+    reservoir.add(odd, mask[:1], action[:1], rng)
+    assert reservoir.obs.dtype == np.float32
+    assert np.array_equal(reservoir.sample(np.array([30]))[0].numpy(), odd) and np.array_equal(reservoir.sample(np.arange(30))[0].numpy(), obs)
+    # a checkpoint's tensors restore the same reservoir
+    again = Reservoir(100, 5, 11)
+    again.restore({k.split(".")[-1]: v for k, v in reservoir.tensors("r").items()}, reservoir.size, reservoir.seen, "here")
+    for name in ("obs", "mask", "action"):
+        assert np.array_equal(getattr(again, name), getattr(reservoir, name)), name
+    with pytest.raises(ckpt.CheckpointError, match=r"here: the average policy's reservoir does not fit nfsp.reservoir_size=20: obs: \(31, 5\), expected \(31, 5\)|size 31"):
+        Reservoir(20, 5, 11).restore({k.split(".")[-1]: v for k, v in reservoir.tensors("r").items()}, 31, 31, "here")
+    with pytest.raises(ckpt.CheckpointError, match=r"mask: \(31, 2\), expected \(31, 3\)"):
+        Reservoir(100, 5, 17).restore({k.split(".")[-1]: v for k, v in reservoir.tensors("r").items()}, 31, 31, "here")
+
+
+def test_the_average_policy_learns_the_policy_whose_decisions_fill_its_reservoir():
+    """Supervised learning on the reservoir: fed a fixed rule's decisions, the average policy plays that rule."""
+    game = GameConfig(num_players=4)
+    rng = np.random.default_rng(2)
+    model = ActorCritic(game, [32], seed=0)
+    average = AveragePolicy(model, NFSPConfig(reservoir_size=5000, sl_steps=50, sl_batch_size=256, sl_learning_rate=1e-2), model.observation_size, model.num_actions, seed=0)
+    obs = np.zeros((5000, model.observation_size), np.float32)
+    obs[:, 0] = rng.integers(0, 4, 5000)
+    mask = rng.random((5000, model.num_actions)) < 0.1
+    mask[:, :4] = True
+    rule = obs[:, 0].astype(np.int64)  # the action numbered by the first entry of the observation, among other legal ones
+
+    class Rollout:  # (what ``observe`` reads of a ``training.learner.Rollout``)
+        pass
+
+    rollout = Rollout()
+    rollout.obs, rollout.mask, rollout.action = obs, mask, rule
+    average.observe(rollout, np.arange(5000))
+    for _ in range(20):
+        stats = average.update()
+    assert stats["reservoir"] == 5000 and stats["sl_loss"] < 0.1
+    with torch.no_grad():
+        chosen = average.model(torch.from_numpy(obs), torch.from_numpy(mask))[0].argmax(-1).numpy()
+    assert (chosen == rule).mean() > 0.97
+
+
+# ---------------------------------------------------------------------------- configs
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("opponents.population=0", r"population=0.0 is not allowed; expected a weight > 0 with algorithm: nfsp"),
+        ("nfsp.reservoir_size=0", r"nfsp: reservoir_size=0 is not allowed; expected an integer >= 1"),
+        ("nfsp.sl_batch_size=500", r"nfsp: sl_batch_size=500 is not allowed; expected an integer <= reservoir_size \(300\)"),
+        ("nfsp.sl_steps=-1", r"nfsp: sl_steps=-1 is not allowed; expected an integer >= 0"),
+        ("nfsp.sl_learning_rate=0", r"nfsp: sl_learning_rate=0.0 is not allowed; expected a number > 0"),
+    ],
+)
+def test_the_nfsp_config_is_validated(override, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, [*NFSP, override])
+
+
+# ---------------------------------------------------------------------------- runs
+
+
+def test_an_nfsp_run_saves_the_average_policy_as_its_agent_and_the_best_response_beside_it(tmp_path):
+    assert _nfsp(tmp_path, "run", 4) == 0
+    run = tmp_path / "run"
+    state = ckpt.load_checkpoint(run / "checkpoint", kind="run")
+    final = ckpt.load_checkpoint(run / "final")
+    best = ckpt.load_checkpoint(run / "best_response")
+    average, policy = state.group("average.model"), state.group("model")
+    assert all(torch.equal(final.group("model")[k], v) for k, v in average.items())
+    assert all(torch.equal(best.group("model")[k], v) for k, v in policy.items())
+    assert any(not torch.equal(average[k], policy[k]) for k in policy)  # two networks, trained apart
+    assert best.metadata["network"] == "best response" and best.metadata["evaluations"] == []
+    assert final.metadata["evaluations"] and "network" not in final.metadata  # the evaluations are the average policy's
+    reservoir = state.metadata["average"]["reservoir"]
+    assert reservoir["capacity"] == 300 and reservoir["size"] == min(300, reservoir["seen"]) and reservoir["seen"] > 0
+    assert state.tensors["average.reservoir.obs"].shape[0] == reservoir["size"] and state.tensors["average.reservoir.obs"].dtype == torch.uint8
+    header = (run / "metrics.csv").read_text().splitlines()[0].split(",")
+    assert {"sl_loss", "reservoir", "train_loss_rate_vs_population"} <= set(header)
+    from training import load_agent
+
+    agent = load_agent(run / "final")
+    assert agent.name
+
+
+@pytest.mark.parametrize("overlap", [False, True], ids=["serial", "overlap"])
+def test_an_interrupted_nfsp_run_resumes_exactly(tmp_path, overlap):
+    """The average policy's weights, Adam state, reservoir and generator are in the run checkpoint: a resumed run equals the whole one."""
+    extra = ["--set", f"ppo.overlap={str(overlap).lower()}"]
+    assert _nfsp(tmp_path, "whole", 6, *extra) == 0
+    assert _nfsp(tmp_path, "split", 2, *extra) == 0
+    assert _nfsp(tmp_path, "split", 6, "--resume", *extra) == 0
+    whole = ckpt.load_checkpoint(tmp_path / "whole" / "checkpoint", kind="run")
+    split = ckpt.load_checkpoint(tmp_path / "split" / "checkpoint", kind="run")
+    assert whole.tensors.keys() == split.tensors.keys() and any(k.startswith("average.optimizer.") for k in whole.tensors)
+    for key, value in whole.tensors.items():
+        assert torch.equal(value, split.tensors[key]), key
+    assert whole.metadata["average"] == split.metadata["average"]
+    assert _metrics(tmp_path / "whole" / "metrics.csv") == _metrics(tmp_path / "split" / "metrics.csv")
+
+
+def test_a_resume_refuses_a_checkpoint_without_the_average_policy_or_with_another_reservoir(tmp_path, capsys):
+    assert _nfsp(tmp_path, "run", 2) == 0
+    meta_path = tmp_path / "run" / "checkpoint.json"
+    original = meta_path.read_text()
+    meta = json.loads(original)
+    del meta["average"]
+    meta_path.write_text(json.dumps(meta))
+    assert _nfsp(tmp_path, "run", 4, "--resume") == 2
+    assert "no average policy" in capsys.readouterr().err
+    meta = json.loads(original)
+    meta["average"]["reservoir"]["size"] += 1
+    meta_path.write_text(json.dumps(meta))
+    assert _nfsp(tmp_path, "run", 4, "--resume") == 2
+    assert "the average policy's reservoir does not fit" in capsys.readouterr().err
+    meta_path.write_text(original)  # (a refused resume changed nothing)
+    assert _nfsp(tmp_path, "run", 4, "--resume") == 0
+    assert ckpt.read_metadata(tmp_path / "run" / "checkpoint")["step"]["update"] == 4
