@@ -101,6 +101,29 @@ def test_bench_exploit_seeds_starts_heaviest_trains_one_best_response_per_seed_f
 
 
 
+def test_bench_exploit_seeds_start_from_adds_a_start_for_every_seed_and_refuses_a_bad_one_up_front(tmp_path):
+    """``--start-from CKPT``: one more best response per checkpoint and seed, from CKPT's weights; a mixture or a network of
+    other rules is refused before anything is trained."""
+    import torch
+
+    from training.checkpoint import build_model, load_checkpoint, save_checkpoint
+
+    mini = load_checkpoint("mini")
+    model = build_model(mini)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.add_(0.01)
+    save_checkpoint(tmp_path / "other", {f"model.{k}": v for k, v in model.state_dict().items()},
+                    {"kind": "agent", "name": "other", "game_config": mini.metadata["game_config"], "model": mini.metadata["model"]})  # fmt: skip
+    report = tmp_path / "from.json"
+    bench("bench_exploit_seeds.py", "mini", "--seeds", "1", "2", "--decisions", "64", "--games", "8", "--workers", "2", "--start-from", str(tmp_path / "other"), "--json", str(report), cwd=tmp_path)
+    runs = json.loads(report.read_text())["runs"]["mini"]
+    assert sorted((r["seed"], r["start"]) for r in runs) == [(1, "other (--start-from)"), (1, "own weights"), (2, "other (--start-from)"), (2, "own weights")]
+    for source, message in (("classic-2p", "is a 'mixture' checkpoint; expected an agent or run checkpoint"), ("royal-2p", "was trained for other rules than 'mini'"), ("nowhere", "--start-from: nowhere: no checkpoint at")):
+        done = bench("bench_exploit_seeds.py", "mini", "--decisions", "64", "--start-from", source, cwd=tmp_path, codes=(2,))
+        assert message in done.stderr and done.stdout == ""
+
+
 def test_bench_exploit_seeds_keeps_the_best_responses_where_told(tmp_path):
     """``--keep-runs DIR``: every best response stays under DIR, named in the JSON (loadable: the next exploiters of a
     double oracle); a DIR that holds anything, or is a file, is refused before any training."""
