@@ -151,10 +151,22 @@ def test_an_nfsp_run_saves_the_average_policy_as_its_agent_and_the_best_response
     assert state.tensors["average.reservoir.obs"].shape[0] == reservoir["size"] and state.tensors["average.reservoir.obs"].dtype == torch.uint8
     header = (run / "metrics.csv").read_text().splitlines()[0].split(",")
     assert {"sl_loss", "reservoir", "train_loss_rate_vs_population"} <= set(header)
+    # the run checkpoint's agent is the average policy too: loaded, exported (or its best response, on request)
+    assert all(torch.equal(ckpt.build_model(state).state_dict()[k], v) for k, v in average.items())
+    exported = ckpt.load_checkpoint(ckpt.export_agent(run / "checkpoint", tmp_path / "pi"))
+    assert exported.metadata["kind"] == "agent" and exported.metadata["network"] == "average"
+    assert all(torch.equal(exported.group("model")[k], v) for k, v in average.items()) and exported.tensors.keys() == final.tensors.keys()
+    assert not {"average", "average.optimizer", "optimizer", "rng"} & set(exported.metadata)
+    beta = ckpt.load_checkpoint(ckpt.export_agent(run / "checkpoint", tmp_path / "beta", member="best_response"))
+    assert all(torch.equal(beta.group("model")[k], v) for k, v in policy.items()) and beta.metadata["network"] == "best response"
+    with pytest.raises(ckpt.CheckpointError, match=r"member='b' needs an NFSP run checkpoint's network, one of \['average', 'best_response'\]"):
+        ckpt.export_agent(run / "checkpoint", tmp_path / "nothing", member="b")
+    with pytest.raises(ckpt.CheckpointError, match=r"average_from=0 averages the best response's snapshots of an NFSP run"):
+        ckpt.export_agent(run / "checkpoint", tmp_path / "nothing", average_from=0)
+    assert not (tmp_path / "nothing.json").exists()
     from training import load_agent
 
-    agent = load_agent(run / "final")
-    assert agent.name
+    assert load_agent(run / "final").name and load_agent(run / "checkpoint").name
 
 
 @pytest.mark.parametrize("overlap", [False, True], ids=["serial", "overlap"])

@@ -544,12 +544,13 @@ def _rules(game: GameConfig) -> str:
 
 
 def build_model(checkpoint: Checkpoint, device: str = "cpu"):
-    """The ``ActorCritic`` of a checkpoint, with its weights."""
+    """The ``ActorCritic`` of a checkpoint, with its weights (of an NFSP run checkpoint: the average policy, the run's agent)."""
     if checkpoint.metadata["kind"] == "mixture":
         raise CheckpointError(f"{checkpoint.path}: a mixture checkpoint holds several networks; load it with load_agent, or its members with training.mixture.member_models")
     if checkpoint.metadata["kind"] == "solver":
         raise CheckpointError(f"{checkpoint.path}: a CFR solver checkpoint holds regrets over a game tree, not a network; its agent is the run's final checkpoint (runs/<name>/final), its table training.cfr.load_policy")
-    return build_model_from(checkpoint, "model", device)
+    nfsp = checkpoint.metadata["kind"] == "run" and NFSP_AVERAGE in checkpoint.metadata  # the run's agent is its average policy
+    return build_model_from(checkpoint, f"{NFSP_AVERAGE}.model" if nfsp else "model", device)
 
 
 def build_model_from(checkpoint: Checkpoint, prefix: str, device: str = "cpu"):
@@ -720,6 +721,12 @@ def restore_numpy_rng(state: dict[str, Any]):
     return rng
 
 
+NFSP_AVERAGE = "average"
+"""Prefix of an NFSP run checkpoint's average-policy tensors and metadata (``training.nfsp.AVERAGE``)."""
+NFSP_NETWORKS = ("average", "best_response")
+"""The networks of an NFSP run checkpoint that ``export_agent`` exports: the average policy (the default) or the best response."""
+
+
 def export_agent(
     source: str | os.PathLike,
     destination: str | os.PathLike,
@@ -734,12 +741,15 @@ def export_agent(
     states) and tensors (the exploiter's, Adam moments, snapshots); ``extra`` entries are added (e.g. the command history of a resumed run).
     A mixture exports one ``member`` (its name, or its index in the mixture): that member's weights, name and
     recipe (``mixture.recipes``: its commands, base run and training config), and ``exported_member`` (name, index, weight).
+    An NFSP run checkpoint (``training.nfsp``) exports its average policy, the run's agent, or with ``member="best_response"``
+    its best response (``network`` in the metadata).
     With ``average_from`` (a run checkpoint only) the exported weights are the uniform average of the run's current
     policy and every policy snapshot in its pool taken at update ``average_from`` or later (stochastic weight
     averaging; ``averaged`` in the metadata lists them).
     An existing checkpoint at ``destination`` is refused unless ``overwrite``; nothing is written when anything is refused.
     """
     checkpoint = load_checkpoint(source)
+    nfsp = checkpoint.metadata["kind"] == "run" and NFSP_AVERAGE in checkpoint.metadata
     if average_from is not None and checkpoint.metadata["kind"] != "run":
         raise CheckpointError(
             f"{checkpoint.path}: average_from={average_from!r} needs a run checkpoint (its snapshot pool holds the weights to average); "
@@ -752,12 +762,19 @@ def export_agent(
         raise CheckpointError(f"{meta_path}: a checkpoint already exists there; pass --overwrite (overwrite=True) to replace it, or choose another DEST")
     if checkpoint.metadata["kind"] == "mixture":
         tensors, meta = _member_export(checkpoint, member)
-    elif member is not None:
-        raise CheckpointError(f"{checkpoint.path}: member={member!r} needs a mixture checkpoint; this one is a {checkpoint.metadata['kind']!r} checkpoint with one network")
+    elif member is not None and not (nfsp and member in NFSP_NETWORKS):
+        expected = f"an NFSP run checkpoint's network, one of {list(NFSP_NETWORKS)}" if nfsp else "a mixture checkpoint"
+        raise CheckpointError(f"{checkpoint.path}: member={member!r} needs {expected}; this one is a {checkpoint.metadata['kind']!r} checkpoint with one network")
     else:
-        run_only = ("optimizer", "exploiter.optimizer", "pool", "progress", "rng", "tensors", "format", "format_version")
+        run_only = ("optimizer", "exploiter.optimizer", "pool", "progress", "rng", "tensors", "format", "format_version", NFSP_AVERAGE, f"{NFSP_AVERAGE}.optimizer")
         meta = {k: v for k, v in checkpoint.metadata.items() if k not in run_only}
-        tensors = {k: v for k, v in checkpoint.tensors.items() if k.startswith("model.")}
+        network = (member or NFSP_NETWORKS[0]) if nfsp else None
+        if network == NFSP_NETWORKS[0] and average_from is not None:
+            raise CheckpointError(f"{checkpoint.path}: average_from={average_from!r} averages the best response's snapshots of an NFSP run; pass member='best_response' (--member best_response)")
+        source_prefix = f"{NFSP_AVERAGE}.model." if network == NFSP_NETWORKS[0] else "model."
+        tensors = {f"model.{k[len(source_prefix):]}": v for k, v in checkpoint.tensors.items() if k.startswith(source_prefix)}
+        if network is not None:
+            meta["network"] = network.replace("_", " ")
         if average_from is not None:
             tensors, meta["averaged"] = _averaged_snapshots(checkpoint, tensors, average_from)
     meta.update(kind="agent", exported_from=str(checkpoint.path), **(extra or {}))
@@ -829,7 +846,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m training.checkpoint", description="Print the metadata of a checkpoint, or export its weights as a small agent checkpoint.")
     parser.add_argument("checkpoint", help="checkpoint path or shipped name")
     parser.add_argument("--export", metavar="DEST", help="write the weights-only agent checkpoint DEST.{json,safetensors}")
-    parser.add_argument("--member", metavar="NAME", help="with --export of a mixture: the member to export (its name or its index)")
+    parser.add_argument("--member", metavar="NAME", help="with --export of a mixture: the member to export (its name or its index); "
+                        "of an NFSP run checkpoint: average (the default, the run's agent) or best_response")
     parser.add_argument("--overwrite", action="store_true", help="with --export: replace an existing checkpoint at DEST")
     parser.add_argument(
         "--average-from", metavar="UPDATE", type=int,

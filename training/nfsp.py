@@ -55,7 +55,7 @@ from training.config import NFSPConfig, TrainConfig
 from training.model import ActorCritic, mask_bias
 from training.ppo import train as train_ppo
 
-AVERAGE = "average"
+AVERAGE = ckpt.NFSP_AVERAGE
 """Prefix of the average policy's tensors and metadata in a run checkpoint."""
 
 
