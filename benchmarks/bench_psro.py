@@ -325,16 +325,24 @@ def _psro_curve(preset: str, game, minutes: float, tmp: Path, nash_conv) -> list
     return points
 
 
-def _ppo_curve(preset: str, game, minutes: float, tmp: Path, nash_conv) -> list[tuple[float, float]]:
-    """PPO self-play with its snapshot pool, in segments of 200,000 decisions (each resumes the last)."""
+NFSP = ["algorithm=nfsp", "opponents.population=0.8", "opponents.self_play=0.2", "opponents.snapshots=0", "opponents.snapshot_every=0", "opponents.beat_pool_loss_rate=0",
+        "nfsp.reservoir_size=1000000", "nfsp.sl_batch_size=1024", "nfsp.sl_steps=4", "nfsp.sl_learning_rate=1e-3"]  # fmt: skip
+"""NFSP's settings on the mini rule sets (``--nashconv``): the best response at 80% of its tables against the average policy, self-play in the rest."""
+
+
+def _ppo_curve(preset: str, game, minutes: float, tmp: Path, nash_conv, nfsp: bool = False) -> list[tuple[float, float]]:
+    """PPO self-play with its snapshot pool (or with ``nfsp``, NFSP's average policy over the same PPO learner), in segments of
+    200,000 decisions (each resumes the last): (wall seconds, NashConv of the run's agent) after each."""
     from training.checkpoint import load_agent, read_metadata
     from training.config import load_config
-    from training.ppo import train
+    from training.nfsp import train as train_nfsp
+    from training.ppo import train as train_ppo
 
     segment = 200_000
     per_update = 128 * 16
-    sets = [*COMMON, f"game.preset={preset}", f"output_dir={tmp}", f"name=ppo_{preset}", "opponents.self_play=0.5", "opponents.snapshots=0.5",
-            "opponents.baselines={}", "opponents.snapshot_every=20", "ppo.anneal_lr=false", f"schedule.checkpoint_every={segment // per_update}"]  # fmt: skip
+    sets = [*COMMON, f"game.preset={preset}", f"output_dir={tmp}", f"name={'nfsp' if nfsp else 'ppo'}_{preset}", "opponents.self_play=0.5", "opponents.snapshots=0.5",
+            "opponents.baselines={}", "opponents.snapshot_every=20", "ppo.anneal_lr=false", f"schedule.checkpoint_every={segment // per_update}", *(NFSP if nfsp else [])]  # fmt: skip
+    train = train_nfsp if nfsp else train_ppo
     points = [(0.0, nash_conv(_uniform(game), game))]
     total = 0
     while points[-1][0] < 60 * minutes:
@@ -342,7 +350,7 @@ def _ppo_curve(preset: str, game, minutes: float, tmp: Path, nash_conv) -> list[
         path = train(load_config(None, [*sets, f"schedule.total_decisions={total}"]), resume=total > segment, progress_bar=False)
         seconds = read_metadata(path)["step"]["wall_seconds"]
         points.append((seconds, nash_conv(load_agent(path, config=game), game)))
-        print(f"  {preset} PPO {total:,} decisions: {seconds:.0f} s, NashConv {points[-1][1]:.4f}", flush=True)
+        print(f"  {preset} {'NFSP' if nfsp else 'PPO'} {total:,} decisions: {seconds:.0f} s, NashConv {points[-1][1]:.4f}", flush=True)
     return points
 
 
