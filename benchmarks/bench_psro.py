@@ -15,7 +15,7 @@
         throughput ratio 2 workers / 1 worker
     python benchmarks/bench_psro.py --nashconv --minutes 10 --cfr-seconds 60 [--out PNG --overwrite]
         exact NashConv over wall time on the `mini` and `mini-3p` rule sets for PSRO,
-        PPO self-play, OpenSpiel's C++ CFR+ (on the exported tree), this project's tree
+        PPO self-play, NFSP's average policy over the same PPO learner, OpenSpiel's C++ CFR+ (on the exported tree), this project's tree
         solver (training.cfr_solver, discounted CFR over information states), the
         exploitability descent over observations that follows it (training.descent) and
         the shipped distilled network (its recorded wall time), one plot, with ratios
@@ -177,7 +177,7 @@ COMMON = ["model.hidden_sizes=[64, 64]", "ppo.num_envs=128", "ppo.num_steps=16",
 
 
 def nashconv(minutes: float, out: Path, cfr_seconds: float = 60.0, descent_steps: int = 400) -> int:
-    """Exact NashConv over wall time on each mini rule set: PSRO, PPO self-play, OpenSpiel's CFR+, our solver and descent, the shipped network; one plot."""
+    """Exact NashConv over wall time on each mini rule set: PSRO, PPO self-play, NFSP, OpenSpiel's CFR+, our solver and descent, the shipped network; one plot."""
     try:
         from training.exact import nash_conv
     except ImportError:
@@ -200,6 +200,7 @@ def nashconv(minutes: float, out: Path, cfr_seconds: float = 60.0, descent_steps
                 **_tree_solver_curves(game, cfr_seconds, descent_steps),
                 "PSRO (regret matching)": _psro_curve(preset, game, minutes, Path(tmp), nash_conv),
                 "PPO self-play (snapshots)": _ppo_curve(preset, game, minutes, Path(tmp), nash_conv),
+                "NFSP (average policy)": _ppo_curve(preset, game, minutes, Path(tmp), nash_conv, nfsp=True),
             }
             shipped = _shipped_point(preset, game)
             if shipped:
@@ -225,7 +226,7 @@ def nashconv(minutes: float, out: Path, cfr_seconds: float = 60.0, descent_steps
         for label, points in methods.items():
             last = points[-1]
             print(f"    {label:48s} NashConv {last[1]:.5f} after {last[0]:7.1f} s  ({last[1] / first:.4f}x uniform random)")
-        for a_label, b_label in (("PSRO (regret matching)", "PPO self-play (snapshots)"), ("ours: DCFR (information states)", "OpenSpiel CFR+ (C++, information states)")):
+        for a_label, b_label in (("PSRO (regret matching)", "PPO self-play (snapshots)"), ("NFSP (average policy)", "PPO self-play (snapshots)"), ("ours: DCFR (information states)", "OpenSpiel CFR+ (C++, information states)")):
             a_points, b_points = methods[a_label], methods[b_label]
             end = min(a_points[-1][0], b_points[-1][0])
             at = lambda points: [v for t, v in points if t <= end][-1]  # noqa: E731
