@@ -327,8 +327,10 @@ def _psro_curve(preset: str, game, minutes: float, tmp: Path, nash_conv) -> list
 
 
 NFSP = ["algorithm=nfsp", "opponents.population=0.8", "opponents.self_play=0.2", "opponents.snapshots=0", "opponents.snapshot_every=0", "opponents.beat_pool_loss_rate=0",
-        "nfsp.reservoir_size=1000000", "nfsp.sl_batch_size=1024", "nfsp.sl_steps=4", "nfsp.sl_learning_rate=1e-3"]  # fmt: skip
-"""NFSP's settings on the mini rule sets (``--nashconv``): the best response at 80% of its tables against the average policy, self-play in the rest."""
+        "nfsp.reservoir_size=1000000", "nfsp.sl_batch_size=1024", "nfsp.sl_steps=4", "nfsp.sl_learning_rate=1e-3", "ppo.learning_rate=1e-3", "ppo.ent_coef=0.1"]  # fmt: skip
+"""NFSP's settings on the mini rule sets (``--nashconv``): the best response at 80% of its tables against the average policy, self-play in the
+rest, and a faster, more exploring best response than ``COMMON``'s (measured on ``mini``, docs/training.md: with ``COMMON``'s learning rate and
+entropy bonus the average policy's NashConv stayed near 1.3, with these it fell below the uniform random policy's)."""
 
 
 def _ppo_curve(preset: str, game, minutes: float, tmp: Path, nash_conv, nfsp: bool = False) -> list[tuple[float, float]]:
