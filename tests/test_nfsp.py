@@ -131,6 +131,13 @@ def test_the_nfsp_config_is_validated(override, message):
         load_config(None, [*NFSP, override])
 
 
+def test_cockroach_train_refuses_population_tables_without_a_population_before_writing_anything(tmp_path, capsys):
+    """``opponents.population`` is PSRO's and cockroach-exploit's (they pass a population) or NFSP's average policy; a PPO run has none."""
+    assert _train(tmp_path, "run", 2, "--set", "opponents.population=0.5") == 2
+    assert "opponents.population=0.5 is not allowed with algorithm: ppo" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
 # ---------------------------------------------------------------------------- runs
 
 

@@ -51,13 +51,16 @@ def main(argv: list[str] | None = None) -> int:
 
         print(yaml.safe_dump(config.to_dict(), sort_keys=False), end="")
         return 0
-    problem = run_dir_problem(config.run_dir, resume=args.resume, overwrite=args.overwrite)
-    if problem:
-        print(f"cockroach-train: error: {problem}", file=sys.stderr)
-        return 2
-
     if args.ray is not None and config.algorithm != "psro":
         print(f"cockroach-train: error: --ray runs PSRO's best responses and payoff tables; the config has algorithm={config.algorithm!r} (use algorithm: psro)", file=sys.stderr)
+        return 2
+    if config.algorithm == "ppo" and config.opponents.population > 0:  # (PSRO's best responses and cockroach-exploit pass theirs to training.ppo.train)
+        print(f"cockroach-train: error: opponents.population={config.opponents.population} is not allowed with algorithm: ppo; its tables are against a population "
+              "that PSRO or cockroach-exploit gives, or NFSP's average policy (algorithm: nfsp); expected 0", file=sys.stderr)  # fmt: skip
+        return 2
+    problem = run_dir_problem(config.run_dir, resume=args.resume, overwrite=args.overwrite)  # (creates the run directory: after every other check)
+    if problem:
+        print(f"cockroach-train: error: {problem}", file=sys.stderr)
         return 2
     from training.checkpoint import CheckpointError
     from training.exact import TreeTooLarge
