@@ -13,7 +13,10 @@ For each shipped checkpoint (or those named), in one run:
   by ``cockroach-exploit`` for ``--decisions`` against N-1 frozen copies, its loss rate
   with its interval and its points from parity. Against a mixture it is the worst of
   the best responses from each member of weight at least 1% (``--start-member all``):
-  the start matters by a few points.
+  the start matters by a few points. ``--start-from CKPT`` adds a start from another
+  network's weights (``cockroach-exploit --start-from``) for every agent of CKPT's rules
+  and network shape: a single network's own weights are one start only, and a strong
+  network of another run may find more.
 
 It prints a Markdown table (the README's *Shipped agents* table) and, with ``--json``,
 writes every figure, after every agent (an existing file is kept unless ``--overwrite``;
@@ -22,6 +25,7 @@ the path is checked before any game is played).
     python benchmarks/bench_agents.py --games 4000 --decisions 2000000
     python benchmarks/bench_agents.py classic-3p royal-2p --games 2000 --decisions 1000000
     python benchmarks/bench_agents.py --no-exploit                 # the baseline columns only
+    python benchmarks/bench_agents.py classic-4p --decisions 5000000 --start-from runs/E --start-from runs/G
 """
 
 from __future__ import annotations
@@ -53,7 +57,30 @@ def target(config) -> tuple[float, str]:
     return parity / 2, f"<= {100 * parity / 2:.1f}% (half of parity)"
 
 
-def measure(name: str, games: int, decisions: int, seed: int, exploit: bool) -> dict:
+def start_sources(agents: list[str], starts: list[str]) -> dict[str, list[str]]:
+    """For each agent, the ``--start-from`` checkpoints of its rules and network shape; a ``ValueError`` naming a
+    start that is not one network, cannot be read, or fits none of the agents."""
+    from training.checkpoint import CheckpointError, read_metadata
+
+    fits: dict[str, list[str]] = {name: [] for name in agents}
+    shapes = {name: read_metadata(name) for name in agents}
+    for source in starts:
+        try:
+            meta = read_metadata(source)
+        except CheckpointError as err:
+            raise ValueError(f"--start-from {source!r}: {err}") from None
+        if meta.get("kind") not in ("agent", "run"):
+            raise ValueError(f"--start-from {source!r} is a {meta.get('kind')!r} checkpoint; expected an agent or run checkpoint (one network)")
+        matching = [n for n, m in shapes.items() if m.get("game_config") == meta.get("game_config") and m.get("model") == meta.get("model")]
+        if not matching:
+            raise ValueError(f"--start-from {source!r} ({meta.get('game_config', {}).get('num_players')} players, network {meta.get('model')}) "
+                             f"fits none of the agents {agents}; expected a checkpoint of an agent's rules and network shape")
+        for n in matching:
+            fits[n].append(source)
+    return fits
+
+
+def measure(name: str, games: int, decisions: int, seed: int, exploit: bool, start_from: list[str] = ()) -> dict:
     import torch
 
     torch.set_num_threads(1)
@@ -94,6 +121,8 @@ def measure(name: str, games: int, decisions: int, seed: int, exploit: bool) -> 
         argv = [name, "--decisions", str(decisions), "--games", str(games), "--seed", str(seed + 1), "--output-dir", out, "--json", str(report_path), "--no-progress"]
         if meta.get("kind") == "mixture":  # a mixture's exploitability is the worst over starts from its members
             argv += ["--start-member", "all"]
+        for source in start_from:
+            argv += ["--start-from", source]
         if exploitability(argv) != 0:
             raise RuntimeError(f"cockroach-exploit {' '.join(argv)} failed")
         report = json.loads(report_path.read_text())
@@ -127,7 +156,8 @@ def markdown(rows: list[dict]) -> str:
             verdict = "" if e.get("target") is None else f" (target <= {e['target']:g}: {'met' if e['met'] else '**not met**'})"
             cells.append(f"exact NashConv {e['nash_conv']:.4f}{verdict}")
         else:
-            starts = "" if len(e.get("starts", [])) < 2 else f", worst of {len(e['starts'])} starts: from `{e['start_member']}`"
+            worst = "its own weights" if e["start_member"] is None else f"`{e['start_member']}`"  # a single network's own start has no member name
+            starts = "" if len(e.get("starts", [])) < 2 else f", worst of {len(e['starts'])} starts: from {worst}"
             cells.append(f"best response ({e['decisions'] / 1e6:g} M decisions{starts}) loses {100 * e['loss_rate']:.1f}% [{100 * e['ci95'][0]:.1f}, {100 * e['ci95'][1]:.1f}]: {e['points_from_parity']:.1f} points from parity")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -142,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--decisions", type=int, default=2_000_000, help="best-response budget where the tree is too large for exact evaluation (default 2,000,000)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-exploit", action="store_true", help="skip the exploitability column")
+    parser.add_argument("--start-from", action="append", default=[], metavar="CKPT",
+                        help="also train each best response from the weights of CKPT (an agent or run; repeatable), for every agent of its "
+                             "rules and network shape; the worst start is reported (cockroach-exploit --start-from)")
     parser.add_argument("--json", metavar="PATH", help="also write every figure as JSON (rewritten after every agent)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     args = parser.parse_args(argv)
@@ -153,10 +186,14 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         parser.error(problem)
     names = args.agents or shipped_checkpoints()
+    try:  # before any game is played
+        starts = start_sources(names, args.start_from) if args.start_from and not args.no_exploit else {}
+    except ValueError as err:
+        parser.error(str(err))
     started = time.perf_counter()
     rows = []
     for name in names:
-        rows.append(measure(name, args.games, args.decisions, args.seed, not args.no_exploit))
+        rows.append(measure(name, args.games, args.decisions, args.seed, not args.no_exploit, starts.get(name, [])))
         if args.json:  # after every agent, so that a long run keeps what it measured
             write_json_report(args.json, rows)
     print(f"\n{len(rows)} agents, {args.games} games per match, {time.perf_counter() - started:.0f} s wall, load average {os.getloadavg()[0]:.2f}\n")

@@ -75,6 +75,37 @@ def test_bench_agents_writes_the_strength_table(tmp_path):
     assert "| `mini` | 50.0% |" in out and "| `classic-2p` | 50.0% |" in out
 
 
+def _agent(path: Path, players: int, seed: int) -> Path:
+    """A small untrained agent checkpoint of ``players``-player classic rules."""
+    import torch
+
+    from cockroach_env.config import GameConfig
+    from training import checkpoint as ckpt
+    from training.model import ActorCritic
+
+    game = GameConfig(num_players=players)
+    torch.manual_seed(seed)
+    model = ActorCritic(game, [8], "tanh")
+    tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
+    spec = {"hidden_sizes": [8], "activation": "tanh"}
+    return ckpt.save_checkpoint(path, tensors, {"kind": "agent", "name": path.name, "game_config": game.to_dict(), "model": spec}).with_suffix("")
+
+
+def test_bench_agents_adds_a_best_response_start_from_another_network(tmp_path):
+    """``--start-from``: one more best response, from another network of the agent's rules and shape; the worst is the row's."""
+    agent, start, other = _agent(tmp_path / "mine", 4, 1), _agent(tmp_path / "strong", 4, 2), _agent(tmp_path / "three", 3, 3)
+    report = tmp_path / "agents.json"
+    out = bench("bench_agents.py", str(agent), "--games", "8", "--decisions", "64", "--start-from", str(start), "--json", str(report), cwd=tmp_path).stdout
+    (row,) = json.loads(report.read_text())
+    starts = [s["start_member"] for s in row["exploit"]["starts"]]
+    assert starts == [None, "strong (--start-from)"]  # its own weights, then the --start-from
+    assert row["exploit"]["loss_rate"] == min(s["loss_rate"] for s in row["exploit"]["starts"])
+    assert "worst of 2 starts: from " in out
+    refused = bench("bench_agents.py", str(agent), "--games", "8", "--start-from", str(other), "--json", str(tmp_path / "none.json"), cwd=tmp_path, codes=(2,))
+    assert f"--start-from '{other}' (3 players" in refused.stderr and "fits none of the agents" in refused.stderr
+    assert refused.stdout == "" and not (tmp_path / "none.json").exists()  # refused before any game
+
+
 def test_bench_exploit_seeds_summarises_every_start_and_seed(tmp_path):
     report = tmp_path / "seeds.json"
     out = bench("bench_exploit_seeds.py", "classic-2p", "--seeds", "1", "2", "--decisions", "64", "--games", "8", "--workers", "2", "--json", str(report), cwd=tmp_path).stdout
