@@ -9,7 +9,7 @@
         task (a best response per million decisions, a payoff table per 100 games) and
         the throughput ratio 2 workers / 1 worker
     python benchmarks/bench_psro.py --mixture-scaling --exploiters 4
-        cockroach-mixture --exploiters (the weights of the shipped classic-4p's members
+        cockroach-mixture --exploiters (the weights of the shipped classic-4p-mixture's members
         against exploiters: its members exported as stand-ins) in one process, then with
         --ray on local clusters of 1 and 2 CPUs: seconds per exploiter table, and the
         throughput ratio 2 workers / 1 worker
@@ -136,26 +136,26 @@ def scaling(iterations: int, decisions: int) -> int:
 
 
 def mixture_scaling(exploiters: int) -> int:
-    """One ``cockroach-mixture --exploiters`` build (4 players, the shipped classic-4p's members) in one process and on local Ray clusters of 1 and 2 CPUs."""
+    """One ``cockroach-mixture --exploiters`` build (4 players, the shipped classic-4p-mixture's members) in one process and on local Ray clusters of 1 and 2 CPUs."""
     import ray
 
     from training import checkpoint as ckpt
     from training.mixture_cli import main as mixture
 
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
-    names, _ = ckpt.mixture_weights(ckpt.load_checkpoint("classic-4p"))
+    names, _ = ckpt.mixture_weights(ckpt.load_checkpoint("classic-4p-mixture"))
     results, weights = {}, {}
     with tempfile.TemporaryDirectory() as out:
         stand_ins = []
         for k in range(exploiters):  # the members themselves stand in for best responses: the cost of a table is what is measured
-            stand_ins.append(str(ckpt.export_agent("classic-4p", Path(out) / f"exploiter{k}", member=names[k % len(names)]).with_suffix("")))
+            stand_ins.append(str(ckpt.export_agent("classic-4p-mixture", Path(out) / f"exploiter{k}", member=names[k % len(names)]).with_suffix("")))
         tables = exploiters * 20  # 4 members, 3 seats: 20 multisets
         for label, cpus in (("one process", None), ("Ray, 1 worker", 1), ("Ray, 2 workers", 2)):
             load = os.getloadavg()[0]
             if cpus:
                 ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False)
             started = time.perf_counter()
-            code = mixture([str(Path(out) / f"mix_{cpus}"), "classic-4p", "--exploiters", *stand_ins, "--payoff-games", "200", *(["--ray"] if cpus else [])])
+            code = mixture([str(Path(out) / f"mix_{cpus}"), "classic-4p-mixture", "--exploiters", *stand_ins, "--payoff-games", "200", *(["--ray"] if cpus else [])])
             seconds = time.perf_counter() - started
             if cpus:
                 ray.shutdown()

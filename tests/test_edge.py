@@ -163,8 +163,8 @@ def test_edge_sources_scores_each_part_against_the_checkpoints_copies(tmp_path):
         edge_sources(target, br, games=8, variants=[("offer.claim", "offer")])
     with pytest.raises(ValueError, match="games=0 is not allowed; expected at least 1"):
         edge_sources(target, br, games=0)
-    with pytest.raises(ValueError, match=r"best response 'classic-4p' is a 'mixture' checkpoint; expected an agent or run checkpoint of one network"):
-        edge_sources(target, "classic-4p", games=8)
+    with pytest.raises(ValueError, match=r"best response 'classic-4p-mixture' is a 'mixture' checkpoint; expected an agent or run checkpoint of one network"):
+        edge_sources(target, "classic-4p-mixture", games=8)
 
 
 def test_cockroach_exploit_edge_adds_the_table_to_its_report(tmp_path, capsys):

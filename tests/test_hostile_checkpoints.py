@@ -238,7 +238,7 @@ def test_shipped_checkpoints_pass_the_schema_and_load(name):
     meta = ckpt.read_metadata(name)
     ckpt.validate_metadata(meta, ckpt.SCHEMA, name)
     agent = ckpt.load_agent(name)
-    networks = [member.model for member in agent.members] if meta["kind"] == "mixture" else [agent.model]  # (classic-4p is a mixture)
+    networks = [member.model for member in agent.members] if meta["kind"] == "mixture" else [agent.model]  # (classic-4p-mixture is a mixture)
     assert networks and all(model.num_actions == meta["num_actions"] for model in networks)
 
 

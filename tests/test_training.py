@@ -524,7 +524,7 @@ def test_the_edge_by_decision_benchmark_plays_every_hybrid_and_refuses_a_mixture
     assert "gain over the base of each kind alone: offer" in out and "gain over the base of each factor alone: offer.card" in out
     assert bench.main([str(tmp_path / "target"), str(tmp_path / "br"), str(tmp_path / "base"), "--games", "8", "--no-factors"]) == 0
     assert len([line for line in capsys.readouterr().out.splitlines() if "best response's" in line]) == 8
-    assert bench.main([str(tmp_path / "target"), "classic-4p", str(tmp_path / "base"), "--games", "8"]) == 2
+    assert bench.main([str(tmp_path / "target"), "classic-4p-mixture", str(tmp_path / "base"), "--games", "8"]) == 2
     assert "is a 'mixture' checkpoint; expected an agent or run checkpoint of one network" in capsys.readouterr().err
     assert bench.main([str(tmp_path / "target"), str(tmp_path / "br"), str(tmp_path / "base"), "--games", "0"]) == 2
     assert "--games 0 is not allowed" in capsys.readouterr().err
@@ -602,6 +602,9 @@ def test_a_run_checkpoint_exports_to_a_small_agent_checkpoint(tmp_path):
     assert loaded.metadata["kind"] == "agent" and loaded.metadata["note"] == "exported" and "optimizer" not in loaded.metadata
     assert set(loaded.tensors) == {k for k in tensors if k.startswith("model.")}
     assert _same_weights(ckpt.build_model(loaded), model)
+    assert Path(loaded.metadata["exported_from"]).name == "run.json"
+    renamed = ckpt.load_checkpoint(ckpt.export_agent(tmp_path / "small", tmp_path / "named", extra={"exported_from": "runs/x/final.json", "kind": "run"}))
+    assert renamed.metadata["exported_from"] == "runs/x/final.json" and renamed.metadata["kind"] == "agent"  # extra replaces a key, but not the kind
 
 
 def test_an_export_refuses_an_existing_destination_unless_overwrite(tmp_path, capsys):

@@ -738,7 +738,8 @@ def export_agent(
     """Write the weights-only (``agent``) checkpoint of ``source`` (a run, agent or mixture checkpoint) to ``destination``.
 
     The metadata is kept, less the run-only fields (optimizers, pool, progress, RNG
-    states) and tensors (the exploiter's, Adam moments, snapshots); ``extra`` entries are added (e.g. the command history of a resumed run).
+    states) and tensors (the exploiter's, Adam moments, snapshots); ``extra`` entries are added last, replacing any of the same key
+    but ``kind`` (e.g. the command history of a resumed run, or ``exported_from``).
     A mixture exports one ``member`` (its name, or its index in the mixture): that member's weights, name and
     recipe (``mixture.recipes``: its commands, base run and training config), and ``exported_member`` (name, index, weight).
     An NFSP run checkpoint (``training.nfsp``) exports its average policy, the run's agent, or with ``member="best_response"``
@@ -777,7 +778,9 @@ def export_agent(
             meta["network"] = network.replace("_", " ")
         if average_from is not None:
             tensors, meta["averaged"] = _averaged_snapshots(checkpoint, tensors, average_from)
-    meta.update(kind="agent", exported_from=str(checkpoint.path), **(extra or {}))
+    meta.update(exported_from=str(checkpoint.path))
+    meta.update(extra or {})  # ``extra`` may name the source better (e.g. the run an exported agent came from)
+    meta["kind"] = "agent"  # whatever ``extra`` says
     return save_checkpoint(destination, tensors, meta)
 
 

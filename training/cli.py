@@ -5,7 +5,7 @@
     cockroach-train --config configs/ppo_4p.yaml --resume      # continue runs/ppo_4p
     cockroach-train --config configs/psro_2p.yaml --ray        # PSRO, its iterations' pieces on a local Ray cluster
     cockroach-train --config configs/cfr_mini.yaml             # CFR on mini's exact tree -> runs/cfr_mini/final
-    cockroach-train --config configs/nfsp_4p.yaml --init-from classic-4p   # NFSP: runs/nfsp_4p/final is the average policy
+    cockroach-train --config configs/nfsp_4p.yaml --init-from classic-4p-mixture   # NFSP: runs/nfsp_4p/final is the average policy
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ The learner takes one seat, a different one each episode (seat ``k mod N`` in th
 - one agent of the agent protocol (``act(observation_dict) -> int``, e.g.
   ``baselines.make(...)`` or ``training.load_agent(...)``): it plays every other seat
   (agents are seat-independent). An agent with ``new_game()`` (a mixture such as the
-  shipped ``classic-4p``) is told at every reset, so it draws its member per game; one
+  shipped ``classic-4p-mixture``) is told at every reset, so it draws its member per game; one
   mixture plays every seat with the same member, a list of separately loaded ones draws
   per seat;
 - a list of ``N - 1`` agents: ``opponents[i]`` plays the seat ``i + 1`` seats after the
