@@ -209,3 +209,21 @@ def test_a_resume_refuses_a_checkpoint_without_the_average_policy_or_with_anothe
     meta_path.write_text(original)  # (a refused resume changed nothing)
     assert _nfsp(tmp_path, "run", 4, "--resume") == 0
     assert ckpt.read_metadata(tmp_path / "run" / "checkpoint")["step"]["update"] == 4
+
+
+def test_a_resume_may_change_the_average_policys_supervised_steps_but_not_its_reservoir(tmp_path, capsys):
+    """``nfsp.sl_learning_rate``, ``sl_steps`` and ``sl_batch_size`` may change on resume (Π settles at a lower rate late in a run); the reservoir's size may not."""
+    assert _nfsp(tmp_path, "run", 2) == 0
+    before = ckpt.read_metadata(tmp_path / "run" / "checkpoint")
+    weights = ckpt.load_checkpoint(tmp_path / "run" / "checkpoint").group("average.model")
+    assert before["average.optimizer"]["param_groups"][0]["lr"] == pytest.approx(3e-4)
+    assert _nfsp(tmp_path, "run", 4, "--resume", "--set", "nfsp.reservoir_size=400") == 2
+    assert "changed: ['nfsp.reservoir_size']" in capsys.readouterr().err
+    assert ckpt.read_metadata(tmp_path / "run" / "checkpoint") == before  # (a refused resume changed nothing)
+    assert _nfsp(tmp_path, "run", 4, "--resume", "--set", "nfsp.sl_learning_rate=1e-4", "--set", "nfsp.sl_steps=3", "--set", "nfsp.sl_batch_size=32") == 0
+    after = ckpt.read_metadata(tmp_path / "run" / "checkpoint")
+    assert after["step"]["update"] == 4
+    assert after["average.optimizer"]["param_groups"][0]["lr"] == pytest.approx(1e-4)
+    assert {k: after["training_config"]["nfsp"][k] for k in ("sl_learning_rate", "sl_steps", "sl_batch_size")} == {"sl_learning_rate": 1e-4, "sl_steps": 3, "sl_batch_size": 32}
+    resumed = ckpt.load_checkpoint(tmp_path / "run" / "checkpoint").group("average.model")
+    assert any(not torch.equal(weights[k], resumed[k]) for k in weights)  # (Π took its steps at the new settings)

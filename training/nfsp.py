@@ -186,6 +186,8 @@ class AveragePolicy:
         self.reservoir.restore(checkpoint.group(f"{AVERAGE}.reservoir"), size, seen, str(checkpoint.path))
         self.model.load_state_dict(checkpoint.group(f"{AVERAGE}.model"))
         ckpt.restore_optimizer(self.optimizer, checkpoint, prefix=f"{AVERAGE}.optimizer")
+        for group in self.optimizer.param_groups:  # the config's rate: it may change on resume (training.ppo.RESUMABLE_CHANGES)
+            group["lr"] = self.settings.sl_learning_rate
         self.rng = rng
         self.loss = math.nan if record.get("loss") is None else float(record["loss"])
 

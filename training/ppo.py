@@ -774,8 +774,12 @@ def _prefixed(policy: Learner, exploiter: Learner | None) -> list[tuple[str, Lea
     return [("", policy)] + ([("exploiter.", exploiter)] if exploiter else [])
 
 
-RESUMABLE_CHANGES = ("schedule.total_decisions", "schedule.time_limit_minutes", "evaluation", "device", "torch_threads", "output_dir")
-"""Config entries that may differ between a run and its resumption."""
+RESUMABLE_CHANGES = (
+    "schedule.total_decisions", "schedule.time_limit_minutes", "evaluation", "device", "torch_threads", "output_dir",
+    "nfsp.sl_learning_rate", "nfsp.sl_steps", "nfsp.sl_batch_size",
+)  # fmt: skip
+"""Config entries that may differ between a run and its resumption (NFSP's supervised steps: an average policy that should
+settle, e.g. a lower ``nfsp.sl_learning_rate`` late in a run; the reservoir's size may not change)."""
 
 
 def _restore(
