@@ -142,10 +142,13 @@ def test_cockroach_train_refuses_population_tables_without_a_population_before_w
 
 
 def test_an_nfsp_run_saves_the_average_policy_as_its_agent_and_the_best_response_beside_it(tmp_path):
-    assert _nfsp(tmp_path, "run", 4) == 0
+    assert _nfsp(tmp_path, "run", 4, "--set", "schedule.keep_agent_every=2") == 0
     run = tmp_path / "run"
     state = ckpt.load_checkpoint(run / "checkpoint", kind="run")
     final = ckpt.load_checkpoint(run / "final")
+    kept = ckpt.load_checkpoint(run / "agents" / "update_0000004", kind="agent")  # the kept agents are the average policy too
+    assert kept.tensors.keys() == final.tensors.keys() and all(torch.equal(kept.tensors[k], v) for k, v in final.tensors.items())
+    assert sorted(p.name for p in (run / "agents").glob("*.json")) == ["update_0000002.json", "update_0000004.json"]
     best = ckpt.load_checkpoint(run / "best_response")
     average, policy = state.group("average.model"), state.group("model")
     assert all(torch.equal(final.group("model")[k], v) for k, v in average.items())

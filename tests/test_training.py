@@ -877,3 +877,40 @@ def test_the_magnets_kl_in_an_update_is_kl_of_the_policy_from_the_magnet_on_the_
         log_q = torch.log_softmax(magnet(x, legal)[0], -1)
         expected = torch.where(legal, log_p.exp() * (log_p - log_q), 0.0).sum(-1).mean().item()
     assert expected > 1e-3 and stats["magnet_kl"] == pytest.approx(expected, rel=1e-4, abs=1e-6)
+
+
+def test_keep_agent_every_keeps_the_agent_at_those_updates_and_a_resume_rewrites_the_ones_after_its_checkpoint(tmp_path):
+    """``schedule.keep_agent_every``: ``agents/update_<U>`` at every multiple (the run's agent at that update, the last one ``final``'s
+    weights); a resumed run keeps those its checkpoint holds and writes its own after it, identical to the uninterrupted run's."""
+    from training.checkpoint import load_agent, load_checkpoint
+
+    keep = ["--set", "schedule.keep_agent_every=1"]
+    assert _train(tmp_path, "whole", 4, *keep) == 0
+    whole = tmp_path / "whole" / "agents"
+    assert sorted(p.name for p in whole.glob("*.json")) == [f"update_{u:07d}.json" for u in (1, 2, 3, 4)]
+    kept = {u: load_checkpoint(whole / f"update_{u:07d}", kind="agent") for u in (1, 2, 3, 4)}
+    assert [kept[u].metadata["step"]["update"] for u in (1, 2, 3, 4)] == [1, 2, 3, 4]
+    assert not all(torch.equal(kept[1].tensors[k], kept[4].tensors[k]) for k in kept[1].tensors)
+    final = load_checkpoint(tmp_path / "whole" / "final", kind="agent")
+    assert all(torch.equal(final.tensors[k], kept[4].tensors[k]) for k in final.tensors)
+    assert load_agent(whole / "update_0000002").name
+
+    assert _train(tmp_path, "split", 2, *keep) == 0
+    split = tmp_path / "split" / "agents"
+    for name in ("update_0000003.json", "update_0000003.1.safetensors"):  # a killed continuation's agent after the checkpoint (update 2)
+        (split / name).write_bytes((split / name.replace("3", "2", 1)).read_bytes())
+    assert _train(tmp_path, "split", 4, "--resume", *keep) == 0
+    assert sorted(p.name for p in split.iterdir()) == sorted(p.name for p in whole.iterdir())
+    for u in (1, 2, 3, 4):
+        resumed = load_checkpoint(split / f"update_{u:07d}", kind="agent")
+        assert all(torch.equal(resumed.tensors[k], kept[u].tensors[k]) for k in kept[u].tensors), u
+
+    assert _train(tmp_path, "split", 1, "--overwrite") == 0  # a fresh run in its place, keeping none: the replaced run's are gone
+    assert not list(split.iterdir())
+
+
+@pytest.mark.parametrize("value", ["-1", "1.5"])
+def test_keep_agent_every_is_validated(tmp_path, value, capsys):
+    assert _train(tmp_path, "bad", 2, "--set", f"schedule.keep_agent_every={value}") == 2
+    assert f"keep_agent_every={value}" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()

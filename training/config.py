@@ -190,10 +190,14 @@ class ScheduleConfig:
     """Updates between checkpoints; the games restart at each checkpoint so that ``--resume`` repeats the run exactly."""
     time_limit_minutes: float | None = None
     """Stop early (with a checkpoint) after this many minutes of wall time (``null``: no limit). A time limit makes the stopping point depend on the machine."""
+    keep_agent_every: int = 0
+    """Updates between kept agent checkpoints, ``runs/<name>/agents/update_<U>`` (the evaluated network's weights only, as ``final``;
+    an NFSP run's average policy), so that a point of the run can be chosen by measurement later (0: none kept)."""
 
     def validate(self, where: str) -> None:
         _require(where, "total_decisions", self.total_decisions, self.total_decisions >= 1, "an integer >= 1")
         _require(where, "checkpoint_every", self.checkpoint_every, self.checkpoint_every >= 1, "an integer >= 1")
+        _require(where, "keep_agent_every", self.keep_agent_every, self.keep_agent_every >= 0, "an integer >= 0 (0: keep none)")
         if self.time_limit_minutes is not None:
             _require(where, "time_limit_minutes", self.time_limit_minutes, self.time_limit_minutes > 0, "null or a number > 0")
 

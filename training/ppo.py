@@ -83,6 +83,8 @@ BEST_RESPONSE_NAME = "best_response"
 """An NFSP run's best response at the end (``training.nfsp``; its ``final`` is the average policy): ``runs/<name>/best_response.{json,safetensors}``."""
 CHECKPOINT_NAME = "checkpoint"
 """The run's latest full checkpoint (for ``--resume``): ``runs/<name>/checkpoint.{json,safetensors}``."""
+KEPT_AGENTS = "agents"
+"""The agents kept every ``schedule.keep_agent_every`` updates: ``runs/<name>/agents/update_<U>.{json,safetensors}``."""
 AGENT_NAME = "final"
 """The run's final weights-only checkpoint (for ``load_agent`` and the arena): ``runs/<name>/final.{json,safetensors}``."""
 
@@ -390,6 +392,7 @@ def _train(
     state.commands.append(command)
     for name in (CHECKPOINT_NAME, AGENT_NAME, *([BEST_RESPONSE_NAME] if average else [])):
         ckpt.remove_stale(run_dir / name)  # temporary files of killed saves, tensors of replaced generations
+    _prune_kept_agents(run_dir / KEPT_AGENTS, state.update if resume else -1)
     logs = RunLogs(run_dir, config, resume_update=state.update if resume else None, average=average is not None)
 
     games = BatchedGames(game, batch_size=B, seed=config.seed)
@@ -509,6 +512,8 @@ def _train(
             for code, learner in learners.items() if worker is not None else ():
                 worker.pull(code, learner)  # the Adam states, from the update process
             save_run_checkpoint(run_dir / CHECKPOINT_NAME, config, policy, exploiter, sampler, rng, pool, state, command, average)
+        if config.schedule.keep_agent_every and state.update % config.schedule.keep_agent_every == 0:
+            save_agent_checkpoint(run_dir / KEPT_AGENTS / f"update_{state.update:07d}", config, evaluated, state, command)
         if stop_reason:
             break
     bar.close()
@@ -758,6 +763,22 @@ def save_run_checkpoint(
     return ckpt.save_checkpoint(path, tensors, metadata)
 
 
+def _prune_kept_agents(directory: Path, update: int) -> None:
+    """Remove the kept agents (``schedule.keep_agent_every``) after ``update``: on resume those of the continuation that the
+    checkpoint does not hold (the resumed run writes its own at those updates), on a fresh start (``update=-1``, with
+    ``--overwrite``) all of the replaced run's; tidy the others' stale files."""
+    if not directory.is_dir():
+        return
+    for meta in sorted(directory.glob("update_*.json")):
+        stem = meta.with_suffix("")
+        kept = stem.name[len("update_"):]
+        if kept.isdigit() and int(kept) > update:
+            for path in [meta, *directory.glob(f"{stem.name}.*.safetensors")]:
+                path.unlink(missing_ok=True)
+        else:
+            ckpt.remove_stale(stem)
+
+
 def save_agent_checkpoint(path: Path, config: TrainConfig, model: ActorCritic, state: Progress, command: str, network: str | None = None) -> Path:
     """The weights only (small), with the metadata users and the arena need. ``network``: which of an NFSP run's networks
     it is, if not the evaluated one (``best response``: recorded, without the evaluations, which are the average policy's)."""
@@ -775,7 +796,7 @@ def _prefixed(policy: Learner, exploiter: Learner | None) -> list[tuple[str, Lea
 
 
 RESUMABLE_CHANGES = (
-    "schedule.total_decisions", "schedule.time_limit_minutes", "evaluation", "device", "torch_threads", "output_dir",
+    "schedule.total_decisions", "schedule.time_limit_minutes", "schedule.keep_agent_every", "evaluation", "device", "torch_threads", "output_dir",
     "nfsp.sl_learning_rate", "nfsp.sl_steps", "nfsp.sl_batch_size",
 )  # fmt: skip
 """Config entries that may differ between a run and its resumption (NFSP's supervised steps: an average policy that should
