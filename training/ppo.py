@@ -507,13 +507,15 @@ def _train(
             results = evaluate_model(evaluated, game, config.evaluation.opponents, config.evaluation.games, seed=config.seed + state.update)
             _record_evaluation(state, logs, results)
             bar.set_postfix_str(_eval_summary(state.evaluations))
+        if config.schedule.keep_agent_every and state.update % config.schedule.keep_agent_every == 0:
+            # before the run checkpoint of the same update: a kill between the two leaves the agent after the checkpoint, written again on resume
+            state.wall_seconds = time.perf_counter() - started
+            save_agent_checkpoint(run_dir / KEPT_AGENTS / f"update_{state.update:07d}", config, evaluated, state, command)
         if state.update % config.schedule.checkpoint_every == 0 or last or stop_reason:
             state.wall_seconds = time.perf_counter() - started
             for code, learner in learners.items() if worker is not None else ():
                 worker.pull(code, learner)  # the Adam states, from the update process
             save_run_checkpoint(run_dir / CHECKPOINT_NAME, config, policy, exploiter, sampler, rng, pool, state, command, average)
-        if config.schedule.keep_agent_every and state.update % config.schedule.keep_agent_every == 0:
-            save_agent_checkpoint(run_dir / KEPT_AGENTS / f"update_{state.update:07d}", config, evaluated, state, command)
         if stop_reason:
             break
     bar.close()
