@@ -179,6 +179,54 @@ def test_an_nfsp_run_saves_the_average_policy_as_its_agent_and_the_best_response
     assert load_agent(run / "final").name and load_agent(run / "checkpoint").name
 
 
+def test_an_nfsp_runs_average_exports_averaged_with_its_kept_agents_and_bad_sources_are_refused(tmp_path, capsys):
+    """``--average-with``: the run's average policy and its kept agents (``schedule.keep_agent_every``), one network averaged;
+    a mixture, another network shape, a source named twice or the destination among the sources is refused, writing nothing."""
+    assert _nfsp(tmp_path, "run", 6, "--set", "schedule.keep_agent_every=2") == 0
+    run = tmp_path / "run"
+    state = ckpt.load_checkpoint(run / "checkpoint", kind="run")
+    kept = [ckpt.load_checkpoint(run / "agents" / f"update_{u:07d}") for u in (2, 4)]
+    path = ckpt.export_agent(run / "checkpoint", tmp_path / "soup", average_with=[k.path for k in kept])
+    soup = ckpt.load_checkpoint(path)
+    average = state.group("average.model")
+    for key, value in soup.group("model").items():
+        expected = torch.stack([average[key].double(), *(k.group("model")[key].double() for k in kept)]).mean(0)
+        assert torch.allclose(value.double(), expected, atol=1e-6), key
+    assert not all(torch.equal(soup.group("model")[k], v) for k, v in average.items())  # three networks that differ
+    assert soup.metadata["averaged"] == {"sources": [str(state.path), *(str(k.path) for k in kept)], "networks": 3}
+    assert soup.metadata["kind"] == "agent" and soup.metadata["network"] == "average"
+    # an agent averaged with a run checkpoint takes the run's average policy, as the export would
+    pair = ckpt.load_checkpoint(ckpt.export_agent(kept[0].path, tmp_path / "pair", average_with=[run / "checkpoint"]))
+    for key, value in pair.group("model").items():
+        assert torch.allclose(value.double(), (kept[0].group("model")[key].double() + average[key].double()) / 2, atol=1e-6), key
+    from training import load_agent
+
+    assert load_agent(path).name
+
+    assert _train(tmp_path, "wide", 2, "--set", "model.hidden_sizes=[8]") == 0
+    meta = {k: kept[0].metadata[k] for k in ("game_config", "model")}
+    mixture = ckpt.save_mixture_checkpoint(tmp_path / "mix", [ckpt.build_model(k) for k in kept], [0.5, 0.5], ["two", "four"], meta)
+    refusals = [
+        ([run / "final", kept[0].path, run / "final"], "named twice among the checkpoints to average"),
+        ([tmp_path / "wide" / "final"], r"the rules .* and network .* differ from"),
+        ([tmp_path / "soup"], "the export destination is one of the checkpoints to average"),
+        ([mixture], "this is a mixture of several; export one member first"),
+    ]
+    for others, message in refusals:
+        with pytest.raises(ckpt.CheckpointError, match=message):
+            ckpt.export_agent(run / "checkpoint", tmp_path / "soup", average_with=others, overwrite=True)
+    with pytest.raises(ckpt.CheckpointError, match="average_from=0 and average_with are two kinds of average"):
+        ckpt.export_agent(run / "checkpoint", tmp_path / "refused", average_from=0, average_with=[kept[0].path])
+    with pytest.raises(ckpt.CheckpointError, match="expected a list of checkpoints"):
+        ckpt.export_agent(run / "checkpoint", tmp_path / "refused", average_with=str(kept[0].path))
+    assert not list(tmp_path.glob("refused*")) and ckpt.load_checkpoint(tmp_path / "soup").metadata == soup.metadata  # unchanged
+    ckpt.main([str(run / "checkpoint"), "--export", str(tmp_path / "cli"), "--average-with", str(kept[0].path), "--average-with", str(kept[1].path)])
+    assert ckpt.read_metadata(tmp_path / "cli")["averaged"] == soup.metadata["averaged"]
+    with pytest.raises(SystemExit):
+        ckpt.main([str(run / "checkpoint"), "--average-with", str(kept[0].path)])  # without --export
+    assert "go with --export" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("overlap", [False, True], ids=["serial", "overlap"])
 def test_an_interrupted_nfsp_run_resumes_exactly(tmp_path, overlap):
     """The average policy's weights, Adam state, reservoir and generator are in the run checkpoint: a resumed run equals the whole one."""

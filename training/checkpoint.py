@@ -734,6 +734,7 @@ def export_agent(
     member: str | None = None,
     overwrite: bool = False,
     average_from: int | None = None,
+    average_with: list[str | os.PathLike] | tuple[str | os.PathLike, ...] = (),
 ) -> Path:
     """Write the weights-only (``agent``) checkpoint of ``source`` (a run, agent or mixture checkpoint) to ``destination``.
 
@@ -747,10 +748,14 @@ def export_agent(
     With ``average_from`` (a run checkpoint only) the exported weights are the uniform average of the run's current
     policy and every policy snapshot in its pool taken at update ``average_from`` or later (stochastic weight
     averaging; ``averaged`` in the metadata lists them).
+    With ``average_with`` (checkpoints or shipped names) the exported weights are the uniform average of ``source``'s
+    network and each of theirs, taken as ``export_agent`` would export it (an agent's, a run's policy, an NFSP run's
+    average policy; not a mixture): e.g. an NFSP run's kept agents (``schedule.keep_agent_every``). All must have the
+    same rules and network shape; ``averaged`` in the metadata lists the sources. The average of networks trained apart
+    is rarely a good policy; of one run's checkpoints it can be (``docs/training.md``).
     An existing checkpoint at ``destination`` is refused unless ``overwrite``; nothing is written when anything is refused.
     """
     checkpoint = load_checkpoint(source)
-    nfsp = checkpoint.metadata["kind"] == "run" and NFSP_AVERAGE in checkpoint.metadata
     if average_from is not None and checkpoint.metadata["kind"] != "run":
         raise CheckpointError(
             f"{checkpoint.path}: average_from={average_from!r} needs a run checkpoint (its snapshot pool holds the weights to average); "
@@ -761,6 +766,20 @@ def export_agent(
         raise CheckpointError(f"{meta_path}: the export destination is its source checkpoint; choose another DEST")
     if meta_path.exists() and not overwrite:
         raise CheckpointError(f"{meta_path}: a checkpoint already exists there; pass --overwrite (overwrite=True) to replace it, or choose another DEST")
+    if average_with and average_from is not None:
+        raise CheckpointError(f"{checkpoint.path}: average_from={average_from!r} and average_with are two kinds of average; give one or the other")
+    tensors, meta = _export_weights(checkpoint, member, average_from)
+    if average_with:
+        tensors, meta["averaged"] = _averaged_with(checkpoint, tensors, average_with, meta_path)
+    meta.update(exported_from=str(checkpoint.path))
+    meta.update(extra or {})  # ``extra`` may name the source better (e.g. the run an exported agent came from)
+    meta["kind"] = "agent"  # whatever ``extra`` says
+    return save_checkpoint(destination, tensors, meta)
+
+
+def _export_weights(checkpoint: Checkpoint, member: str | None, average_from: int | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The tensors (``model.*``) and metadata of the one network ``export_agent`` exports from ``checkpoint``."""
+    nfsp = checkpoint.metadata["kind"] == "run" and NFSP_AVERAGE in checkpoint.metadata
     if checkpoint.metadata["kind"] == "mixture":
         tensors, meta = _member_export(checkpoint, member)
     elif member is not None and not (nfsp and member in NFSP_NETWORKS):
@@ -778,10 +797,37 @@ def export_agent(
             meta["network"] = network.replace("_", " ")
         if average_from is not None:
             tensors, meta["averaged"] = _averaged_snapshots(checkpoint, tensors, average_from)
-    meta.update(exported_from=str(checkpoint.path))
-    meta.update(extra or {})  # ``extra`` may name the source better (e.g. the run an exported agent came from)
-    meta["kind"] = "agent"  # whatever ``extra`` says
-    return save_checkpoint(destination, tensors, meta)
+    return tensors, meta
+
+
+def _averaged_with(checkpoint: Checkpoint, tensors: dict[str, Any], others: Any, destination: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``checkpoint``'s exported weights ``tensors`` averaged with those of the checkpoints ``others`` (``average_with``);
+    ``destination``: the export's metadata file, which may be none of them."""
+    import torch
+
+    if isinstance(others, (str, os.PathLike)):
+        raise CheckpointError(f"average_with={str(others)!r} is not allowed; expected a list of checkpoints")
+    sources, names = [tensors], [str(checkpoint.path)]
+    for other in others:
+        source = load_checkpoint(other)
+        if source.metadata["kind"] == "mixture":
+            raise CheckpointError(f"{source.path}: average_with takes networks, and this is a mixture of several; export one member first (--member)")
+        if source.metadata["game_config"] != checkpoint.metadata["game_config"] or source.metadata["model"] != checkpoint.metadata["model"]:
+            raise CheckpointError(
+                f"{source.path}: the rules {source.metadata['game_config']} and network {source.metadata['model']} differ from {checkpoint.path}'s "
+                f"({checkpoint.metadata['game_config']}, {checkpoint.metadata['model']}); expected one game and network shape to average"
+            )
+        if source.path.resolve() in {Path(n).resolve() for n in names}:
+            raise CheckpointError(f"{source.path}: named twice among the checkpoints to average; expected each once")
+        if source.path.resolve() == destination.resolve():
+            raise CheckpointError(f"{destination}: the export destination is one of the checkpoints to average; choose another DEST")
+        weights, _ = _export_weights(source, None, None)
+        if weights.keys() != tensors.keys() or any(weights[k].shape != tensors[k].shape for k in tensors):
+            raise CheckpointError(f"{source.path}: its network's tensors and shapes differ from {checkpoint.path}'s")
+        sources.append(weights)
+        names.append(str(source.path))
+    averaged = {k: torch.stack([s[k].double() for s in sources]).mean(0).to(tensors[k].dtype) for k in tensors}
+    return averaged, {"sources": names, "networks": len(sources)}
 
 
 def _averaged_snapshots(checkpoint: Checkpoint, tensors: dict[str, Any], average_from: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -843,7 +889,7 @@ def _member_export(checkpoint: Checkpoint, member: str | None) -> tuple[dict[str
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Print a checkpoint's metadata, or export its weights (``python -m training.checkpoint PATH [--export DEST [--member NAME | --average-from UPDATE] [--overwrite]]``)."""
+    """Print a checkpoint's metadata, or export its weights (``python -m training.checkpoint PATH [--export DEST [--member NAME] [--average-from UPDATE | --average-with CKPT ...] [--overwrite]]``)."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m training.checkpoint", description="Print the metadata of a checkpoint, or export its weights as a small agent checkpoint.")
@@ -857,12 +903,17 @@ def main(argv: list[str] | None = None) -> None:
         help="with --export of a run checkpoint: export the average of the policy's weights and of every policy snapshot in the run's pool "
         "taken at UPDATE or later (stochastic weight averaging; docs/training.md)",
     )  # fmt: skip
+    parser.add_argument(
+        "--average-with", metavar="CKPT", action="append", default=[],
+        help="with --export (repeatable): export the average of the checkpoint's network and of each CKPT's, all of one game and network shape "
+        "(e.g. an NFSP run's kept agents, runs/NAME/agents/update_U; docs/training.md)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
-    if (args.member is not None or args.overwrite or args.average_from is not None) and not args.export:
-        parser.error("--member, --average-from and --overwrite go with --export DEST")
+    if (args.member is not None or args.overwrite or args.average_from is not None or args.average_with) and not args.export:
+        parser.error("--member, --average-from, --average-with and --overwrite go with --export DEST")
     try:
         if args.export:
-            print(export_agent(args.checkpoint, args.export, member=args.member, overwrite=args.overwrite, average_from=args.average_from))
+            print(export_agent(args.checkpoint, args.export, member=args.member, overwrite=args.overwrite, average_from=args.average_from, average_with=args.average_with))
             return
         meta = read_metadata(args.checkpoint)
     except CheckpointError as error:
