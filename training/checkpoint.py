@@ -800,11 +800,23 @@ def _export_weights(checkpoint: Checkpoint, member: str | None, average_from: in
     return tensors, meta
 
 
+def _same_shapes(weights: dict[str, Any], reference: dict[str, Any]) -> bool:
+    """Whether ``weights`` has exactly ``reference``'s tensor names, each of the same shape."""
+    return weights.keys() == reference.keys() and all(weights[k].shape == reference[k].shape for k in reference)
+
+
+def _mean_weights(sources: list[dict[str, Any]]) -> dict[str, Any]:
+    """The uniform average of networks of one shape (checked by :func:`_same_shapes`), taken in float64 and
+    returned in the first network's dtypes."""
+    import torch
+
+    first = sources[0]
+    return {k: torch.stack([s[k].double() for s in sources]).mean(0).to(first[k].dtype) for k in first}
+
+
 def _averaged_with(checkpoint: Checkpoint, tensors: dict[str, Any], others: Any, destination: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """``checkpoint``'s exported weights ``tensors`` averaged with those of the checkpoints ``others`` (``average_with``);
     ``destination``: the export's metadata file, which may be none of them."""
-    import torch
-
     if isinstance(others, (str, os.PathLike)):
         raise CheckpointError(f"average_with={str(others)!r} is not allowed; expected a list of checkpoints")
     sources, names = [tensors], [str(checkpoint.path)]
@@ -822,18 +834,16 @@ def _averaged_with(checkpoint: Checkpoint, tensors: dict[str, Any], others: Any,
         if source.path.resolve() == destination.resolve():
             raise CheckpointError(f"{destination}: the export destination is one of the checkpoints to average; choose another DEST")
         weights, _ = _export_weights(source, None, None)
-        if weights.keys() != tensors.keys() or any(weights[k].shape != tensors[k].shape for k in tensors):
+        if not _same_shapes(weights, tensors):
             raise CheckpointError(f"{source.path}: its network's tensors and shapes differ from {checkpoint.path}'s")
         sources.append(weights)
         names.append(str(source.path))
-    averaged = {k: torch.stack([s[k].double() for s in sources]).mean(0).to(tensors[k].dtype) for k in tensors}
+    averaged = _mean_weights(sources)
     return averaged, {"sources": names, "networks": len(sources)}
 
 
 def _averaged_snapshots(checkpoint: Checkpoint, tensors: dict[str, Any], average_from: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """The run's policy weights ``tensors`` (``model.*``) averaged with its pool's policy snapshots from update ``average_from`` on."""
-    import torch
-
     if isinstance(average_from, bool) or not isinstance(average_from, int) or average_from < 0:
         raise CheckpointError(f"average_from={average_from!r} is not allowed; expected an update number, an integer >= 0")
     meta = checkpoint.metadata
@@ -849,10 +859,10 @@ def _averaged_snapshots(checkpoint: Checkpoint, tensors: dict[str, Any], average
     sources = [tensors]
     for entry in chosen:
         weights = {f"model.{k}": v for k, v in checkpoint.group(f"pool.{entry['id']}").items()}
-        if weights.keys() != tensors.keys() or any(weights[k].shape != tensors[k].shape for k in tensors):
+        if not _same_shapes(weights, tensors):
             raise CheckpointError(f"{checkpoint.path}: snapshot {entry['id']} (update {entry['update']}) does not have the policy's tensors and shapes")
         sources.append(weights)
-    averaged = {k: torch.stack([s[k].double() for s in sources]).mean(0).to(tensors[k].dtype) for k in tensors}
+    averaged = _mean_weights(sources)
     record = {
         "from_update": average_from,
         "policy_update": meta["progress"]["update"],
