@@ -96,6 +96,46 @@ def test_the_learner_rotates_seats_and_gets_its_terminal_reward():
     assert -1.0 in rewards and any(r > 0 for r in rewards)
 
 
+def test_the_constructor_seed_seeds_only_the_first_reset():
+    """SB3 seeds the first reset itself (``MaskablePPO(..., seed=0)``); the next reset must not replay the constructor's seed."""
+    env = MaskedSelfPlayEnv(baselines.make("random", seed=0), seed=0)
+    env.reset(seed=0)
+    first = env.game.state()
+    env.reset()
+    assert env._learner == "player_1" and not np.array_equal(env.game.state(), first)
+
+
+def test_a_game_cut_by_max_steps_before_the_learners_first_decision_is_dealt_again():
+    config = GameConfig(num_players=4, max_steps=2)  # a seat often waits more than two decisions for its first
+    env = MaskedSelfPlayEnv(baselines.make("random", config, seed=0), seed=0, config=config)
+    rng = np.random.default_rng(0)
+    for _ in range(8):
+        obs, info = env.reset()
+        assert env.game.agent_selection == env._learner and env.action_masks().any() and info["truncated_at_step"] == -1
+        while True:
+            obs, reward, terminated, truncated, info = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
+            if terminated or truncated:
+                break
+        assert (reward, terminated, truncated) == (0.0, False, True)
+    config = GameConfig(num_players=4, max_steps=1, starter=0)  # only seat 0 ever decides
+    env = MaskedSelfPlayEnv(baselines.make("random", config, seed=0), seed=0, config=config)
+    env.reset()
+    with pytest.raises(ValueError, match="player_1 had no decision in 100 deals in a row"):
+        env.reset()
+
+
+def test_every_render_mode_of_the_env_passes_gymnasiums_checker():
+    pytest.importorskip("PIL")
+    from gymnasium.utils.env_checker import check_env as gymnasium_check_env
+
+    env = MaskedSelfPlayEnv(baselines.make("random", seed=0), seed=0, illegal_action="penalize", render_mode="rgb_array")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*alternative render modes.*")
+        gymnasium_check_env(env)
+    env.reset(seed=0)
+    assert env.render().dtype == np.uint8
+
+
 def test_a_seed_reproduces_the_episode_including_the_opponents():
     env = MaskedSelfPlayEnv(baselines.make("heuristic", GameConfig(num_players=3), seed=0), num_players=3)
     first = _play(env, np.random.default_rng(5), seed=11)
@@ -114,6 +154,11 @@ def test_bad_opponents_are_refused_with_a_clear_error():
     env = MaskedSelfPlayEnv(lambda episode: ["not an agent"] * 3)
     with pytest.raises(ValueError, match=r"opponents\(0\) result\[0\]"):
         env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"opponents\[0\]=<class .*RandomAgent'> is a class, not an agent"):
+        MaskedSelfPlayEnv(type(baselines.make("random")))  # act() would fail only at the first opponent move
+    for seed in (-1, 1.5, "0"):  # refused here, not at the first reset
+        with pytest.raises(ValueError, match=f"seed={seed!r} is not allowed"):
+            MaskedSelfPlayEnv(baselines.make("random"), seed=seed)
     env = MaskedSelfPlayEnv(Stubborn())
     with pytest.raises(ValueError, match="opponent 'stubborn' .* returned 0, which is not a legal action"):
         for seed in range(8):  # some deal lets an opponent move before the learner

@@ -12,7 +12,8 @@
 The learner takes one seat, a different one each episode (seat ``k mod N`` in the
 ``k``-th episode since the last seeded reset); the other seats are played by
 ``opponents`` inside ``step`` until it is the learner's turn again or the game is over
-(a game that ends before the learner's first decision is dealt again within ``reset``):
+(a game that ends, or that ``max_steps`` cuts, before the learner's first decision is
+dealt again within ``reset``, up to ``REDEALS`` times in a row):
 
 - one agent of the agent protocol (``act(observation_dict) -> int``, e.g.
   ``baselines.make(...)`` or ``training.load_agent(...)``): it plays every other seat
@@ -33,7 +34,9 @@ every other seat) and ``info`` the learner's env info (``cockroach_env.env.INFO_
 
 ``reset(seed=s)`` seeds the deals and reseeds every opponent that owns a
 ``numpy.random.Generator`` as ``rng`` (every baseline and loaded checkpoint does), so
-an episode is reproducible from its seed and gymnasium's determinism checks hold.
+an episode is reproducible from its seed and gymnasium's determinism checks hold. The
+constructor's ``seed`` seeds the first reset unless that reset has its own (SB3 seeds
+it from ``MaskablePPO(..., seed=...)``).
 
 ``illegal_action="raise"`` (the default) raises ``IllegalActionError`` for a masked-out
 learner action; the environment checkers of gymnasium and SB3 step unmasked
@@ -49,21 +52,25 @@ from typing import Any, Callable
 import gymnasium
 import numpy as np
 
-from cockroach_env.config import GameConfig
+from cockroach_env.config import GameConfig, check_seed
 from cockroach_env.env import IllegalActionError, raw_env
+
+REDEALS = 100
+"""How many deals in a row ``reset`` tries before it refuses a table where the learner never gets a decision."""
 
 
 class MaskedSelfPlayEnv(gymnasium.Env):
     """One learner seat against ``opponents`` (see the module docstring); ``action_masks()`` for MaskablePPO."""
 
-    metadata = {"render_modes": ["ansi", "human"], "render_fps": 1}
+    metadata = {"render_modes": list(raw_env.metadata["render_modes"]), "render_fps": 1}
 
     def __init__(self, opponents: Any, seed: int | None = None, illegal_action: str = "raise", render_mode: str | None = None, **game_options: Any):
+        seed = check_seed("seed", seed)
         self.game = raw_env(render_mode=render_mode, illegal_action=illegal_action, **game_options)
         self.config: GameConfig = self.game.config
         self.render_mode = render_mode
         self.num_players = self.config.num_players
-        if callable(opponents) and not callable(getattr(opponents, "act", None)):
+        if callable(opponents) and not isinstance(opponents, type) and not callable(getattr(opponents, "act", None)):
             self._opponent_source: Callable[[int], Any] | None = opponents
             self._lineup: list[Any] = []
         else:
@@ -89,6 +96,8 @@ class MaskedSelfPlayEnv(gymnasium.Env):
         else:
             lineup = [opponents] * (n - 1)
         for i, agent in enumerate(lineup):
+            if isinstance(agent, type):
+                raise ValueError(f"{what}[{i}]={agent!r} is a class, not an agent; expected an instance, e.g. {agent.__name__}(config) or baselines.make(name, config)")
             if not callable(getattr(agent, "act", None)):
                 raise ValueError(f"{what}[{i}]={agent!r} is not an agent; expected an object with act(observation_dict) -> int (see baselines.agent)")
             built_for = getattr(agent, "config", None)
@@ -103,8 +112,9 @@ class MaskedSelfPlayEnv(gymnasium.Env):
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
-        if seed is None and self._seed is not None:
-            seed, self._seed = self._seed, None  # the constructor's seed seeds the first reset
+        if seed is None:
+            seed = self._seed  # the constructor's seed seeds the first reset, unless that reset has its own
+        self._seed = None
         super().reset(seed=seed)
         if seed is not None:
             self._episode = 0
@@ -127,9 +137,17 @@ class MaskedSelfPlayEnv(gymnasium.Env):
         self._episode += 1
         self._done = False
         self._play_opponents()
-        while self.game.game.over:  # it ended before the learner's first decision: deal again
+        for _ in range(REDEALS):
+            if not self._learner_done():
+                break
+            # It ended (or max_steps cut it) before the learner's first decision: deal again.
             self.game.reset(seed=int(self.np_random.integers(2**63)), options=options)
             self._play_opponents()
+        else:
+            raise ValueError(
+                f"the learner's seat {self._learner} had no decision in {REDEALS} deals in a row (max_steps={self.config.max_steps}, "
+                f"starter={self.config.starter}, reset options {options!r}); expected a table where every seat gets to decide"
+            )
         return self._observation(), dict(self.game.infos[self._learner])
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
@@ -162,10 +180,13 @@ class MaskedSelfPlayEnv(gymnasium.Env):
     def _observation(self) -> np.ndarray:
         return self.game.observe(self._learner)["observation"]
 
+    def _learner_done(self) -> bool:
+        return bool(self.game.terminations[self._learner] or self.game.truncations[self._learner])
+
     def _play_opponents(self) -> None:
         """Let the opponents move until the learner is to act or the game is over."""
         game, n = self.game, self.num_players
-        while not (game.terminations[self._learner] or game.truncations[self._learner]) and game.agent_selection != self._learner:
+        while not self._learner_done() and game.agent_selection != self._learner:
             seat = game.possible_agents.index(game.agent_selection)
             agent = self._opponents[(seat - self._seat) % n - 1]
             observation = game.observe(game.agent_selection)

@@ -16,13 +16,14 @@ finds it::
 
     collector = Collector(algorithm, train_envs, buffer, on_episode_done_hook=EverySeatRewarded(env))
 
-Tianshou applies hooks that rewrite the buffer only when collecting whole episodes
+Tianshou accepts a hook that rewrites the buffer only when collecting whole episodes
 (``collector.collect(n_episode=...)``, ``collection_step_num_episodes`` in the trainer's
-parameters). A seat that never acted in a game has no transition to carry its reward,
-which stays in the last row. Tianshou's dispatcher still bootstraps a transition from
-the next decision's observation, which is another seat's: that is its design for
-multi-agent games; ``cockroach_env.integrations.sb3.MaskedSelfPlayEnv`` gives a
-single seat's view with correct bootstrapping in any single-agent library.
+parameters); collecting by steps with it raises ``ValueError``. A seat that never acted
+in a game has no transition to carry its reward, which stays in the last row.
+Tianshou's dispatcher still bootstraps a transition from the next decision's
+observation, which is another seat's: that is its design for multi-agent games;
+``cockroach_env.integrations.sb3.MaskedSelfPlayEnv`` gives a single seat's view with
+correct bootstrapping in any single-agent library.
 
 This module imports Tianshou; ``import cockroach_env`` does not.
 """
