@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -73,6 +75,14 @@ def test_bad_env_config_and_actions_are_named():
         RLlibMultiAgentEnv({"num_player": 4})
     with pytest.raises(ValueError, match="num_players"):
         RLlibMultiAgentEnv({"num_players": 9})
+    for env_config in ("num_players=4", 4):
+        with pytest.raises(ValueError, match=f"env_config={env_config!r} is not allowed; expected a dict"):
+            RLlibMultiAgentEnv(env_config)
+    for hidden in (256, (), (64, 0)):
+        with pytest.raises(ValueError, match=re.escape(f"hidden={hidden!r} is not allowed; expected")):
+            ppo_config({}, hidden=hidden)
+    env = RLlibMultiAgentEnv({"render_mode": "rgb_array"})
+    assert env.render_mode in env.metadata["render_modes"]
     env = RLlibMultiAgentEnv({"illegal_action": "raise"})
     obs, _ = env.reset(seed=0)
     other = next(a for a in env.possible_agents if a not in obs)

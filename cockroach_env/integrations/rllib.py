@@ -8,7 +8,7 @@
     ray.init(num_cpus=2)
     algo = ppo_config({"num_players": 4}).build_algo()
     for _ in range(10):
-        print(algo.train()["env_runners"]["episode_return_mean"])
+        print(algo.train()["env_runners"]["agent_episode_returns_mean"])  # per seat: the game is zero-sum, so the episode return is 0
 
 ``RLlibMultiAgentEnv(env_config)``: ``env_config`` holds ``GameConfig`` options
 (``num_players``, ``preset``, ``edition``, ...), or ``config`` (a ``GameConfig``), and
@@ -52,10 +52,12 @@ ENV_OPTIONS = ("config", "preset", "illegal_action")
 class RLlibMultiAgentEnv(MultiAgentEnv):
     """Cockroach Poker as an RLlib ``MultiAgentEnv`` (see the module docstring)."""
 
-    metadata = {"render_modes": ["ansi", "human"]}
+    metadata = {"render_modes": list(raw_env.metadata["render_modes"])}
 
     def __init__(self, env_config: Mapping[str, Any] | None = None):
         super().__init__()
+        if env_config is not None and not isinstance(env_config, Mapping):
+            raise ValueError(f"env_config={env_config!r} is not allowed; expected a dict of GameConfig options (or config) and illegal_action, or None")
         options = dict(env_config or {})  # an EnvContext is a dict with runner attributes
         unknown = sorted(set(options) - set(ENV_OPTIONS) - set(GameConfig.__dataclass_fields__) - {"render_mode"})
         if unknown:
@@ -105,8 +107,8 @@ class RLlibMultiAgentEnv(MultiAgentEnv):
         following = game.agent_selection
         return {following: self._observe(following)}, {agent: 0.0}, {"__all__": False}, {"__all__": False}, {following: dict(game.infos[following])}
 
-    def render(self) -> str | None:
-        """The public table (``render_mode`` "ansi" or "human"); never the hidden cards."""
+    def render(self) -> str | np.ndarray | None:
+        """The public table (``render_mode`` "ansi", "human" or "rgb_array"); never the hidden cards."""
         return self.game.render()
 
     def _observe(self, agent: str) -> dict[str, np.ndarray]:
@@ -126,8 +128,10 @@ def ppo_config(env_config: Mapping[str, Any] | None = None, *, hidden: tuple[int
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
     from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
 
-    env_config = dict(env_config or {})
+    if not isinstance(hidden, (tuple, list)) or not hidden or not all(isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in hidden):
+        raise ValueError(f"hidden={hidden!r} is not allowed; expected a non-empty tuple of positive layer sizes, e.g. (256, 256)")
     RLlibMultiAgentEnv(env_config)  # validate the options here, not inside a remote runner
+    env_config = dict(env_config or {})
     module = RLModuleSpec(module_class=ActionMaskingTorchRLModule, model_config={"head_fcnet_hiddens": list(hidden), "head_fcnet_activation": "relu"})
     config = (
         PPOConfig()
