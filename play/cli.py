@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
 import threading
 import webbrowser
@@ -30,6 +31,34 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-games", type=int, default=64, help="games held at once (default 64); more are refused with 503")
     parser.add_argument("--idle-minutes", type=float, default=30.0, help="a game nobody touches for this long is dropped (default 30)")
     return parser
+
+
+def listen(host: str, port: int) -> list[socket.socket]:
+    """Sockets bound to every address ``host`` names (``OSError`` if one cannot be), before
+    anything is announced; the wildcard ``::`` takes IPv4 too, as ``0.0.0.0`` would."""
+    sockets: list[socket.socket] = []
+    try:
+        for family, kind, proto, _, address in dict.fromkeys(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)):
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, int(address[0] != "::"))
+            sock.bind(address)
+    except OSError:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets
+
+
+def page_url(host: str, port: int) -> str:
+    """The address to open: this machine for a wildcard host, an IPv6 address in brackets."""
+    if host in ("0.0.0.0", "::"):
+        host = "127.0.0.1"
+    elif ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}/"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -52,13 +81,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, OSError) as error:
         print(f"cockroach-play: error: {error}", file=sys.stderr)
         return 2
-    url = f"http://{'127.0.0.1' if args.host in ('0.0.0.0', '::') else args.host}:{args.port}/"
-    print(f"cockroach-play: serving on {url}" + (f"; game records go to {save_dir}" if save_dir else ""))
+    try:
+        sockets = listen(args.host, args.port)
+    except OSError as error:
+        print(f"cockroach-play: error: cannot listen on --host {args.host!r} --port {args.port} ({error}); expected a free port on an address of this machine", file=sys.stderr)
+        return 2
+    url = page_url(args.host, args.port)
+    print(f"cockroach-play: serving on {url}" + (f"; game records go to {save_dir}" if save_dir else ""), flush=True)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"cockroach-play: warning: listening on {args.host}: anyone who can reach it can start games", file=sys.stderr)
     if not args.no_browser:
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=sockets)
     return 0
 
 

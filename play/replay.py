@@ -44,6 +44,23 @@ def replay_html(record: dict[str, Any]) -> str:
     return template.replace("__REPLAY_DATA__", data)
 
 
+def write_page(html: str, output: str) -> None:
+    """Write ``html`` to ``output``: a file is replaced whole (through a temporary file, so a
+    reader never sees half a page); a device or a pipe (``/dev/null``) is written into."""
+    if os.path.exists(output) and not os.path.isfile(output):
+        with open(output, "w", encoding="utf-8") as handle:
+            handle.write(html)
+        return
+    temp = f"{output}.tmp{os.getpid()}"
+    try:
+        with open(temp, "w", encoding="utf-8") as handle:
+            handle.write(html)
+        os.replace(temp, output)
+    finally:
+        if os.path.exists(temp):
+            os.remove(temp)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cockroach-replay", description="Write a saved Cockroach Poker game as one offline HTML replay page.")
     parser.add_argument("game", help="a game record (JSON) saved by cockroach-play or cockroach-eval --save-games")
@@ -66,10 +83,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RecordError as error:
         print(f"cockroach-replay: error: {error}", file=sys.stderr)
         return 2
-    temp = f"{output}.tmp{os.getpid()}"
-    with open(temp, "w", encoding="utf-8") as handle:
-        handle.write(html)
-    os.replace(temp, output)
+    try:
+        write_page(html, output)
+    except OSError as error:
+        print(f"cockroach-replay: error: cannot write -o {output!r} ({error})", file=sys.stderr)
+        return 2
     print(f"cockroach-replay: wrote {output} ({len(record['actions'])} moves)")
     return 0
 

@@ -11,7 +11,9 @@ refused):
     POST /api/games                     {preset, num_players, seats, seed, pace_ms} -> game id and human tokens
                                         (num_players defaults to the number of seats)
     GET  /api/games/{id}?token=&log_from= the view of the token's seat (its log from event log_from on)
-    POST /api/games/{id}/move           {token, kind, card, target, claim, believe, log_from} -> the new view
+    POST /api/games/{id}/move           {token, kind, card, target, claim, believe, version, log_from} -> the new view
+                                        (version, optional: that of the view the move was chosen on; refused
+                                        with 409 if a move was played since)
     POST /api/games/{id}/pace           {token, pace_ms}
     GET  /api/games/{id}/record?token=  the game record (JSON), once the game is over
     GET  /api/games/{id}/replay?token=  the replay page (HTML), once the game is over
@@ -20,7 +22,8 @@ refused):
                                         whole log, later ones with the new events only: see log_from)
 
 A refused request is answered 4xx with ``{"detail": "..."}`` naming the problem
-(422: a malformed or illegal move, 409: not your turn or the game is over,
+(422: a malformed or illegal move, 409: not your turn, the game is over, or moves
+were played since the view a move was chosen on,
 403: a wrong token, 404: no such game, 503: the server holds too many games), and
 changes nothing. The server holds the game: a view holds one seat's observation and
 the public events (``cockroach_env.view.seat_view``), and nothing hidden until the
@@ -72,6 +75,7 @@ class MoveRequest(BaseModel):
     target: str | None = Field(None, max_length=40)
     claim: str | None = Field(None, max_length=40)
     believe: StrictBool | None = None
+    version: StrictInt | None = Field(None, ge=0, description="the version of the view the move was chosen on: refused (409) if a move was played since")
     log_from: StrictInt = Field(0, ge=0, description="the answer's log starts at this event (the page has the earlier ones)")
 
 
@@ -246,7 +250,7 @@ def create_app(store: GameStore | None = None, save_dir: str | None = None) -> F
     async def move(game_id: str, request: MoveRequest):
         session, seat = lookup(game_id, request.token)
         try:
-            session.human_move(seat, request.model_dump(exclude={"token", "log_from"}))
+            session.human_move(seat, request.model_dump(exclude={"token", "log_from", "version"}), request.version)
         except MoveError as error:
             raise HTTPException(error.status, str(error)) from None
         changed(session)

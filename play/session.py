@@ -87,6 +87,9 @@ class GameSession:
         self.actions: list[int] = []
         self.pace_ms = check_pace(pace_ms)
         self.version = 0
+        """Goes up with every change a page shows (a move, a pace change, an agent's failure)."""
+        self.moved_at = 0
+        """The version right after the latest move: a move chosen on an older view is refused."""
         self.created = self.touched = time.monotonic()
         self.saved_path: str | None = None
         self._reveal: dict[str, Any] | None = None
@@ -130,10 +133,19 @@ class GameSession:
         self._step(int(action))
         return True
 
-    def human_move(self, seat: Seat, move: dict[str, Any]) -> None:
-        """Apply ``move`` (a dict with ``kind`` and its fields) for ``seat``; ``MoveError`` changes nothing."""
+    def human_move(self, seat: Seat, move: dict[str, Any], version: int | None = None) -> None:
+        """Apply ``move`` (a dict with ``kind`` and its fields) for ``seat``; ``MoveError`` changes nothing.
+
+        ``version``, if given, is the version of the view the move was chosen on: if a move
+        has been played since, the seat has not seen the table it would act on (a second
+        click or key press could otherwise answer a card passed on meanwhile), so it is refused.
+        """
         if self.over:
             raise MoveError(409, "the game is over; start a new game")
+        if version is not None and version > self.version:
+            raise MoveError(422, f"version={version} is ahead of the game (now at version {self.version}); expected the version of a view the server sent")
+        if version is not None and version < self.moved_at:
+            raise MoveError(409, f"the move was chosen on version {version} of the game, but moves have been played since (now at version {self.version}); look at the table again")
         if self.seat_to_act is not seat:
             raise MoveError(409, f"it is not {seat.agent}'s turn; {self.seat_to_act.agent} is to act")
         action = self._action_of(seat, move)
@@ -164,6 +176,7 @@ class GameSession:
         self.env.step(action)
         self.actions.append(action)
         self.version += 1
+        self.moved_at = self.version
         self.touch()
 
     def set_pace(self, pace_ms: Any) -> None:

@@ -6,8 +6,16 @@ expiry, disconnecting clients.
 from __future__ import annotations
 
 import json
+import os
+import select
+import socket
+import stat
+import subprocess
+import sys
+import threading
 import time
 
+import httpx
 import numpy as np
 import pytest
 
@@ -17,13 +25,15 @@ from fastapi.testclient import TestClient  # noqa: E402
 from starlette.websockets import WebSocketDisconnect  # noqa: E402
 
 from cockroach_env.config import GameConfig  # noqa: E402
-from cockroach_env.record import env_from_deal, load_record  # noqa: E402
+from cockroach_env.record import env_from_deal, load_record, save_record  # noqa: E402
 from cockroach_env.view import seat_view  # noqa: E402
 from play.server import create_app  # noqa: E402
 from play.session import random_move  # noqa: E402
 from play.store import GameStore  # noqa: E402
 
+from .play_server import free_port  # noqa: E402
 from .test_no_leak import resampled_replay  # noqa: E402
+from .test_records import random_record  # noqa: E402
 
 VIEW_KEYS = {"version", "seat", "seats", "config", "identities", "claims", "pace_ms", "table", "legal", "log_from", "log", "over", "reveal", "saved", "error"}
 TABLE_KEYS = {"edition", "phase", "to_act", "collections", "hand_sizes", "chain", "history", "loser", "loss_reason", "num_players", "players", "viewer", "full_information", "hand", "last_event"}
@@ -195,6 +205,33 @@ def test_bad_requests_are_named_and_change_nothing(client):
     assert len(client.app.state.store) == 1, "no refused game was created"
 
 
+def test_a_move_chosen_on_a_view_that_moves_have_overtaken_is_refused(client):
+    """A second click or key press (True twice) must not answer the next card, which the seat has not seen yet: in the
+    duel an honest agent's claim is true, so the right call gives it the card and it offers the next one at once."""
+    created = new_game(client, ["human", "honest"], preset="duel", seed=0, pace_ms=0)
+    game_id, token = created["game_id"], created["tokens"]["player_0"]
+    session = client.app.state.store.get(game_id)
+    rng = np.random.default_rng(0)
+    responds = lambda v: v["legal"] is not None and v["legal"]["call"]  # noqa: E731
+    view = wait_for(client, game_id, token, lambda v: v["legal"] is not None)
+    while not responds(view):  # the human offers until the agent offers back
+        client.post(f"/api/games/{game_id}/move", json={"token": token, "version": view["version"], **random_move(view["legal"], rng)})
+        view = wait_for(client, game_id, token, lambda v: v["legal"] is not None)
+    seen = view["version"]
+    first = client.post(f"/api/games/{game_id}/move", json={"token": token, "version": seen, "kind": "call", "believe": True})
+    assert first.status_code == 200, first.text
+    assert responds(wait_for(client, game_id, token, responds)), "the agent took the card and offered the next one to the human"
+    state, version = session.env.state(), session.version
+    again = client.post(f"/api/games/{game_id}/move", json={"token": token, "version": seen, "kind": "call", "believe": True})
+    assert again.status_code == 409 and f"chosen on version {seen}" in again.text, again.text
+    np.testing.assert_array_equal(session.env.state(), state)
+    assert session.version == version
+    ahead = client.post(f"/api/games/{game_id}/move", json={"token": token, "version": version + 5, "kind": "call", "believe": True})
+    assert ahead.status_code == 422 and f"version={version + 5}" in ahead.text, ahead.text
+    answer = client.post(f"/api/games/{game_id}/move", json={"token": token, "version": version, "kind": "call", "believe": True})
+    assert answer.status_code == 200, "a move on the latest view is played"
+
+
 def test_the_pace_of_the_agents_can_be_changed_mid_game(client):
     created = new_game(client, ["human", "heuristic", "heuristic", "heuristic"], seed=8, pace_ms=3000)
     game_id, token = created["game_id"], created["tokens"]["player_0"]
@@ -312,3 +349,87 @@ def test_cockroach_play_refuses_bad_options_by_name(capsys):
     assert "--port 70000" in capsys.readouterr().err
     assert cli.main(["--max-games", "0", "--no-browser", "--no-save"]) == 2
     assert "max_games=0" in capsys.readouterr().err
+
+
+def test_cockroach_play_names_an_address_it_cannot_listen_on_and_announces_nothing(capsys):
+    """A busy port or an unknown host is refused by name before the page's address is printed or opened (the browser
+    would open whatever else serves that port)."""
+    from play import cli
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert cli.main(["--port", str(port), "--no-browser", "--no-save"]) == 2
+    out, err = capsys.readouterr()
+    assert f"--port {port}" in err and "serving on" not in out, (out, err)
+    assert cli.main(["--host", "no-such-host.invalid", "--no-browser", "--no-save"]) == 2
+    out, err = capsys.readouterr()
+    assert "--host 'no-such-host.invalid'" in err and "serving on" not in out, (out, err)
+
+
+@pytest.mark.parametrize("host", ["::1", "::"])
+def test_cockroach_play_on_an_ipv6_host_prints_an_address_that_serves_the_page(host):
+    with socket.socket(socket.AF_INET6) as probe:
+        try:
+            probe.bind(("::1", 0))
+        except OSError:
+            pytest.skip("no IPv6 loopback here")
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "play.cli", "--host", host, "--port", str(port), "--no-browser", "--no-save"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        line = server.stdout.readline()
+        assert line.startswith("cockroach-play: serving on "), line
+        url = line.split("serving on ")[1].split(";")[0].strip()
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                response = httpx.get(url + "api/setup", timeout=2)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, f"nothing answers at {url}"
+                time.sleep(0.1)
+        assert response.status_code == 200 and "presets" in response.json()
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def test_cockroach_replay_names_an_output_it_cannot_write_and_writes_into_a_pipe_without_replacing_it(tmp_path, capsys):
+    """-o in a folder that takes no new file is an error naming -o, not a traceback (it named a temporary file);
+    -o naming a device or a pipe (such as /dev/null) is written into, never replaced by a new file (as root, it replaced
+    /dev/null itself)."""
+    from play import replay
+
+    record, _ = random_record("royal", 3, seed=1)
+    path = tmp_path / "game.json"
+    save_record(record, str(path))
+    if os.path.isdir("/proc"):
+        assert replay.main([str(path), "-o", "/proc/cockroach-replay.html"]) == 2
+        err = capsys.readouterr().err
+        assert "cannot write -o '/proc/cockroach-replay.html'" in err and "Traceback" not in err
+    pipe = tmp_path / "pipe.html"
+    os.mkfifo(pipe)
+    reader = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)
+    chunks, done = [], threading.Event()
+
+    def drain():  # until the writer is done and nothing is left to read
+        while True:
+            chunk = os.read(reader, 1 << 16) if select.select([reader], [], [], 0.05)[0] else b""
+            chunks.append(chunk)
+            if not chunk and done.is_set():
+                return
+            if not chunk:
+                time.sleep(0.01)
+
+    thread = threading.Thread(target=drain, daemon=True)
+    thread.start()
+    try:
+        assert replay.main([str(path), "-o", str(pipe)]) == 0
+    finally:
+        done.set()
+        thread.join(timeout=10)
+        os.close(reader)
+    assert stat.S_ISFIFO(os.stat(pipe).st_mode), "the pipe was replaced by a file"
+    assert b"".join(chunks).startswith(b"<!doctype html>")

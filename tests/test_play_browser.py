@@ -167,6 +167,103 @@ def test_views_that_arrive_while_the_card_art_loads_end_on_the_latest(browser, t
         assert not errors, errors
 
 
+def test_a_second_key_press_does_not_answer_the_next_card(browser):
+    """T pressed twice answers the card on the table once: the second press, sent before the first answer came back, must
+    not answer the card the agent offers next, which the human has not seen (in the duel an honest agent's claim is
+    true, so calling it true gives it the card and it offers the next one at once)."""
+    store = GameStore(max_games=2, idle_seconds=600)
+    with running_server(store) as (url, app):
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(url)
+        page.wait_for_selector("#seat-choices select")
+        page.select_option("#players", "2")
+        page.wait_for_selector("#seat-1 option[value=honest]", state="attached")
+        page.select_option("#seat-1", "honest")
+        page.fill("#seed", "3")
+        page.eval_on_selector("#pace", "e => { e.value = 0; e.dispatchEvent(new Event('input')); }")
+        page.click("#start")
+        page.wait_for_selector("#hand .card")
+        session = next(iter(store))
+        assert [s.label for s in session.seats] == ["human", "honest"]
+        rng = np.random.default_rng(3)
+        while True:  # the human offers until the agent offers back
+            settle(page, session, "player_0")
+            if page.locator("#call-true").count():
+                break
+            before = len(session.actions)
+            play_one_move(page, rng, use_keyboard=False)
+            while len(session.actions) == before:
+                page.wait_for_timeout(10)
+        held = []
+        page.route("**/move", lambda route: held.append(route))  # both presses reach the server only when released below
+        page.keyboard.press("t")
+        page.keyboard.press("t")
+        deadline = time.monotonic() + 10
+        while len(held) < 2:
+            assert time.monotonic() < deadline, f"the page sent {len(held)} moves for two presses"
+            page.wait_for_timeout(10)
+        answered = len(session.actions)
+        held[0].continue_()
+        while not (len(session.actions) > answered + 1 and session.seat_to_act.agent == "player_0" and session.env.game.phase.value == "respond"):
+            assert time.monotonic() < deadline, "the agent did not offer the next card to the human"
+            page.wait_for_timeout(10)
+        actions = list(session.actions)
+        with page.expect_response(lambda response: response.request == held[1].request) as second:
+            held[1].continue_()
+        assert second.value.status == 409 and "chosen on version" in second.value.text()
+        assert session.actions == actions, "the second press answered a card the human had not seen"
+        page.unroute("**/move")
+        settle(page, session, "player_0")
+        check_screen(page, session)
+        assert page.locator("#call-true").count(), "the human answers the new card"
+
+
+def test_every_key_shown_on_a_card_picks_it_in_a_royal_hand_of_many_kinds(browser):
+    """A Royal hand holds up to 16 kinds of card: a key shown on a card must be one key (1 to 9, then 0) that picks it,
+    not "11" (which cannot be pressed) or "10" (pressed as 0)."""
+    store = GameStore(max_games=2, idle_seconds=600)
+    with running_server(store) as (url, app):
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(url)
+        page.wait_for_selector("#seat-choices select")
+        page.select_option("#edition", "royal")
+        page.select_option("#players", "3")
+        page.wait_for_selector("#seat-2", state="attached")
+        page.fill("#seed", "30")  # player_0 starts, holding 12 kinds of card
+        page.click("#start")
+        page.wait_for_selector("#hand .card.pickable")
+        session = next(iter(store))
+        assert session.config.edition == "royal" and session.seat_to_act is session.seats[0]
+        cards = page.locator("#hand .card.pickable")
+        assert cards.count() >= 11
+        keys = {}
+        for k in range(cards.count()):
+            shown = cards.nth(k).locator(".key")
+            if shown.count():
+                keys[shown.inner_text()] = cards.nth(k).get_attribute("data-card")
+        assert sorted(keys) == sorted("1234567890"), f"the number keys name the first ten cards: {sorted(keys)}"
+        for key, card in keys.items():
+            page.keyboard.press(key)
+            assert page.get_attribute("#hand .card.selected", "data-card") == card, key
+            page.keyboard.press("Escape")
+
+
+def test_your_own_agent_fills_every_seat_that_is_not_human(browser):
+    store = GameStore(max_games=2, idle_seconds=600)
+    with running_server(store) as (url, app):
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(url)
+        page.wait_for_selector("#seat-choices select")
+        page.select_option("#seat-0", "random")
+        page.select_option("#seat-1", "human")
+        page.fill("#custom-agent", "baselines:HonestAgent")
+        page.eval_on_selector("#pace", "e => { e.value = 3000; }")
+        page.click("#start")
+        page.wait_for_selector("#hand .card")
+        session = next(iter(store))
+        assert [s.label for s in session.seats] == ["baselines:HonestAgent", "human", "baselines:HonestAgent", "baselines:HonestAgent"]
+
+
 def test_a_human_plays_a_whole_game_against_three_shipped_agents(browser, shots, tmp_path):
     store = GameStore(max_games=4, idle_seconds=600)
     with running_server(store, save_dir=str(tmp_path / "games")) as (url, app):

@@ -15,6 +15,8 @@ const el = (tag, attrs = {}, ...children) => {
   return node;
 };
 const label = (name) => (name || "").replace(/_/g, " ");
+// the number key of the k-th choice: 1 to 9, then 0; later choices (a Royal hand holds up to 16 kinds) are reached with Tab and Enter
+const keyOf = (k) => (k < 9 ? String(k + 1) : k === 9 ? "0" : null);
 
 const state = {
   setup: null, lastRequest: null, gameId: null, token: null, view: null,
@@ -97,7 +99,7 @@ async function refreshRules() {
 function setupRequest() {
   const seats = [...document.querySelectorAll("#seat-choices select")].map((s) => s.value);
   const custom = $("#custom-agent").value.trim();
-  if (custom) for (let k = 1; k < seats.length; k++) if (seats[k] !== "human") seats[k] = custom;
+  if (custom) for (let k = 0; k < seats.length; k++) if (seats[k] !== "human") seats[k] = custom;
   const seed = $("#seed").value === "" ? null : Number($("#seed").value);
   return { preset: presetString(), num_players: Number($("#players").value), seats, seed, pace_ms: Number($("#pace").value) };
 }
@@ -238,11 +240,12 @@ function renderHand() {
   const entries = Object.entries(hand);
   $("#hand").replaceChildren(...(entries.length ? entries.map(([c, n], k) => {
     const can = pickable.includes(c);
+    const key = can ? keyOf(k) : null;
     const node = cardNode(c, { class: (can ? "pickable" : "") + (state.selection.card === c ? " selected" : ""),
       "data-count": n, tabindex: can ? "0" : null, role: can ? "button" : null,
-      "aria-label": `${label(c)}, ${n} in hand` + (can ? `, key ${k + 1}` : "") });
+      "aria-label": `${label(c)}, ${n} in hand` + (key ? `, key ${key}` : "") });
     node.append(el("span", { class: "count" }, `×${n}`));
-    if (can) node.append(el("span", { class: "key" }, String(k + 1)));
+    if (key) node.append(el("span", { class: "key" }, key));
     if (can) node.addEventListener("click", () => pickCard(c));
     if (can) node.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); e.stopPropagation(); pickCard(c); } });
     return node;
@@ -272,7 +275,7 @@ function optionButtons(kind, values, labelOf) {
   return el("div", { class: "options" + (active ? " active" : ""), "data-step": kind },
     ...values.map((value, k) => el("button", { type: "button", class: state.selection[kind] === value ? "selected" : "",
       "data-value": value, onclick: () => { state.selection[kind] = value; renderActions(); } },
-      active ? el("kbd", {}, String(k + 1)) : "", labelOf(value))));
+      active && keyOf(k) ? el("kbd", {}, keyOf(k)) : "", labelOf(value))));
 }
 
 function claimLabel(c) {
@@ -346,7 +349,9 @@ function renderEnd() {
 async function sendMove(move) {
   try {
     const logFrom = state.view ? state.view.log.length : 0;
-    const view = await api("POST", `/api/games/${state.gameId}/move`, { token: state.token, log_from: logFrom, ...move });
+    // the version of the table the move was chosen on: a second click or key press is refused, not played on a newer table
+    const version = state.view ? state.view.version : undefined;
+    const view = await api("POST", `/api/games/${state.gameId}/move`, { token: state.token, log_from: logFrom, version, ...move });
     state.selection = {};
     show(view);
   } catch (error) {
