@@ -188,7 +188,8 @@ def create_app(store: GameStore | None = None, save_dir: str | None = None) -> F
                 session.agent_move()
             except Exception as error:  # noqa: BLE001 - a broken agent must not take the server down
                 log.exception("agent %s failed in game %s", seat.label, session.game_id)
-                session.error = f"the agent {seat.label!r} at {seat.agent} failed ({type(error).__name__}: {error}); the game cannot go on"
+                # The exception's text stays in the server's log: an agent's message may hold its own cards.
+                session.error = f"the agent {seat.label!r} at {seat.agent} failed ({type(error).__name__}; the server's log has its message); the game cannot go on"
                 session.version += 1
                 changed(session)
                 return

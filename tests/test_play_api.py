@@ -318,16 +318,16 @@ def test_setup_lists_rules_and_the_agents_that_fit_them(client):
 
 
 class BrokenAgent:
-    """An agent that fails on its first move (a user's module:Class with a bug)."""
+    """An agent that fails on its first move (a user's module:Class with a bug), printing its own hand in the message."""
 
     def __init__(self, config, seed=None):
         self.config = config
 
     def act(self, observation):
-        raise RuntimeError("bug in the agent")
+        raise RuntimeError(f"bug in the agent, holding {observation['observation'][:8].tolist()}")
 
 
-def test_a_failing_agent_stops_its_game_with_a_named_error_and_the_server_goes_on(client):
+def test_a_failing_agent_stops_its_game_with_a_named_error_and_the_server_goes_on(client, caplog):
     created = new_game(client, ["human", "tests.test_play_api:BrokenAgent", "random", "random"], seed=2, pace_ms=0)
     game_id, token = created["game_id"], created["tokens"]["player_0"]
     session = client.app.state.store.get(game_id)
@@ -337,8 +337,10 @@ def test_a_failing_agent_stops_its_game_with_a_named_error_and_the_server_goes_o
         if view["error"]:
             break
         client.post(f"/api/games/{game_id}/move", json={"token": token, **random_move(view["legal"], rng)})
-    assert "tests.test_play_api:BrokenAgent" in view["error"] and "bug in the agent" in view["error"]
+    assert "tests.test_play_api:BrokenAgent" in view["error"] and "RuntimeError" in view["error"]
+    assert "holding" not in view["error"], "the agent's message (its hand) reaches the human"
     assert not session.over
+    assert "holding" in caplog.text, "the server's log keeps the agent's message"
     assert new_game(client, ["human", "random", "random", "random"], seed=3)["game_id"], "other games still start"
 
 
