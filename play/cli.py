@@ -29,8 +29,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--save-dir", default=DEFAULT_SAVE_DIR, help=f"directory for the record of every finished game (default {DEFAULT_SAVE_DIR})")
     parser.add_argument("--no-save", action="store_true", help="save no game records")
     parser.add_argument("--max-games", type=int, default=64, help="games held at once (default 64); more are refused with 503")
+    parser.add_argument(
+        "--allow-custom-agents",
+        action="store_true",
+        help="take module:Class and checkpoint-path seats from the page on an address other than this machine's "
+        "(they import code and read files on the server; always taken on 127.0.0.1, localhost and ::1)",
+    )
     parser.add_argument("--idle-minutes", type=float, default=30.0, help="a game nobody touches for this long is dropped (default 30)")
     return parser
+
+
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+"""Hosts only this machine reaches: the page may name any agent there."""
 
 
 def listen(host: str, port: int) -> list[socket.socket]:
@@ -75,9 +85,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f'cockroach-play: error: {error}; install the web extra with pip install "cockroach-poker-rl[play]"', file=sys.stderr)
         return 2
     save_dir = None if args.no_save else os.path.expanduser(args.save_dir)
+    local = args.host in LOCAL_HOSTS
     try:
         store = GameStore(max_games=args.max_games, idle_seconds=args.idle_minutes * 60)
-        app = create_app(store, save_dir=save_dir)
+        app = create_app(store, save_dir=save_dir, custom_agents=local or args.allow_custom_agents)
     except (ValueError, OSError) as error:
         print(f"cockroach-play: error: {error}", file=sys.stderr)
         return 2
@@ -88,8 +99,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     url = page_url(args.host, args.port)
     print(f"cockroach-play: serving on {url}" + (f"; game records go to {save_dir}" if save_dir else ""), flush=True)
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
-        print(f"cockroach-play: warning: listening on {args.host}: anyone who can reach it can start games", file=sys.stderr)
+    if not local:
+        custom = "and choose any module:Class or checkpoint path as an agent (--allow-custom-agents)" if args.allow_custom_agents else "(with the baselines and shipped agents only: --allow-custom-agents takes module:Class and paths too)"
+        print(f"cockroach-play: warning: listening on {args.host}: anyone who can reach it can start games {custom}", file=sys.stderr)
     if not args.no_browser:
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=sockets)

@@ -5,7 +5,7 @@ API (every request body is checked against its declared model; unknown fields ar
 refused):
 
     GET  /                              the page
-    GET  /api/setup                     presets, player counts, seat choices
+    GET  /api/setup                     presets, player counts, seat choices, whether custom agents are taken
     GET  /api/rules?preset=&num_players= the resolved rules and the agents that fit them
     GET  /api/art/{edition}             the card drawings (SVG)
     POST /api/games                     {preset, num_players, seats, seed, pace_ms} -> game id and human tokens
@@ -25,7 +25,10 @@ A refused request is answered 4xx with ``{"detail": "..."}`` naming the problem
 (422: a malformed or illegal move, 409: not your turn, the game is over, or moves
 were played since the view a move was chosen on,
 403: a wrong token, 404: no such game, 503: the server holds too many games), and
-changes nothing. The server holds the game: a view holds one seat's observation and
+changes nothing. ``create_app(custom_agents=False)`` (``cockroach-play`` on an address other
+than this machine's, without ``--allow-custom-agents``) refuses a seat other than ``human``, a
+baseline or a shipped checkpoint: a ``module:Class`` seat imports code and a path seat reads a
+file on the server. The server holds the game: a view holds one seat's observation and
 the public events (``cockroach_env.view.seat_view``), and nothing hidden until the
 game is over.
 """
@@ -113,8 +116,9 @@ def _checkpoints() -> dict[str, dict[str, Any]]:
     return out
 
 
-def create_app(store: GameStore | None = None, save_dir: str | None = None) -> FastAPI:
-    """The app; ``save_dir`` (if given) receives the record of every finished game."""
+def create_app(store: GameStore | None = None, save_dir: str | None = None, custom_agents: bool = True) -> FastAPI:
+    """The app; ``save_dir`` (if given) receives the record of every finished game; ``custom_agents=False``
+    refuses seats other than ``human``, the baselines and the shipped checkpoints (the module docstring)."""
     store = store if store is not None else GameStore()
     if save_dir is not None:
         os.makedirs(save_dir, exist_ok=True)
@@ -209,6 +213,7 @@ def create_app(store: GameStore | None = None, save_dir: str | None = None) -> F
             "baselines": baselines.names(),
             "checkpoints": checkpoints,
             "pace_ms": {"default": 800, "max": MAX_PACE_MS},
+            "custom_agents": custom_agents,
         }
 
     @app.get("/api/rules")
@@ -226,6 +231,17 @@ def create_app(store: GameStore | None = None, save_dir: str | None = None) -> F
 
     @app.post("/api/games")
     async def new_game(request: NewGame):
+        if not custom_agents:
+            import baselines
+
+            known = {HUMAN, *baselines.names(), *checkpoints}
+            for k, spec in enumerate(request.seats):
+                if spec not in known:
+                    raise HTTPException(
+                        422,
+                        f"seat player_{k}: agent {spec!r} is refused: this server takes only 'human', a baseline {baselines.names()} "
+                        f"or a shipped checkpoint {sorted(checkpoints)} (its owner can allow module:Class and paths with --allow-custom-agents)",
+                    )
         players = request.num_players
         if players is None and not any("num_players" in PRESETS.get(name, {}) for name in request.preset.split("+")):
             players = len(request.seats)  # one seat per entry unless the preset fixes the count

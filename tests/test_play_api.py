@@ -344,6 +344,23 @@ def test_a_failing_agent_stops_its_game_with_a_named_error_and_the_server_goes_o
     assert new_game(client, ["human", "random", "random", "random"], seed=3)["game_id"], "other games still start"
 
 
+def test_a_server_without_custom_agents_refuses_code_and_path_seats_by_name_and_starts_nothing(tmp_path):
+    """A module:Class seat imports code and a path seat reads a file on the server: a server reachable from other
+    machines (cockroach-play --host, without --allow-custom-agents) takes only human, baselines and shipped agents."""
+    store = GameStore(max_games=8, idle_seconds=600)
+    with TestClient(create_app(store, custom_agents=False)) as closed:
+        assert closed.get("/api/setup").json()["custom_agents"] is False
+        for spec in ["tests.test_play_api:BrokenAgent", str(tmp_path / "agent"), "/etc/passwd", "agent.zip"]:
+            answer = closed.post("/api/games", json={"preset": "classic", "num_players": 4, "seats": ["human", "random", spec, "random"]})
+            assert answer.status_code == 422 and f"seat player_2: agent {spec!r} is refused" in answer.json()["detail"], answer.text
+            assert "--allow-custom-agents" in answer.json()["detail"]
+        assert len(list(store)) == 0
+        started = closed.post("/api/games", json={"preset": "classic", "num_players": 4, "seats": ["human", "heuristic", "classic-4p", "random"]})
+        assert started.status_code == 200, started.text
+    with TestClient(create_app(GameStore(max_games=8, idle_seconds=600))) as open_:
+        assert open_.get("/api/setup").json()["custom_agents"] is True
+
+
 def test_cockroach_play_refuses_bad_options_by_name(capsys):
     from play import cli
 
@@ -393,6 +410,7 @@ def test_cockroach_play_on_an_ipv6_host_prints_an_address_that_serves_the_page(h
                 assert time.monotonic() < deadline, f"nothing answers at {url}"
                 time.sleep(0.1)
         assert response.status_code == 200 and "presets" in response.json()
+        assert response.json()["custom_agents"] is (host == "::1"), "module:Class and path seats only from this machine"
     finally:
         server.terminate()
         server.wait(timeout=10)

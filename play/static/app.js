@@ -93,12 +93,13 @@ async function refreshRules() {
     select.value = wanted;
     box.append(el("label", { class: "seat-choice" }, `player_${seat}`, select));
   }
-  box.append(el("label", { class: "seat-choice" }, "your own agent", el("input", { id: "custom-agent", placeholder: "module:Class or checkpoint path", title: 'if set, every non-human seat plays this agent' })));
+  if (state.setup.custom_agents)
+    box.append(el("label", { class: "seat-choice" }, "your own agent", el("input", { id: "custom-agent", placeholder: "module:Class or checkpoint path", title: 'if set, every non-human seat plays this agent' })));
 }
 
 function setupRequest() {
   const seats = [...document.querySelectorAll("#seat-choices select")].map((s) => s.value);
-  const custom = $("#custom-agent").value.trim();
+  const custom = $("#custom-agent") ? $("#custom-agent").value.trim() : "";
   if (custom) for (let k = 0; k < seats.length; k++) if (seats[k] !== "human") seats[k] = custom;
   const seed = $("#seed").value === "" ? null : Number($("#seed").value);
   return { preset: presetString(), num_players: Number($("#players").value), seats, seed, pace_ms: Number($("#pace").value) };
