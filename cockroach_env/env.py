@@ -257,8 +257,9 @@ class raw_env(AECEnv):
             raise ValueError(f"options={options!r} is not allowed; expected None or a dict of reset options {list(RESET_OPTIONS)}")
         rng = np.random.default_rng(seed) if seed is not None else copy.deepcopy(self._rng)
         deal = self._deal_from_options(options or {}, rng)
+        game = Game(self.config, deal)  # refuses a deal that has already lost, before the seed stream moves on
         self._rng = rng
-        self.game = Game(self.config, deal)
+        self.game = game
         self._writer.reset()
         self.agents = list(self.possible_agents)
         self.rewards = {a: 0.0 for a in self.agents}
