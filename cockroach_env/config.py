@@ -97,7 +97,7 @@ class GameConfig:
     information states are (``cockroach_env.encoding``; README, *Perfect recall*)."""
 
     def __post_init__(self) -> None:
-        _check_type("num_players", self.num_players, int)
+        self._integer("num_players")
         if not MIN_PLAYERS <= self.num_players <= MAX_PLAYERS:
             raise ValueError(f"num_players={self.num_players!r} is not allowed; expected an integer from {MIN_PLAYERS} to {MAX_PLAYERS}")
         if self.edition not in EDITIONS:
@@ -108,7 +108,7 @@ class GameConfig:
         if self.loss_count is None:
             object.__setattr__(self, "loss_count", _default_loss_count(self.num_players, self.copies_per_type))
         for name in ("discard", "loss_count", "opening_cards"):
-            _check_type(name, getattr(self, name), int)
+            self._integer(name)
         for name in ("rainbow_loses", "blank_counts_as_royal", "royal_counts_as_animal", "recall"):
             _check_type(name, getattr(self, name), bool)
         deck = self.cards.deck_size
@@ -139,18 +139,17 @@ class GameConfig:
                 f"{deck - self.opening_cards * self.num_players - self.num_players} so that every player gets a card"
             )
         if self.starter is not None:
-            _check_type("starter", self.starter, int)
+            self._integer("starter")
             if not 0 <= self.starter < self.num_players:
                 raise ValueError(f"starter={self.starter!r} is not allowed; expected None (random) or a seat from 0 to {self.num_players - 1}")
         if self.max_steps is not None:
-            _check_type("max_steps", self.max_steps, int)
+            self._integer("max_steps")
             if not 0 < self.max_steps <= MAX_STEPS:
                 raise ValueError(f"max_steps={self.max_steps!r} is not allowed; expected None or an integer from 1 to {MAX_STEPS}")
 
     def _check_deck_shape(self) -> None:
         for name, low in (("num_types", 2), ("copies_per_type", 1)):
-            value = getattr(self, name)
-            _check_type(name, value, int)
+            value = self._integer(name)
             if not low <= value <= 8:
                 raise ValueError(f"{name}={value!r} is not allowed; expected an integer from {low} to 8")
         if self.edition == "royal" and self.deck_shape != FULL_DECK:
@@ -158,6 +157,13 @@ class GameConfig:
                 f"num_types={self.num_types!r}, copies_per_type={self.copies_per_type!r} is not allowed with edition='royal'; "
                 "the deck shape is a classic option, expected 8 and 8"
             )
+
+    def _integer(self, name: str) -> int:
+        """Check that option ``name`` is an integer and store it as a Python ``int`` (a numpy integer would not be JSON)."""
+        value = getattr(self, name)
+        _check_type(name, value, int)
+        object.__setattr__(self, name, int(value))
+        return int(value)
 
     @property
     def deck_shape(self) -> tuple[int, int]:

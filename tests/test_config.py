@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
+import numpy as np
 import pytest
 
 from cockroach_env import PRESETS, GameConfig, env, raw_env
@@ -88,6 +90,13 @@ def test_config_is_frozen_hashable_and_round_trips_through_a_dict():
         config.num_players = 4  # type: ignore[misc]
     assert hash(config) == hash(GameConfig(num_players=3, rainbow_loses=True))
     assert GameConfig(**config.to_dict()) == config
+
+
+def test_numpy_integer_options_are_stored_as_python_integers():
+    # options often come out of numpy arrays; the config (and so every game record and checkpoint) must stay JSON
+    config = GameConfig(num_players=np.int64(3), discard=np.int32(1), loss_count=np.int64(3), starter=np.int64(2), max_steps=np.uint16(500), num_types=np.int8(7), copies_per_type=np.int64(6))
+    assert all(type(value) is int for value in (config.num_players, config.discard, config.loss_count, config.starter, config.max_steps, config.num_types, config.copies_per_type))
+    assert json.loads(json.dumps(config.to_dict())) == GameConfig(num_players=3, discard=1, loss_count=3, starter=2, max_steps=500, num_types=7, copies_per_type=6).to_dict()
 
 
 @pytest.mark.parametrize(
