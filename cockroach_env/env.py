@@ -287,7 +287,7 @@ class raw_env(AECEnv):
             config,
             starter,
             self._by_seat("hands", options["hands"]),
-            self._by_seat("collections", options.get("collections") or {}),
+            self._by_seat("collections", {} if options.get("collections") is None else options["collections"]),
             options.get("penalty_deck"),
         )
 

@@ -67,6 +67,8 @@ ENV_CASES = [
     ("reset seed True", lambda e: e.reset(seed=True), ["seed=True"]),
     ("reset seed then bad options", lambda e: e.reset(seed=5, options={"hands": "x"}), ["hands='x'"]),
     ("reset seed then bad card", lambda e: e.reset(seed=5, options={"hands": {"player_0": {"dragon": 1}}}), ["dragon"]),
+    ("reset collections a number", lambda e: e.reset(seed=5, options={"hands": {"player_0": {"fly": 2}}, "collections": 0}), ["collections=0", "dict"]),
+    ("reset collections an empty list", lambda e: e.reset(seed=5, options={"hands": {"player_0": {"fly": 2}}, "collections": []}), ["collections=[]", "dict"]),
     ("reset a deal that already lost", lambda e: e.reset(options={"hands": {"player_0": {"fly": 2}}, "collections": {"player_1": {"bat": 4}}}), ["seat 1", "already loses"]),
     ("reset seed then a deal that already lost", lambda e: e.reset(seed=5, options={"hands": {"player_0": {"fly": 2}}, "collections": {"player_1": {"bat": 4}}}), ["seat 1", "already loses"]),
     ("decode a float", lambda e: e.decode(3.7), ["action=3.7"]),
