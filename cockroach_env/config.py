@@ -86,7 +86,7 @@ class GameConfig:
     num_types: int = 8
     """Classic deck shape: creature types in play, the first ``num_types`` of the canonical order (2 to 8)."""
     copies_per_type: int = 8
-    """Classic deck shape: cards of each type in play (1 to 8)."""
+    """Classic deck shape: cards of each type in play (2 to 8: a type must hold ``loss_count`` cards, and ``loss_count`` is at least 2)."""
     recall: bool = False
     """Observation option, not a rule: the observation also keeps the game's history (perfect recall).
 
@@ -148,10 +148,10 @@ class GameConfig:
                 raise ValueError(f"max_steps={self.max_steps!r} is not allowed; expected None or an integer from 1 to {MAX_STEPS}")
 
     def _check_deck_shape(self) -> None:
-        for name, low in (("num_types", 2), ("copies_per_type", 1)):
+        for name, why in (("num_types", ""), ("copies_per_type", " (a type must hold loss_count cards, and loss_count is at least 2)")):
             value = self._integer(name)
-            if not low <= value <= 8:
-                raise ValueError(f"{name}={value!r} is not allowed; expected an integer from {low} to 8")
+            if not 2 <= value <= 8:
+                raise ValueError(f"{name}={value!r} is not allowed; expected an integer from 2 to 8{why}")
         if self.edition == "royal" and self.deck_shape != FULL_DECK:
             raise ValueError(
                 f"num_types={self.num_types!r}, copies_per_type={self.copies_per_type!r} is not allowed with edition='royal'; "

@@ -51,6 +51,7 @@ def test_defaults_that_depend_on_the_deck():
         ({"num_types": 9}, "num_types", "9"),
         ({"num_types": 3.0}, "num_types", "3.0"),
         ({"copies_per_type": 0}, "copies_per_type", "0"),
+        ({"copies_per_type": 1}, "copies_per_type", "1"),  # no loss_count (2 or more) fits one copy
         ({"copies_per_type": 9}, "copies_per_type", "9"),
         ({"copies_per_type": "2"}, "copies_per_type", "'2'"),
         ({"copies_per_type": 3, "loss_count": 4}, "loss_count", "4"),
