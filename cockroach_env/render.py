@@ -8,7 +8,7 @@ def render_text(env, full_information: bool = False, viewer: str | None = None) 
     ``full_information`` adds every hand and the card in play (debugging only)."""
     view = env.public_view()
     game, cards = env.game, env.cards
-    short = [name[:5] for name in cards.identities]
+    short = [name.replace("royal_", "R.")[:5] for name in cards.identities]  # R.rat, not seven columns of "royal"
     width = max(len(a) for a in env.possible_agents) + 2
     header = "player".ljust(width) + "hand  " + " ".join(f"{s:>5}" for s in short)
     lines = [f"Cockroach Poker ({env.config.edition}, {env.config.num_players} players) - phase: {view['phase']}", header]

@@ -78,6 +78,14 @@ def test_full_information_is_only_given_on_request():
         env.render(full_information="yes")
 
 
+@pytest.mark.parametrize("preset", ["classic", "royal"])
+def test_the_text_table_heads_every_card_column_with_a_different_name(preset):
+    env = mid_game("ansi", preset=preset, steps=0)
+    header = env.render().splitlines()[1].split()
+    assert header[:2] == ["player", "hand"]
+    assert len(set(header[2:])) == len(header[2:]) == len(env.cards.identities), header  # Royal: seven columns were all "royal"
+
+
 def test_render_viewer_is_checked():
     with pytest.raises(ValueError, match="render_viewer='player_9'"):
         raw_env(render_mode="rgb_array", render_viewer="player_9")
