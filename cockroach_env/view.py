@@ -18,12 +18,14 @@ def seat_view(env: Any, viewer: str | None = None, full_information: bool = Fals
     game, cards, names = env.game, env.cards, env.possible_agents
     if viewer is not None and viewer not in names:
         raise ValueError(f"viewer={viewer!r} is not an agent of this game; expected None (a spectator) or one of {names}")
+    if not isinstance(full_information, bool):  # a truthy "false" from a request must not show every hand
+        raise ValueError(f"full_information={full_information!r} is not allowed; expected True or False")
     named = lambda row: {cards.identities[c]: int(n) for c, n in enumerate(row) if n}  # noqa: E731
     view = env.public_view()
     view["num_players"] = env.config.num_players
     view["players"] = list(names)
     view["viewer"] = viewer
-    view["full_information"] = bool(full_information)
+    view["full_information"] = full_information
     seat = None if viewer is None else names.index(viewer)
     view["hand"] = None if seat is None else named(game.hands[seat])
     chain = game.chain

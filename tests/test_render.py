@@ -76,6 +76,9 @@ def test_full_information_is_only_given_on_request():
     assert not np.array_equal(public, full)
     with pytest.raises(ValueError, match="full_information"):
         env.render(full_information="yes")
+    for not_a_bool in ("false", 1, np.bool_(True)):  # seat_view is the one source of every view: only True shows the hidden cards
+        with pytest.raises(ValueError, match="full_information"):
+            seat_view(env, "player_0", not_a_bool)
 
 
 @pytest.mark.parametrize("preset", ["classic", "royal"])
