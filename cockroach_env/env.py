@@ -551,6 +551,7 @@ class raw_env(AECEnv):
     @property
     def history(self) -> list[dict]:
         """The public events of this game with agent names, JSON-serializable."""
+        self._require_reset("history")
         names = self.possible_agents
         events = []
         for event in self.game.events:

@@ -100,12 +100,14 @@ BEFORE_RESET = [
     ("legal_moves", lambda e: e.legal_moves()),
     ("decode", lambda e: e.decode(0)),
     ("agent_selection", lambda e: e.agent_selection),
+    ("history", lambda e: e.history),
+    ("render", lambda e: e.render()),
 ]
 
 
 @pytest.mark.parametrize("call", [pytest.param(c, id=i) for i, c in BEFORE_RESET])
 def test_raw_env_before_reset_says_to_reset(call):
-    env = raw_env(num_players=3)
+    env = raw_env(num_players=3, render_mode="ansi")
     refused(lambda: call(env), "reset()", error=(ValueError, AttributeError))
 
 
