@@ -200,6 +200,24 @@ def test_report_counts_seat_games_losses_and_reasons():
     assert 0.7 < b["false_offer_rate"] < 0.95 and 0.3 < b["call_accuracy"] < 0.7 and 0.15 < b["peek_rate"] < 0.5
 
 
+def test_games_cut_by_max_steps_leave_the_loss_rates_comparable_with_parity():
+    """A truncated game has no loser: the loss rate and its interval count the seat-games that had one, so the
+    seats' loss rates still average to parity (counting truncated games as not lost made every agent look strong)."""
+    config = GameConfig(num_players=4, max_steps=30)
+    result = play_match(["heuristic", "random", "bluffer", "honest"], config, games=32, seed=9)
+    assert 0 < result.truncated < result.games
+    data = result.to_json()
+    assert sum(a.loss_rate * a.seats for a in result.agents) / config.num_players == pytest.approx(data["parity"])
+    decided = result.games - result.truncated
+    for agent, entry in zip(result.agents, data["agents"]):
+        assert agent.decided == entry["decided"] == decided * agent.seats
+        assert agent.loss_rate == agent.losses / agent.decided and agent.loss_rate_ci95 == wilson_interval(agent.losses, agent.decided)
+    everything_cut = play_match(["random*4"], GameConfig(num_players=4, max_steps=1), games=4, seed=0)
+    (agent,) = everything_cut.to_json()["agents"]
+    assert everything_cut.truncated == 4 and agent["decided"] == 0 and agent["loss_rate"] is None and agent["loss_rate_ci95"] == [0.0, 1.0]
+    json.dumps(everything_cut.to_json(), allow_nan=False)  # no NaN in the report
+
+
 # ---------------------------------------------------------------------------- engines
 @needs_batched
 @pytest.mark.parametrize(
@@ -237,7 +255,7 @@ def test_json_output_follows_the_documented_schema(capsys):
     assert data["config"]["num_players"] == 3 and data["games"] == 6 and data["parity"] == pytest.approx(1 / 3)
     assert data["lineup"] == ["heuristic", "random", "random"]
     for agent in data["agents"]:
-        assert set(agent) == {"name", "spec", "seats", "games", "losses", "loss_rate", "loss_rate_ci95", "loss_reasons", "behaviour"}
+        assert set(agent) == {"name", "spec", "seats", "games", "decided", "losses", "loss_rate", "loss_rate_ci95", "loss_reasons", "behaviour"}
         lo, hi = agent["loss_rate_ci95"]
         assert lo <= agent["loss_rate"] <= hi
         assert set(agent["loss_reasons"]) == {"same_type", "empty_hand", "rainbow"}

@@ -51,6 +51,9 @@ reasons, and behaviour read from the moves and the cards they reveal: the share 
 false claims when offering and when passing (a claim is judged against the card
 revealed at the end of its round), call accuracy, peek rate (peeks per card
 received), and cards collected per game (cards taken at the end of a round).
+A game cut by ``config.max_steps`` has no loser: the loss rate and its interval are
+over the seat-games of the games that had one (``decided``), so that the loss rates
+of the seats average to parity, ``1 / num_players``, as in a match without cuts.
 
 JSON schema (``MatchResult.to_json()``)
 ---------------------------------------
@@ -68,7 +71,9 @@ JSON schema (``MatchResult.to_json()``)
   "agents": [{
       "name": str, "spec": str, "seats": int,   # seats: lineup entries of this entrant
       "games": int,                  # seat-games (games x seats)
-      "losses": int, "loss_rate": float, "loss_rate_ci95": [float, float],
+      "decided": int,                # seat-games of the games with a loser (not cut by max_steps)
+      "losses": int, "loss_rate": float | null,   # losses / decided (null if decided is 0)
+      "loss_rate_ci95": [float, float],           # Wilson, over the decided seat-games
       "loss_reasons": {"same_type": int, "empty_hand": int, "rainbow": int},
       "behaviour": {
           "offers": int, "false_offer_rate": float | null,
@@ -405,12 +410,14 @@ def behaviour_summary(counts: dict[str, int], seat_games: int) -> dict[str, Any]
 
 @dataclass
 class AgentReport:
-    """One entrant's results: ``games`` counts seat-games (games x seats held)."""
+    """One entrant's results: ``games`` counts seat-games (games x seats held), ``decided`` those of
+    the games that had a loser (not cut by ``max_steps``): the loss rate's trials."""
 
     name: str
     spec: str
     seats: int
     games: int
+    decided: int
     losses: int
     loss_reasons: dict[str, int]
     counts: dict[str, int]
@@ -418,11 +425,12 @@ class AgentReport:
 
     @property
     def loss_rate(self) -> float:
-        return self.losses / self.games if self.games else float("nan")
+        """Losses per decided seat-game (NaN when every game was cut by ``max_steps``)."""
+        return self.losses / self.decided if self.decided else float("nan")
 
     @property
     def loss_rate_ci95(self) -> tuple[float, float]:
-        return wilson_interval(self.losses, self.games)
+        return wilson_interval(self.losses, self.decided)
 
     @property
     def behaviour(self) -> dict[str, Any]:
@@ -434,8 +442,9 @@ class AgentReport:
             "spec": self.spec,
             "seats": self.seats,
             "games": self.games,
+            "decided": self.decided,
             "losses": self.losses,
-            "loss_rate": self.loss_rate,
+            "loss_rate": self.loss_rate if self.decided else None,
             "loss_rate_ci95": list(self.loss_rate_ci95),
             "loss_reasons": dict(self.loss_reasons),
             "behaviour": self.behaviour,
@@ -567,6 +576,7 @@ def _reports(config: GameConfig, entrants: list[Entrant], of_entry: list[int], r
     n = config.num_players
     losses = [0] * len(entrants)
     reasons = [{r: 0 for r in LOSS_REASONS} for _ in entrants]
+    decided = sum(record.loser_seat is not None for record in records)
     for record in records:
         if record.loser_seat is None:
             continue
@@ -576,7 +586,7 @@ def _reports(config: GameConfig, entrants: list[Entrant], of_entry: list[int], r
     out = []
     for k, entrant in enumerate(entrants):
         seat_games = len(records) * len(entrant.entries)
-        out.append(AgentReport(entrant.name, entrant.spec, len(entrant.entries), seat_games, losses[k], reasons[k], behaviour.counts_of(k)))
+        out.append(AgentReport(entrant.name, entrant.spec, len(entrant.entries), seat_games, decided * len(entrant.entries), losses[k], reasons[k], behaviour.counts_of(k)))
     return out
 
 
@@ -790,9 +800,10 @@ def play_league(
 
 def _accumulate(totals: dict[str, AgentReport], name: str, report: AgentReport) -> None:
     if name not in totals:
-        totals[name] = AgentReport(name, report.spec, 1, 0, 0, {r: 0 for r in LOSS_REASONS}, {k: 0 for k in Behaviour.FIELDS})
+        totals[name] = AgentReport(name, report.spec, 1, 0, 0, 0, {r: 0 for r in LOSS_REASONS}, {k: 0 for k in Behaviour.FIELDS})
     total = totals[name]
     total.games += report.games
+    total.decided += report.decided
     total.losses += report.losses
     for reason, count in report.loss_reasons.items():
         total.loss_reasons[reason] += count
