@@ -360,6 +360,16 @@ def test_refusals_name_the_problem():
         play_league(["random", "honest"], config)
     with pytest.raises(ArenaError, match="has no act"):
         play_match([object(), "random*3"], config, games=4)
+    for seed in (-1, None, 1.5, "7", 2**64):
+        with pytest.raises(ArenaError, match=rf"seed={seed!r} is not allowed; expected an integer from 0 to 2\*\*64 - 1"):
+            play_match(["random*4"], config, games=4, seed=seed)
+        with pytest.raises(ArenaError, match=rf"seed={seed!r} is not allowed"):
+            play_league(["random", "honest", "bluffer", "heuristic"], config, games=4, seed=seed)
+    with pytest.raises(ArenaError, match=r"config=\{'num_players': 4\} is not allowed; expected a GameConfig"):
+        play_match(["random*4"], {"num_players": 4}, games=4)
+    with pytest.raises(ArenaError, match=r"duplicate='no' is not allowed; expected True or False"):
+        play_match(["random*4"], config, games=4, duplicate="no")
+    assert json.loads(json.dumps(play_match(["random*4"], config, games=4, seed=np.uint64(2**64 - 1)).to_json()))["seed"] == 2**64 - 1
 
 
 def test_cli_reports_bad_input_with_exit_status_2(capsys):
@@ -367,6 +377,8 @@ def test_cli_reports_bad_input_with_exit_status_2(capsys):
     assert "unknown agent 'nobody'" in capsys.readouterr().err
     assert eval_cli.main(["heuristic", "random", "--option", "colour=red"]) == 2
     assert "unknown game option" in capsys.readouterr().err
+    assert eval_cli.main(["heuristic", "random", "--seed", "-1", "--games", "2"]) == 2
+    assert "seed=-1 is not allowed" in capsys.readouterr().err
 
 
 def test_the_training_package_imports_no_torch():

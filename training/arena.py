@@ -532,6 +532,7 @@ def play_match(
     indices of the schedule and their action indices, in order within each game).
     """
     config = config if config is not None else GameConfig()
+    seed = _check_arguments(config, seed, duplicate)
     if engine not in ENGINES:
         raise ArenaError(f"engine={engine!r} is not allowed; expected one of {list(ENGINES)}")
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
@@ -562,6 +563,17 @@ def play_match(
         bar.close()
     seconds = time.perf_counter() - started
     return MatchResult(config, seed, engine, duplicate, [entrants[k].name for k in of_entry], _reports(config, entrants, of_entry, records, behaviour), records, seconds)
+
+
+def _check_arguments(config: Any, seed: Any, duplicate: Any) -> int:
+    """The arguments every game of a match or league derives from, checked before anything is built or played; the seed as an int."""
+    if not isinstance(config, GameConfig):
+        raise ArenaError(f"config={config!r} is not allowed; expected a GameConfig")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**64:
+        raise ArenaError(f"seed={seed!r} is not allowed; expected an integer from 0 to 2**64 - 1 (the deals and the agents' generators derive from it)")
+    if not isinstance(duplicate, (bool, np.bool_)):
+        raise ArenaError(f"duplicate={duplicate!r} is not allowed; expected True or False")
+    return int(seed)
 
 
 def _progress_bar(total: int, progress: bool | None):
@@ -762,6 +774,7 @@ def play_league(
     with the same result; every agent of ``pool`` must then be loadable where the tasks run.
     """
     config = config if config is not None else GameConfig()
+    seed = _check_arguments(config, seed, duplicate)
     pool = expand_lineup(list(pool))
     names = [p if isinstance(p, str) else _label_of(p) for p in pool]
     if len(set(names)) != len(names):
