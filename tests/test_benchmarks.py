@@ -58,6 +58,14 @@ def test_bench_baselines_exits_1_exactly_when_a_target_is_missed(tmp_path):
     assert (done.returncode == 1) == any("MISSED" in v for v in verdicts)
 
 
+def test_bench_baselines_plays_the_rule_set_asked_for(tmp_path):
+    """``--preset duel`` is a duel (the default ``--players`` took it back to four seats), measured against no 4-player target."""
+    out = bench("bench_baselines.py", "--games", "2", "--preset", "duel", "--opponents", "random", cwd=tmp_path).stdout
+    assert out.startswith("2-player classic") and re.search(r"^heuristic vs 1x random .* 2 games, [\d.]+ s\s*$", out, re.M)
+    out = bench("bench_baselines.py", "--games", "3", "--players", "3", "--opponents", "honest", cwd=tmp_path).stdout
+    assert out.startswith("3-player classic") and re.search(r"^heuristic vs 2x honest ", out, re.M)
+
+
 def test_bench_play_drives_the_server_like_a_browser(tmp_path):
     pytest.importorskip("fastapi")
     out = bench("bench_play.py", "--games", "2", "--seconds", "1", cwd=tmp_path).stdout
