@@ -170,8 +170,9 @@ def dealt_cards(config: GameConfig) -> int:
     return rest if config.edition != "royal" else (rest // n) * n + (1 if rest % n else 0)
 
 
-def max_decisions(config: GameConfig) -> int:
-    """An upper bound on the decisions of one game (``max_steps`` if smaller).
+def max_decisions(config: GameConfig, hand_cards: int | None = None) -> int:
+    """An upper bound on the decisions of one game (``max_steps`` if smaller), whose hands
+    hold ``hand_cards`` cards in all at the start (default: as many as the rule set deals).
 
     Every round takes at least one card out of the hands for good, in at most ``2N - 2``
     decisions (an offer, a peek and a pass per further seat, a call), plus two Royal
@@ -180,7 +181,7 @@ def max_decisions(config: GameConfig) -> int:
     which makes up to two more cards to leave the hands.
     """
     n, royal = config.num_players, config.edition == "royal"
-    cards = dealt_cards(config) + (len([c for c in config.cards.is_special if c]) if royal else 0)
+    cards = (dealt_cards(config) if hand_cards is None else hand_cards) + (len([c for c in config.cards.is_special if c]) if royal else 0)
     bound = cards * (2 * n - 2 + (2 if royal else 0)) + 1
     return min(bound, config.max_steps) if config.max_steps is not None else bound
 

@@ -85,7 +85,7 @@ from pettingzoo.utils import wrappers
 from pettingzoo.utils.env_logger import EnvLogger
 
 from cockroach_env.config import GameConfig, check_seed
-from cockroach_env.encoding import LAYOUT_VERSION, StateWriter, apply_action, encoding_for
+from cockroach_env.encoding import LAYOUT_VERSION, StateWriter, apply_action, dealt_cards, encoding_for, max_decisions
 from cockroach_env.engine import LOSS_REASONS, Game, IllegalMove, Phase, STAT_NAMES, explicit_deal, random_deal
 
 MOVE_KINDS = ("offer", "call", "peek", "pass", "place")
@@ -283,13 +283,21 @@ class raw_env(AECEnv):
         if "hands" not in options:
             raise ValueError("reset options set collections or penalty_deck without hands; an explicit deal needs hands")
         starter = config.starter if config.starter is not None else int(rng.integers(config.num_players))
-        return explicit_deal(
+        deal = explicit_deal(
             config,
             starter,
             self._by_seat("hands", options["hands"]),
             self._by_seat("collections", {} if options.get("collections") is None else options["collections"]),
             options.get("penalty_deck"),
         )
+        in_hands = sum(map(sum, deal.hands))
+        if config.recall and max_decisions(config, in_hands) > max_decisions(config):
+            raise ValueError(
+                f"the deal puts {in_hands} cards in hands, more than the {dealt_cards(config)} this rule set deals; with recall=True the "
+                f"observation has {max_decisions(config)} move slots (max_decisions), too few for such a game: expected at most "
+                f"{dealt_cards(config)} cards in hands, or a max_steps of at most {max_decisions(config)}, or recall=False"
+            )
+        return deal
 
     def _seat_of(self, what: str, agent: Any) -> int:
         if not isinstance(agent, str) or agent not in self._seat:

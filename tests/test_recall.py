@@ -91,6 +91,27 @@ def test_every_decision_fills_its_slot(preset, num_players):
         assert calls and all(card is not None for _, card in calls)
 
 
+def test_an_explicit_deal_with_more_cards_in_hand_than_the_recall_slots_allow_is_refused():
+    """``max_decisions`` bounds games of the rule set's own deal; an explicit deal may hold more cards in hand."""
+    every_card = {"cockroach": 4, "bat": 4, "fly": 4, "toad": 4, "rat": 4, "scorpion": 4, "spider": 4, "stink_bug": 4}
+    deal = {"starter": "player_0", "hands": {"player_0": every_card, "player_1": every_card}}  # 64 cards where a duel deals 54
+    env = raw_env(preset="duel", recall=True)
+    with pytest.raises(ValueError, match="64 cards in hands.*54.*recall"):
+        env.reset(options=deal)
+    # such a game fits the slots when max_steps cuts it short, and always without recall
+    for options in ({"recall": True, "max_steps": max_decisions(GameConfig.from_options("duel", recall=True))}, {}):
+        env = raw_env(preset="duel", **options)
+        env.reset(options=deal)
+        while not env.game.over and not any(env.truncations.values()):  # every card given away on a wrong call: 128 decisions, no loss until a hand is empty
+            if env.game.chain:
+                env.step(env.encoding.respond_start + 1)
+            else:
+                card = next(c for c, k in enumerate(env.game.hands[env.game.current]) if k)
+                env.step(env.encoding.offer_action(card, 1, card))
+            env.observe("player_0")
+        assert env.game.steps == (128 if not options else max_decisions(env.config))
+
+
 def test_an_agent_without_recall_plays_the_same_rules_with_recall_and_is_just_as_exploitable():
     """``load_agent(name, config=rules with recall)`` reads the observation's prefix: same policy, same exact NashConv."""
     from baselines.agent import RecallPrefixAgent
