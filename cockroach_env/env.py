@@ -137,7 +137,7 @@ def env(render_mode: str | None = None, **options: Any) -> AECEnv:
 
 
 class OrderEnforcing(wrappers.OrderEnforcingWrapper):
-    """PettingZoo's order enforcement, with ``last()`` and ``step()`` forwarded to the raw env directly.
+    """PettingZoo's order enforcement, with ``last()``, ``step()`` and ``render()`` forwarded to the raw env directly.
 
     Same checks and same results; it skips the wrapper's per-attribute forwarding,
     which costs more than a whole game step here.
@@ -159,6 +159,12 @@ class OrderEnforcing(wrappers.OrderEnforcingWrapper):
         if not self._has_reset:
             raise AttributeError("agents cannot be accessed before reset")
         return self.env.agents
+
+    def render(self, *args: Any, **kwargs: Any) -> str | np.ndarray | None:
+        """``raw_env.render``'s arguments pass through (PettingZoo's wrapper takes none)."""
+        if not self._has_reset:
+            EnvLogger.error_render_before_reset()
+        return self.env.render(*args, **kwargs)
 
     def step(self, action) -> None:
         if not self._has_reset:

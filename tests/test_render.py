@@ -59,6 +59,18 @@ def test_a_positional_render_mode_as_rllib_passes_it_shows_nothing_hidden():
     assert "hand:" not in text and "card in play" not in text
 
 
+def test_the_wrapped_env_takes_the_raw_envs_render_arguments():
+    import cockroach_env
+
+    wrapped = cockroach_env.env(num_players=3, render_mode="ansi")
+    wrapped.reset(seed=0)
+    raw = wrapped.unwrapped
+    assert wrapped.render() == raw.render()
+    assert wrapped.render("ansi") == raw.render()  # the mode passed positionally, as RLlib's PettingZooEnv does
+    assert wrapped.render(viewer="player_1") == raw.render(viewer="player_1") != raw.render()
+    assert wrapped.render(full_information=True) == raw.render(full_information=True)
+
+
 def test_rllib_pettingzoo_env_render_shows_only_public_information():
     pytest.importorskip("ray.rllib")
     from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
