@@ -91,11 +91,28 @@ def env_from_deal(config: GameConfig, deal: dict[str, Any]):
 
 
 def save_record(record: dict[str, Any], path: str) -> None:
-    """Write ``record`` as JSON to ``path`` atomically (a temp file, then a rename)."""
+    """Write ``record`` as JSON to ``path`` atomically (a temp file, then a rename).
+
+    A record that is not JSON (a numpy scalar in ``meta``, say) raises ``RecordError``
+    naming the field before any file is touched.
+    """
+    try:
+        text = json.dumps(record, separators=(",", ":"))
+    except (TypeError, ValueError) as error:
+        field = next((k for k, v in record.items() if not _is_json(v)), None) if isinstance(record, dict) else None
+        raise RecordError(f"game record field {field!r} is not JSON: {error}") from None
     temp = f"{path}.tmp{os.getpid()}"
     with open(temp, "w", encoding="utf-8") as handle:
-        json.dump(record, handle, separators=(",", ":"))
+        handle.write(text)
     os.replace(temp, path)
+
+
+def _is_json(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def load_record(source: str | dict[str, Any]) -> dict[str, Any]:

@@ -42,6 +42,16 @@ def test_a_record_replays_to_the_same_game(preset, num_players, tmp_path):
     assert len(loaded["moves"]) == len(loaded["actions"])
 
 
+def test_a_record_that_is_not_json_is_refused_leaving_no_file(tmp_path):
+    record, _ = random_record("duel", 2)
+    path = tmp_path / "game.json"
+    path.write_text("the previous record")
+    record["meta"]["seed"] = np.int64(3)  # numpy scalars are not JSON
+    with pytest.raises(RecordError, match="meta.*int64"):
+        save_record(record, str(path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["game.json"] and path.read_text() == "the previous record"
+
+
 def test_a_damaged_record_is_refused_by_name(tmp_path):
     record, _ = random_record()
     cases = []
