@@ -118,6 +118,36 @@ def test_the_largest_max_steps_plays():
     games.step(random_legal_actions(step.action_mask, np.random.default_rng(0)))
 
 
+def test_state_before_reset_is_refused():
+    refused(lambda: BatchedGames(CONFIG, B, seed=0).state(), "state() called before reset()", "call reset() first")
+
+
+@pytest.mark.parametrize("game, action, fragments", [
+    (B, 0, [f"game={B}", f"expected a game from 0 to {B - 1}"]),
+    (-1, 0, ["game=-1"]),
+    (0, 10**6, ["action=1000000", "expected an integer in [0, 219)"]),
+    (0, 1.5, ["action=1.5"]),
+])  # fmt: skip
+def test_describe_action_names_a_bad_game_or_action(game, action, fragments):
+    refused(lambda: _started().describe_action(game, action), *fragments)
+
+
+MASKS = [
+    ("one game's mask, not a batch", np.ones(219, np.int8), ["mask of shape (219,)", "expected (B, A)"]),
+    ("NaN entries", np.full((2, 5), np.nan), ["mask holds NaN", "game 0"]),
+    ("strings", np.array([["1", "0"]]), ["mask of dtype <U1", "expected 0/1 integers or bools"]),
+]
+
+
+@pytest.mark.parametrize("mask, fragments", [pytest.param(m, f, id=i) for i, m, f in MASKS])
+def test_random_legal_actions_names_a_bad_mask(mask, fragments):
+    refused(lambda: random_legal_actions(mask, np.random.default_rng(0)), *fragments)
+
+
+def test_random_legal_actions_names_a_seed_given_for_a_generator():
+    refused(lambda: random_legal_actions(np.ones((2, 3), np.int8), 0), "rng=0", "numpy.random.Generator")
+
+
 # ---------------------------------------------------------------------------- fuzzing
 
 counts = st.one_of(st.integers(-2, 9), st.floats(-1, 9), st.booleans(), st.text(max_size=1), st.none())

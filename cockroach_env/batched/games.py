@@ -153,6 +153,8 @@ class BatchedGames:
 
     def state(self) -> np.ndarray:
         """(B, S) float32 full states in the ``Encoding.state`` layout (for centralized critics)."""
+        if not self._started:
+            raise ValueError("state() called before reset(); call reset() first")
         out = np.empty((self.batch_size, self.encoding.state.size + 1), np.float32)
         self._backend.states(out)  # zeros everywhere, then the segments before the recall ones
         if self._recall is not None:
@@ -214,6 +216,10 @@ class BatchedGames:
 
     def describe_action(self, game: int, action: int) -> str:
         """The move ``action`` means for the seat to act in ``game``, in words."""
+        if isinstance(game, (bool, np.bool_)) or not isinstance(game, (int, np.integer)) or not 0 <= game < self.batch_size:
+            raise ValueError(f"game={game!r} is not allowed; expected a game from 0 to {self.batch_size - 1}")
+        if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)) or not 0 <= action < self.num_actions:
+            raise ValueError(f"action={action!r} is not allowed; expected an integer in [0, {self.num_actions})")
         enc, cards, n = self.encoding, self.config.cards, self.rules.n
         seat = int(self._state.info[game, CURRENT])
         decoded = enc.decode_action(action)

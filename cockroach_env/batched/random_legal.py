@@ -97,9 +97,18 @@ def random_legal_actions(mask: np.ndarray, rng: np.random.Generator, parallel: b
     Compiled when numba is importable (one 64-bit seed per row drawn from ``rng``; see
     ``_nb_random_legal_row``), otherwise ``argmax(mask * uniform noise)``. Rows without a
     legal action give -1 (compiled) or 0. ``parallel=True`` spreads rows over numba's
-    threads from ``PARALLEL_MIN_GAMES`` rows on (the same choices).
+    threads from ``PARALLEL_MIN_GAMES`` rows on (the same choices). A mask that is not
+    2-D numbers (or holds NaN), or an ``rng`` that is not a Generator, is a ``ValueError``.
     """
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng={rng!r} is not allowed; expected a numpy.random.Generator (np.random.default_rng(seed))")
     mask = np.ascontiguousarray(mask)
+    if mask.ndim != 2:
+        raise ValueError(f"a mask of shape {mask.shape} is not allowed; expected (B, A), one row of legal actions per game")
+    if mask.dtype.kind not in "biuf":
+        raise ValueError(f"a mask of dtype {mask.dtype} is not allowed; expected 0/1 integers or bools (any nonzero entry is legal)")
+    if mask.dtype.kind == "f" and np.isnan(mask).any():
+        raise ValueError(f"the mask holds NaN (game {int(np.isnan(mask).any(1).argmax())}); expected 0/1 entries")
     if numba is None:
         return np.argmax(mask * rng.random(mask.shape, dtype=np.float32), axis=1)
     mask = mask.view(np.int8) if mask.dtype.itemsize == 1 else (mask != 0).view(np.int8)
