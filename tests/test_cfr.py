@@ -131,6 +131,26 @@ def test_run_directory_discipline_and_checkpoint_validation(tmp_path, capsys):
         load_policy(path)
 
 
+def test_overwrite_retires_the_replaced_runs_checkpoints_before_the_new_run_writes(tmp_path, capsys, monkeypatch):
+    """A run started again with ``--overwrite`` and stopped before its first save leaves no checkpoint of the replaced run
+    for ``--resume`` to continue (under the new run's ``cfr.csv``), nor its ``final`` to pass for the new agent."""
+    import training.cfr
+
+    assert train_cli(_sets(tmp_path, MICRO, iterations=4)) == 0
+    assert (tmp_path / "cfr" / "checkpoint.json").exists() and (tmp_path / "cfr" / "final.json").exists()
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt("second SIGINT")
+
+    monkeypatch.setattr(training.cfr, "_save_solver", killed)
+    assert train_cli([*_sets(tmp_path, MICRO, iterations=4), "--overwrite"]) == 130
+    monkeypatch.undo()
+    assert not [p.name for p in (tmp_path / "cfr").iterdir() if p.name.startswith(("checkpoint", "final"))]
+    capsys.readouterr()
+    assert train_cli([*_sets(tmp_path, MICRO, iterations=4), "--resume"]) == 2
+    assert "no checkpoint" in capsys.readouterr().err
+
+
 def test_observation_keys_and_the_distilled_network_match_their_table(tmp_path):
     """Observation-keyed CFR's table is a profile seat; the distilled network reproduces it closely."""
     game = MICRO_3

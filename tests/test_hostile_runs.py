@@ -78,6 +78,27 @@ def test_a_plain_run_refuses_any_existing_run_and_changes_nothing(finished_run, 
     assert _files(run) == before
 
 
+def test_overwrite_retires_the_replaced_runs_checkpoints_so_a_stop_before_the_first_save_resumes_nothing_of_it(finished_run, tmp_path, capsys, monkeypatch):
+    """``--overwrite`` starts again: stopped (second Ctrl-C, kill) before its first checkpoint, the new run must not leave the
+    replaced run's ``checkpoint`` for ``--resume`` to continue under the new run's logs, nor its ``final`` to pass for the new agent."""
+    import training.ppo
+
+    run = _copy(finished_run, tmp_path)
+
+    def second_ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt("second SIGINT")
+
+    monkeypatch.setattr(training.ppo, "save_run_checkpoint", second_ctrl_c)
+    assert main(_argv(tmp_path, run.name, 4, "--overwrite")) == 130
+    monkeypatch.undo()
+    assert not (run / "checkpoint.json").exists() and not (run / "final.json").exists()
+    assert not list(run.glob("checkpoint.*safetensors")) and not list(run.glob("final.*safetensors"))
+    capsys.readouterr()
+    assert main(_argv(tmp_path, run.name, 4, "--resume")) == 2
+    assert "no checkpoint" in capsys.readouterr().err
+    assert main(_argv(tmp_path, run.name, 4, "--overwrite")) == 0
+
+
 def test_an_empty_run_directory_may_be_used(tmp_path):
     (tmp_path / "empty").mkdir()
     assert main(_argv(tmp_path, "empty", 1, "--set", "evaluation.final_games=0")) == 0

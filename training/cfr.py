@@ -92,6 +92,9 @@ def _train(config: TrainConfig, resume: bool, command: str | None, signals: _Sto
     else:
         state, progress = solver.initial_state(), {"wall_seconds": 0.0, "solver_seconds": 0.0, "commands": []}
     progress["commands"].append(command)
+    if not resume:  # started again (--overwrite): a stop before the first save leaves none of the replaced run's checkpoints to resume or load
+        for name in (CHECKPOINT_NAME, AGENT_NAME):
+            ckpt.remove_checkpoint(run_dir / name)
     _prepare_csv(run_dir / "cfr.csv", LOG_COLUMNS, state.iteration if resume else None, key="iteration")
     started = time.perf_counter() - progress["wall_seconds"]
     limit = config.schedule.time_limit_minutes

@@ -269,6 +269,23 @@ def remove_stale(path: str | os.PathLike) -> list[Path]:
     return removed
 
 
+def remove_checkpoint(path: str | os.PathLike) -> list[Path]:
+    """Remove checkpoint ``P`` whole (``P.json`` first: from then on it is gone for loaders, whatever a kill leaves), with
+    every tensor generation and temporary file of it; return the removed paths. For a run started again (``--overwrite``)."""
+    stem = _stem(Path(path))
+    meta_path = stem.with_name(stem.name + ".json")
+    removed = []
+    if meta_path.is_file() or meta_path.is_symlink():
+        os.unlink(meta_path)
+        removed.append(meta_path)
+        _fsync_directory(meta_path.parent)
+    for stale in [*_generations(stem).values(), stem.with_name(stem.name + ".safetensors")]:
+        if stale.exists():
+            os.unlink(stale)
+            removed.append(stale)
+    return removed + remove_stale(stem)
+
+
 def shipped_checkpoints() -> list[str]:
     """Names of the pretrained checkpoints shipped in the package (``classic-4p``, ...)."""
     root = resources.files("training") / SHIPPED_DIR

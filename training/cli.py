@@ -93,7 +93,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cockroach-train: stopped by {stop}. Continue with:\n  {resume_command}", file=sys.stderr)
         return stop.exit_code
     except KeyboardInterrupt:
-        print(f"cockroach-train: interrupted; the last checkpoint written in {config.run_dir} (if any) is intact. Continue with:\n  {resume_command}", file=sys.stderr)
+        if not (config.run_dir / f"{CHECKPOINT_NAME}.json").exists():  # stopped before the run's first checkpoint: nothing to resume
+            print(f"cockroach-train: interrupted before the first checkpoint of {config.run_dir}; start it again with --overwrite", file=sys.stderr)
+            return 130
+        print(f"cockroach-train: interrupted; the last checkpoint written in {config.run_dir} is intact. Continue with:\n  {resume_command}", file=sys.stderr)
         return 130
     except UpdateProcessError as error:  # ppo.overlap's update process died (killed, out of memory) or failed
         print(f"cockroach-train: error: {error}\nThe last checkpoint written in {config.run_dir} (if any) is intact. Continue with:\n  {resume_command}", file=sys.stderr)

@@ -392,6 +392,9 @@ def _train(
     state.commands.append(command)
     for name in (CHECKPOINT_NAME, AGENT_NAME, *([BEST_RESPONSE_NAME] if average else [])):
         ckpt.remove_stale(run_dir / name)  # temporary files of killed saves, tensors of replaced generations
+    if not resume:  # started again (--overwrite): the replaced run's checkpoints go before the new run writes anything, so that
+        for name in (CHECKPOINT_NAME, AGENT_NAME, BEST_RESPONSE_NAME):  # a stop before its first save leaves none of them to resume or load
+            ckpt.remove_checkpoint(run_dir / name)
     _prune_kept_agents(run_dir / KEPT_AGENTS, state.update if resume else -1)
     logs = RunLogs(run_dir, config, resume_update=state.update if resume else None, average=average is not None)
 
