@@ -165,6 +165,50 @@ def test_psro_trains_a_mixture_and_an_interrupted_run_resumes_exactly(tmp_path):
     assert [m["weight"] for m in ckpt.read_metadata(tmp_path / "split" / "final")["mixture"]["members"]] == [1 / 3] * 3
 
 
+def test_overwrite_retires_the_replaced_runs_checkpoints_before_the_new_run_writes(tmp_path, capsys, monkeypatch):
+    """A PSRO run started again with ``--overwrite`` and stopped in its first iteration leaves no checkpoint of the replaced
+    run for ``--resume`` to continue (under the new run's ``psro.csv``), nor its ``final`` mixture: only the new run's own."""
+    import training.psro
+
+    assert _psro(tmp_path, "again", 2) == 0
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt("second SIGINT")
+
+    monkeypatch.setattr(training.psro, "train_best_response", killed)
+    assert _psro(tmp_path, "again", 2, "--overwrite") == 130
+    monkeypatch.undo()
+    assert not (tmp_path / "again" / "final.json").exists()
+    saved = ckpt.read_metadata(tmp_path / "again" / "checkpoint")
+    assert saved["step"]["iteration"] == 0 and len(saved["commands"]) == 1 and "--overwrite" in saved["commands"][0]
+
+
+def test_a_signal_during_the_first_iterations_best_response_leaves_a_run_that_resumes_exactly(tmp_path, capsys, monkeypatch):
+    """Ctrl-C in iteration 1: the best response saves its update and the command says to continue with ``--resume``,
+    which must then find a PSRO checkpoint (the population before iteration 1) and give the uninterrupted run's result."""
+    import signal
+
+    import training.ppo
+
+    assert _psro(tmp_path, "whole", 1) == 0
+    rollout, calls = training.ppo._rollout, []
+
+    def ctrl_c_in_the_first_rollout(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            signal.raise_signal(signal.SIGINT)
+        return rollout(*args, **kwargs)
+
+    monkeypatch.setattr(training.ppo, "_rollout", ctrl_c_in_the_first_rollout)
+    assert _psro(tmp_path, "split", 1) == 130
+    monkeypatch.undo()
+    assert "--resume" in capsys.readouterr().err
+    assert _psro(tmp_path, "split", 1, "--resume") == 0
+    whole, split = (ckpt.load_checkpoint(tmp_path / name / "checkpoint") for name in ("whole", "split"))
+    assert whole.tensors.keys() == split.tensors.keys() and all(torch.equal(v, split.tensors[k]) for k, v in whole.tensors.items())
+    assert whole.metadata["mixture"] == split.metadata["mixture"]
+
+
 def test_init_from_a_mixture_seeds_psro_with_every_member_and_ppo_with_the_heaviest(tmp_path):
     game = GameConfig.from_options(preset="mini")
     models = [ActorCritic(game, [16], "tanh", True, seed=s) for s in range(2)]

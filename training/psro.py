@@ -19,7 +19,7 @@ rate points below parity); ``meta_nash_conv`` is the meta-strategy's NashConv wi
 the meta-game. Both are logged per iteration in ``psro.csv``.
 
 Run directory ``output_dir/name``: ``checkpoint`` (a mixture checkpoint that also holds
-the meta-game and the iteration, written after every iteration), ``final`` (the
+the meta-game and the iteration, written at the start, iteration 0, and after every iteration), ``final`` (the
 mixture agent: ``training.load_agent``, ``cockroach-eval``, ``cockroach-exploit``),
 ``br_<iteration>_<k>/`` (each best response's PPO run) and ``psro.csv``.
 
@@ -126,8 +126,13 @@ def train(
         if len(members) > 1:
             print(f"psro: a population of {len(members)} from --init-from, meta-strategy {np.round(x, 4).tolist()}", file=sys.stderr)
     state.commands.append(command)
+    if not resume:  # started again (--overwrite): a stop before the first save leaves none of the replaced run's checkpoints to resume or load
+        for name in (CHECKPOINT_NAME, AGENT_NAME):
+            ckpt.remove_checkpoint(run_dir / name)
     _prepare_csv(run_dir / "psro.csv", LOG_COLUMNS, state.iteration if resume else None, key="iteration")
     started = time.perf_counter() - state.wall_seconds
+    if not resume:  # the population before iteration 1: a stop inside it (its best responses save their own progress) resumes from here
+        _save(run_dir / CHECKPOINT_NAME, config, members, state, command)
     stop_reason = None
     resumed_iteration = state.iteration + 1 if resume and not resolved else None
     """The one iteration whose best-response runs may have been interrupted (and are resumed from their own checkpoints; not after a change of solver)."""
