@@ -50,6 +50,8 @@ class Agent:
     def __init__(self, config: GameConfig, seed: int | None = None):
         if not isinstance(config, GameConfig):
             raise ValueError(f"config={config!r} is not allowed; expected a GameConfig")
+        if seed is not None and (isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0):
+            raise ValueError(f"seed={seed!r} is not allowed; expected None or a non-negative integer (the agent's generator is numpy.random.default_rng(seed))")
         self.config = config
         self.encoding: Encoding = encoding_for(config)
         self.rng = np.random.default_rng(seed)
