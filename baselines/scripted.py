@@ -47,7 +47,12 @@ class RandomAgent(Agent):
 
 
 class _ClaimStyleAgent(Agent):
-    """Offers a random card to a random player; tells the truth with probability ``truth_rate``."""
+    """Offers a random card to a random player; tells the truth with probability ``truth_rate``.
+
+    The draw is uniform over the legal (card, target, claim) moves of the wanted truth: in
+    classic that is a uniform card and target; in Royal a card that fits several claims
+    (the joker, fitting every creature, when truthful; the blank, fitting none, when lying)
+    is drawn as often as it has moves."""
 
     truth_rate = 1.0
     peek_rate = 0.0
