@@ -204,6 +204,27 @@ def test_the_checkpoint_cli_names_the_problem_instead_of_a_traceback(tmp_path, c
     assert "'tensors'" in str(exit_.value) and "agent.json" in str(exit_.value)
 
 
+def test_an_export_to_a_place_that_cannot_hold_it_is_named_instead_of_a_traceback(tmp_path, monkeypatch):
+    """``--export DEST`` under a file, or on a full disk: the CLI names DEST and the problem, and leaves no file behind."""
+    import errno
+
+    _save(tmp_path / "agent")
+    (tmp_path / "notes.txt").write_text("x")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(SystemExit) as exit_:
+        ckpt.main([str(tmp_path / "agent"), "--export", str(tmp_path / "notes.txt" / "small")])
+    assert "notes.txt" in str(exit_.value) and "cannot write" in str(exit_.value)
+
+    def no_space(final, data):
+        raise OSError(errno.ENOSPC, "No space left on device", str(final))
+
+    monkeypatch.setattr(ckpt, "_write_temporary", no_space)
+    with pytest.raises(SystemExit) as exit_:
+        ckpt.main([str(tmp_path / "agent"), "--export", str(tmp_path / "small")])
+    assert "small" in str(exit_.value) and "No space left on device" in str(exit_.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
 def test_non_finite_weights_are_never_saved_over_a_good_checkpoint(tmp_path):
     good = _model(1)
     _save(tmp_path / "agent", good)

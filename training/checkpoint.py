@@ -945,6 +945,9 @@ def main(argv: list[str] | None = None) -> None:
         meta = read_metadata(args.checkpoint)
     except CheckpointError as error:
         raise SystemExit(f"error: {error}") from None
+    except OSError as error:  # (reading is a CheckpointError: this is writing DEST) a file in its path, a full disk, no permission
+        where = f" ({error.filename})" if error.filename else ""
+        raise SystemExit(f"error: --export {args.export}: cannot write the checkpoint{where}: {error.strerror or error}") from None
     meta.pop("_path")
     try:
         print(json.dumps(meta, indent=1), flush=True)
