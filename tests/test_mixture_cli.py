@@ -332,6 +332,16 @@ def test_ray_without_tables_to_play_is_refused_before_a_cluster_starts(tmp_path,
     assert not list(tmp_path.glob("mix*"))
 
 
+def test_a_negative_seed_is_refused_by_name_before_any_game(tmp_path, capsys):
+    for s in range(2):
+        _agent(tmp_path / f"a{s}", s)
+    for extra in (["--meta-solver", "regret_matching"], ["--exploiters", str(tmp_path / "a1")]):
+        with pytest.raises(SystemExit):
+            main([str(tmp_path / "bad"), str(tmp_path / "a0"), str(tmp_path / "a1"), *extra, "--payoff-games", "4", "--seed", "-5"])
+        assert "argument --seed: -5 is not allowed; expected an integer from 0 to 2**64 - 1" in capsys.readouterr().err
+    assert not list(tmp_path.glob("bad*"))
+
+
 def test_the_games_run_on_the_torch_threads_asked_for(tmp_path, capsys):
     for s in range(2):
         _agent(tmp_path / f"a{s}", s)

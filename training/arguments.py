@@ -29,3 +29,8 @@ def unit_weight(text: str) -> float:
 def thread_count(text: str) -> int:
     """``--torch-threads``: 0 (torch's default) or a positive count."""
     return _parsed(text, int, "a whole number", lambda v: v >= 0, "0 (torch's default) or a positive thread count")
+
+
+def seed(text: str) -> int:
+    """A seed: an integer from 0 to 2**64 - 1 (what ``numpy.random.default_rng`` and ``SeedSequence`` take)."""
+    return _parsed(text, int, "an integer", lambda v: 0 <= v < 2**64, "an integer from 0 to 2**64 - 1")

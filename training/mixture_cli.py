@@ -38,7 +38,7 @@ import numpy as np
 from training import checkpoint as ckpt
 from training.distributed import LocalExecutor, add_ray_option, add_torch_threads_option, executor, use_torch_threads
 from training.meta_solvers import SOLVERS, ExploiterGame, MetaGame, minimax_weights, solve
-from training.arguments import positive_integer, unit_weight
+from training.arguments import positive_integer, seed as seed_argument, unit_weight
 from training.output_paths import output_file_problem
 
 RECIPE_KEYS = ("name", "kind", "command", "commands", "base_run", "training_config", "step", "evaluation", "exported_from", "created", "psro")
@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     add_ray_option(parser, "with --exploiters or --meta-solver: play the tables (one task per exploiter, per meta-game table, per member and limited "
                    "baseline; the same tables and weights as in one process)")
-    parser.add_argument("--seed", type=int, default=0, help="with --meta-solver or --exploiters: seed of the games and of the search (default 0)")
+    parser.add_argument("--seed", type=seed_argument, default=0, help="with --meta-solver or --exploiters: seed of the games and of the search (default 0)")
     parser.add_argument("--name", help="the mixture's name in its metadata (default: OUTPUT's file name)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing checkpoint at OUTPUT")
     return parser
