@@ -186,6 +186,18 @@ def max_decisions(config: GameConfig, hand_cards: int | None = None) -> int:
     return min(bound, config.max_steps) if config.max_steps is not None else bound
 
 
+def check_recall_deal(config: GameConfig, hand_cards: int, where: str = "the deal") -> None:
+    """``ValueError`` if, with ``recall=True``, an explicit deal of ``hand_cards`` cards in hands could
+    outrun the observation's ``max_decisions(config)`` move slots (more cards than the rule set deals)."""
+    slots = max_decisions(config)
+    if config.recall and max_decisions(config, hand_cards) > slots:
+        raise ValueError(
+            f"{where} puts {hand_cards} cards in hands, more than the {dealt_cards(config)} this rule set deals; with recall=True the "
+            f"observation has {slots} move slots (max_decisions), too few for such a game: expected at most "
+            f"{dealt_cards(config)} cards in hands, or a max_steps of at most {slots}, or recall=False"
+        )
+
+
 def public_moves(config: GameConfig) -> int:
     """Number of moves without their hidden card: offers by (target, claim), the responses, passes, Royal placements."""
     targets, claims = config.num_players - 1, len(config.cards.claims)

@@ -85,7 +85,7 @@ from pettingzoo.utils import wrappers
 from pettingzoo.utils.env_logger import EnvLogger
 
 from cockroach_env.config import GameConfig, check_seed
-from cockroach_env.encoding import LAYOUT_VERSION, StateWriter, apply_action, dealt_cards, encoding_for, max_decisions
+from cockroach_env.encoding import LAYOUT_VERSION, StateWriter, apply_action, check_recall_deal, encoding_for
 from cockroach_env.engine import LOSS_REASONS, Game, IllegalMove, Phase, STAT_NAMES, explicit_deal, random_deal
 
 MOVE_KINDS = ("offer", "call", "peek", "pass", "place")
@@ -296,13 +296,7 @@ class raw_env(AECEnv):
             self._by_seat("collections", {} if options.get("collections") is None else options["collections"]),
             options.get("penalty_deck"),
         )
-        in_hands = sum(map(sum, deal.hands))
-        if config.recall and max_decisions(config, in_hands) > max_decisions(config):
-            raise ValueError(
-                f"the deal puts {in_hands} cards in hands, more than the {dealt_cards(config)} this rule set deals; with recall=True the "
-                f"observation has {max_decisions(config)} move slots (max_decisions), too few for such a game: expected at most "
-                f"{dealt_cards(config)} cards in hands, or a max_steps of at most {max_decisions(config)}, or recall=False"
-            )
+        check_recall_deal(config, sum(map(sum, deal.hands)))
         return deal
 
     def _seat_of(self, what: str, agent: Any) -> int:

@@ -222,3 +222,14 @@ def test_an_agent_trained_on_recall_observations_plays_in_the_arena(tmp_path):
         result = play_match([agent, "heuristic"], config, games=20, seed=0, engine=engine)
         assert result.engine == engine and result.report("recall").games == 20
     assert evaluate([str(tmp_path / "recall" / "final"), "heuristic", "--preset", "mini", "--option", "recall=true", "--games", "8", "--quiet"]) == 0
+
+
+def test_an_explicit_deal_with_more_cards_in_hand_than_the_recall_slots_allow_is_refused_as_by_the_env():
+    """The batched engine refuses the deal the env refuses (``cockroach_env.encoding.check_recall_deal``): a duel dealt 64
+    cards where it deals 54 could outrun the observation's move slots (it raised 'made more than max_decisions' mid-game)."""
+    config = GameConfig.from_options("duel", recall=True)
+    deal = Deal(0, [[4] * 8, [4] * 8], [[0] * 8, [0] * 8], [0] * 8, [])
+    games = BatchedGames(config, batch_size=1)
+    with pytest.raises(ValueError, match=r"deals\[0\] puts 64 cards in hands.*54.*recall"):
+        games.reset(deals=[deal])
+    BatchedGames(GameConfig.from_options("duel"), batch_size=1).reset(deals=[deal])  # without recall it plays

@@ -11,6 +11,7 @@ import numpy as np
 from cockroach_env.batched.layout import _Rules
 from cockroach_env.batched.numba_kernels import _deal_orders_compiled, numba
 from cockroach_env.config import GameConfig
+from cockroach_env.encoding import check_recall_deal
 from cockroach_env.engine import Deal, Game
 
 
@@ -143,6 +144,7 @@ def _deals_from_engine(config: GameConfig, rules: _Rules, deals: Sequence[Deal])
             )
         if isinstance(deal.starter, (bool, np.bool_)) or not (isinstance(deal.starter, (int, np.integer)) and 0 <= deal.starter < n):
             raise ValueError(f"{where}.starter={deal.starter!r} is not allowed; expected a seat from 0 to {n - 1}")
+        check_recall_deal(config, int(hands.sum()), where)
         if Game(config, deal).over:  # raises ValueError for a collection that already loses
             raise ValueError(f"{where} makes seat {deal.starter} start with an empty hand; expected a game that is not over at the start")
         block.starter[k], block.hands[k], block.collections[k], block.removed[k] = deal.starter, hands, collections, removed
