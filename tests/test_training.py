@@ -568,6 +568,42 @@ def test_exploitability_trains_a_best_response_against_a_frozen_checkpoint(tmp_p
     assert "--overwrite" in capsys.readouterr().err
 
 
+def test_a_stopped_best_response_continues_with_resume_to_the_uninterrupted_result(tmp_path, capsys, monkeypatch):
+    """Ctrl-C saves the best response's run; the same command with ``--resume`` continues it (re-running without is refused,
+    naming ``--resume``), and the report and weights equal those of a run that was never stopped."""
+    import signal
+
+    import training.ppo
+    from training.exploitability import main
+
+    _save(tmp_path / "target", _model())
+    sets = ["ppo.num_envs=16", "ppo.num_steps=8", "evaluation.every=0", "schedule.checkpoint_every=2"]
+    argv = lambda out: [str(tmp_path / "target"), "--decisions", "512", "--games", "20", "--output-dir", str(tmp_path / out), "--json", str(tmp_path / f"{out}.json"),  # noqa: E731
+                        "--no-progress", *[a for s in sets for a in ("--set", s)]]  # fmt: skip
+    assert main(argv("whole")) == 0
+    rollout, calls = training.ppo._rollout, []
+
+    def ctrl_c_in_the_second_rollout(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            signal.raise_signal(signal.SIGINT)
+        return rollout(*args, **kwargs)
+
+    monkeypatch.setattr(training.ppo, "_rollout", ctrl_c_in_the_second_rollout)
+    assert main(argv("split")) == 130
+    monkeypatch.undo()
+    assert "--resume" in capsys.readouterr().err
+    assert main(argv("split")) == 2
+    assert "--resume" in capsys.readouterr().err
+    assert main([*argv("split"), "--resume"]) == 0
+    whole, split = (json.loads((tmp_path / f"{out}.json").read_text()) for out in ("whole", "split"))
+    assert split["best_response_loss_rate"] == whole["best_response_loss_rate"] and split["games"] == whole["games"] == 20
+    a, b = (ckpt.load_checkpoint(Path(r["best_response_checkpoint"])) for r in (whole, split))
+    assert all(torch.equal(v, b.tensors[k]) for k, v in a.tensors.items())
+    assert main([*argv("split"), "--resume", "--json", str(tmp_path / "other.json"), "--set", "ppo.num_envs=32"]) == 2  # another config: named
+    assert "ppo.num_envs" in capsys.readouterr().err
+
+
 def test_an_evaluation_reports_the_opponents_behaviour_beside_the_policys():
     """``opponent_*``: the false offers, false passes and call accuracy of the opponents' seats together, as the arena counts them."""
     from training.arena import play_match
