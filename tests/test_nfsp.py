@@ -243,6 +243,33 @@ def test_an_interrupted_nfsp_run_resumes_exactly(tmp_path, overlap):
     assert _metrics(tmp_path / "whole" / "metrics.csv") == _metrics(tmp_path / "split" / "metrics.csv")
 
 
+def test_a_run_killed_between_its_two_agent_checkpoints_writes_both_on_resume(tmp_path, monkeypatch):
+    """``final`` (Π) marks a finished run: killed after one of ``final`` and ``best_response`` was written and before the
+    other, ``--resume`` must not take the run for finished without its best response."""
+    import training.ppo
+
+    save = training.ppo.save_agent_checkpoint
+    written = []
+
+    def killed_after_the_first_agent(path, *args, **kwargs):
+        if written:
+            raise KeyboardInterrupt("SIGKILL")
+        written.append(path.name)
+        return save(path, *args, **kwargs)
+
+    monkeypatch.setattr(training.ppo, "save_agent_checkpoint", killed_after_the_first_agent)
+    assert _nfsp(tmp_path, "run", 2) == 130
+    monkeypatch.undo()
+    assert _nfsp(tmp_path, "run", 2, "--resume") == 0
+    run = tmp_path / "run"
+    beta = ckpt.load_checkpoint(run / "checkpoint").group("model")
+    best_response = ckpt.load_checkpoint(run / "best_response").group("model")
+    assert beta.keys() == best_response.keys() and all(torch.equal(beta[k], best_response[k]) for k in beta)
+    average = ckpt.load_checkpoint(run / "checkpoint").group("average.model")
+    final = ckpt.load_checkpoint(run / "final").group("model")
+    assert all(torch.equal(average[k], final[k]) for k in average) and (run / "learning_curves.png").exists()
+
+
 def test_a_resume_refuses_a_checkpoint_without_the_average_policy_or_with_another_reservoir(tmp_path, capsys):
     assert _nfsp(tmp_path, "run", 2) == 0
     meta_path = tmp_path / "run" / "checkpoint.json"

@@ -535,12 +535,12 @@ def _train(
         print("final evaluation: " + _eval_summary(state.evaluations), file=sys.stderr)
     if stop_reason:
         print(f"stopped early: {stop_reason}; continue with --resume", file=sys.stderr)
-    agent_path = save_agent_checkpoint(run_dir / AGENT_NAME, config, evaluated, state, command)
+    # ``final`` last: it marks the run finished for --resume, so a kill before it leaves everything else to be written again
     if average is not None:
         save_agent_checkpoint(run_dir / BEST_RESPONSE_NAME, config, policy.model, state, command, network="best response")
     logs.close()
     plot_learning_curves(run_dir / "eval.csv", run_dir / "learning_curves.png", title=f"{config.name}: {n_players}-player {game.edition}")
-    return agent_path
+    return save_agent_checkpoint(run_dir / AGENT_NAME, config, evaluated, state, command)
 
 
 @dataclass
