@@ -602,6 +602,14 @@ def test_a_stopped_best_response_continues_with_resume_to_the_uninterrupted_resu
     assert all(torch.equal(v, b.tensors[k]) for k, v in a.tensors.items())
     assert main([*argv("split"), "--resume", "--json", str(tmp_path / "other.json"), "--set", "ppo.num_envs=32"]) == 2  # another config: named
     assert "ppo.num_envs" in capsys.readouterr().err
+    # stopped before its first checkpoint: its logs are not replaced without --overwrite (or --resume, which starts it again)
+    early = tmp_path / "early" / "exploit_target"
+    early.mkdir(parents=True)
+    (early / "metrics.csv").write_text("update\n")
+    assert main(argv("early")) == 2
+    assert "stopped before its first checkpoint (metrics.csv); pass --overwrite" in capsys.readouterr().err
+    assert (early / "metrics.csv").read_text() == "update\n" and not (tmp_path / "early.json").exists()
+    assert main([*argv("early"), "--overwrite"]) == 0
 
 
 def test_an_evaluation_reports_the_opponents_behaviour_beside_the_policys():
