@@ -216,6 +216,8 @@ def test_games_cut_by_max_steps_leave_the_loss_rates_comparable_with_parity():
     (agent,) = everything_cut.to_json()["agents"]
     assert everything_cut.truncated == 4 and agent["decided"] == 0 and agent["loss_rate"] is None and agent["loss_rate_ci95"] == [0.0, 1.0]
     json.dumps(everything_cut.to_json(), allow_nan=False)  # no NaN in the report
+    row = next(line for line in everything_cut.table().splitlines() if line.startswith("random"))
+    assert "nan" not in row and row.split()[3:5] == ["-", "-"], row  # the table shows no rate either (it printed nan%)
 
 
 # ---------------------------------------------------------------------------- engines

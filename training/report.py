@@ -40,8 +40,9 @@ def format_result(result: MatchResult) -> str:
         lo, hi = a.loss_rate_ci95
         b = a.behaviour
         cards = b["cards_collected_per_game"]
+        decided = a.decided > 0  # no game with a loser (every one cut by max_steps): no rate to show
         rows.append(
-            [a.name, str(a.seats), str(a.games), _pct(a.loss_rate), f"[{_pct(lo)}, {_pct(hi)}]"]
+            [a.name, str(a.seats), str(a.games), _pct(a.loss_rate) if decided else "-", f"[{_pct(lo)}, {_pct(hi)}]" if decided else "-"]
             + [str(a.loss_reasons.get(r, 0)) for r in LOSS_REASONS]
             + [_pct(b["false_offer_rate"]), _pct(b["false_pass_rate"]), _pct(b["call_accuracy"]), _pct(b["peek_rate"]), "-" if cards is None else f"{cards:.2f}"]
         )
