@@ -21,9 +21,11 @@ per **key** and action:
 Variants (``variant``): ``cfr+`` (regrets floored at zero, average weighted by the
 iteration), ``dcfr`` (discounted CFR, Brown & Sandholm 2019, alpha 1.5, beta 0, gamma 2),
 ``linear`` (linear CFR: regrets and average both weighted by the iteration) and
-``cfr`` (vanilla). Updates are simultaneous: every seat's regrets come from the same
-current strategy profile, so an iteration costs one pair of passes however many
-players there are.
+``cfr`` (vanilla); each variant's average strategy is OpenSpiel's (``CFRPlusSolver``,
+``CFRSolver``, ``LCFRSolver``, ``DCFRSolver``) iterate for iterate (``tests/test_cfr.py``).
+Updates alternate by default (``alternating``: each seat regrets against the strategy the
+seats before it just updated, as CFR+ prescribes); ``alternating=False`` updates every
+seat from the same profile, one pair of passes per iteration however many players there are.
 """
 
 from __future__ import annotations
@@ -165,8 +167,8 @@ class TreeSolver:
         if self.variant == "cfr+":
             new_regrets = np.maximum(regrets + instant, 0.0)
             new_sum = strategy_sum + t * contribution
-        elif self.variant == "dcfr":
-            positive = t**1.5 / (t**1.5 + 1.0)
+        elif self.variant == "dcfr":  # the regrets accumulated up to iteration t - 1 carry that iteration's discount (as OpenSpiel's DCFRSolver)
+            positive = (t - 1) ** 1.5 / ((t - 1) ** 1.5 + 1.0)
             new_regrets = np.where(regrets > 0, regrets * positive, regrets * 0.5) + instant
             new_sum = strategy_sum * ((t - 1) / t) ** 2 + contribution
         elif self.variant == "linear":
