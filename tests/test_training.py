@@ -958,3 +958,105 @@ def test_keep_agent_every_is_validated(tmp_path, value, capsys):
     assert _train(tmp_path, "bad", 2, "--set", f"schedule.keep_agent_every={value}") == 2
     assert f"keep_agent_every={value}" in capsys.readouterr().err
     assert not (tmp_path / "bad").exists()
+
+
+@pytest.mark.parametrize("gamma, lam, players, learner_seats, max_steps", [(1.0, 0.95, 4, (1, 2, 3), None), (0.8, 0.5, 2, (1,), None), (0.9, 0.8, 3, (1, 2), 25)])
+def test_advantages_match_a_reference_rebuilt_from_the_logged_games(monkeypatch, gamma, lam, players, learner_seats, max_steps):
+    """Every learner decision of six real rollouts (policy and exploiter tables, several learner seats, games ending and
+    dealt again in a slot, games cut by ``max_steps``) is trained exactly once, in the rollout where its seat's next
+    decision in that game or the game's end arrives, with the advantage and return that GAE gives on the seat's own
+    trajectory rebuilt from a log of every step: the terminal reward on the seat's last decision, and the lambda-sum
+    cut at the end of the rollout (truncated GAE, as in CleanRL)."""
+    import torch
+
+    from cockroach_env.batched import BatchedGames
+    from training import ppo
+    from training.config import config_from_dict
+    from training.learner import Learner, gae
+
+    envs, steps, rollouts = 12, 30, 6
+    options = {"num_players": players, **({"max_steps": max_steps} if max_steps else {})}
+    cfg = config_from_dict({"game": options, "ppo": {"num_envs": envs, "num_steps": steps, "gamma": gamma, "gae_lambda": lam},
+                            "opponents": {"self_play": 0.3, "snapshots": 0.2, "exploiter": 0.3, "baselines": {"random": 0.2}, "learner_seats": list(learner_seats)}})  # fmt: skip
+    game = cfg.game_config()
+    models = {code: ActorCritic(game, [16], seed=seed) for code, seed in ((ppo.POLICY_SEAT, 1), (ppo.EXPLOITER_SEAT, 2))}
+    learners = {code: Learner(m, 1e-3, envs * steps + envs * players, envs, players, m.observation_size, m.num_actions) for code, m in models.items()}
+    games, tables, rng = BatchedGames(game, batch_size=envs, seed=0), ppo.Tables(cfg, game, envs), np.random.default_rng(0)
+    pool: list = []
+    ppo._add_snapshot(pool, ppo.Progress(), models[ppo.POLICY_SEAT], cfg)
+    args = ppo._RolloutArgs(learners, tables, games, pool, ["random"], None, torch.Generator().manual_seed(0), rng, torch.device("cpu"), steps)
+    args.opponents = [None, baselines.make("random", game, seed=1)]
+    step = games.reset(seed=0)
+    tables.draw(np.arange(envs), rng, ppo._baseline_index(["random"]), ppo._snapshot_indices(pool, ["random"]))
+
+    # the log: every learner decision (time, game, seat, value) and every game's end (rewards, time)
+    decisions = {code: [] for code in learners}
+    row_ids = {code: {} for code in learners}  # rollout row -> decision id, in the current rollout
+    game_of_slot, dealt, ends, clock = np.arange(envs), [envs], {}, [0]
+    act, step_games = Learner.act, games.step
+
+    def logged_act(self, step_, rows, seat, sampler, device):
+        code = next(c for c, learner in learners.items() if learner is self)
+        before = self.rollout.size
+        out = act(self, step_, rows, seat, sampler, device)
+        for k, b in enumerate(rows):
+            row_ids[code][before + k] = len(decisions[code])
+            decisions[code].append({"t": clock[0], "game": int(game_of_slot[b]), "seat": int(seat[b]), "value": float(self.rollout.value[before + k])})
+        return out
+
+    def logged_step(actions):
+        out = step_games(actions)
+        for b in np.flatnonzero(out.done):
+            ends[int(game_of_slot[b])] = (out.rewards[b].copy(), clock[0])
+            game_of_slot[b], dealt[0] = dealt[0], dealt[0] + 1
+        clock[0] += 1
+        return out
+
+    monkeypatch.setattr(Learner, "act", logged_act)
+    monkeypatch.setattr(games, "step", logged_step)
+    trained = {code: {} for code in learners}  # decision id -> (rollout, advantage, return, rollout end time)
+    for r in range(rollouts):
+        step, _ = ppo._rollout(args, step)
+        for code, learner in learners.items():
+            advantages, returns, rows = gae(learner.rollout, cfg.ppo)
+            for i in rows:
+                assert row_ids[code][i] not in trained[code], "a decision trained twice"
+                trained[code][row_ids[code][i]] = (r, float(advantages[i]), float(returns[i]), clock[0])
+            pending = {(b, s): row_ids[code][learner.pending[b, s]] for b in range(envs) for s in range(players) if learner.pending[b, s] >= 0}
+            learner.carry_over()
+            row_ids[code] = {learner.pending[b, s]: d for (b, s), d in pending.items()}
+    assert len(ends) > envs, "games ended and were dealt again"
+
+    checked = 0
+    for code, log in decisions.items():
+        by_seat: dict = {}
+        for i, d in enumerate(log):
+            by_seat.setdefault((d["game"], d["seat"]), []).append(i)
+        successor = {a: b for ids in by_seat.values() for a, b in zip(ids, ids[1:])}
+        last = {ids[-1]: ends[g] for (g, _), ids in by_seat.items() if g in ends}
+
+        def done_by(i, t_end):  # its next decision or its game's end happened within the rollouts up to t_end
+            return (log[successor[i]]["t"] if i in successor else last[i][1] if i in last else t_end) < t_end
+
+        for r in range(rollouts):
+            t_end = max(t for (rr, _, _, t) in trained[code].values() if rr == r)
+            memo: dict = {}
+
+            def advantage(i):
+                if i not in memo:
+                    if not done_by(i, t_end):
+                        memo[i] = 0.0
+                    elif i in successor:
+                        j = successor[i]
+                        memo[i] = gamma * log[j]["value"] - log[i]["value"] + gamma * lam * advantage(j)
+                    else:
+                        memo[i] = float(last[i][0][log[i]["seat"]]) - log[i]["value"]
+                return memo[i]
+
+            expected = {i for i, d in enumerate(log) if d["t"] < t_end and done_by(i, t_end) and trained[code].get(i, (rollouts,))[0] >= r}
+            assert {i for i, (rr, *_) in trained[code].items() if rr == r} == expected, (code, r)
+            for i in expected:
+                _, a, ret, _ = trained[code][i]
+                assert a == pytest.approx(advantage(i), abs=1e-4) and ret == pytest.approx(advantage(i) + log[i]["value"], abs=1e-4), (code, r, i)
+                checked += 1
+    assert checked > 500

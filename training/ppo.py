@@ -20,7 +20,8 @@ Only the learners' decisions are training samples. Turns are not alternating, so
 learner transition runs from one of its decisions to that seat's next decision in the
 same game, or to the end of the game, whose terminal reward is the transition's reward.
 A decision whose successor has not happened yet when a rollout ends is carried into
-the next rollout, so every transition is trained once with exact GAE.
+the next rollout, so every transition is trained once, with its exact one-step TD error;
+the GAE lambda-sum stops at the rollout's end (truncated GAE, as in CleanRL).
 
 Each iteration has three sections: rollout, advantages (GAE), update (for the policy,
 then the exploiter; the learner, its GAE and its update are ``training.learner``, which
