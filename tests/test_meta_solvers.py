@@ -156,3 +156,15 @@ def test_an_exploiter_at_a_four_player_table_meets_multinomial_draws():
     assert ExploiterGame.from_dict(game.to_dict()).exploiter_loss_rates(np.array([0.2, 0.8])) == pytest.approx([0.24])
     with pytest.raises(ValueError, match="lacks the tables"):
         ExploiterGame(4, size=2, exploiters=1).loss_table()
+
+
+def test_more_games_at_a_table_already_played_change_the_expected_payoffs():
+    """``record`` adds games to a table that has some: the payoffs used afterwards are the pooled ones, not those cached before."""
+    game = _dominated(2)
+    x = np.array([0.5, 0.5])
+    before = game.expected_payoffs(x)
+    game.record((0, 1), {0: 60, 1: 60}, {0: 60, 1: 0})  # as many games again, now member 0 loses them all: the table is even
+    fresh = MetaGame.from_dict(game.to_dict())
+    assert game.payoff((0, 1), 0) == game.payoff((0, 1), 1) == -0.5
+    np.testing.assert_allclose(game.expected_payoffs(x), fresh.expected_payoffs(x))
+    assert not np.allclose(game.expected_payoffs(x), before)

@@ -86,6 +86,7 @@ class MetaGame:
         for m in set(table):
             games[m] += int(seat_games[m])
             lost[m] += int(losses[m])
+        self._revision = getattr(self, "_revision", 0) + 1  # (the cached payoffs of _opponent_terms are stale now)
 
     def payoff(self, table: tuple[int, ...], member: int) -> float:
         """Minus the loss rate of ``member`` at ``table``."""
@@ -111,7 +112,7 @@ class MetaGame:
 
     def _opponent_terms(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``U[i, R]`` (payoff of ``i`` against opponents ``R``), the member counts of each ``R`` and its multinomial coefficient."""
-        key = (self.size, len(self.seat_games))
+        key = (self.size, getattr(self, "_revision", 0))  # (not the number of tables: record may add games to a table already played)
         if getattr(self, "_cache_key", None) != key:
             missing = self.missing_tables()
             if missing:
