@@ -10,6 +10,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+import baselines
 from baselines import Agent
 from cockroach_env import GameConfig, raw_env
 from cockroach_env.engine import random_deal
@@ -218,6 +219,20 @@ def test_games_cut_by_max_steps_leave_the_loss_rates_comparable_with_parity():
     json.dumps(everything_cut.to_json(), allow_nan=False)  # no NaN in the report
     row = next(line for line in everything_cut.table().splitlines() if line.startswith("random"))
     assert "nan" not in row and row.split()[3:5] == ["-", "-"], row  # the table shows no rate either (it printed nan%)
+
+
+def test_a_league_of_agent_objects_plays_every_table_from_the_agents_as_given():
+    """Each table starts from the pool's agents as given, as a Ray task's pickled copies do (locally the objects'
+    generators ran on from table to table, so a table's games depended on the tables before it, and --ray differed)."""
+    config = GameConfig(num_players=2)
+    pool = lambda: [baselines.make(name, config, seed=5) for name in ("random", "bluffer", "heuristic")]  # noqa: E731
+    given = pool()
+    league = play_league(given, config, games=8, seed=3)
+    for t, lineup in enumerate([(0, 1), (0, 2), (1, 2)]):
+        table_seed = int(np.random.SeedSequence([3, t]).generate_state(1)[0] % 2**31)
+        alone = play_match([pool()[i] for i in lineup], config, games=8, seed=table_seed)
+        assert [(r.loser_seat, r.steps) for r in league.records if r.table == t] == [(r.loser_seat, r.steps) for r in alone.records], t
+    assert [a.rng.bit_generator.state for a in given] == [a.rng.bit_generator.state for a in pool()], "the pool's own agents are not played"
 
 
 # ---------------------------------------------------------------------------- engines

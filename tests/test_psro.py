@@ -413,8 +413,10 @@ def test_cockroach_exploit_starts_from_a_network_outside_the_mixture(tmp_path, c
 def test_a_league_on_a_local_ray_cluster_equals_the_league_here(ray_cluster):
     from training.arena import play_league
 
+    import baselines
+
     game = GameConfig(num_players=2)
-    pool = ["random", "honest", "heuristic"]
+    pool = ["random", baselines.make("honest", game, seed=5), "heuristic"]  # an agent object: each table (task) gets a copy
     here = play_league(pool, game, games=20, seed=4)
     on_ray = play_league(pool, game, games=20, seed=4, workers=ray_cluster)
     assert here.to_json()["agents"] == on_ray.to_json()["agents"]

@@ -95,6 +95,7 @@ JSON schema (``MatchResult.to_json()``)
 
 from __future__ import annotations
 
+import copy
 import importlib
 import itertools
 import math
@@ -772,6 +773,8 @@ def play_league(
     ratings over every game (the loser last, the others tied), rated in schedule order.
     ``workers`` (a ``training.distributed`` executor) plays the tables as parallel tasks,
     with the same result; every agent of ``pool`` must then be loadable where the tasks run.
+    An agent object of ``pool`` sits at each table as a copy of it as given (a task gets a
+    pickled one), so that no table's draws depend on the tables played before it.
     """
     config = config if config is not None else GameConfig()
     seed = _check_arguments(config, seed, duplicate)
@@ -792,7 +795,7 @@ def play_league(
     for t, table in enumerate(tables):
         table_seed = int(np.random.SeedSequence([seed, t]).generate_state(1)[0] % 2**31)
         jobs.append(([pool[i] for i in table], config, games, table_seed, duplicate, engine, batch_size, progress if workers is None else False))
-    results = workers.map(play_match, jobs) if workers is not None else (play_match(*job) for job in jobs)
+    results = workers.map(play_match, jobs) if workers is not None else (play_match(_table_copies(job[0]), *job[1:]) for job in jobs)
     for t, (table, result) in enumerate(zip(tables, results)):
         engines.add(result.engine)
         table_names = [names[i] for i in table]
@@ -809,6 +812,17 @@ def play_league(
     league = {"tables": [[names[i] for i in table] for table in tables]}
     engine_used = engines.pop() if len(engines) == 1 else "mixed"
     return MatchResult(config, seed, engine_used, duplicate, names, agents, records, time.perf_counter() - started, league, ratings)
+
+
+def _table_copies(lineup: list[Any]) -> list[Any]:
+    """A league table's lineup with each agent object copied as it was given (names stay names), as a Ray task receives it."""
+    copies = []
+    for agent in lineup:
+        try:
+            copies.append(agent if isinstance(agent, str) else copy.deepcopy(agent))
+        except Exception as error:  # noqa: BLE001 - any failure to copy is reported with the agent
+            raise ArenaError(f"agent {_label_of(agent)!r} cannot be copied for each league table ({type(error).__name__}: {error}); expected an agent that copy.deepcopy can copy, or its name or checkpoint path") from error
+    return copies
 
 
 def _accumulate(totals: dict[str, AgentReport], name: str, report: AgentReport) -> None:
