@@ -44,6 +44,16 @@ def shots(tmp_path):
     return folder
 
 
+def open_setup(browser, url: str, errors: list | None = None):
+    """A new page on the server's setup form (its page errors appended to ``errors`` if given)."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    if errors is not None:
+        page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(url)
+    page.wait_for_selector("#seat-choices select")
+    return page
+
+
 def dom_state(page) -> dict:
     return page.evaluate(
         """() => {
@@ -136,11 +146,8 @@ def test_views_that_arrive_while_the_card_art_loads_end_on_the_latest(browser, t
     an older one and stayed there: each view fetched the art anew and the answers came back out of order)."""
     store = GameStore(max_games=2, idle_seconds=600)
     with running_server(store) as (url, app):
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
         errors = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.goto(url)
-        page.wait_for_selector("#seat-choices select")
+        page = open_setup(browser, url, errors)
         page.eval_on_selector("#pace", "e => { e.value = 0; e.dispatchEvent(new Event('input')); }")
         page.click("#start")
         page.wait_for_selector("#hand .card")
@@ -173,9 +180,7 @@ def test_a_second_key_press_does_not_answer_the_next_card(browser):
     true, so calling it true gives it the card and it offers the next one at once)."""
     store = GameStore(max_games=2, idle_seconds=600)
     with running_server(store) as (url, app):
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.goto(url)
-        page.wait_for_selector("#seat-choices select")
+        page = open_setup(browser, url)
         page.select_option("#players", "2")
         page.wait_for_selector("#seat-1 option[value=honest]", state="attached")
         page.select_option("#seat-1", "honest")
@@ -223,9 +228,7 @@ def test_every_key_shown_on_a_card_picks_it_in_a_royal_hand_of_many_kinds(browse
     not "11" (which cannot be pressed) or "10" (pressed as 0)."""
     store = GameStore(max_games=2, idle_seconds=600)
     with running_server(store) as (url, app):
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.goto(url)
-        page.wait_for_selector("#seat-choices select")
+        page = open_setup(browser, url)
         page.select_option("#edition", "royal")
         page.select_option("#players", "3")
         page.wait_for_selector("#seat-2", state="attached")
@@ -251,9 +254,7 @@ def test_every_key_shown_on_a_card_picks_it_in_a_royal_hand_of_many_kinds(browse
 def test_your_own_agent_fills_every_seat_that_is_not_human(browser):
     store = GameStore(max_games=2, idle_seconds=600)
     with running_server(store) as (url, app):
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.goto(url)
-        page.wait_for_selector("#seat-choices select")
+        page = open_setup(browser, url)
         page.select_option("#seat-0", "random")
         page.select_option("#seat-1", "human")
         page.fill("#custom-agent", "baselines:HonestAgent")
@@ -267,11 +268,8 @@ def test_your_own_agent_fills_every_seat_that_is_not_human(browser):
 def test_a_human_plays_a_whole_game_against_three_shipped_agents(browser, shots, tmp_path):
     store = GameStore(max_games=4, idle_seconds=600)
     with running_server(store, save_dir=str(tmp_path / "games")) as (url, app):
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
         errors = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.goto(url)
-        page.wait_for_selector("#seat-choices select")
+        page = open_setup(browser, url, errors)
         assert [page.input_value(f"#seat-{k}") for k in range(4)] == ["human", "classic-4p", "classic-4p", "classic-4p"]
         page.fill("#seed", "11")
         page.eval_on_selector("#pace", "e => { e.value = 0; e.dispatchEvent(new Event('input')); }")
