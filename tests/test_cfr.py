@@ -67,6 +67,8 @@ def test_each_variant_is_openspiels_solver_iterate_for_iterate(variant):
 
     from training.exact import efg_string
 
+    from .test_openspiel import _decision_states
+
     config = GameConfig(**MICRO_3)
     tree = game_tree(config)
     game = pyspiel.load_efg_game(efg_string(tree))
@@ -78,19 +80,11 @@ def test_each_variant_is_openspiels_solver_iterate_for_iterate(variant):
         theirs.evaluate_and_update_policy()
         state = solver.iterate(state)
     average, ours = theirs.average_policy(), solver.average_strategy(state)
-    stack = [game.new_initial_state()]
-    while stack:
-        node = stack.pop()
-        if node.is_terminal():
-            continue
-        if node.is_chance_node():
-            stack.extend(node.child(a) for a, _ in node.chance_outcomes())
-            continue
+    for node in _decision_states(game):
         infoset = int(node.information_state_string().rsplit("-I", 1)[1])
         pairs = average.get_state_policy(node) if hasattr(average, "get_state_policy") else average.action_probabilities(node).items()
         for action, p in pairs:
             assert ours[infoset, int(node.action_to_string(action)[1:])] == pytest.approx(p, abs=1e-12), (infoset, action)
-        stack.extend(node.child(a) for a in node.legal_actions())
 
 
 def test_first_iteration_is_the_uniform_policy_and_states_are_not_mutated():
