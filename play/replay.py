@@ -45,20 +45,15 @@ def replay_html(record: dict[str, Any]) -> str:
 
 
 def write_page(html: str, output: str) -> None:
-    """Write ``html`` to ``output``: a file is replaced whole (through a temporary file, so a
-    reader never sees half a page); a device or a pipe (``/dev/null``) is written into."""
+    """Write ``html`` to ``output``: a file is replaced whole (``training.checkpoint.write_file_atomically``,
+    so a reader never sees half a page); a device or a pipe (``/dev/null``) is written into."""
     if os.path.exists(output) and not os.path.isfile(output):
         with open(output, "w", encoding="utf-8") as handle:
             handle.write(html)
         return
-    temp = f"{output}.tmp{os.getpid()}"
-    try:
-        with open(temp, "w", encoding="utf-8") as handle:
-            handle.write(html)
-        os.replace(temp, output)
-    finally:
-        if os.path.exists(temp):
-            os.remove(temp)
+    from training.checkpoint import write_file_atomically  # (no torch)
+
+    write_file_atomically(output, html.encode("utf-8"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
