@@ -22,8 +22,9 @@ must draw from the generator exactly as the same rows played one by one through
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Mapping, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -50,8 +51,12 @@ class Agent:
     def __init__(self, config: GameConfig, seed: int | None = None):
         if not isinstance(config, GameConfig):
             raise ValueError(f"config={config!r} is not allowed; expected a GameConfig")
-        if seed is not None and (isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0):
-            raise ValueError(f"seed={seed!r} is not allowed; expected None or a non-negative integer (the agent's generator is numpy.random.default_rng(seed))")
+        if seed is not None and (
+            isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0
+        ):
+            raise ValueError(
+                f"seed={seed!r} is not allowed; expected None or a non-negative integer (the agent's generator is numpy.random.default_rng(seed))"
+            )
         self.config = config
         self.encoding: Encoding = encoding_for(config)
         self.rng = np.random.default_rng(seed)
@@ -105,7 +110,9 @@ class LogitsAgent(Agent):
         masks = np.asarray(masks).astype(bool, copy=False)
         if not masks.any(axis=1).all():
             bad = int(np.flatnonzero(~masks.any(axis=1))[0])
-            raise ValueError(f"{self.name}: the action mask of row {bad} allows no action; expected at least one legal action")
+            raise ValueError(
+                f"{self.name}: the action mask of row {bad} allows no action; expected at least one legal action"
+            )
         return masks
 
     def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
@@ -122,7 +129,9 @@ class LogitsAgent(Agent):
         out = np.zeros(masks.shape)
         for start in range(0, len(masks), chunk):
             rows = slice(start, start + chunk)
-            logits = np.where(masks[rows], np.asarray(self.logits(observations[rows], masks[rows]), np.float64), -np.inf)
+            logits = np.where(
+                masks[rows], np.asarray(self.logits(observations[rows], masks[rows]), np.float64), -np.inf
+            )
             if self.greedy:
                 out[np.arange(start, start + len(logits)), logits.argmax(1)] = 1.0
             else:
@@ -163,8 +172,16 @@ class RecallPrefixAgent:
 
     def __init__(self, agent, config: GameConfig):
         trained = getattr(agent, "config", None)
-        if not isinstance(config, GameConfig) or not config.recall or not isinstance(trained, GameConfig) or trained.recall or replace(config, recall=False) != trained:
-            raise ValueError(f"RecallPrefixAgent plays an agent of a rule set without recall at the same rule set with recall=True; got the agent's {trained!r} and the table's {config!r}")
+        if (
+            not isinstance(config, GameConfig)
+            or not config.recall
+            or not isinstance(trained, GameConfig)
+            or trained.recall
+            or replace(config, recall=False) != trained
+        ):
+            raise ValueError(
+                f"RecallPrefixAgent plays an agent of a rule set without recall at the same rule set with recall=True; got the agent's {trained!r} and the table's {config!r}"
+            )
         self.agent = agent
         self.config = config
         self.name = getattr(agent, "name", type(agent).__name__)
@@ -184,7 +201,9 @@ class RecallPrefixAgent:
         return self.agent.action_probabilities(self._prefix(observation))
 
     def action_probabilities_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
-        return self.agent.action_probabilities_batch(np.ascontiguousarray(np.asarray(observations)[:, : self.size]), masks)
+        return self.agent.action_probabilities_batch(
+            np.ascontiguousarray(np.asarray(observations)[:, : self.size]), masks
+        )
 
     def __getattr__(self, name: str):
         return getattr(self.__dict__["agent"], name)  # rng, greedy, model, ... of the wrapped agent

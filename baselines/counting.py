@@ -147,7 +147,9 @@ def honesty(history: np.ndarray, prior: float = 0.5, strength: float = 2.0) -> n
     return (truthful + prior * strength) / (truthful + false + strength)
 
 
-def response_rates(history: np.ndarray, prior: tuple[float, float, float] = (0.4, 0.3, 0.3), strength: float = 3.0) -> np.ndarray:
+def response_rates(
+    history: np.ndarray, prior: tuple[float, float, float] = (0.4, 0.3, 0.3), strength: float = 3.0
+) -> np.ndarray:
     """(B, N, 3) estimated probability that each seat, when handed a card, calls right, calls wrong, or peeks."""
     counts = history[..., [RIGHT_CALLS, WRONG_CALLS, PEEKS]] + np.asarray(prior) * strength
     return counts / counts.sum(-1, keepdims=True)

@@ -59,7 +59,8 @@ from cockroach_env.config import GameConfig
 @dataclass(frozen=True)
 class HeuristicParams:
     """Knobs of the heuristic's model (defaults tuned in 3-5 player classic tables against
-    the other baselines and against variants of itself)."""
+    the other baselines and against variants of itself).
+    """
 
     kappa: float = 3.0
     """Sharpness of the danger share: exp(kappa * hazard)."""
@@ -110,7 +111,8 @@ class HeuristicAgent(Agent):
 
     def action_probabilities_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """Exactly what ``act_batch`` draws: the truth coin, then the least loss among the kept
-        actions, ties (losses closer than the jitter) broken by the jitter's exact odds."""
+        actions, ties (losses closer than the jitter) broken by the jitter's exact odds.
+        """
         legal = np.asarray(masks) > 0
         loss, truthful, claiming, p_truth = self._losses(observations, legal)
         probs = np.zeros(legal.shape)
@@ -122,7 +124,9 @@ class HeuristicAgent(Agent):
             # nothing kept: act_batch picks uniformly among the legal actions; exact ties: uniformly among them
             choice = np.where(np.isfinite(least), near, legal)
             probs += weight[:, None] * choice / choice.sum(1, keepdims=True)
-            for row in np.flatnonzero((weight > 0) & (near & (kept_loss > least)).any(1)):  # near-ties: the jitter's odds
+            for row in np.flatnonzero(
+                (weight > 0) & (near & (kept_loss > least)).any(1)
+            ):  # near-ties: the jitter's odds
                 probs[row] += weight[row] * (_least_with_jitter(kept_loss[row]) - choice[row] / choice[row].sum())
         return probs
 
@@ -160,7 +164,9 @@ class HeuristicAgent(Agent):
         best_true = np.where(truthful, loss, np.inf).min(1)
         best_false = np.where(~truthful, loss, np.inf).min(1)
         gap = np.clip((best_false - best_true) / self.params.truth_temperature, -50, 50)
-        p_truth = np.where(np.isinf(best_false), 1.0, np.where(np.isinf(best_true), 0.0, 1.0 / (1.0 + np.exp(-np.nan_to_num(gap)))))
+        p_truth = np.where(
+            np.isinf(best_false), 1.0, np.where(np.isinf(best_true), 0.0, 1.0 / (1.0 + np.exp(-np.nan_to_num(gap))))
+        )
         return loss, truthful, claiming, p_truth
 
     # ------------------------------------------------------------------ danger model
@@ -199,7 +205,9 @@ class HeuristicAgent(Agent):
         if empty_hand_loses:
             lost |= (hand_sizes <= 0)[:, :, None]
         weight = np.exp(p.kappa * self._hazard(counts, live[:, None, :], hand_sizes))  # (B, N)
-        weight_after = np.exp(p.kappa * self._hazard(after, live[:, None, None, :], hand_sizes[:, :, None]))  # (B, N, I)
+        weight_after = np.exp(
+            p.kappa * self._hazard(after, live[:, None, None, :], hand_sizes[:, :, None])
+        )  # (B, N, I)
         total = weight.sum(1)[:, None, None] - weight[:, :, None] + weight_after
         mine = np.broadcast_to(weight[:, :1, None], total.shape).copy()
         mine[:, 0, :] = weight_after[:, 0, :]
@@ -212,7 +220,8 @@ class HeuristicAgent(Agent):
     def _handover_losses(self, table: Table, taken: np.ndarray, seen: np.ndarray) -> np.ndarray:
         """(B, I, T, C): the observer's loss probability after handing a card of identity ``i`` to
         offset ``t`` with claim ``c``; ``taken`` is ``_loss_if_taken``; ``seen`` (B, N) marks the
-        seats that have seen the card once it is handed over (the observer included)."""
+        seats that have seen the card once it is handed over (the observer included).
+        """
         rules = self.rules
         rates = response_rates(table.history, self.params.response_prior, self.params.response_strength)  # (B, N, 3)
         right, wrong = rates[..., 0], rates[..., 1]
@@ -286,7 +295,8 @@ class HeuristicAgent(Agent):
 
 def _power(x: np.ndarray, exponent: float) -> np.ndarray:
     """``x ** exponent``; a small whole exponent by repeated multiplication (numpy's ``**`` calls ``pow`` per
-    element for any exponent but 2, and ``_hazard``'s fourth powers were a fifth of the heuristic's time)."""
+    element for any exponent but 2, and ``_hazard``'s fourth powers were a fifth of the heuristic's time).
+    """
     if exponent in (1.0, 2.0, 3.0, 4.0):
         square = x * x
         return {1.0: x, 2.0: square, 3.0: square * x, 4.0: square * square}[exponent]
@@ -319,7 +329,9 @@ def _least_with_jitter(loss: np.ndarray) -> np.ndarray:
         total = 0.0
         for lo, hi in zip(cuts[:-1], cuts[1:]):
             x = (hi - lo) / 2 * nodes + (hi + lo) / 2
-            total += (hi - lo) / 2 * (weights * np.prod(1.0 - np.clip(x[:, None] + shift[None, :], 0.0, 1.0), axis=1)).sum()
+            total += (
+                (hi - lo) / 2 * (weights * np.prod(1.0 - np.clip(x[:, None] + shift[None, :], 0.0, 1.0), axis=1)).sum()
+            )
         probs[a] = total
     return probs / probs.sum()
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from baselines.agent import Agent
 from baselines.heuristic import HeuristicAgent

@@ -22,7 +22,9 @@ def claim_truth_of_actions(enc: Encoding, rules: Rules, card_in_play: np.ndarray
     out[:, : enc.offer_size] = offers.reshape(-1)
     known = card_in_play >= 0
     passes = rules.truth[np.where(known, card_in_play, 0)][:, None, :] & known[:, None, None]
-    out[:, enc.pass_start : enc.place_start] = np.broadcast_to(passes, (batch, enc.num_targets, enc.num_claims)).reshape(batch, -1)
+    out[:, enc.pass_start : enc.place_start] = np.broadcast_to(
+        passes, (batch, enc.num_targets, enc.num_claims)
+    ).reshape(batch, -1)
     return out
 
 
@@ -52,7 +54,8 @@ class _ClaimStyleAgent(Agent):
     The draw is uniform over the legal (card, target, claim) moves of the wanted truth: in
     classic that is a uniform card and target; in Royal a card that fits several claims
     (the joker, fitting every creature, when truthful; the blank, fitting none, when lying)
-    is drawn as often as it has moves."""
+    is drawn as often as it has moves.
+    """
 
     truth_rate = 1.0
     peek_rate = 0.0
@@ -108,7 +111,8 @@ class _ClaimStyleAgent(Agent):
 
 class HonestAgent(_ClaimStyleAgent):
     """Always claims a true type (uniform card and target); never peeks; believes claims of
-    types at least as common as average among the cards it cannot see (card counting)."""
+    types at least as common as average among the cards it cannot see (card counting).
+    """
 
     name = "honest"
     truth_rate = 1.0
@@ -118,7 +122,8 @@ class HonestAgent(_ClaimStyleAgent):
 
 class BlufferAgent(_ClaimStyleAgent):
     """Lies 80% of the time; peeks and passes a quarter of the cards it may pass; doubts
-    every claim unless its type is at least twice as common as average among unseen cards."""
+    every claim unless its type is at least twice as common as average among unseen cards.
+    """
 
     name = "bluffer"
     truth_rate = 0.2

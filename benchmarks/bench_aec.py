@@ -84,7 +84,9 @@ def main(argv: list[str] | None = None) -> None:
             totals[name][2] += cpu
             per_round[name].append(steps / cpu)
 
-    print(f"{'env':32s} {'steps/CPU s':>12s} {'steps/wall s':>13s} {'games':>7s}  {'x ' + reference.split()[-1] + ' (CPU)':>24s}")
+    print(
+        f"{'env':32s} {'steps/CPU s':>12s} {'steps/wall s':>13s} {'games':>7s}  {'x ' + reference.split()[-1] + ' (CPU)':>24s}"
+    )
     for name, (steps, wall, cpu) in totals.items():
         if reference in per_round:
             ratios = [a / b for a, b in zip(per_round[name], per_round[reference])]

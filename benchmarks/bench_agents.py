@@ -59,7 +59,8 @@ def target(config) -> tuple[float, str]:
 
 def start_sources(agents: list[str], starts: list[str]) -> dict[str, list[str]]:
     """For each agent, the ``--start-from`` checkpoints of its rules and network shape; a ``ValueError`` naming a
-    start that is not one network, cannot be read, or fits none of the agents."""
+    start that is not one network, cannot be read, or fits none of the agents.
+    """
     from training.checkpoint import CheckpointError, read_metadata
 
     fits: dict[str, list[str]] = {name: [] for name in agents}
@@ -70,11 +71,19 @@ def start_sources(agents: list[str], starts: list[str]) -> dict[str, list[str]]:
         except CheckpointError as err:
             raise ValueError(f"--start-from {source!r}: {err}") from None
         if meta.get("kind") not in ("agent", "run"):
-            raise ValueError(f"--start-from {source!r} is a {meta.get('kind')!r} checkpoint; expected an agent or run checkpoint (one network)")
-        matching = [n for n, m in shapes.items() if m.get("game_config") == meta.get("game_config") and m.get("model") == meta.get("model")]
+            raise ValueError(
+                f"--start-from {source!r} is a {meta.get('kind')!r} checkpoint; expected an agent or run checkpoint (one network)"
+            )
+        matching = [
+            n
+            for n, m in shapes.items()
+            if m.get("game_config") == meta.get("game_config") and m.get("model") == meta.get("model")
+        ]
         if not matching:
-            raise ValueError(f"--start-from {source!r} ({meta.get('game_config', {}).get('num_players')} players, network {meta.get('model')}) "
-                             f"fits none of the agents {agents}; expected a checkpoint of an agent's rules and network shape")
+            raise ValueError(
+                f"--start-from {source!r} ({meta.get('game_config', {}).get('num_players')} players, network {meta.get('model')}) "
+                f"fits none of the agents {agents}; expected a checkpoint of an agent's rules and network shape"
+            )
         for n in matching:
             fits[n].append(source)
     return fits
@@ -92,15 +101,34 @@ def measure(name: str, games: int, decisions: int, seed: int, exploit: bool, sta
     config = agent.config
     n = config.num_players
     meta = read_metadata(name)
-    row = {"agent": name, "num_players": n, "edition": config.edition, "parity": 1 / n, "decisions_trained": meta.get("step", {}).get("decisions"), "against": {}}
+    row = {
+        "agent": name,
+        "num_players": n,
+        "edition": config.edition,
+        "parity": 1 / n,
+        "decisions_trained": meta.get("step", {}).get("decisions"),
+        "against": {},
+    }
     for baseline in BASELINES:
         started = time.perf_counter()
         report = play_match([agent, f"{baseline}*{n - 1}"], config, games=games, seed=seed).report(agent.name)
         low, high = report.loss_rate_ci95
-        row["against"][baseline] = {"loss_rate": report.loss_rate, "ci95": [low, high], "games": report.games, "seconds": time.perf_counter() - started}
-        print(f"  {name} vs {n - 1} {baseline}: loss {100 * report.loss_rate:.1f}% [{100 * low:.1f}, {100 * high:.1f}] ({report.games} games)", flush=True)
+        row["against"][baseline] = {
+            "loss_rate": report.loss_rate,
+            "ci95": [low, high],
+            "games": report.games,
+            "seconds": time.perf_counter() - started,
+        }
+        print(
+            f"  {name} vs {n - 1} {baseline}: loss {100 * report.loss_rate:.1f}% [{100 * low:.1f}, {100 * high:.1f}] ({report.games} games)",
+            flush=True,
+        )
     limit, label = target(config)
-    row["target"] = {"max_loss_vs_heuristic": limit, "label": label, "met": row["against"]["heuristic"]["loss_rate"] <= limit}
+    row["target"] = {
+        "max_loss_vs_heuristic": limit,
+        "label": label,
+        "met": row["against"]["heuristic"]["loss_rate"] <= limit,
+    }
     if not exploit:
         return row
     try:
@@ -111,14 +139,33 @@ def measure(name: str, games: int, decisions: int, seed: int, exploit: bool, sta
     if tree is not None:
         result = evaluate(agent, config, tree)
         limit = EXACT_TARGETS.get(n)
-        row["exploit"] = {"kind": "exact", "nash_conv": result.nash_conv, "target": limit, "met": limit is not None and result.nash_conv <= limit, "seconds": time.perf_counter() - started}
+        row["exploit"] = {
+            "kind": "exact",
+            "nash_conv": result.nash_conv,
+            "target": limit,
+            "met": limit is not None and result.nash_conv <= limit,
+            "seconds": time.perf_counter() - started,
+        }
         print(f"  {name}: exact NashConv {result.nash_conv:.4f} (target <= {limit})", flush=True)
         return row
     from training.exploitability import main as exploitability
 
     with tempfile.TemporaryDirectory() as out:
         report_path = Path(out) / "report.json"
-        argv = [name, "--decisions", str(decisions), "--games", str(games), "--seed", str(seed + 1), "--output-dir", out, "--json", str(report_path), "--no-progress"]
+        argv = [
+            name,
+            "--decisions",
+            str(decisions),
+            "--games",
+            str(games),
+            "--seed",
+            str(seed + 1),
+            "--output-dir",
+            out,
+            "--json",
+            str(report_path),
+            "--no-progress",
+        ]
         if meta.get("kind") == "mixture":  # a mixture's exploitability is the worst over starts from its members
             argv += ["--start-member", "all"]
         for source in start_from:
@@ -133,14 +180,26 @@ def measure(name: str, games: int, decisions: int, seed: int, exploit: bool, sta
         "ci95": report["ci95"],
         "points_from_parity": 100 * report["exploitability"],
         "start_member": report["start_member"],
-        "starts": [{"start_member": r["start_member"], "loss_rate": r["best_response_loss_rate"], "ci95": r["ci95"], "points_from_parity": 100 * r["exploitability"]} for r in report.get("starts", [report])],
+        "starts": [
+            {
+                "start_member": r["start_member"],
+                "loss_rate": r["best_response_loss_rate"],
+                "ci95": r["ci95"],
+                "points_from_parity": 100 * r["exploitability"],
+            }
+            for r in report.get("starts", [report])
+        ],
         "seconds": time.perf_counter() - started,
     }
     return row
 
 
 def markdown(rows: list[dict]) -> str:
-    head = "| agent | parity | " + " | ".join(f"vs N-1 `{b}`" for b in BASELINES) + " | target vs `heuristic` | exploitability |"
+    head = (
+        "| agent | parity | "
+        + " | ".join(f"vs N-1 `{b}`" for b in BASELINES)
+        + " | target vs `heuristic` | exploitability |"
+    )
     lines = [head, "|" + "---|" * (len(BASELINES) + 4)]
     for row in rows:
         cells = [f"`{row['agent']}`", f"{100 * row['parity']:.1f}%"]
@@ -153,12 +212,20 @@ def markdown(rows: list[dict]) -> str:
         if e is None:
             cells.append("not measured")
         elif e["kind"] == "exact":
-            verdict = "" if e.get("target") is None else f" (target <= {e['target']:g}: {'met' if e['met'] else '**not met**'})"
+            verdict = (
+                ""
+                if e.get("target") is None
+                else f" (target <= {e['target']:g}: {'met' if e['met'] else '**not met**'})"
+            )
             cells.append(f"exact NashConv {e['nash_conv']:.4f}{verdict}")
         else:
-            worst = "its own weights" if e["start_member"] is None else f"`{e['start_member']}`"  # a single network's own start has no member name
+            worst = (
+                "its own weights" if e["start_member"] is None else f"`{e['start_member']}`"
+            )  # a single network's own start has no member name
             starts = "" if len(e.get("starts", [])) < 2 else f", worst of {len(e['starts'])} starts: from {worst}"
-            cells.append(f"best response ({e['decisions'] / 1e6:g} M decisions{starts}) loses {100 * e['loss_rate']:.1f}% [{100 * e['ci95'][0]:.1f}, {100 * e['ci95'][1]:.1f}]: {e['points_from_parity']:.1f} points from parity")
+            cells.append(
+                f"best response ({e['decisions'] / 1e6:g} M decisions{starts}) loses {100 * e['loss_rate']:.1f}% [{100 * e['ci95'][0]:.1f}, {100 * e['ci95'][1]:.1f}]: {e['points_from_parity']:.1f} points from parity"
+            )
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -168,13 +235,28 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("agents", nargs="*", help="shipped names or checkpoint paths (default: every shipped agent)")
-    parser.add_argument("--games", type=int, default=4000, help="arena games per match and for the best response's evaluation (default 4000)")
-    parser.add_argument("--decisions", type=int, default=2_000_000, help="best-response budget where the tree is too large for exact evaluation (default 2,000,000)")
+    parser.add_argument(
+        "--games",
+        type=int,
+        default=4000,
+        help="arena games per match and for the best response's evaluation (default 4000)",
+    )
+    parser.add_argument(
+        "--decisions",
+        type=int,
+        default=2_000_000,
+        help="best-response budget where the tree is too large for exact evaluation (default 2,000,000)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-exploit", action="store_true", help="skip the exploitability column")
-    parser.add_argument("--start-from", action="append", default=[], metavar="CKPT",
-                        help="also train each best response from the weights of CKPT (an agent or run; repeatable), for every agent of its "
-                             "rules and network shape; the worst start is reported (cockroach-exploit --start-from)")
+    parser.add_argument(
+        "--start-from",
+        action="append",
+        default=[],
+        metavar="CKPT",
+        help="also train each best response from the weights of CKPT (an agent or run; repeatable), for every agent of its "
+        "rules and network shape; the worst start is reported (cockroach-exploit --start-from)",
+    )
     parser.add_argument("--json", metavar="PATH", help="also write every figure as JSON (rewritten after every agent)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     args = parser.parse_args(argv)
@@ -196,7 +278,9 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(measure(name, args.games, args.decisions, args.seed, not args.no_exploit, starts.get(name, [])))
         if args.json:  # after every agent, so that a long run keeps what it measured
             write_json_report(args.json, rows)
-    print(f"\n{len(rows)} agents, {args.games} games per match, {time.perf_counter() - started:.0f} s wall, load average {os.getloadavg()[0]:.2f}\n")
+    print(
+        f"\n{len(rows)} agents, {args.games} games per match, {time.perf_counter() - started:.0f} s wall, load average {os.getloadavg()[0]:.2f}\n"
+    )
     print(markdown(rows))
     return 0
 

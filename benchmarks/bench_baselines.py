@@ -37,7 +37,14 @@ def main(argv: list[str] | None = None) -> int:
     failures = []
     summary = []
     for opponent in args.opponents:
-        result = play_match(["heuristic", f"{opponent}*{config.num_players - 1}"], config, games=args.games, seed=args.seed, engine=args.engine, progress=None)
+        result = play_match(
+            ["heuristic", f"{opponent}*{config.num_players - 1}"],
+            config,
+            games=args.games,
+            seed=args.seed,
+            engine=args.engine,
+            progress=None,
+        )
         print(format_result(result))
         print()
         hero = result.report("heuristic")
@@ -49,7 +56,9 @@ def main(argv: list[str] | None = None) -> int:
             verdict = f"target {'<=' if opponent == 'random' else 'CI top <'} {limit:.0%}: {'met' if ok else 'MISSED'}"
             if not ok:
                 failures.append(opponent)
-        summary.append(f"heuristic vs {config.num_players - 1}x {opponent:8s} loss rate {hero.loss_rate:6.2%}  95% CI [{low:.2%}, {high:.2%}]  {result.games} games, {result.seconds:.1f} s  {verdict}")
+        summary.append(
+            f"heuristic vs {config.num_players - 1}x {opponent:8s} loss rate {hero.loss_rate:6.2%}  95% CI [{low:.2%}, {high:.2%}]  {result.games} games, {result.seconds:.1f} s  {verdict}"
+        )
     print("\n".join(summary))
     return 1 if failures else 0
 

@@ -103,7 +103,9 @@ def argmax_sampler(mask: np.ndarray, rng: np.random.Generator, parallel: bool = 
     return np.argmax(mask * rng.random(mask.shape, dtype=np.float32), axis=1)
 
 
-def batched_rate(config: GameConfig, batch_size: int, backend: str, parallel: bool, seconds: float, sampler) -> tuple[Rate, int]:
+def batched_rate(
+    config: GameConfig, batch_size: int, backend: str, parallel: bool, seconds: float, sampler
+) -> tuple[Rate, int]:
     """Decisions per second of ``batch_size`` games stepped together; and bytes per game."""
     games = BatchedGames(config, batch_size, seed=0, backend=backend, parallel=parallel)
     rng = np.random.default_rng(0)
@@ -157,7 +159,9 @@ def pgx_rate(batch_size: int, seconds: float) -> float | None:
         action = jax.random.categorical(choose, logits, axis=-1)
         state = step(state, action)
         fresh = init(jax.random.split(reset, batch_size))
-        state = jax.tree_util.tree_map(lambda a, b: jnp.where(state.terminated.reshape((-1,) + (1,) * (a.ndim - 1)), b, a), state, fresh)
+        state = jax.tree_util.tree_map(
+            lambda a, b: jnp.where(state.terminated.reshape((-1,) + (1,) * (a.ndim - 1)), b, a), state, fresh
+        )
         return state, key
 
     key = jax.random.PRNGKey(0)
@@ -177,24 +181,43 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=1.0, help="wall time per measurement")
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 64, 1024, 8192], help="batch sizes B")
     default_variants = list(VARIANTS) if numba is not None else ["numpy"]
-    parser.add_argument("--variants", nargs="+", default=default_variants, choices=list(VARIANTS), help="backends; numba-threads is numba with parallel=True")
-    parser.add_argument("--sampler", choices=["auto", "argmax"], default="auto", help="auto: random_legal_actions; argmax: numpy argmax(mask * noise)")
+    parser.add_argument(
+        "--variants",
+        nargs="+",
+        default=default_variants,
+        choices=list(VARIANTS),
+        help="backends; numba-threads is numba with parallel=True",
+    )
+    parser.add_argument(
+        "--sampler",
+        choices=["auto", "argmax"],
+        default="auto",
+        help="auto: random_legal_actions; argmax: numpy argmax(mask * noise)",
+    )
     parser.add_argument("--rule-sets", nargs="+", default=DEFAULT_RULE_SETS, choices=list(RULE_SETS))
     args = parser.parse_args(argv)
     if numba is None and any(VARIANTS[v][0] == "numba" for v in args.variants):
         parser.error("the numba variants need numba (pip install numba)")
 
     sampler = random_legal_actions if args.sampler == "auto" else argmax_sampler
-    sampler_name = "compiled, rejection then rank" if numba is not None and args.sampler == "auto" else "numpy argmax(mask * noise)"
+    sampler_name = (
+        "compiled, rejection then rank"
+        if numba is not None and args.sampler == "auto"
+        else "numpy argmax(mask * noise)"
+    )
     print("steps/s = decisions/s over all games, per second of wall time and per second of this process's CPU time;")
     print(f"the timed loop is random_legal_actions ({sampler_name}) + games.step, re-deals included.")
     threads = f"{numba.get_num_threads()} numba threads" if numba is not None else "no numba"
-    print(f"cpus={os.cpu_count()}, {threads}, load average {os.getloadavg()[0]:.2f} at start (other processes share these cores)")
+    print(
+        f"cpus={os.cpu_count()}, {threads}, load average {os.getloadavg()[0]:.2f} at start (other processes share these cores)"
+    )
     for name in args.rule_sets:
         config = RULE_SETS[name]
         aec = aec_rate(config, args.seconds)
         print(f"\n{name}: single AEC env {aec.wall:,.0f} steps/s wall, {aec.cpu:,.0f} per CPU-second")
-        print(f"{'B':>6} {'variant':>14} {'steps/s wall':>14} {'x AEC':>7} {'per CPU-s':>12} {'x AEC':>7} {'cores':>6} {'sampler':>8}")
+        print(
+            f"{'B':>6} {'variant':>14} {'steps/s wall':>14} {'x AEC':>7} {'per CPU-s':>12} {'x AEC':>7} {'cores':>6} {'sampler':>8}"
+        )
         per_game = 0
         for size in args.sizes:
             for variant in args.variants:
@@ -215,7 +238,10 @@ def main(argv: list[str] | None = None) -> None:
             pass
     print(f"\nload average {os.getloadavg()[0]:.2f} at the end{layer}")
     spiel = openspiel_rate(args.seconds)
-    print("OpenSpiel leduc_poker (single state):", f"{spiel:,.0f} steps/s" if spiel else "not installed; skipped (pip install open_spiel)")
+    print(
+        "OpenSpiel leduc_poker (single state):",
+        f"{spiel:,.0f} steps/s" if spiel else "not installed; skipped (pip install open_spiel)",
+    )
     for size in args.sizes:
         rate = pgx_rate(size, args.seconds)
         if rate is None:

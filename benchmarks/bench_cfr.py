@@ -64,7 +64,9 @@ def main() -> None:
     tree = game_tree(config)
     print(f"{args.preset}: {tree.num_nodes:,} histories; load average {os.getloadavg()[0]:.2f}")
     aliasing(tree)
-    uniform = evaluate(ObservationTablePolicy(tree, tree.masks / tree.masks.sum(1, keepdims=True)), config, tree).nash_conv
+    uniform = evaluate(
+        ObservationTablePolicy(tree, tree.masks / tree.masks.sum(1, keepdims=True)), config, tree
+    ).nash_conv
     print(f"uniform random policy: NashConv {uniform:.5f}")
 
     if not args.skip_openspiel:
@@ -77,9 +79,14 @@ def main() -> None:
             theirs.evaluate_and_update_policy()
         their_seconds = time.perf_counter() - started
         their_value = pyspiel.nash_conv(efg, theirs.average_policy())
-        print(f"OpenSpiel C++ CFR+ (information states, alternating): {args.iterations} iterations in {their_seconds:.1f} s, NashConv {their_value:.5f}")
+        print(
+            f"OpenSpiel C++ CFR+ (information states, alternating): {args.iterations} iterations in {their_seconds:.1f} s, NashConv {their_value:.5f}"
+        )
 
-    print(f"\n| keys | variant | updates | NashConv after {args.iterations} | solver seconds |" + (" x OpenSpiel CFR+ time |" if not args.skip_openspiel else ""))
+    print(
+        f"\n| keys | variant | updates | NashConv after {args.iterations} | solver seconds |"
+        + (" x OpenSpiel CFR+ time |" if not args.skip_openspiel else "")
+    )
     print("|---|---|---|---|---|" + ("---|" if not args.skip_openspiel else ""))
     best = None
     for keys in ("information_state", "observation"):
@@ -89,18 +96,29 @@ def main() -> None:
                     continue
                 solver, state, seconds, value = solve(tree, config, keys, variant, alternating, args.iterations)
                 ratio = f" {their_seconds / seconds:.2f}x faster |" if not args.skip_openspiel else ""
-                print(f"| {keys} | {variant} | {'alternating' if alternating else 'simultaneous'} | {value:.5f} | {seconds:.1f} |{ratio}", flush=True)
+                print(
+                    f"| {keys} | {variant} | {'alternating' if alternating else 'simultaneous'} | {value:.5f} | {seconds:.1f} |{ratio}",
+                    flush=True,
+                )
                 if keys == "information_state" and (best is None or value < best[3]):
                     best = (solver, state, variant, value)
 
     solver, state, variant, value = best
     table = observation_table(solver, state)[0]
     projected = evaluate(ObservationTablePolicy(tree, table), config, tree).nash_conv
-    print(f"\nthe best information-state solution ({variant}, NashConv {value:.5f}) projected onto observations: NashConv {projected:.5f}")
+    print(
+        f"\nthe best information-state solution ({variant}, NashConv {value:.5f}) projected onto observations: NashConv {projected:.5f}"
+    )
     descent = ObservationDescent(tree)
-    for label, start in (("from that projection", table), ("from the uniform policy", tree.masks / tree.masks.sum(1, keepdims=True))):
+    for label, start in (
+        ("from that projection", table),
+        ("from the uniform policy", tree.masks / tree.masks.sum(1, keepdims=True)),
+    ):
         result = descent.run(start, args.descent_steps)
-        print(f"exploitability descent over observations {label}: {args.descent_steps} steps in {result.history[-1][1]:.1f} s, NashConv {result.history[0][2]:.5f} -> {result.nash_conv:.5f}", flush=True)
+        print(
+            f"exploitability descent over observations {label}: {args.descent_steps} steps in {result.history[-1][1]:.1f} s, NashConv {result.history[0][2]:.5f} -> {result.nash_conv:.5f}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

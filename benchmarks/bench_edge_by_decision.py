@@ -46,7 +46,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--games", type=int, default=4000, help="games per hybrid (default 4000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the deals and the agents (default 0)")
     parser.add_argument("--torch-threads", type=int, default=1, help="torch threads (default 1)")
-    parser.add_argument("--no-factors", action="store_true", help="only the kinds and their combinations, not the factors within each kind")
+    parser.add_argument(
+        "--no-factors",
+        action="store_true",
+        help="only the kinds and their combinations, not the factors within each kind",
+    )
     args = parser.parse_args(argv)
     if args.games < 1:
         print(f"error: --games {args.games} is not allowed; expected a positive number of games", file=sys.stderr)
@@ -69,23 +73,35 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{game.num_players}-player {game.edition}: hybrids of {args.best_response} (best response) and {args.base} (base) "
               f"against {game.num_players - 1} x {args.checkpoint}, {args.games} games each; parity {100 * parity:.1f}%; load average {os.getloadavg()[0]:.2f}")  # fmt: skip
         started = time.perf_counter()
-        edge = edge_sources(args.checkpoint, args.best_response, games=args.games, seed=args.seed, base=args.base, variants=variants)
+        edge = edge_sources(
+            args.checkpoint, args.best_response, games=args.games, seed=args.seed, base=args.base, variants=variants
+        )
     except (CheckpointError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     by_parts = {tuple(r["parts"]): r for r in edge["rows"]}
-    rows = {(): edge["baseline"], **{v: by_parts[v] for v in variants if "." not in v[0]}, kinds: edge["whole"], **{v: by_parts[v] for v in variants if "." in v[0]}}
+    rows = {
+        (): edge["baseline"],
+        **{v: by_parts[v] for v in variants if "." not in v[0]},
+        kinds: edge["whole"],
+        **{v: by_parts[v] for v in variants if "." in v[0]},
+    }
     points = {}
     for chosen, entry in rows.items():
         low, high = entry["ci95"]
         points[chosen] = 100 * (parity - entry["loss_rate"])
-        print(f"  best response's {'+'.join(chosen) or 'nothing':24s} loss rate {100 * entry['loss_rate']:5.1f}% [{100 * low:.1f}, {100 * high:.1f}]  {points[chosen]:+5.1f} points", flush=True)
+        print(
+            f"  best response's {'+'.join(chosen) or 'nothing':24s} loss rate {100 * entry['loss_rate']:5.1f}% [{100 * low:.1f}, {100 * high:.1f}]  {points[chosen]:+5.1f} points",
+            flush=True,
+        )
     alone = {kind: points[(kind,)] - points[()] for kind in kinds}
     print("gain over the base of each kind alone: " + ", ".join(f"{kind} {gain:+.1f}" for kind, gain in alone.items())
           + f"; their sum {sum(alone.values()):+.1f}, all together {points[kinds] - points[()]:+.1f} points ({time.perf_counter() - started:.0f} s)")  # fmt: skip
     factors = {p: points[(p,)] - points[()] for p in table if (p,) in points and "." in p}
     if factors:
-        print("gain over the base of each factor alone: " + ", ".join(f"{p} {gain:+.1f}" for p, gain in factors.items()))
+        print(
+            "gain over the base of each factor alone: " + ", ".join(f"{p} {gain:+.1f}" for p, gain in factors.items())
+        )
     return 0
 
 

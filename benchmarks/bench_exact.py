@@ -49,13 +49,28 @@ def baseline_table(presets: list[str]) -> list[dict]:
         tree = game_tree(config)
         build = time.perf_counter() - started
         sizes = tree.sizes()
-        print(f"{preset}: {sizes['deals']} deals, {sizes['histories']:,} histories, {sizes['information_sets']:,} information sets "
-              f"({sizes['information_sets_per_seat']} per seat), {sizes['distinct_observations']:,} distinct observations; tree built in {build:.1f} s", flush=True)
+        print(
+            f"{preset}: {sizes['deals']} deals, {sizes['histories']:,} histories, {sizes['information_sets']:,} information sets "
+            f"({sizes['information_sets_per_seat']} per seat), {sizes['distinct_observations']:,} distinct observations; tree built in {build:.1f} s",
+            flush=True,
+        )
         for name in BASELINES:
             result = evaluate(baselines.make(name, config, seed=0), config, tree)
-            rows.append({"preset": preset, "agent": name, "nash_conv": result.nash_conv, "exploitability": result.exploitability,
-                         "seconds": result.seconds, "tree_seconds": build, **{f"tree_{k}": v for k, v in sizes.items()}})
-            print(f"  {name:10s} NashConv {result.nash_conv:.6f}  (evaluated in {result.seconds:.2f} s; with the tree {build + result.seconds:.1f} s)", flush=True)
+            rows.append(
+                {
+                    "preset": preset,
+                    "agent": name,
+                    "nash_conv": result.nash_conv,
+                    "exploitability": result.exploitability,
+                    "seconds": result.seconds,
+                    "tree_seconds": build,
+                    **{f"tree_{k}": v for k, v in sizes.items()},
+                }
+            )
+            print(
+                f"  {name:10s} NashConv {result.nash_conv:.6f}  (evaluated in {result.seconds:.2f} s; with the tree {build + result.seconds:.1f} s)",
+                flush=True,
+            )
     return rows
 
 
@@ -74,9 +89,18 @@ def openspiel_python_nash_conv(name: str) -> dict:
     started = time.perf_counter()
     ours = evaluate(agent, game.config).nash_conv
     ours_seconds = time.perf_counter() - started
-    print(f"mini, {name}: OpenSpiel Python exploitability.nash_conv {theirs:.9f} in {seconds:.1f} s; training.exact {ours:.9f} in {ours_seconds:.1f} s "
-          f"(tree included): {seconds / ours_seconds:.1f}x faster, difference {abs(theirs - ours):.1e}", flush=True)
-    return {"agent": name, "openspiel": theirs, "openspiel_seconds": seconds, "exact": ours, "exact_seconds": ours_seconds}
+    print(
+        f"mini, {name}: OpenSpiel Python exploitability.nash_conv {theirs:.9f} in {seconds:.1f} s; training.exact {ours:.9f} in {ours_seconds:.1f} s "
+        f"(tree included): {seconds / ours_seconds:.1f}x faster, difference {abs(theirs - ours):.1e}",
+        flush=True,
+    )
+    return {
+        "agent": name,
+        "openspiel": theirs,
+        "openspiel_seconds": seconds,
+        "exact": ours,
+        "exact_seconds": ours_seconds,
+    }
 
 
 def cfr_curves(budget_seconds: float) -> dict[str, list[tuple[int, float, float]]]:
@@ -89,7 +113,9 @@ def cfr_curves(budget_seconds: float) -> dict[str, list[tuple[int, float, float]
     print(f"mini exported to OpenSpiel's EFG game in {time.perf_counter() - started:.1f} s", flush=True)
     uniform = pyspiel.nash_conv(game, pyspiel.UniformRandomPolicy(game))
     ours = evaluate(baselines.make("random", config), config, tree).nash_conv
-    print(f"check: OpenSpiel NashConv of its uniform random policy {uniform:.9f}, ours of random {ours:.9f}", flush=True)
+    print(
+        f"check: OpenSpiel NashConv of its uniform random policy {uniform:.9f}, ours of random {ours:.9f}", flush=True
+    )
     assert abs(uniform - ours) < 1e-6, "the exported tree is not the game"
     curves = {}
     for label, solver_type in (("OpenSpiel CFR+", pyspiel.CFRPlusSolver), ("OpenSpiel CFR", pyspiel.CFRSolver)):
@@ -119,18 +145,48 @@ def openspiel_curve(game, solver_type, budget_seconds: float, label: str) -> lis
 def ppo_curve(stages: list[float], output_dir: Path) -> list[tuple[float, float, int]]:
     points = []
     for k, minutes in enumerate(stages):
-        command = [sys.executable, "-m", "training.cli", "--config", str(ROOT / "configs/ppo_mini.yaml"), "--no-progress",
-                   "--set", f"output_dir={output_dir}", "--set", f"schedule.time_limit_minutes={minutes}", "--set", "schedule.total_decisions=1000000000"]
+        command = [
+            sys.executable,
+            "-m",
+            "training.cli",
+            "--config",
+            str(ROOT / "configs/ppo_mini.yaml"),
+            "--no-progress",
+            "--set",
+            f"output_dir={output_dir}",
+            "--set",
+            f"schedule.time_limit_minutes={minutes}",
+            "--set",
+            "schedule.total_decisions=1000000000",
+        ]
         command += ["--resume"] if k else ["--overwrite"]
-        subprocess.run(command, check=True, cwd=ROOT, stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        subprocess.run(
+            command, check=True, cwd=ROOT, stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)}
+        )
         with open(output_dir / "ppo_mini" / "metrics.csv") as handle:
             last = list(csv.DictReader(handle))[-1]
         report = output_dir / f"exact{k}.json"  # one per stage: cockroach-exploit keeps an existing report
-        subprocess.run([sys.executable, "-m", "training.exploitability", str(output_dir / "ppo_mini" / "final"), "--exact", "--json", str(report)],
-                       check=True, cwd=ROOT, stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "training.exploitability",
+                str(output_dir / "ppo_mini" / "final"),
+                "--exact",
+                "--json",
+                str(report),
+            ],
+            check=True,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
         value = json.loads(report.read_text())["nash_conv"]
         points.append((float(last["wall_seconds"]), value, int(last["decisions"])))
-        print(f"  PPO self-play: {float(last['wall_seconds']):.0f} s, {int(last['decisions']):,} decisions, NashConv {value:.6f}", flush=True)
+        print(
+            f"  PPO self-play: {float(last['wall_seconds']):.0f} s, {int(last['decisions']):,} decisions, NashConv {value:.6f}",
+            flush=True,
+        )
     return points
 
 
@@ -148,7 +204,9 @@ def plot(rows: list[dict], curves: dict, ppo: list, path: Path) -> None:
     for row in rows:
         if row["preset"] == "mini":
             ax.axhline(row["nash_conv"], linestyle="--", linewidth=1, color="grey")
-            ax.annotate(row["agent"], (0.01, row["nash_conv"]), xycoords=("axes fraction", "data"), fontsize=8, va="bottom")
+            ax.annotate(
+                row["agent"], (0.01, row["nash_conv"]), xycoords=("axes fraction", "data"), fontsize=8, va="bottom"
+            )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("wall time (s, log)")
@@ -163,10 +221,24 @@ def plot(rows: list[dict], curves: dict, ppo: list, path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cfr-seconds", type=float, default=90.0, help="iteration time budget of each CFR variant (default 90)")
-    parser.add_argument("--ppo-minutes", type=float, nargs="*", default=[0.25, 0.5, 1.0, 2.0, 4.0], help="cumulative wall-time limits of the PPO stages (default 0.25 0.5 1 2 4)")
-    parser.add_argument("--skip-openspiel-python", action="store_true", help="skip OpenSpiel's (slow) Python nash_conv on mini")
-    parser.add_argument("--plot", default="exact.png", help="where the figure goes (default exact.png in the current directory; the README's is docs/img/exact.png)")
+    parser.add_argument(
+        "--cfr-seconds", type=float, default=90.0, help="iteration time budget of each CFR variant (default 90)"
+    )
+    parser.add_argument(
+        "--ppo-minutes",
+        type=float,
+        nargs="*",
+        default=[0.25, 0.5, 1.0, 2.0, 4.0],
+        help="cumulative wall-time limits of the PPO stages (default 0.25 0.5 1 2 4)",
+    )
+    parser.add_argument(
+        "--skip-openspiel-python", action="store_true", help="skip OpenSpiel's (slow) Python nash_conv on mini"
+    )
+    parser.add_argument(
+        "--plot",
+        default="exact.png",
+        help="where the figure goes (default exact.png in the current directory; the README's is docs/img/exact.png)",
+    )
     parser.add_argument("--json", help="also write every figure as JSON")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --plot or --json file")
     args = parser.parse_args()
@@ -199,15 +271,21 @@ def main() -> None:
         done, spent, value = points[-1]
         print(f"| {label}, {done} iterations | {spent:.1f} s | {value:.4f} | {value / random_mini:.3f}x |")
     for seconds, value, decisions in ppo[-1:]:
-        print(f"| PPO self-play, {decisions:,} decisions | {seconds:.0f} s | {value:.4f} | {value / random_mini:.2f}x |")
+        print(
+            f"| PPO self-play, {decisions:,} decisions | {seconds:.0f} s | {value:.4f} | {value / random_mini:.2f}x |"
+        )
     print("\n| agent | NashConv mini | NashConv mini-3p |")
     print("|---|---|---|")
     for name in BASELINES:
-        values = [next(r["nash_conv"] for r in rows if r["preset"] == p and r["agent"] == name) for p in ("mini", "mini-3p")]
+        values = [
+            next(r["nash_conv"] for r in rows if r["preset"] == p and r["agent"] == name) for p in ("mini", "mini-3p")
+        ]
         print(f"| {name} | {values[0]:.4f} | {values[1]:.4f} |")
     plot(rows, curves, ppo, Path(args.plot))
     if args.json:
-        Path(args.json).write_text(json.dumps({"baselines": rows, "openspiel_python": peers, "cfr": curves, "ppo": ppo}, indent=1) + "\n")
+        Path(args.json).write_text(
+            json.dumps({"baselines": rows, "openspiel_python": peers, "cfr": curves, "ppo": ppo}, indent=1) + "\n"
+        )
 
 
 if __name__ == "__main__":

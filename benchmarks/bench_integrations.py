@@ -92,7 +92,7 @@ class RLlibLoop(Loop):
             self.seed += 1
         steps = 0
         for _ in range(100):
-            (agent, o), = self.obs.items()
+            ((agent, o),) = self.obs.items()
             self.obs, _, terminateds, truncateds, _ = self.env.step({agent: _legal(self.rng, o[self.obs_key])})
             steps += 1
             if terminateds["__all__"] or truncateds["__all__"]:
@@ -191,7 +191,10 @@ class TianshouLoop(Loop):
 
             make = lambda: PettingZooEnv(leduc_holdem_v4.env())  # noqa: E731
         env = make()
-        players = MultiAgentOffPolicyAlgorithm(algorithms=[MARLRandomDiscreteMaskedOffPolicyAlgorithm(action_space=env.action_space) for _ in env.agents], env=env)
+        players = MultiAgentOffPolicyAlgorithm(
+            algorithms=[MARLRandomDiscreteMaskedOffPolicyAlgorithm(action_space=env.action_space) for _ in env.agents],
+            env=env,
+        )
         envs = DummyVectorEnv([make])
         envs.seed(0)
         self.collector = Collector[CollectStats](players, envs)
@@ -233,7 +236,9 @@ def throughput(libraries: list[str], seconds: float, rounds: int) -> list[dict]:
     for library in libraries:
         try:
             loops = {name: LOOPS[library](name) for name in ("cockroach", "leduc")}
-        except ImportError as error:  # the library itself, or the peer's (PettingZoo's Leduc needs rlcard and pygame: the bench extra)
+        except (
+            ImportError
+        ) as error:  # the library itself, or the peer's (PettingZoo's Leduc needs rlcard and pygame: the bench extra)
             extra = "bench" if getattr(error, "name", None) in PEER_MODULES else library
             print(f"{library}: skipped ({error}); pip install '.[{extra}]'", flush=True)
             continue
@@ -251,7 +256,10 @@ def throughput(libraries: list[str], seconds: float, rounds: int) -> list[dict]:
             row[name] = steps / cpu
             row[name + "_wall"] = steps / wall
         rows.append(row)
-        print(f"{library}: cockroach {row['cockroach']:,.0f} steps/CPU s, leduc {row['leduc']:,.0f}, ratio {row['ratio']:.2f}", flush=True)
+        print(
+            f"{library}: cockroach {row['cockroach']:,.0f} steps/CPU s, leduc {row['leduc']:,.0f}, ratio {row['ratio']:.2f}",
+            flush=True,
+        )
     return rows
 
 
@@ -267,7 +275,12 @@ class RLlibAgent(LogitsAgent):
         import torch
 
         with torch.no_grad():
-            batch = {"obs": {"observations": torch.as_tensor(observations), "action_mask": torch.as_tensor(masks, dtype=torch.float32)}}
+            batch = {
+                "obs": {
+                    "observations": torch.as_tensor(observations),
+                    "action_mask": torch.as_tensor(masks, dtype=torch.float32),
+                }
+            }
             return self.module.forward_inference(batch)["action_dist_inputs"].numpy().astype(np.float64)
 
 
@@ -294,7 +307,11 @@ class QAgent:
         self.net, self.config, self.name = net, config, name
 
     def act(self, observation) -> int:
-        return int(self.act_batch(np.asarray(observation["observation"], np.float32)[None], np.asarray(observation["action_mask"])[None])[0])
+        return int(
+            self.act_batch(
+                np.asarray(observation["observation"], np.float32)[None], np.asarray(observation["action_mask"])[None]
+            )[0]
+        )
 
     def act_batch(self, observations, masks):
         import torch
@@ -314,9 +331,23 @@ def evaluate(agent, games: int) -> dict:
 
 def train_cockroach(minutes: float, workdir: str) -> tuple[object, dict]:
     command = [
-        sys.executable, "-m", "training.cli", "--config", str(ROOT / "configs/ppo_4p.yaml"), "--no-progress", "--overwrite",
-        "--set", f"schedule.time_limit_minutes={minutes}", "--set", f"output_dir={workdir}", "--set", "name=bench_integrations",
-        "--set", "evaluation.every=1000000", "--set", "evaluation.final_games=4",
+        sys.executable,
+        "-m",
+        "training.cli",
+        "--config",
+        str(ROOT / "configs/ppo_4p.yaml"),
+        "--no-progress",
+        "--overwrite",
+        "--set",
+        f"schedule.time_limit_minutes={minutes}",
+        "--set",
+        f"output_dir={workdir}",
+        "--set",
+        "name=bench_integrations",
+        "--set",
+        "evaluation.every=1000000",
+        "--set",
+        "evaluation.final_games=4",
     ]
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     start = time.perf_counter()
@@ -326,14 +357,17 @@ def train_cockroach(minutes: float, workdir: str) -> tuple[object, dict]:
     final = Path(workdir) / "bench_integrations" / "final"
     step = read_metadata(final).get("step") or {}
     decisions = step.get("decisions") if isinstance(step, dict) else step
-    return load_agent(final, seed=0, config=CONFIG), {"seconds": time.perf_counter() - start, "trained": f"{decisions:,} decisions"}
+    return load_agent(final, seed=0, config=CONFIG), {
+        "seconds": time.perf_counter() - start,
+        "trained": f"{decisions:,} decisions",
+    }
 
 
 def train_sb3(minutes: float) -> tuple[object, dict]:
-    import baselines
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.callbacks import BaseCallback
 
+    import baselines
     from cockroach_env.integrations.sb3 import MaskedSelfPlayEnv
     from training.sb3_agent import SB3Agent
 
@@ -347,9 +381,14 @@ def train_sb3(minutes: float) -> tuple[object, dict]:
 
     start = time.perf_counter()
     env = MaskedSelfPlayEnv(baselines.make("heuristic", CONFIG, seed=0), seed=0, config=CONFIG)
-    model = MaskablePPO("MlpPolicy", env, n_steps=2048, batch_size=256, gamma=1.0, seed=0, policy_kwargs={"net_arch": [128, 128]})
+    model = MaskablePPO(
+        "MlpPolicy", env, n_steps=2048, batch_size=256, gamma=1.0, seed=0, policy_kwargs={"net_arch": [128, 128]}
+    )
     model.learn(10**12, callback=Deadline(minutes * 60 - (time.perf_counter() - start)))
-    return SB3Agent(model, CONFIG, seed=0, name="sb3-maskable-ppo"), {"seconds": time.perf_counter() - start, "trained": f"{model.num_timesteps:,} learner decisions"}
+    return SB3Agent(model, CONFIG, seed=0, name="sb3-maskable-ppo"), {
+        "seconds": time.perf_counter() - start,
+        "trained": f"{model.num_timesteps:,} learner decisions",
+    }
 
 
 def train_rllib(minutes: float) -> tuple[object, dict]:
@@ -359,7 +398,15 @@ def train_rllib(minutes: float) -> tuple[object, dict]:
 
     start = time.perf_counter()
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    algo = ppo_config({"num_players": 4}, hidden=(128, 128), train_batch_size_per_learner=4000, minibatch_size=256, num_epochs=4, gamma=1.0, lr=3e-4).build_algo()
+    algo = ppo_config(
+        {"num_players": 4},
+        hidden=(128, 128),
+        train_batch_size_per_learner=4000,
+        minibatch_size=256,
+        num_epochs=4,
+        gamma=1.0,
+        lr=3e-4,
+    ).build_algo()
     sampled = 0
     while time.perf_counter() - start < minutes * 60:
         sampled = algo.train()["env_runners"].get("num_env_steps_sampled_lifetime", sampled)
@@ -384,25 +431,55 @@ def train_tianshou(minutes: float) -> tuple[object, dict]:
     start = time.perf_counter()
     make = lambda: PettingZooEnv(cockroach_env.env(num_players=4))  # noqa: E731
     env = make()
-    net = Net(state_shape=env.observation_space["observation"].shape, action_shape=env.action_space.n, hidden_sizes=[128, 128])
-    learner = DQN(policy=DiscreteQLearningPolicy(model=net, action_space=env.action_space, eps_training=0.1, eps_inference=0.0), optim=AdamOptimizerFactory(lr=1e-4), gamma=1.0, target_update_freq=500)
-    algorithm = MultiAgentOffPolicyAlgorithm(algorithms=[learner] + [MARLRandomDiscreteMaskedOffPolicyAlgorithm(action_space=env.action_space) for _ in range(3)], env=env)
+    net = Net(
+        state_shape=env.observation_space["observation"].shape, action_shape=env.action_space.n, hidden_sizes=[128, 128]
+    )
+    learner = DQN(
+        policy=DiscreteQLearningPolicy(model=net, action_space=env.action_space, eps_training=0.1, eps_inference=0.0),
+        optim=AdamOptimizerFactory(lr=1e-4),
+        gamma=1.0,
+        target_update_freq=500,
+    )
+    algorithm = MultiAgentOffPolicyAlgorithm(
+        algorithms=[learner]
+        + [MARLRandomDiscreteMaskedOffPolicyAlgorithm(action_space=env.action_space) for _ in range(3)],
+        env=env,
+    )
     train_envs, test_envs = DummyVectorEnv([make] * 4), DummyVectorEnv([make])
     train_envs.seed(0)
     test_envs.seed(1)
     torch.manual_seed(0)
-    collector = Collector[CollectStats](algorithm, train_envs, VectorReplayBuffer(100_000, 4), exploration_noise=True, on_episode_done_hook=EverySeatRewarded(env))
+    collector = Collector[CollectStats](
+        algorithm,
+        train_envs,
+        VectorReplayBuffer(100_000, 4),
+        exploration_noise=True,
+        on_episode_done_hook=EverySeatRewarded(env),
+    )
     collector.reset()
     deadline = start + minutes * 60
     result = algorithm.run_training(
         OffPolicyTrainerParams(
-            training_collector=collector, test_collector=Collector[CollectStats](algorithm, test_envs), max_epochs=10**6, epoch_num_steps=2_000,
-            collection_step_num_env_steps=None, collection_step_num_episodes=4, test_step_num_episodes=1, batch_size=64, update_step_num_gradient_steps_per_sample=0.1,
-            test_in_training=False, stop_fn=lambda reward: time.perf_counter() > deadline, multi_agent_return_reduction=lambda rews: rews[:, 0], show_progress=False,
+            training_collector=collector,
+            test_collector=Collector[CollectStats](algorithm, test_envs),
+            max_epochs=10**6,
+            epoch_num_steps=2_000,
+            collection_step_num_env_steps=None,
+            collection_step_num_episodes=4,
+            test_step_num_episodes=1,
+            batch_size=64,
+            update_step_num_gradient_steps_per_sample=0.1,
+            test_in_training=False,
+            stop_fn=lambda reward: time.perf_counter() > deadline,
+            multi_agent_return_reduction=lambda rews: rews[:, 0],
+            show_progress=False,
         )
     )
     net.eval()
-    return QAgent(net, CONFIG), {"seconds": time.perf_counter() - start, "trained": f"{result.train_step:,} decisions (all seats)"}
+    return QAgent(net, CONFIG), {
+        "seconds": time.perf_counter() - start,
+        "trained": f"{result.train_step:,} decisions (all seats)",
+    }
 
 
 def _seat_decisions(game, seat: str):
@@ -418,9 +495,16 @@ def _seat_decisions(game, seat: str):
     done[-1] = True
     return TensorDict(
         {
-            "observation": observation, "action_mask": game[seat, "action_mask"][steps, 0],
-            "action": game[seat, "action"][steps, 0], "action_log_prob": game[seat, "action_log_prob"][steps, 0],
-            "next": {"observation": torch.cat([observation[1:], observation[-1:]]), "reward": (rewards[ends] - rewards[steps])[:, None], "done": done, "terminated": done.clone()},
+            "observation": observation,
+            "action_mask": game[seat, "action_mask"][steps, 0],
+            "action": game[seat, "action"][steps, 0],
+            "action_log_prob": game[seat, "action_log_prob"][steps, 0],
+            "next": {
+                "observation": torch.cat([observation[1:], observation[-1:]]),
+                "reward": (rewards[ends] - rewards[steps])[:, None],
+                "done": done,
+                "terminated": done.clone(),
+            },
         },
         batch_size=[len(steps)],
     )
@@ -440,18 +524,29 @@ def train_torchrl(minutes: float) -> tuple[object, dict]:
     torch.manual_seed(0)
     env = PettingZooWrapper(cockroach_env.env(num_players=4), use_mask=True, seed=0)
     seats = list(env.group_map)  # AEC: one group per seat, each with a "mask" saying whether it acts at this step
-    size, actions = env.observation_spec[seats[0], "observation", "observation"].shape[-1], env.action_spec[seats[0], "action"].space.n
+    size, actions = (
+        env.observation_spec[seats[0], "observation", "observation"].shape[-1],
+        env.action_spec[seats[0], "action"].space.n,
+    )
     net = MLP(in_features=size, out_features=actions, num_cells=[128, 128], activation_class=torch.nn.Tanh)
 
-    def actor(observation, prefix=()):  # the shared policy, on the keys of one seat's group (or on flat keys for the loss)
+    def actor(
+        observation, prefix=()
+    ):  # the shared policy, on the keys of one seat's group (or on flat keys for the loss)
         return ProbabilisticActor(
             TensorDictModule(net, in_keys=[observation], out_keys=[(*prefix, "logits")]),
-            in_keys={"logits": (*prefix, "logits"), "mask": (*prefix, "action_mask")}, out_keys=[(*prefix, "action")],
-            distribution_class=MaskedCategorical, return_log_prob=True, log_prob_key=(*prefix, "action_log_prob"),
+            in_keys={"logits": (*prefix, "logits"), "mask": (*prefix, "action_mask")},
+            out_keys=[(*prefix, "action")],
+            distribution_class=MaskedCategorical,
+            return_log_prob=True,
+            log_prob_key=(*prefix, "action_log_prob"),
         )
 
     policy = TensorDictSequential(*(actor((seat, "observation", "observation"), (seat,)) for seat in seats))
-    critic = ValueOperator(MLP(in_features=size, out_features=1, num_cells=[128, 128], activation_class=torch.nn.Tanh), in_keys=["observation"])
+    critic = ValueOperator(
+        MLP(in_features=size, out_features=1, num_cells=[128, 128], activation_class=torch.nn.Tanh),
+        in_keys=["observation"],
+    )
     loss = ClipPPOLoss(actor("observation"), critic, clip_epsilon=0.2, entropy_coeff=0.01, normalize_advantage=True)
     loss.set_keys(sample_log_prob="action_log_prob")
     advantage = GAE(gamma=1.0, lmbda=0.95, value_network=critic, average_gae=False)
@@ -484,7 +579,16 @@ def strength(libraries: list[str], minutes: float, games: int) -> list[dict]:
     rows = []
     with tempfile.TemporaryDirectory() as workdir:
         routes = [("cockroach-train", lambda: train_cockroach(minutes, workdir))]
-        routes += [(name, fn) for name, fn in (("rllib", lambda: train_rllib(minutes)), ("sb3", lambda: train_sb3(minutes)), ("tianshou", lambda: train_tianshou(minutes)), ("torchrl", lambda: train_torchrl(minutes))) if name in libraries]
+        routes += [
+            (name, fn)
+            for name, fn in (
+                ("rllib", lambda: train_rllib(minutes)),
+                ("sb3", lambda: train_sb3(minutes)),
+                ("tianshou", lambda: train_tianshou(minutes)),
+                ("torchrl", lambda: train_torchrl(minutes)),
+            )
+            if name in libraries
+        ]
         for name, train in routes:
             print(f"training {name} for {minutes} min ...", flush=True)
             try:
@@ -494,7 +598,10 @@ def strength(libraries: list[str], minutes: float, games: int) -> list[dict]:
                 continue
             row = {"route": name, **info, **evaluate(agent, games)}
             rows.append(row)
-            print(f"{name}: {row['trained']} in {row['seconds'] / 60:.1f} min; loss rate against three heuristic {100 * row['loss_rate']:.1f}% [{100 * row['ci'][0]:.1f}, {100 * row['ci'][1]:.1f}] ({row['games']} games)", flush=True)
+            print(
+                f"{name}: {row['trained']} in {row['seconds'] / 60:.1f} min; loss rate against three heuristic {100 * row['loss_rate']:.1f}% [{100 * row['ci'][0]:.1f}, {100 * row['ci'][1]:.1f}] ({row['games']} games)",
+                flush=True,
+            )
     return rows
 
 
@@ -502,10 +609,14 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=20.0, help="throughput: wall time per env and library")
     parser.add_argument("--rounds", type=int, default=5, help="throughput: interleaved slices")
-    parser.add_argument("--minutes", type=float, default=10.0, help="strength: wall-time budget of every route (default 10)")
+    parser.add_argument(
+        "--minutes", type=float, default=10.0, help="strength: wall-time budget of every route (default 10)"
+    )
     parser.add_argument("--games", type=int, default=1000, help="strength: arena games against three heuristic")
     parser.add_argument("--only", choices=("throughput", "strength"), default=None)
-    parser.add_argument("--libraries", default=",".join(LIBRARIES), help="comma-separated subset of " + ",".join(LIBRARIES))
+    parser.add_argument(
+        "--libraries", default=",".join(LIBRARIES), help="comma-separated subset of " + ",".join(LIBRARIES)
+    )
     args = parser.parse_args(argv)
     libraries = [name.strip() for name in args.libraries.split(",") if name.strip()]
     unknown = sorted(set(libraries) - set(LIBRARIES))
@@ -517,17 +628,28 @@ def main(argv: list[str] | None = None) -> None:
     print(f"bench_integrations {time.strftime('%Y-%m-%d %H:%M')} load average {load:.2f}", flush=True)
     if args.only != "strength":
         rows = throughput(libraries, args.seconds, args.rounds)
-        print("\n| library | loop | cockroach 4p steps / CPU s | leduc_holdem_v4 steps / CPU s | ratio (median of rounds) |")
+        print(
+            "\n| library | loop | cockroach 4p steps / CPU s | leduc_holdem_v4 steps / CPU s | ratio (median of rounds) |"
+        )
         print("|---|---|---|---|---|")
-        loops = {"rllib": "MultiAgentEnv.step", "sb3": "DummyVecEnv.step (learner decisions)", "tianshou": "Collector.collect", "torchrl": "rollout"}
+        loops = {
+            "rllib": "MultiAgentEnv.step",
+            "sb3": "DummyVecEnv.step (learner decisions)",
+            "tianshou": "Collector.collect",
+            "torchrl": "rollout",
+        }
         for row in rows:
-            print(f"| {row['library']} | {loops[row['library']]} | {row['cockroach']:,.0f} | {row['leduc']:,.0f} | {row['ratio']:.2f}× (min {row['ratio_min']:.2f}) |")
+            print(
+                f"| {row['library']} | {loops[row['library']]} | {row['cockroach']:,.0f} | {row['leduc']:,.0f} | {row['ratio']:.2f}× (min {row['ratio_min']:.2f}) |"
+            )
     if args.only != "throughput":
         rows = strength(libraries, args.minutes, args.games)
         print(f"\n| route ({args.minutes:g} min wall time) | trained | loss rate against three heuristic | 95% CI |")
         print("|---|---|---|---|")
         for row in rows:
-            print(f"| {row['route']} | {row['trained']} | {100 * row['loss_rate']:.1f}% | [{100 * row['ci'][0]:.1f}, {100 * row['ci'][1]:.1f}] |")
+            print(
+                f"| {row['route']} | {row['trained']} | {100 * row['loss_rate']:.1f}% | [{100 * row['ci'][0]:.1f}, {100 * row['ci'][1]:.1f}] |"
+            )
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
 
 

@@ -44,7 +44,9 @@ from training.exact import _probabilities, evaluate, game_tree  # noqa: E402
 BUDGETS = (0.005, 0.01, 0.02, 0.05, 0.1)
 
 
-def frontier(descent: ObservationDescent, start: np.ndarray, fixed: np.ndarray, weight: float, steps: int, learning_rate: float) -> tuple[list, dict]:
+def frontier(
+    descent: ObservationDescent, start: np.ndarray, fixed: np.ndarray, weight: float, steps: int, learning_rate: float
+) -> tuple[list, dict]:
     logits = np.where(descent.legal, np.log(np.clip(start, 1e-6, None)), 0.0)
     first, second = np.zeros_like(logits), np.zeros_like(logits)
     history, best = [], {}
@@ -73,7 +75,9 @@ def loss(value: float, n: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--preset", default="mini")
-    parser.add_argument("--iterations", type=int, default=1000, help="DCFR iterations for the equilibrium (default 1000)")
+    parser.add_argument(
+        "--iterations", type=int, default=1000, help="DCFR iterations for the equilibrium (default 1000)"
+    )
     parser.add_argument("--weights", type=float, nargs="+", default=[0.05, 0.2, 1.0])
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--learning-rate", type=float, default=0.01)
@@ -93,18 +97,34 @@ def main() -> None:
     nash_conv, _ = descent.nash_conv_and_gradient(start)
     value, _ = descent.value_against_and_gradient(start, fixed)
     parity = 1 / config.num_players
-    print(f"{args.preset} with recall: {len(tree.observations):,} observations; DCFR {args.iterations} iterations in {time.perf_counter() - started:.0f} s")
-    print(f"equilibrium (DCFR table): NashConv {nash_conv:.4f}, value vs heuristic {value:+.4f} (loses {loss(value, n)}; parity {100 * parity:.0f}%, target <= {50 * parity:.0f}%)")
+    print(
+        f"{args.preset} with recall: {len(tree.observations):,} observations; DCFR {args.iterations} iterations in {time.perf_counter() - started:.0f} s"
+    )
+    print(
+        f"equilibrium (DCFR table): NashConv {nash_conv:.4f}, value vs heuristic {value:+.4f} (loses {loss(value, n)}; parity {100 * parity:.0f}%, target <= {50 * parity:.0f}%)"
+    )
     br = evaluate(heuristic, config, tree).best_response_values.mean()
     print(f"best response to heuristic: value {br:+.4f} (loses {loss(br, n)}): the most any policy wins from it")
-    print("\n| weight | steps | end NashConv | end value (loss) | " + " | ".join(f"best value at NashConv <= {b:g}" for b in BUDGETS) + " |")
+    print(
+        "\n| weight | steps | end NashConv | end value (loss) | "
+        + " | ".join(f"best value at NashConv <= {b:g}" for b in BUDGETS)
+        + " |"
+    )
     print("|" + "---|" * (4 + len(BUDGETS)))
     for weight in args.weights:
         t = time.perf_counter()
         history, best = frontier(descent, start, fixed, weight, args.steps, args.learning_rate)
         _, end_nash_conv, end_value = history[-1]
-        cells = [f"{best[b][0]:+.4f} ({loss(best[b][0], n)}, NashConv {best[b][1]:.4f})" if b in best else "none" for b in BUDGETS]
-        print(f"| {weight:g} | {args.steps} ({time.perf_counter() - t:.0f} s) | {end_nash_conv:.4f} | {end_value:+.4f} ({loss(end_value, n)}) | " + " | ".join(cells) + " |", flush=True)
+        cells = [
+            f"{best[b][0]:+.4f} ({loss(best[b][0], n)}, NashConv {best[b][1]:.4f})" if b in best else "none"
+            for b in BUDGETS
+        ]
+        print(
+            f"| {weight:g} | {args.steps} ({time.perf_counter() - t:.0f} s) | {end_nash_conv:.4f} | {end_value:+.4f} ({loss(end_value, n)}) | "
+            + " | ".join(cells)
+            + " |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -46,11 +46,23 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q)) if values else float("nan")
 
 
-async def one_game(client, base: str, index: int, agent: str, deadline: float, max_moves: int, move_ms: list, turn_ms: list, errors: list) -> int:
+async def one_game(
+    client,
+    base: str,
+    index: int,
+    agent: str,
+    deadline: float,
+    max_moves: int,
+    move_ms: list,
+    turn_ms: list,
+    errors: list,
+) -> int:
     import websockets
 
     rng = np.random.default_rng(index)
-    response = await client.post(f"{base}/api/games", json={"seats": ["human", agent, agent, agent], "seed": index, "pace_ms": 0})
+    response = await client.post(
+        f"{base}/api/games", json={"seats": ["human", agent, agent, agent], "seed": index, "pace_ms": 0}
+    )
     if response.status_code != 200:
         errors.append(response.text)
         return 0
@@ -58,7 +70,9 @@ async def one_game(client, base: str, index: int, agent: str, deadline: float, m
     game_id, token = created["game_id"], created["tokens"]["player_0"]
     moves = 0
     handled = -1
-    async with websockets.connect(f"ws://{base.split('//')[1]}/api/games/{game_id}/ws?token={token}", max_size=None) as ws:
+    async with websockets.connect(
+        f"ws://{base.split('//')[1]}/api/games/{game_id}/ws?token={token}", max_size=None
+    ) as ws:
         sent_at = None
         while time.monotonic() < deadline and moves < max_moves:
             view = json.loads(await asyncio.wait_for(ws.recv(), timeout=30))
@@ -71,7 +85,10 @@ async def one_game(client, base: str, index: int, agent: str, deadline: float, m
                 turn_ms.append((time.perf_counter() - sent_at) * 1000)
             sent_at = time.perf_counter()
             log_from = view["log_from"] + len(view["log"])
-            response = await client.post(f"{base}/api/games/{game_id}/move", json={"token": token, "log_from": log_from, **random_move(view["legal"], rng)})
+            response = await client.post(
+                f"{base}/api/games/{game_id}/move",
+                json={"token": token, "log_from": log_from, **random_move(view["legal"], rng)},
+            )
             move_ms.append((time.perf_counter() - sent_at) * 1000)
             if response.status_code != 200:
                 errors.append(response.text)
@@ -93,7 +110,14 @@ async def load(base: str, games: int, seconds: float, agent: str, max_moves: int
         round_index = 0
         total_moves = 0
         while time.monotonic() < deadline:
-            counts = await asyncio.gather(*(one_game(client, base, round_index * games + k, agent, deadline, max_moves, move_ms, turn_ms, errors) for k in range(games)))
+            counts = await asyncio.gather(
+                *(
+                    one_game(
+                        client, base, round_index * games + k, agent, deadline, max_moves, move_ms, turn_ms, errors
+                    )
+                    for k in range(games)
+                )
+            )
             total_moves += sum(counts)
             round_index += 1
             if errors:
@@ -147,15 +171,31 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--games", type=int, default=32, help="concurrent games (1-64, default 32)")
     parser.add_argument("--seconds", type=float, default=20.0, help="seconds of load (at most 120, default 20)")
-    parser.add_argument("--agent", default="heuristic", help="the three agent seats of every game (default heuristic; e.g. classic-4p)")
+    parser.add_argument(
+        "--agent", default="heuristic", help="the three agent seats of every game (default heuristic; e.g. classic-4p)"
+    )
     parser.add_argument("--max-moves", type=int, default=200, help="human moves per game at most (default 200)")
     args = parser.parse_args()
     if not 1 <= args.games <= 64 or not 0 < args.seconds <= 120 or args.max_moves < 1:
         parser.error("--games must be 1-64, --seconds in (0, 120], --max-moves positive")
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "play.cli", "--host", HOST, "--port", str(port), "--no-browser", "--no-save", "--max-games", str(args.games + 4)],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT}, stdout=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "play.cli",
+            "--host",
+            HOST,
+            "--port",
+            str(port),
+            "--no-browser",
+            "--no-save",
+            "--max-games",
+            str(args.games + 4),
+        ],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": ROOT},
+        stdout=subprocess.DEVNULL,
     )
     base = f"http://{HOST}:{port}"
     try:
@@ -171,21 +211,35 @@ def main() -> int:
             print("the server did not start", file=sys.stderr)
             return 1
         cpu_before, own_before = server_cpu_seconds(server.pid), time.process_time()
-        move_ms, turn_ms, errors, moves, wall = asyncio.run(load(base, args.games, args.seconds, args.agent, args.max_moves))
+        move_ms, turn_ms, errors, moves, wall = asyncio.run(
+            load(base, args.games, args.seconds, args.agent, args.max_moves)
+        )
         cpu, own = server_cpu_seconds(server.pid) - cpu_before, time.process_time() - own_before
     finally:
         server.terminate()
         server.wait(timeout=10)
     local = in_process(args.agent, min(args.seconds, 10.0))
-    print(f"cockroach-play on {base}: {args.games} concurrent games (human + 3 x {args.agent}, instant pace), {wall:.1f} s, {moves} human moves, {len(errors)} errors")
+    print(
+        f"cockroach-play on {base}: {args.games} concurrent games (human + 3 x {args.agent}, instant pace), {wall:.1f} s, {moves} human moves, {len(errors)} errors"
+    )
     print(f"{'latency per move':<40}{'median ms':>10}{'p99 ms':>10}{'moves':>8}")
-    print(f"{'HTTP move (POST round trip)':<40}{statistics.median(move_ms):>10.2f}{percentile(move_ms, 99):>10.2f}{len(move_ms):>8}")
-    print(f"{'turn (POST to the next own-turn push)':<40}{statistics.median(turn_ms):>10.2f}{percentile(turn_ms, 99):>10.2f}{len(turn_ms):>8}")
-    print(f"{'in process (GameSession, no web)':<40}{statistics.median(local):>10.2f}{percentile(local, 99):>10.2f}{len(local):>8}")
+    print(
+        f"{'HTTP move (POST round trip)':<40}{statistics.median(move_ms):>10.2f}{percentile(move_ms, 99):>10.2f}{len(move_ms):>8}"
+    )
+    print(
+        f"{'turn (POST to the next own-turn push)':<40}{statistics.median(turn_ms):>10.2f}{percentile(turn_ms, 99):>10.2f}{len(turn_ms):>8}"
+    )
+    print(
+        f"{'in process (GameSession, no web)':<40}{statistics.median(local):>10.2f}{percentile(local, 99):>10.2f}{len(local):>8}"
+    )
     print(f"ratio HTTP move / in process (median): {statistics.median(move_ms) / statistics.median(local):.1f}x")
     if cpu == cpu:
-        print(f"server CPU: {cpu:.1f} s in {wall:.1f} s of load ({100 * cpu / wall:.0f}% of one core), {1000 * cpu / max(1, moves):.1f} ms per human move (with the three agent moves and the pushes it causes)")
-    print(f"load generator CPU: {own:.1f} s ({100 * own / wall:.0f}% of one core); machine load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        print(
+            f"server CPU: {cpu:.1f} s in {wall:.1f} s of load ({100 * cpu / wall:.0f}% of one core), {1000 * cpu / max(1, moves):.1f} ms per human move (with the three agent moves and the pushes it causes)"
+        )
+    print(
+        f"load generator CPU: {own:.1f} s ({100 * own / wall:.0f}% of one core); machine load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
     if errors:
         print("errors:", errors[:3], file=sys.stderr)
         return 1

@@ -42,17 +42,47 @@ sys.path.insert(0, str(ROOT))
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--solvers", metavar="CHECKPOINT", help="compare the meta-solvers on the meta-game of a PSRO checkpoint")
-    parser.add_argument("--scaling", action="store_true", help="PSRO in one process and on a local Ray cluster with 1 and 2 workers")
-    parser.add_argument("--mixture-scaling", action="store_true", help="cockroach-mixture --exploiters in one process and with --ray on local clusters of 1 and 2 CPUs")
-    parser.add_argument("--exploiters", type=int, default=4, help="exploiters for --mixture-scaling (default 4: 80 tables of 200 games)")
-    parser.add_argument("--nashconv", action="store_true", help="exact NashConv over wall time on mini and mini-3p (needs training.exact)")
+    parser.add_argument(
+        "--solvers", metavar="CHECKPOINT", help="compare the meta-solvers on the meta-game of a PSRO checkpoint"
+    )
+    parser.add_argument(
+        "--scaling", action="store_true", help="PSRO in one process and on a local Ray cluster with 1 and 2 workers"
+    )
+    parser.add_argument(
+        "--mixture-scaling",
+        action="store_true",
+        help="cockroach-mixture --exploiters in one process and with --ray on local clusters of 1 and 2 CPUs",
+    )
+    parser.add_argument(
+        "--exploiters", type=int, default=4, help="exploiters for --mixture-scaling (default 4: 80 tables of 200 games)"
+    )
+    parser.add_argument(
+        "--nashconv",
+        action="store_true",
+        help="exact NashConv over wall time on mini and mini-3p (needs training.exact)",
+    )
     parser.add_argument("--iterations", type=int, default=2, help="PSRO iterations for --scaling (default 2)")
-    parser.add_argument("--decisions", type=int, default=100_000, help="decisions per best response for --scaling (default 100,000)")
+    parser.add_argument(
+        "--decisions", type=int, default=100_000, help="decisions per best response for --scaling (default 100,000)"
+    )
     parser.add_argument("--minutes", type=float, default=10.0, help="wall time per method for --nashconv (default 10)")
-    parser.add_argument("--cfr-seconds", type=float, default=60.0, help="--nashconv: iteration time budget of OpenSpiel's CFR+ and of the tree solver, per rule set (default 60)")
-    parser.add_argument("--descent-steps", type=int, default=400, help="--nashconv: exploitability-descent steps after the tree solver (default 400)")
-    parser.add_argument("--out", default="psro_nashconv.png", help="plot of --nashconv (default psro_nashconv.png in the current directory; the docs' is benchmarks/psro_nashconv.png)")
+    parser.add_argument(
+        "--cfr-seconds",
+        type=float,
+        default=60.0,
+        help="--nashconv: iteration time budget of OpenSpiel's CFR+ and of the tree solver, per rule set (default 60)",
+    )
+    parser.add_argument(
+        "--descent-steps",
+        type=int,
+        default=400,
+        help="--nashconv: exploitability-descent steps after the tree solver (default 400)",
+    )
+    parser.add_argument(
+        "--out",
+        default="psro_nashconv.png",
+        help="plot of --nashconv (default psro_nashconv.png in the current directory; the docs' is benchmarks/psro_nashconv.png)",
+    )
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     args = parser.parse_args(argv)
     if args.nashconv:
@@ -84,7 +114,9 @@ def solvers(path: str) -> int:
         print(f"{path}: not a PSRO checkpoint (no psro entry)", file=sys.stderr)
         return 2
     game = MetaGame.from_dict(meta["psro"]["meta_game"])
-    print(f"meta-game of {path}: {game.size} members, {game.num_players} players, {len(game.seat_games)} tables; load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"meta-game of {path}: {game.size} members, {game.num_players} players, {len(game.seat_games)} tables; load average {os.getloadavg()[0]:.2f}"
+    )
     print(f"  {'solver':16s} {'NashConv (points)':>18s} {'support':>8s} {'seconds':>8s}  strategy")
     for name, solver in SOLVERS.items():
         started = time.perf_counter()
@@ -127,7 +159,9 @@ def scaling(iterations: int, decisions: int) -> int:
             tables = sum(int(r["new_tables"]) for r in rows)
             results[label] = seconds
             responses = 2 * iterations
-            print(f"{label}: {seconds:.1f} s for {iterations} iterations ({responses} best responses of {decisions:,} decisions, {tables} payoff tables of 200 games); load average {load:.2f}")
+            print(
+                f"{label}: {seconds:.1f} s for {iterations} iterations ({responses} best responses of {decisions:,} decisions, {tables} payoff tables of 200 games); load average {load:.2f}"
+            )
             print(f"    best-response phase {br:.1f} s wall ({br / responses / decisions * 1e6:.1f} s per million best-response decisions),"
                   f" payoff phase {payoff:.1f} s wall ({payoff / tables * 0.5:.2f} s per 100 games of a table)")  # fmt: skip
     print(f"throughput ratio, Ray with 2 workers / Ray with 1 worker: {results['Ray, 1 worker'] / results['Ray, 2 workers']:.2f}x; "
@@ -147,15 +181,33 @@ def mixture_scaling(exploiters: int) -> int:
     results, weights = {}, {}
     with tempfile.TemporaryDirectory() as out:
         stand_ins = []
-        for k in range(exploiters):  # the members themselves stand in for best responses: the cost of a table is what is measured
-            stand_ins.append(str(ckpt.export_agent("classic-4p-mixture", Path(out) / f"exploiter{k}", member=names[k % len(names)]).with_suffix("")))
+        for k in range(
+            exploiters
+        ):  # the members themselves stand in for best responses: the cost of a table is what is measured
+            stand_ins.append(
+                str(
+                    ckpt.export_agent(
+                        "classic-4p-mixture", Path(out) / f"exploiter{k}", member=names[k % len(names)]
+                    ).with_suffix("")
+                )
+            )
         tables = exploiters * 20  # 4 members, 3 seats: 20 multisets
         for label, cpus in (("one process", None), ("Ray, 1 worker", 1), ("Ray, 2 workers", 2)):
             load = os.getloadavg()[0]
             if cpus:
                 ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False)
             started = time.perf_counter()
-            code = mixture([str(Path(out) / f"mix_{cpus}"), "classic-4p-mixture", "--exploiters", *stand_ins, "--payoff-games", "200", *(["--ray"] if cpus else [])])
+            code = mixture(
+                [
+                    str(Path(out) / f"mix_{cpus}"),
+                    "classic-4p-mixture",
+                    "--exploiters",
+                    *stand_ins,
+                    "--payoff-games",
+                    "200",
+                    *(["--ray"] if cpus else []),
+                ]
+            )
             seconds = time.perf_counter() - started
             if cpus:
                 ray.shutdown()
@@ -163,7 +215,9 @@ def mixture_scaling(exploiters: int) -> int:
                 return code
             weights[label] = [m["weight"] for m in ckpt.read_metadata(Path(out) / f"mix_{cpus}")["mixture"]["members"]]
             results[label] = seconds
-            print(f"{label}: {seconds:.1f} s for {tables} exploiter tables of 200 games ({seconds / tables:.2f} s a table); load average {load:.2f}")
+            print(
+                f"{label}: {seconds:.1f} s for {tables} exploiter tables of 200 games ({seconds / tables:.2f} s a table); load average {load:.2f}"
+            )
     same = all(w == weights["one process"] for w in weights.values())
     print(f"throughput ratio, Ray with 2 workers / Ray with 1 worker: {results['Ray, 1 worker'] / results['Ray, 2 workers']:.2f}x; "
           f"2 workers / one process: {results['one process'] / results['Ray, 2 workers']:.2f}x; the same weights everywhere: {same}")  # fmt: skip
@@ -172,7 +226,14 @@ def mixture_scaling(exploiters: int) -> int:
 
 PRESETS = {"mini": 0.02, "mini-3p": 0.05}
 """The mini rule sets and their NashConv targets (issue 13)."""
-COMMON = ["model.hidden_sizes=[64, 64]", "ppo.num_envs=128", "ppo.num_steps=16", "ppo.learning_rate=3e-4", "evaluation.every=0", "evaluation.final_games=0"]
+COMMON = [
+    "model.hidden_sizes=[64, 64]",
+    "ppo.num_envs=128",
+    "ppo.num_steps=16",
+    "ppo.learning_rate=3e-4",
+    "evaluation.every=0",
+    "evaluation.final_games=0",
+]
 """The PPO learner both methods share: the same network, rollout and update."""
 
 
@@ -206,12 +267,23 @@ def nashconv(minutes: float, out: Path, cfr_seconds: float = 60.0, descent_steps
             if shipped:
                 curves[preset][f"shipped `{preset}` network"] = shipped
     fig, axes = plt.subplots(1, len(curves), figsize=(7.5 * len(curves), 5))
-    print(f"exact NashConv over training wall time, {minutes:g} minutes per method; load average now {os.getloadavg()[0]:.2f}")
+    print(
+        f"exact NashConv over training wall time, {minutes:g} minutes per method; load average now {os.getloadavg()[0]:.2f}"
+    )
     for ax, (preset, methods) in zip(np.atleast_1d(axes), curves.items()):
         for label, points in methods.items():
             single = len(points) == 1
-            shown = [p for p in points if p[0] > 0]  # a log time axis: the starting points (uniform random) are the dotted line
-            ax.plot([p[0] for p in shown], [p[1] for p in shown], marker="*" if single else "o", markersize=12 if single else 3, linestyle="none" if single else "-", label=label)
+            shown = [
+                p for p in points if p[0] > 0
+            ]  # a log time axis: the starting points (uniform random) are the dotted line
+            ax.plot(
+                [p[0] for p in shown],
+                [p[1] for p in shown],
+                marker="*" if single else "o",
+                markersize=12 if single else 3,
+                linestyle="none" if single else "-",
+                label=label,
+            )
         ax.axhline(PRESETS[preset], color="grey", linestyle="--", label=f"target {PRESETS[preset]}")
         ax.axhline(methods["PSRO (regret matching)"][0][1], color="grey", linestyle=":", label="uniform random policy")
         ax.set_yscale("log")
@@ -225,16 +297,26 @@ def nashconv(minutes: float, out: Path, cfr_seconds: float = 60.0, descent_steps
         print(f"  {preset} (the uniform random policy: {first:.4f}; target {PRESETS[preset]}):")
         for label, points in methods.items():
             last = points[-1]
-            print(f"    {label:48s} NashConv {last[1]:.5f} after {last[0]:7.1f} s  ({last[1] / first:.4f}x uniform random)")
-        for a_label, b_label in (("PSRO (regret matching)", "PPO self-play (snapshots)"), ("NFSP (average policy)", "PPO self-play (snapshots)"), ("ours: DCFR (information states)", "OpenSpiel CFR+ (C++, information states)")):
+            print(
+                f"    {label:48s} NashConv {last[1]:.5f} after {last[0]:7.1f} s  ({last[1] / first:.4f}x uniform random)"
+            )
+        for a_label, b_label in (
+            ("PSRO (regret matching)", "PPO self-play (snapshots)"),
+            ("NFSP (average policy)", "PPO self-play (snapshots)"),
+            ("ours: DCFR (information states)", "OpenSpiel CFR+ (C++, information states)"),
+        ):
             a_points, b_points = methods[a_label], methods[b_label]
             end = min(a_points[-1][0], b_points[-1][0])
             at = lambda points: [v for t, v in points if t <= end][-1]  # noqa: E731
-            print(f"    at equal wall time {end:.0f} s: {a_label} {at(a_points):.5f} / {b_label} {at(b_points):.5f} = {at(a_points) / max(at(b_points), 1e-12):.3f}")
+            print(
+                f"    at equal wall time {end:.0f} s: {a_label} {at(a_points):.5f} / {b_label} {at(b_points):.5f} = {at(a_points) / max(at(b_points), 1e-12):.3f}"
+            )
         ours, theirs = methods["ours: DCFR (information states)"], methods["OpenSpiel CFR+ (C++, information states)"]
         target = max(ours[-1][1], theirs[-1][1])
         reach = lambda points: next(t for t, v in points if v <= target)  # noqa: E731
-        print(f"    time to NashConv {target:.5f}: ours {reach(ours):.1f} s, OpenSpiel CFR+ {reach(theirs):.1f} s ({reach(theirs) / max(reach(ours), 1e-9):.1f}x)")
+        print(
+            f"    time to NashConv {target:.5f}: ours {reach(ours):.1f} s, OpenSpiel CFR+ {reach(theirs):.1f} s ({reach(theirs) / max(reach(ours), 1e-9):.1f}x)"
+        )
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=120)
@@ -246,18 +328,20 @@ def _openspiel_cfr_curve(game, seconds: float) -> list[tuple[float, float]]:
     """OpenSpiel's C++ CFR+ on the exported tree: (iteration seconds, NashConv of the average policy) at doubling iteration counts."""
     import pyspiel
 
-    from training.exact import efg_string, game_tree
-
     from benchmarks.bench_exact import openspiel_curve
+    from training.exact import efg_string, game_tree
 
     efg = pyspiel.load_efg_game(efg_string(game_tree(game)))
     curve = openspiel_curve(efg, pyspiel.CFRPlusSolver, seconds, "OpenSpiel CFR+")
-    return [(0.0, pyspiel.nash_conv(efg, pyspiel.UniformRandomPolicy(efg)))] + [(spent, value) for _, spent, value in curve]
+    return [(0.0, pyspiel.nash_conv(efg, pyspiel.UniformRandomPolicy(efg)))] + [
+        (spent, value) for _, spent, value in curve
+    ]
 
 
 def _tree_solver_curves(game, seconds: float, descent_steps: int) -> dict[str, list[tuple[float, float]]]:
     """This project's solver (DCFR over information states, as configs/cfr_mini*.yaml) at doubling iteration counts, then exploitability descent
-    over observations from its projection (the table the shipped network is fitted to), its time counted after the solver's."""
+    over observations from its projection (the table the shipped network is fitted to), its time counted after the solver's.
+    """
     from training.cfr import average_policy, observation_table
     from training.cfr_solver import TreeSolver
     from training.descent import ObservationDescent
@@ -274,16 +358,29 @@ def _tree_solver_curves(game, seconds: float, descent_steps: int) -> dict[str, l
             state = solver.iterate(state)
         spent += time.perf_counter() - started
         points.append((spent, evaluate(average_policy(solver, state), game, tree).nash_conv))
-        print(f"  tree solver (DCFR) {state.iteration} iterations: {spent:.1f} s, NashConv {points[-1][1]:.5f}", flush=True)
+        print(
+            f"  tree solver (DCFR) {state.iteration} iterations: {spent:.1f} s, NashConv {points[-1][1]:.5f}",
+            flush=True,
+        )
         target *= 2
     started = time.perf_counter()
     table = observation_table(solver, state)[0]
     projection = time.perf_counter() - started
     result = ObservationDescent(tree).run(table, descent_steps)
     best = np.minimum.accumulate([value for _, _, value in result.history])  # the descent keeps the best table seen
-    descent = [(spent + projection + seconds_, float(best[step])) for step, seconds_, _ in result.history if step % 10 == 0 or step == descent_steps]
-    print(f"  exploitability descent over observations: {descent_steps} steps, {result.history[-1][1]:.1f} s, NashConv {descent[0][1]:.5f} -> {result.nash_conv:.5f}", flush=True)
-    return {"ours: DCFR (information states)": points, "ours: its projection + exploitability descent (observations)": descent}
+    descent = [
+        (spent + projection + seconds_, float(best[step]))
+        for step, seconds_, _ in result.history
+        if step % 10 == 0 or step == descent_steps
+    ]
+    print(
+        f"  exploitability descent over observations: {descent_steps} steps, {result.history[-1][1]:.1f} s, NashConv {descent[0][1]:.5f} -> {result.nash_conv:.5f}",
+        flush=True,
+    )
+    return {
+        "ours: DCFR (information states)": points,
+        "ours: its projection + exploitability descent (observations)": descent,
+    }
 
 
 def _shipped_point(preset: str, game) -> list[tuple[float, float]] | None:
@@ -296,9 +393,16 @@ def _shipped_point(preset: str, game) -> list[tuple[float, float]] | None:
     except CheckpointError:
         return None
     step = meta.get("step") or {}
-    seconds = float(step.get("solver_seconds", 0)) + float(meta.get("exact", {}).get("descent_seconds", 0)) + float(step.get("distill_seconds", 0))
+    seconds = (
+        float(step.get("solver_seconds", 0))
+        + float(meta.get("exact", {}).get("descent_seconds", 0))
+        + float(step.get("distill_seconds", 0))
+    )
     value = nash_conv(load_agent(preset, config=game), game)
-    print(f"  shipped {preset}: NashConv {value:.5f} (recorded {meta.get('exact', {}).get('nash_conv')}), {seconds:.0f} s of solver, descent and distillation", flush=True)
+    print(
+        f"  shipped {preset}: NashConv {value:.5f} (recorded {meta.get('exact', {}).get('nash_conv')}), {seconds:.0f} s of solver, descent and distillation",
+        flush=True,
+    )
     return [(seconds, value)]
 
 
@@ -314,12 +418,22 @@ def _psro_curve(preset: str, game, minutes: float, tmp: Path, nash_conv) -> list
     from training.config import load_config
     from training.psro import train
 
-    sets = [*COMMON, "algorithm=psro", f"game.preset={preset}", f"output_dir={tmp}", f"name=psro_{preset}", "psro.best_response_decisions=100000", "psro.payoff_games=400"]
+    sets = [
+        *COMMON,
+        "algorithm=psro",
+        f"game.preset={preset}",
+        f"output_dir={tmp}",
+        f"name=psro_{preset}",
+        "psro.best_response_decisions=100000",
+        "psro.payoff_games=400",
+    ]
     points = [(0.0, nash_conv(_uniform(game), game))]
     iteration = 0
     while points[-1][0] < 60 * minutes:
         iteration += 1
-        path = train(load_config(None, [*sets, f"psro.iterations={iteration}"]), resume=iteration > 1, progress_bar=False)
+        path = train(
+            load_config(None, [*sets, f"psro.iterations={iteration}"]), resume=iteration > 1, progress_bar=False
+        )
         seconds = read_metadata(path)["step"]["wall_seconds"]
         points.append((seconds, nash_conv(load_agent(path, config=game), game)))
         print(f"  {preset} PSRO iteration {iteration}: {seconds:.0f} s, NashConv {points[-1][1]:.4f}", flush=True)
@@ -333,9 +447,12 @@ rest, and a faster, more exploring best response than ``COMMON``'s (measured on 
 entropy bonus the average policy's NashConv stayed near 1.3, with these it fell below the uniform random policy's)."""
 
 
-def _ppo_curve(preset: str, game, minutes: float, tmp: Path, nash_conv, nfsp: bool = False) -> list[tuple[float, float]]:
+def _ppo_curve(
+    preset: str, game, minutes: float, tmp: Path, nash_conv, nfsp: bool = False
+) -> list[tuple[float, float]]:
     """PPO self-play with its snapshot pool (or with ``nfsp``, NFSP's average policy over the same PPO learner), in segments of
-    200,000 decisions (each resumes the last): (wall seconds, NashConv of the run's agent) after each."""
+    200,000 decisions (each resumes the last): (wall seconds, NashConv of the run's agent) after each.
+    """
     from training.checkpoint import load_agent, read_metadata
     from training.config import load_config
     from training.nfsp import train as train_nfsp
@@ -350,10 +467,15 @@ def _ppo_curve(preset: str, game, minutes: float, tmp: Path, nash_conv, nfsp: bo
     total = 0
     while points[-1][0] < 60 * minutes:
         total += segment
-        path = train(load_config(None, [*sets, f"schedule.total_decisions={total}"]), resume=total > segment, progress_bar=False)
+        path = train(
+            load_config(None, [*sets, f"schedule.total_decisions={total}"]), resume=total > segment, progress_bar=False
+        )
         seconds = read_metadata(path)["step"]["wall_seconds"]
         points.append((seconds, nash_conv(load_agent(path, config=game), game)))
-        print(f"  {preset} {'NFSP' if nfsp else 'PPO'} {total:,} decisions: {seconds:.0f} s, NashConv {points[-1][1]:.4f}", flush=True)
+        print(
+            f"  {preset} {'NFSP' if nfsp else 'PPO'} {total:,} decisions: {seconds:.0f} s, NashConv {points[-1][1]:.4f}",
+            flush=True,
+        )
     return points
 
 

@@ -59,7 +59,12 @@ def collect(spec: str, config, games: int, seed: int) -> dict[str, np.ndarray]:
                 responses.append(action - respond)
                 game_of.append(g)
             env.step(action)
-    return {"observation": np.asarray(rows, np.float32), "truth": np.asarray(truths), "response": np.asarray(responses), "game": np.asarray(game_of)}
+    return {
+        "observation": np.asarray(rows, np.float32),
+        "truth": np.asarray(truths),
+        "response": np.asarray(responses),
+        "game": np.asarray(game_of),
+    }
 
 
 def fit_reader(x: np.ndarray, y: np.ndarray, seed: int, epochs: int = 30):
@@ -100,7 +105,9 @@ def measure(spec: str, config, games: int, seed: int) -> dict:
     train = data["game"] < int(TRAIN_SHARE * games)
     test = ~train
     if train.sum() < 2 or test.sum() < 1:
-        raise ValueError(f"{spec}: {games} games gave {len(data['truth'])} responses ({int(train.sum())} to train on, {int(test.sum())} to test); expected more games")
+        raise ValueError(
+            f"{spec}: {games} games gave {len(data['truth'])} responses ({int(train.sum())} to train on, {int(test.sum())} to test); expected more games"
+        )
     if len(np.unique(data["truth"][train])) < 2:  # every claim true (honest) or false: the reader answers that
         constant = float(data["truth"][train][0])
         predict = lambda observations: np.full(len(observations), constant)  # noqa: E731
@@ -128,16 +135,32 @@ def measure(spec: str, config, games: int, seed: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("agents", nargs="+", help="agents to measure: checkpoint paths, shipped names (classic-4p, ...) or baselines (heuristic, random, ...)")
-    parser.add_argument("--games", type=int, default=5000, help="games per agent among its copies (default 5000; the reader trains on the first 80%%)")
-    parser.add_argument("--players", type=int, help="players when no agent is a checkpoint (default: the first checkpoint's rules, else 4)")
+    parser.add_argument(
+        "agents",
+        nargs="+",
+        help="agents to measure: checkpoint paths, shipped names (classic-4p, ...) or baselines (heuristic, random, ...)",
+    )
+    parser.add_argument(
+        "--games",
+        type=int,
+        default=5000,
+        help="games per agent among its copies (default 5000; the reader trains on the first 80%%)",
+    )
+    parser.add_argument(
+        "--players",
+        type=int,
+        help="players when no agent is a checkpoint (default: the first checkpoint's rules, else 4)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the deals, the agents and the reader (default 0)")
     parser.add_argument("--torch-threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     args = parser.parse_args(argv)
     if args.games < 10:
-        print(f"error: --games {args.games} is not allowed; expected at least 10 games (the reader is scored on the last 20%)", file=sys.stderr)
+        print(
+            f"error: --games {args.games} is not allowed; expected at least 10 games (the reader is scored on the last 20%)",
+            file=sys.stderr,
+        )
         return 2
     from training.output_paths import output_file_problem, write_json_report
 
@@ -165,11 +188,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {error}", file=sys.stderr)
             return 2
     elif args.players is not None and args.players != config.num_players:
-        print(f"error: --players {args.players} is not allowed; the checkpoints play {config.num_players}-player games", file=sys.stderr)
+        print(
+            f"error: --players {args.players} is not allowed; the checkpoints play {config.num_players}-player games",
+            file=sys.stderr,
+        )
         return 2
     results = []
-    print(f"{config.num_players}-player {config.edition}: {args.games} games per agent among its copies, reader trained on the first {TRAIN_SHARE:.0%}")
-    print(f"{'agent':<24} {'responses':>9} {'truth':>6} {'base':>6} {'reader':>7} {'own calls':>9} {'reader on calls':>15} {'reader / own':>12} {'peek':>6} {'s':>5}")
+    print(
+        f"{config.num_players}-player {config.edition}: {args.games} games per agent among its copies, reader trained on the first {TRAIN_SHARE:.0%}"
+    )
+    print(
+        f"{'agent':<24} {'responses':>9} {'truth':>6} {'base':>6} {'reader':>7} {'own calls':>9} {'reader on calls':>15} {'reader / own':>12} {'peek':>6} {'s':>5}"
+    )
     for spec in args.agents:
         try:
             r = measure(spec, config, args.games, args.seed)
@@ -179,8 +209,10 @@ def main(argv: list[str] | None = None) -> int:
         results.append(r)
         pct = lambda v: "-" if v is None else f"{100 * v:.1f}%"  # noqa: E731
         ratio = "-" if not r["own_call_accuracy"] else f"{r['reader_accuracy_on_calls'] / r['own_call_accuracy']:.2f}x"
-        print(f"{spec:<24} {r['responses']:>9} {pct(r['truth_rate']):>6} {pct(r['base_rate_accuracy']):>6} {pct(r['reader_accuracy']):>7} {pct(r['own_call_accuracy']):>9} "
-              f"{pct(r['reader_accuracy_on_calls']):>15} {ratio:>12} {pct(r['peek_rate']):>6} {r['seconds']:>5.0f}")
+        print(
+            f"{spec:<24} {r['responses']:>9} {pct(r['truth_rate']):>6} {pct(r['base_rate_accuracy']):>6} {pct(r['reader_accuracy']):>7} {pct(r['own_call_accuracy']):>9} "
+            f"{pct(r['reader_accuracy_on_calls']):>15} {ratio:>12} {pct(r['peek_rate']):>6} {r['seconds']:>5.0f}"
+        )
     if args.json:
         write_json_report(args.json, {"config": config.to_dict(), "seed": args.seed, "results": results})
     return 0

@@ -77,17 +77,49 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", default=str(ROOT / "configs" / "ppo_4p.yaml"))
     parser.add_argument("--updates", type=int, default=30, help="PPO updates to run (default 30)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    parser.add_argument("--strength", metavar="CHECKPOINT", help="measure the strength targets of a checkpoint instead of the throughput")
+    parser.add_argument(
+        "--strength",
+        metavar="CHECKPOINT",
+        help="measure the strength targets of a checkpoint instead of the throughput",
+    )
     parser.add_argument("--games", type=int, default=4000, help="games per match for --strength (default 4000)")
     parser.add_argument("--seed", type=int, default=0, help="arena seed for --strength (default 0)")
-    parser.add_argument("--exploit", metavar="CHECKPOINT", help="measure the exploitability target of a checkpoint instead of the throughput")
-    parser.add_argument("--decisions", type=int, default=5_000_000, help="best-response budget for --exploit (default 5,000,000)")
-    parser.add_argument("--compare", nargs="*", metavar="REF", help=f"alternate runs of git REFs (default {BASELINE}) and this tree, each with and without ppo.overlap where it has it; print the ratios")
+    parser.add_argument(
+        "--exploit",
+        metavar="CHECKPOINT",
+        help="measure the exploitability target of a checkpoint instead of the throughput",
+    )
+    parser.add_argument(
+        "--decisions", type=int, default=5_000_000, help="best-response budget for --exploit (default 5,000,000)"
+    )
+    parser.add_argument(
+        "--compare",
+        nargs="*",
+        metavar="REF",
+        help=f"alternate runs of git REFs (default {BASELINE}) and this tree, each with and without ppo.overlap where it has it; print the ratios",
+    )
     parser.add_argument("--rounds", type=int, default=3, help="runs of each side for --compare (default 3)")
     parser.add_argument("--profile", action="store_true", help="print where the training loop's time goes")
-    parser.add_argument("--learning", type=int, nargs="+", metavar="DECISIONS", help="train without and with ppo.overlap for DECISIONS each (several budgets allowed); compare the agents against heuristic")
-    parser.add_argument("--train-seeds", type=int, nargs="+", default=[1], metavar="SEED", help="training seeds for --learning (default 1)")
-    parser.add_argument("--update-ab", action="store_true", help="time one PPO update on 10,000 samples, the masked policy from tensor operations (old) vs training.kernels' compiled pass (new), interleaved")
+    parser.add_argument(
+        "--learning",
+        type=int,
+        nargs="+",
+        metavar="DECISIONS",
+        help="train without and with ppo.overlap for DECISIONS each (several budgets allowed); compare the agents against heuristic",
+    )
+    parser.add_argument(
+        "--train-seeds",
+        type=int,
+        nargs="+",
+        default=[1],
+        metavar="SEED",
+        help="training seeds for --learning (default 1)",
+    )
+    parser.add_argument(
+        "--update-ab",
+        action="store_true",
+        help="time one PPO update on 10,000 samples, the masked policy from tensor operations (old) vs training.kernels' compiled pass (new), interleaved",
+    )
     args = parser.parse_args(argv)
     if args.compare is not None:
         return compare(args.compare or [BASELINE], args.rounds, args.config, args.updates, args.overrides)
@@ -106,7 +138,10 @@ def main(argv: list[str] | None = None) -> int:
     from training.ppo import train
 
     with tempfile.TemporaryDirectory() as out:
-        config = load_config(args.config, [*args.overrides, f"output_dir={out}", "name=bench", "evaluation.every=0", "evaluation.final_games=0"])
+        config = load_config(
+            args.config,
+            [*args.overrides, f"output_dir={out}", "name=bench", "evaluation.every=0", "evaluation.final_games=0"],
+        )
         per_update = config.ppo.num_envs * config.ppo.num_steps
         config.schedule.total_decisions = args.updates * per_update
         config.schedule.checkpoint_every = args.updates
@@ -120,12 +155,18 @@ def main(argv: list[str] | None = None) -> int:
     seconds = [float(r["wall_seconds"]) for r in rows]
     steady = (len(rows) - 1) * per_update / (seconds[-1] - seconds[0]) if len(rows) > 1 else float("nan")
     game = config.game_config()
-    print(f"config: {args.config} ({game.num_players}-player {game.edition}), network {config.model.hidden_sizes}, "
-          f"{config.ppo.num_envs} games x {config.ppo.num_steps} steps per update, {config.ppo.update_epochs} epochs, torch threads {config.torch_threads}, ppo.overlap {config.ppo.overlap}")
+    print(
+        f"config: {args.config} ({game.num_players}-player {game.edition}), network {config.model.hidden_sizes}, "
+        f"{config.ppo.num_envs} games x {config.ppo.num_steps} steps per update, {config.ppo.update_epochs} epochs, torch threads {config.torch_threads}, ppo.overlap {config.ppo.overlap}"
+    )
     print(f"cpu cores: {os.cpu_count()}, load average before: {load_before[0]:.2f}, after: {os.getloadavg()[0]:.2f}")
-    print(f"updates: {len(rows)}, decisions: {len(rows) * per_update:,}, samples (learner decisions): {int(rows[-1]['samples']):,}")
+    print(
+        f"updates: {len(rows)}, decisions: {len(rows) * per_update:,}, samples (learner decisions): {int(rows[-1]['samples']):,}"
+    )
     print(f"end to end, after the first update: {steady:,.0f} decisions/s")
-    print(f"end to end, whole run incl. start-up and checkpoint: {len(rows) * per_update / total:,.0f} decisions/s ({total:.1f} s)")
+    print(
+        f"end to end, whole run incl. start-up and checkpoint: {len(rows) * per_update / total:,.0f} decisions/s ({total:.1f} s)"
+    )
     print(f"target {TARGET:,} decisions/s: {'met' if steady >= TARGET else 'NOT met'}")
     return 0
 
@@ -133,7 +174,9 @@ def main(argv: list[str] | None = None) -> int:
 def _bench_config(path: str, updates: int, overrides: list[str], out: str):
     from training.config import load_config
 
-    config = load_config(path, [*overrides, f"output_dir={out}", "name=bench", "evaluation.every=0", "evaluation.final_games=0"])
+    config = load_config(
+        path, [*overrides, f"output_dir={out}", "name=bench", "evaluation.every=0", "evaluation.final_games=0"]
+    )
     config.schedule.total_decisions = updates * config.ppo.num_envs * config.ppo.num_steps
     config.schedule.checkpoint_every = updates
     config.schedule.time_limit_minutes = None
@@ -179,19 +222,36 @@ def compare(refs: list[str], rounds: int, config: str, updates: int, overrides: 
         for r in range(rounds):
             for name, (tree, tree_config, extra) in contenders.items():
                 loads.append(os.getloadavg()[0])
-                argv = [sys.executable, str(tree / "benchmarks" / "bench_training.py"), "--config", tree_config, "--updates", str(updates), *[a for s in [*overrides, *extra] for a in ("--set", s)]]
-                done = subprocess.run(argv, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True)
+                argv = [
+                    sys.executable,
+                    str(tree / "benchmarks" / "bench_training.py"),
+                    "--config",
+                    tree_config,
+                    "--updates",
+                    str(updates),
+                    *[a for s in [*overrides, *extra] for a in ("--set", s)],
+                ]
+                done = subprocess.run(
+                    argv, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True
+                )
                 match = line.search(done.stdout)
                 if done.returncode or not match:
                     print(f"{name}: the benchmark failed:\n{done.stdout}\n{done.stderr}", file=sys.stderr)
                     return 2
                 figures[name].append(float(match[1].replace(",", "")))
-                print(f"round {r + 1} {name}: {figures[name][-1]:,.0f} decisions/s (load average {loads[-1]:.2f})", flush=True)
+                print(
+                    f"round {r + 1} {name}: {figures[name][-1]:,.0f} decisions/s (load average {loads[-1]:.2f})",
+                    flush=True,
+                )
     medians = {name: statistics.median(v) for name, v in figures.items()}
     first = medians[refs[0]]
-    print(f"config {config}, {updates} updates per run, {rounds} rounds, cpu cores {os.cpu_count()}, load average {min(loads):.2f} to {max(loads):.2f}")
+    print(
+        f"config {config}, {updates} updates per run, {rounds} rounds, cpu cores {os.cpu_count()}, load average {min(loads):.2f} to {max(loads):.2f}"
+    )
     for name, median in medians.items():
-        print(f"  median {name:28s} {median:8,.0f} decisions/s   x {refs[0]} {median / first:.2f}   target {TARGET:,}: {'met' if median >= TARGET else 'NOT met'}")
+        print(
+            f"  median {name:28s} {median:8,.0f} decisions/s   x {refs[0]} {median / first:.2f}   target {TARGET:,}: {'met' if median >= TARGET else 'NOT met'}"
+        )
     return 0
 
 
@@ -213,7 +273,10 @@ def profile(path: str, updates: int, overrides: list[str]) -> int:
     from training.ppo import train
 
     with tempfile.TemporaryDirectory() as out:
-        overrides = [*overrides, "ppo.overlap=false"]  # cProfile sees only the main thread: profile the loop without the update thread
+        overrides = [
+            *overrides,
+            "ppo.overlap=false",
+        ]  # cProfile sees only the main thread: profile the loop without the update thread
         train(_bench_config(path, 2, overrides, out), progress_bar=False)  # compile the engine first
         config = _bench_config(path, updates, overrides, out + "/profiled")
         profiler = cProfile.Profile()
@@ -222,13 +285,21 @@ def profile(path: str, updates: int, overrides: list[str]) -> int:
         total = time.perf_counter() - started
     stats = pstats.Stats(profiler).stats
     decisions = updates * config.ppo.num_envs * config.ppo.num_steps
-    print(f"config {path}: {updates} updates, {decisions:,} decisions in {total:.1f} s under cProfile ({decisions / total:,.0f} decisions/s), load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"config {path}: {updates} updates, {decisions:,} decisions in {total:.1f} s under cProfile ({decisions / total:,.0f} decisions/s), load average {os.getloadavg()[0]:.2f}"
+    )
     accounted = 0.0
     for phase, patterns in PHASES.items():
-        seconds = sum(v[3] for (file, lineno, name), v in stats.items() if any(re.search(p, f"{file}:{lineno}({name})") for p in patterns))
+        seconds = sum(
+            v[3]
+            for (file, lineno, name), v in stats.items()
+            if any(re.search(p, f"{file}:{lineno}({name})") for p in patterns)
+        )
         accounted += seconds
         print(f"  {phase:45s} {seconds:6.1f} s  {100 * seconds / total:5.1f}%")
-    print(f"  {'the rest (rollout bookkeeping, logs, checkpoint)':45s} {total - accounted:6.1f} s  {100 * (total - accounted) / total:5.1f}%")
+    print(
+        f"  {'the rest (rollout bookkeeping, logs, checkpoint)':45s} {total - accounted:6.1f} s  {100 * (total - accounted) / total:5.1f}%"
+    )
     return 0
 
 
@@ -242,15 +313,17 @@ def update_ab(path: str, rounds: int, samples: int = 10_000) -> int:
     from cockroach_env.batched import BatchedGames, random_legal_actions
     from training import kernels
     from training.config import load_config
-    from training.model import ActorCritic
     from training.learner import Learner, ppo_update
+    from training.model import ActorCritic
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
     config = load_config(path)
     game = config.game_config()
     model = ActorCritic(game, config.model.hidden_sizes, config.model.activation, config.model.card_counting, seed=0)
-    learner = Learner(model, config.ppo.learning_rate, samples, 1, game.num_players, model.observation_size, model.num_actions)
+    learner = Learner(
+        model, config.ppo.learning_rate, samples, 1, game.num_players, model.observation_size, model.num_actions
+    )
     games = BatchedGames(game, batch_size=samples, seed=0)
     rng = np.random.default_rng(0)
     step = games.reset(seed=0)
@@ -259,7 +332,10 @@ def update_ab(path: str, rounds: int, samples: int = 10_000) -> int:
     obs, mask = step.observation.copy(), step.action_mask.astype(bool)
     action, logprob, value = model.sample(torch.from_numpy(obs), torch.from_numpy(mask))
     learner.rollout.append(obs, mask, action.numpy(), logprob.numpy(), value.numpy())
-    advantages, returns = rng.standard_normal(samples).astype(np.float32), rng.standard_normal(samples).astype(np.float32)
+    advantages, returns = (
+        rng.standard_normal(samples).astype(np.float32),
+        rng.standard_normal(samples).astype(np.float32),
+    )
     start = {k: v.clone() for k, v in model.state_dict().items()}
     compiled = kernels.available
     seconds: dict[str, list[float]] = {"old": [], "new": []}
@@ -271,20 +347,35 @@ def update_ab(path: str, rounds: int, samples: int = 10_000) -> int:
                 learner.reset_optimizer()
                 kernels.available = compiled if name == "new" else (lambda logits: False)
                 began = time.perf_counter()
-                ppo_update(learner, learner.rollout, advantages, returns, np.arange(samples), config.ppo, np.random.default_rng(1), "cpu")
+                ppo_update(
+                    learner,
+                    learner.rollout,
+                    advantages,
+                    returns,
+                    np.arange(samples),
+                    config.ppo,
+                    np.random.default_rng(1),
+                    "cpu",
+                )
                 seconds[name].append(time.perf_counter() - began)
                 weights[name] = torch.cat([p.detach().flatten() for p in model.parameters()])
     finally:
         kernels.available = compiled
     old, new = statistics.median(seconds["old"]), statistics.median(seconds["new"])
     drift = float((weights["old"] - weights["new"]).abs().max())
-    print(f"one update of {samples:,} samples ({config.ppo.update_epochs} epochs x {config.ppo.num_minibatches} minibatches, network {config.model.hidden_sizes}), median of {rounds}; load average {os.getloadavg()[0]:.2f}")
-    print(f"  old (masked policy from tensor operations) {old:.3f} s, new (compiled pass over the legal actions) {new:.3f} s: old/new = {old / new:.3f}")
+    print(
+        f"one update of {samples:,} samples ({config.ppo.update_epochs} epochs x {config.ppo.num_minibatches} minibatches, network {config.model.hidden_sizes}), median of {rounds}; load average {os.getloadavg()[0]:.2f}"
+    )
+    print(
+        f"  old (masked policy from tensor operations) {old:.3f} s, new (compiled pass over the legal actions) {new:.3f} s: old/new = {old / new:.3f}"
+    )
     print(f"  largest weight difference after the update: {drift:.1e} (float rounding only)")
     return 0
 
 
-def learning(path: str, decisions: list[int], games: int, seed: int, overrides: list[str], train_seeds: list[int]) -> int:
+def learning(
+    path: str, decisions: list[int], games: int, seed: int, overrides: list[str], train_seeds: list[int]
+) -> int:
     """Train without and with ``ppo.overlap`` for the same decisions, per training seed; each agent against N-1 ``heuristic``."""
     import torch
 
@@ -300,7 +391,18 @@ def learning(path: str, decisions: list[int], games: int, seed: int, overrides: 
                 for overlap in (False, True):
                     name = "overlap" if overlap else "serial"
                     run = f"{name}_{train_seed}_{budget}"
-                    config = load_config(path, [*overrides, f"output_dir={out}", f"name={run}", f"seed={train_seed}", f"ppo.overlap={str(overlap).lower()}", "evaluation.every=0", "evaluation.final_games=0"])
+                    config = load_config(
+                        path,
+                        [
+                            *overrides,
+                            f"output_dir={out}",
+                            f"name={run}",
+                            f"seed={train_seed}",
+                            f"ppo.overlap={str(overlap).lower()}",
+                            "evaluation.every=0",
+                            "evaluation.final_games=0",
+                        ],
+                    )
                     config.schedule.total_decisions = budget
                     config.schedule.time_limit_minutes = None
                     started = time.perf_counter()
@@ -314,13 +416,18 @@ def learning(path: str, decisions: list[int], games: int, seed: int, overrides: 
                     report = play_match([agent, f"heuristic*{n - 1}"], game, games=games, seed=seed).report(name)
                     rows.append((train_seed, budget, name, wall, report))
                     low, high = report.loss_rate_ci95
-                    print(f"seed {train_seed} {name:8s} {budget:,} decisions in {wall:.0f} s ({budget / wall:,.0f}/s); against {n - 1} heuristic: "
-                          f"loss {100 * report.loss_rate:.1f}% [{100 * low:.1f}, {100 * high:.1f}] over {report.games} games", flush=True)
+                    print(
+                        f"seed {train_seed} {name:8s} {budget:,} decisions in {wall:.0f} s ({budget / wall:,.0f}/s); against {n - 1} heuristic: "
+                        f"loss {100 * report.loss_rate:.1f}% [{100 * low:.1f}, {100 * high:.1f}] over {report.games} games",
+                        flush=True,
+                    )
     print(f"config {path}, load average {os.getloadavg()[0]:.2f}")
     for budget in decisions:
         serial = [r.loss_rate for s, b, name, _, r in rows if b == budget and name == "serial"]
         overlapped = [r.loss_rate for s, b, name, _, r in rows if b == budget and name == "overlap"]
-        print(f"  {budget:,} decisions, mean over seeds {train_seeds}: serial {100 * sum(serial) / len(serial):.1f}%, overlap {100 * sum(overlapped) / len(overlapped):.1f}% losses")
+        print(
+            f"  {budget:,} decisions, mean over seeds {train_seeds}: serial {100 * sum(serial) / len(serial):.1f}%, overlap {100 * sum(overlapped) / len(overlapped):.1f}% losses"
+        )
     return 0
 
 
@@ -338,7 +445,11 @@ def strength(checkpoint: str, games: int, seed: int) -> int:
     agent = load_agent(checkpoint, seed=seed, config=config)
     agent.name = "trained"
     step = meta.get("step") or {}
-    made = [f"{step['decisions']:,} decisions, {step['wall_seconds'] / 60:.0f} min of training"] if {"decisions", "wall_seconds"} <= set(step) else []
+    made = (
+        [f"{step['decisions']:,} decisions, {step['wall_seconds'] / 60:.0f} min of training"]
+        if {"decisions", "wall_seconds"} <= set(step)
+        else []
+    )
     if meta["kind"] == "mixture":  # (a cockroach-mixture checkpoint has no step of its own)
         made.insert(0, f"a mixture of {len(meta['mixture']['members'])} members")
     print(f"checkpoint {checkpoint}: {n}-player {config.edition}" + "".join(f", {m}" for m in made))
@@ -352,9 +463,13 @@ def strength(checkpoint: str, games: int, seed: int) -> int:
         for name, report in reports.items():
             low, high = report.loss_rate_ci95
             b = report.behaviour
-            rows.append(f"    {name:10s} loss {100 * report.loss_rate:5.1f}% [{100 * low:4.1f}, {100 * high:4.1f}]  false offers {_pct(b['false_offer_rate'])}"
-                        f"  false passes {_pct(b['false_pass_rate'])}  call accuracy {_pct(b['call_accuracy'])}  peek rate {_pct(b['peek_rate'])}")
-        print(f"  {' '.join(str(x) if isinstance(x, str) else 'trained' for x in lineup)}  ({result.games} games, {time.perf_counter() - started:.0f} s)")
+            rows.append(
+                f"    {name:10s} loss {100 * report.loss_rate:5.1f}% [{100 * low:4.1f}, {100 * high:4.1f}]  false offers {_pct(b['false_offer_rate'])}"
+                f"  false passes {_pct(b['false_pass_rate'])}  call accuracy {_pct(b['call_accuracy'])}  peek rate {_pct(b['peek_rate'])}"
+            )
+        print(
+            f"  {' '.join(str(x) if isinstance(x, str) else 'trained' for x in lineup)}  ({result.games} games, {time.perf_counter() - started:.0f} s)"
+        )
         print("\n".join(rows))
         return reports[focus], reports
 
@@ -365,17 +480,47 @@ def strength(checkpoint: str, games: int, seed: int) -> int:
     report, reports = show([agent, f"heuristic*{n - 1}"], "trained")
     calls = (report.behaviour["call_accuracy"], reports["heuristic"].behaviour["call_accuracy"])
     if n == 2:
-        checks.append((f"wins >= {100 * (1 - limit):.0f}% against heuristic", report.loss_rate <= limit, f"{100 * (1 - report.loss_rate):.1f}% wins"))
+        checks.append(
+            (
+                f"wins >= {100 * (1 - limit):.0f}% against heuristic",
+                report.loss_rate <= limit,
+                f"{100 * (1 - report.loss_rate):.1f}% wins",
+            )
+        )
     else:
-        checks.append((f"loss rate <= {100 * limit:.1f}% against {n - 1} heuristic (parity {100 * parity:.1f}%)", report.loss_rate <= limit, f"{100 * report.loss_rate:.1f}%"))
+        checks.append(
+            (
+                f"loss rate <= {100 * limit:.1f}% against {n - 1} heuristic (parity {100 * parity:.1f}%)",
+                report.loss_rate <= limit,
+                f"{100 * report.loss_rate:.1f}%",
+            )
+        )
         random_report, _ = show([agent, f"random*{n - 1}"], "trained")
         if classic and n == 4:
-            checks.append((f"loss rate <= 3% against {n - 1} random", random_report.loss_rate <= 0.03, f"{100 * random_report.loss_rate:.1f}%"))
+            checks.append(
+                (
+                    f"loss rate <= 3% against {n - 1} random",
+                    random_report.loss_rate <= 0.03,
+                    f"{100 * random_report.loss_rate:.1f}%",
+                )
+            )
             heuristic_report, _ = show(["heuristic", *[agent] * (n - 1)], "heuristic")
-            checks.append((f"heuristic among {n - 1} trained loses >= 40%", heuristic_report.loss_rate >= 0.40, f"{100 * heuristic_report.loss_rate:.1f}%"))
+            checks.append(
+                (
+                    f"heuristic among {n - 1} trained loses >= 40%",
+                    heuristic_report.loss_rate >= 0.40,
+                    f"{100 * heuristic_report.loss_rate:.1f}%",
+                )
+            )
     bluff = report.behaviour["false_offer_rate"] or 0.0
     checks.append(("bluffs: false-claim rate of offers clearly above 0", bluff >= 0.05, f"{100 * bluff:.1f}%"))
-    checks.append(("call accuracy above heuristic's (same match)", (calls[0] or 0) > (calls[1] or 0), f"{_pct(calls[0])} vs {_pct(calls[1])}"))
+    checks.append(
+        (
+            "call accuracy above heuristic's (same match)",
+            (calls[0] or 0) > (calls[1] or 0),
+            f"{_pct(calls[0])} vs {_pct(calls[1])}",
+        )
+    )
     print("targets:")
     for label, ok, value in checks:
         print(f"  [{'met' if ok else 'NOT met'}] {label}: {value}")
@@ -391,15 +536,30 @@ def exploit(checkpoint: str, decisions: int, games: int, seed: int) -> int:
     with tempfile.TemporaryDirectory() as out:
         report_path = Path(out) / "report.json"
         started = time.perf_counter()
-        argv = [checkpoint, "--decisions", str(decisions), "--games", str(games), "--seed", str(seed + 1), "--output-dir", out, "--json", str(report_path), "--no-progress"]
+        argv = [
+            checkpoint,
+            "--decisions",
+            str(decisions),
+            "--games",
+            str(games),
+            "--seed",
+            str(seed + 1),
+            "--output-dir",
+            out,
+            "--json",
+            str(report_path),
+            "--no-progress",
+        ]
         if exploitability(argv) != 0:
             return 2
         report = json.loads(report_path.read_text())
     gap = report["exploitability"]
     print(f"best response: {decisions:,} decisions, {time.perf_counter() - started:.0f} s wall")
     print("targets:")
-    print(f"  [{'met' if gap <= 0.05 else 'NOT met'}] best response within 5 points of parity: {100 * gap:+.1f} points "
-          f"(loss rate {100 * report['best_response_loss_rate']:.1f}%, parity {100 * report['parity']:.1f}%)")
+    print(
+        f"  [{'met' if gap <= 0.05 else 'NOT met'}] best response within 5 points of parity: {100 * gap:+.1f} points "
+        f"(loss rate {100 * report['best_response_loss_rate']:.1f}%, parity {100 * report['parity']:.1f}%)"
+    )
     return 0
 
 

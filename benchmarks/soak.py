@@ -35,7 +35,15 @@ from cockroach_env.config import GameConfig
 from cockroach_env.encoding import encoding_for
 from cockroach_env.engine import LOSS_REASONS
 
-PRESETS = ("classic", "even-deal", "rainbow", "three-of-a-kind", "creature-to-start", "rainbow+even-deal", "rainbow+creature-to-start+even-deal")
+PRESETS = (
+    "classic",
+    "even-deal",
+    "rainbow",
+    "three-of-a-kind",
+    "creature-to-start",
+    "rainbow+even-deal",
+    "rainbow+creature-to-start+even-deal",
+)
 
 
 def rule_sets() -> dict[str, GameConfig]:
@@ -70,7 +78,12 @@ class Conservation:
     def failures(self, states: np.ndarray) -> int:
         b, n, i = len(states), self.n, self.i
         hands = self._seg(states, "hands").reshape(b, n, i)
-        total = hands.sum(1) + self._seg(states, "collections").reshape(b, n, i).sum(1) + self._seg(states, "removed") + self._seg(states, "chain_card")
+        total = (
+            hands.sum(1)
+            + self._seg(states, "collections").reshape(b, n, i).sum(1)
+            + self._seg(states, "removed")
+            + self._seg(states, "chain_card")
+        )
         for name in ("penalty_top", "penalty_hidden"):
             extra = self._seg(states, name)
             if extra is not None:
@@ -109,7 +122,12 @@ def soak_batched(config: GameConfig, games: int, batch: int, seed: int) -> tuple
                 expected = np.full(n, 1.0 / (n - 1), np.float32)
                 if 0 <= loser < n:
                     expected[loser] = -1.0
-                ok = 0 <= loser < n and 0 <= step.loss_reason[b] < len(LOSS_REASONS) and np.allclose(rewards, expected) and abs(float(rewards.sum())) < 1e-5
+                ok = (
+                    0 <= loser < n
+                    and 0 <= step.loss_reason[b] < len(LOSS_REASONS)
+                    and np.allclose(rewards, expected)
+                    and abs(float(rewards.sum())) < 1e-5
+                )
                 failures += int(not ok)
         finished += len(done)
     return finished, decisions, failures
@@ -156,12 +174,17 @@ def main(argv: list[str] | None = None) -> int:
     sets = rule_sets()
     totals = np.zeros(6, np.int64)
     start = time.perf_counter()
-    print(f"{'rule set':34s} {'batched games':>13s} {'decisions':>11s} {'failures':>8s}   {'AEC games':>9s} {'decisions':>9s} {'failures':>8s}")
+    print(
+        f"{'rule set':34s} {'batched games':>13s} {'decisions':>11s} {'failures':>8s}   {'AEC games':>9s} {'decisions':>9s} {'failures':>8s}"
+    )
     for k, (name, config) in enumerate(sets.items()):
         batched = soak_batched(config, args.games, args.batch, args.seed + k)
         aec = soak_aec(config, args.aec_games, args.seed + 1000 * k)
         totals += np.array(batched + aec)
-        print(f"{name:34s} {batched[0]:13,d} {batched[1]:11,d} {batched[2]:8d}   {aec[0]:9,d} {aec[1]:9,d} {aec[2]:8d}", flush=True)
+        print(
+            f"{name:34s} {batched[0]:13,d} {batched[1]:11,d} {batched[2]:8d}   {aec[0]:9,d} {aec[1]:9,d} {aec[2]:8d}",
+            flush=True,
+        )
     seconds = time.perf_counter() - start
     print(
         f"total over {len(sets)} rule sets: {totals[0] + totals[3]:,} games, {totals[1] + totals[4]:,} decisions, "

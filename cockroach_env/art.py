@@ -34,13 +34,25 @@ PALETTE = {
 }
 """Okabe-Ito colours, one per creature."""
 
-CODES = {"cockroach": "Co", "bat": "Ba", "fly": "Fl", "toad": "To", "rat": "Ra", "scorpion": "Sc", "spider": "Sp", "stink_bug": "SB", "joker": "Jk", "blank": "Bl"}
+CODES = {
+    "cockroach": "Co",
+    "bat": "Ba",
+    "fly": "Fl",
+    "toad": "To",
+    "rat": "Ra",
+    "scorpion": "Sc",
+    "spider": "Sp",
+    "stink_bug": "SB",
+    "joker": "Jk",
+    "blank": "Bl",
+}
 
 
 @dataclass(frozen=True)
 class Shape:
     """One primitive in card coordinates: ``ellipse`` (cx, cy, rx, ry), ``polygon`` or
-    ``polyline`` (x0, y0, x1, y1, ...); ``fill``/``stroke`` are colours or ``None``."""
+    ``polyline`` (x0, y0, x1, y1, ...); ``fill``/``stroke`` are colours or ``None``.
+    """
 
     kind: str
     points: tuple[float, ...]
@@ -64,7 +76,11 @@ def _line(points, stroke=INK, width=2.5) -> Shape:
 def _creature(name: str, colour: str) -> list[Shape]:
     """The creature drawing, centred on (60, 88) within about 80 x 70."""
     if name == "cockroach":
-        legs = [_line([(60 + s * 14, y), (60 + s * 30, y + d), (60 + s * 34, y + d + 10)]) for s in (-1, 1) for y, d in ((78, -10), (90, 0), (102, 10))]
+        legs = [
+            _line([(60 + s * 14, y), (60 + s * 30, y + d), (60 + s * 34, y + d + 10)])
+            for s in (-1, 1)
+            for y, d in ((78, -10), (90, 0), (102, 10))
+        ]
         return legs + [
             _line([(55, 58), (42, 44), (34, 46)]),
             _line([(65, 58), (78, 44), (86, 46)]),
@@ -136,8 +152,15 @@ def _creature(name: str, colour: str) -> list[Shape]:
         legs = []
         for s in (-1, 1):
             for dy, reach, drop in ((-10, 30, -16), (-2, 36, -4), (6, 36, 10), (14, 30, 22)):
-                legs.append(_line([(60 + s * 10, 90 + dy), (60 + s * reach, 80 + dy), (60 + s * (reach + 8), 90 + dy + drop)]))
-        return legs + [_ellipse(60, 98, 16, 18, colour), _ellipse(60, 76, 10, 9, colour), _ellipse(56, 74, 2, 2, PAPER, None), _ellipse(64, 74, 2, 2, PAPER, None)]
+                legs.append(
+                    _line([(60 + s * 10, 90 + dy), (60 + s * reach, 80 + dy), (60 + s * (reach + 8), 90 + dy + drop)])
+                )
+        return legs + [
+            _ellipse(60, 98, 16, 18, colour),
+            _ellipse(60, 76, 10, 9, colour),
+            _ellipse(56, 74, 2, 2, PAPER, None),
+            _ellipse(64, 74, 2, 2, PAPER, None),
+        ]
     if name == "stink_bug":
         legs = [_line([(60 + s * 20, y), (60 + s * 34, y + 6)]) for s in (-1, 1) for y in (84, 96, 108)]
         return legs + [
@@ -162,7 +185,19 @@ def _joker() -> list[Shape]:
         a0, a1 = 2 * math.pi * k / 8, 2 * math.pi * (k + 1) / 8
         mid = (a0 + a1) / 2
         tip = (60 + 38 * math.sin(mid), 88 - 38 * math.cos(mid))
-        shapes.append(_poly([(60, 88), (60 + 14 * math.sin(a0), 88 - 14 * math.cos(a0)), tip, (60 + 14 * math.sin(a1), 88 - 14 * math.cos(a1))], colours[k], INK, 1.5))
+        shapes.append(
+            _poly(
+                [
+                    (60, 88),
+                    (60 + 14 * math.sin(a0), 88 - 14 * math.cos(a0)),
+                    tip,
+                    (60 + 14 * math.sin(a1), 88 - 14 * math.cos(a1)),
+                ],
+                colours[k],
+                INK,
+                1.5,
+            )
+        )
     return shapes
 
 
@@ -185,12 +220,16 @@ def card_art(identity: str) -> CardArt:
     if identity == "blank":
         return CardArt(identity, "#9a9a9a", "BLANK", CODES["blank"], ())
     royal = identity.startswith("royal_")
-    creature = identity[len("royal_"):] if royal else identity
+    creature = identity[len("royal_") :] if royal else identity
     if creature not in PALETTE:
-        raise ValueError(f"no card art for {identity!r}; expected a creature of {sorted(PALETTE)}, royal_<creature>, 'joker' or 'blank'")
+        raise ValueError(
+            f"no card art for {identity!r}; expected a creature of {sorted(PALETTE)}, royal_<creature>, 'joker' or 'blank'"
+        )
     shapes = _creature(creature, PALETTE[creature]) + (_crown() if royal else [])
     label = creature.replace("_", " ").upper()
-    return CardArt(identity, PALETTE[creature], ("ROYAL " if royal else "") + label, CODES[creature], tuple(shapes), royal)
+    return CardArt(
+        identity, PALETTE[creature], ("ROYAL " if royal else "") + label, CODES[creature], tuple(shapes), royal
+    )
 
 
 def label_of(identity: str) -> str:
@@ -202,7 +241,9 @@ def label_of(identity: str) -> str:
 def _svg_shape(shape: Shape) -> str:
     fill = shape.fill or "none"
     stroke = shape.stroke or "none"
-    common = f'fill="{fill}" stroke="{stroke}" stroke-width="{shape.width:g}" stroke-linejoin="round" stroke-linecap="round"'
+    common = (
+        f'fill="{fill}" stroke="{stroke}" stroke-width="{shape.width:g}" stroke-linejoin="round" stroke-linecap="round"'
+    )
     p = shape.points
     if shape.kind == "ellipse":
         return f'<ellipse cx="{p[0]:g}" cy="{p[1]:g}" rx="{p[2]:g}" ry="{p[3]:g}" {common}/>'

@@ -12,7 +12,7 @@ cards, the joker and the blank) and eight claims (seven animals and ``royal``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 CARD_TYPES = ("cockroach", "bat", "fly", "toad", "rat", "scorpion", "spider", "stink_bug")
 """The canonical creature order used for every vector and table."""
@@ -74,7 +74,7 @@ class CardSet:
         return self.truth[card][claim] and not self.is_special[card]
 
 
-@lru_cache(maxsize=None)
+@cache
 def classic_cards(num_types: int = len(CARD_TYPES), copies_per_type: int = 8) -> CardSet:
     """The classic deck: the first ``num_types`` creature types of ``CARD_TYPES``, ``copies_per_type`` of each.
 
@@ -97,7 +97,7 @@ def classic_cards(num_types: int = len(CARD_TYPES), copies_per_type: int = 8) ->
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def royal_cards(blank_counts_as_royal: bool = False, royal_counts_as_animal: bool = True) -> CardSet:
     animals = len(ROYAL_ANIMALS)
     claims = ROYAL_ANIMALS + (ROYAL_CLAIM,)
@@ -109,14 +109,14 @@ def royal_cards(blank_counts_as_royal: bool = False, royal_counts_as_animal: boo
         if name == BLANK:
             return claim == royal_claim and blank_counts_as_royal
         if name.startswith("royal_"):
-            return claim == royal_claim or ROYAL_ANIMALS[claim] == name[len("royal_"):]
+            return claim == royal_claim or ROYAL_ANIMALS[claim] == name[len("royal_") :]
         return claim != royal_claim and ROYAL_ANIMALS[claim] == name
 
     def group_of(name: str) -> int:
         if name in (JOKER, BLANK):
             return -1
         if name.startswith("royal_"):
-            return ROYAL_ANIMALS.index(name[len("royal_"):]) if royal_counts_as_animal else animals
+            return ROYAL_ANIMALS.index(name[len("royal_") :]) if royal_counts_as_animal else animals
         return ROYAL_ANIMALS.index(name)
 
     groups = ROYAL_ANIMALS if royal_counts_as_animal else ROYAL_ANIMALS + (ROYAL_CLAIM,)

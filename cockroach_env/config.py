@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Iterable
+from typing import Any
 
 from cockroach_env.cards import EDITIONS, CardSet, classic_cards, royal_cards
 
@@ -99,7 +100,9 @@ class GameConfig:
     def __post_init__(self) -> None:
         self._integer("num_players")
         if not MIN_PLAYERS <= self.num_players <= MAX_PLAYERS:
-            raise ValueError(f"num_players={self.num_players!r} is not allowed; expected an integer from {MIN_PLAYERS} to {MAX_PLAYERS}")
+            raise ValueError(
+                f"num_players={self.num_players!r} is not allowed; expected an integer from {MIN_PLAYERS} to {MAX_PLAYERS}"
+            )
         if self.edition not in EDITIONS:
             raise ValueError(f"edition={self.edition!r} is not allowed; expected one of {list(EDITIONS)}")
         self._check_deck_shape()
@@ -121,18 +124,31 @@ class GameConfig:
             )
         if self.edition == "royal":
             if self.discard != 0:
-                raise ValueError(f"discard={self.discard!r} is not allowed with edition='royal'; the Royal edition sets aside a penalty deck instead, expected 0")
+                raise ValueError(
+                    f"discard={self.discard!r} is not allowed with edition='royal'; the Royal edition sets aside a penalty deck instead, expected 0"
+                )
             if self.opening_cards != 0:
-                raise ValueError(f"opening_cards={self.opening_cards!r} is not allowed with edition='royal'; expected 0")
+                raise ValueError(
+                    f"opening_cards={self.opening_cards!r} is not allowed with edition='royal'; expected 0"
+                )
         else:
             for name, default in (("blank_counts_as_royal", False), ("royal_counts_as_animal", True)):
                 if getattr(self, name) != default:
-                    raise ValueError(f"{name}={getattr(self, name)!r} is not allowed with edition={self.edition!r}; it is a Royal edition flag, expected edition='royal'")
+                    raise ValueError(
+                        f"{name}={getattr(self, name)!r} is not allowed with edition={self.edition!r}; it is a Royal edition flag, expected edition='royal'"
+                    )
         if self.discard < 0:
             raise ValueError(f"discard={self.discard!r} is not allowed; expected a non-negative integer")
         if self.opening_cards not in (0, 1):
-            raise ValueError(f"opening_cards={self.opening_cards!r} is not allowed; expected 0 or 1 (one face-up card per collection)")
-        dealt = deck - self.discard - self.opening_cards * self.num_players - penalty_deck_size(self.edition, self.num_players)
+            raise ValueError(
+                f"opening_cards={self.opening_cards!r} is not allowed; expected 0 or 1 (one face-up card per collection)"
+            )
+        dealt = (
+            deck
+            - self.discard
+            - self.opening_cards * self.num_players
+            - penalty_deck_size(self.edition, self.num_players)
+        )
         if dealt < self.num_players:
             raise ValueError(
                 f"discard={self.discard!r} leaves {dealt} cards for {self.num_players} hands; expected at most "
@@ -141,14 +157,21 @@ class GameConfig:
         if self.starter is not None:
             self._integer("starter")
             if not 0 <= self.starter < self.num_players:
-                raise ValueError(f"starter={self.starter!r} is not allowed; expected None (random) or a seat from 0 to {self.num_players - 1}")
+                raise ValueError(
+                    f"starter={self.starter!r} is not allowed; expected None (random) or a seat from 0 to {self.num_players - 1}"
+                )
         if self.max_steps is not None:
             self._integer("max_steps")
             if not 0 < self.max_steps <= MAX_STEPS:
-                raise ValueError(f"max_steps={self.max_steps!r} is not allowed; expected None or an integer from 1 to {MAX_STEPS}")
+                raise ValueError(
+                    f"max_steps={self.max_steps!r} is not allowed; expected None or an integer from 1 to {MAX_STEPS}"
+                )
 
     def _check_deck_shape(self) -> None:
-        for name, why in (("num_types", ""), ("copies_per_type", " (a type must hold loss_count cards, and loss_count is at least 2)")):
+        for name, why in (
+            ("num_types", ""),
+            ("copies_per_type", " (a type must hold loss_count cards, and loss_count is at least 2)"),
+        ):
             value = self._integer(name)
             if not 2 <= value <= 8:
                 raise ValueError(f"{name}={value!r} is not allowed; expected an integer from 2 to 8{why}")
@@ -185,7 +208,7 @@ class GameConfig:
         return asdict(self)
 
     @classmethod
-    def from_options(cls, preset: str | Iterable[str] | None = None, **options: Any) -> "GameConfig":
+    def from_options(cls, preset: str | Iterable[str] | None = None, **options: Any) -> GameConfig:
         """Build a config from preset names and keyword options; explicit options override presets.
 
         Defaults that depend on the player count are resolved after the presets and
@@ -217,7 +240,9 @@ def _preset_names(preset: str | Iterable[str] | None) -> list[str]:
     elif isinstance(preset, (list, tuple)):
         names = list(preset)
     else:
-        raise ValueError(f"preset={preset!r} is not allowed; expected a preset name from {sorted(PRESETS)}, names joined by '+', or a list of names")
+        raise ValueError(
+            f"preset={preset!r} is not allowed; expected a preset name from {sorted(PRESETS)}, names joined by '+', or a list of names"
+        )
     for name in names:
         if not isinstance(name, str) or name not in PRESETS:
             raise ValueError(f"preset={name!r} is not allowed; expected one of {sorted(PRESETS)} (combine with '+')")

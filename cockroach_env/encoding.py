@@ -114,7 +114,10 @@ class Layout:
 
     def describe(self) -> list[dict]:
         """Index table of the layout, for documentation."""
-        return [{"name": s.name, "start": s.start, "stop": s.stop, "shape": s.shape, "visibility": s.visibility} for s in self.segments.values()]
+        return [
+            {"name": s.name, "start": s.start, "stop": s.stop, "shape": s.shape, "visibility": s.visibility}
+            for s in self.segments.values()
+        ]
 
 
 def _state_specs(config: GameConfig) -> list[tuple]:
@@ -150,13 +153,25 @@ def _state_specs(config: GameConfig) -> list[tuple]:
         specs += [("dealt_hands", (n, i), 0, "own"), ("starter", (n,), 0)]
         if config.opening_cards:
             specs.append(("opening_collections", (n, i), 0))
-        specs += [("move_actor", (length, n), 1), ("move_public", (length, public_moves(config))), ("move_revealed", (length, i))]
+        specs += [
+            ("move_actor", (length, n), 1),
+            ("move_public", (length, public_moves(config))),
+            ("move_revealed", (length, i)),
+        ]
         if config.edition == "royal":
             specs.append(("move_top", (length, i)))
     return specs
 
 
-RECALL_SEGMENTS = ("dealt_hands", "starter", "opening_collections", "move_actor", "move_public", "move_revealed", "move_top")
+RECALL_SEGMENTS = (
+    "dealt_hands",
+    "starter",
+    "opening_collections",
+    "move_actor",
+    "move_public",
+    "move_revealed",
+    "move_top",
+)
 """State segments of ``GameConfig.recall`` (always last in the layout)."""
 
 _OWN_NAMES = {"hands": "own_hand", "dealt_hands": "dealt_hand"}
@@ -181,14 +196,17 @@ def max_decisions(config: GameConfig, hand_cards: int | None = None) -> int:
     which makes up to two more cards to leave the hands.
     """
     n, royal = config.num_players, config.edition == "royal"
-    cards = (dealt_cards(config) if hand_cards is None else hand_cards) + (len([c for c in config.cards.is_special if c]) if royal else 0)
+    cards = (dealt_cards(config) if hand_cards is None else hand_cards) + (
+        len([c for c in config.cards.is_special if c]) if royal else 0
+    )
     bound = cards * (2 * n - 2 + (2 if royal else 0)) + 1
     return min(bound, config.max_steps) if config.max_steps is not None else bound
 
 
 def check_recall_deal(config: GameConfig, hand_cards: int, where: str = "the deal") -> None:
     """``ValueError`` if, with ``recall=True``, an explicit deal of ``hand_cards`` cards in hands could
-    outrun the observation's ``max_decisions(config)`` move slots (more cards than the rule set deals)."""
+    outrun the observation's ``max_decisions(config)`` move slots (more cards than the rule set deals).
+    """
     slots = max_decisions(config)
     if config.recall and max_decisions(config, hand_cards) > slots:
         raise ValueError(
@@ -201,7 +219,9 @@ def check_recall_deal(config: GameConfig, hand_cards: int, where: str = "the dea
 def public_moves(config: GameConfig) -> int:
     """Number of moves without their hidden card: offers by (target, claim), the responses, passes, Royal placements."""
     targets, claims = config.num_players - 1, len(config.cards.claims)
-    return targets * claims * 2 + len(RESPOND_ACTIONS) + (len(config.cards.identities) if config.edition == "royal" else 0)
+    return (
+        targets * claims * 2 + len(RESPOND_ACTIONS) + (len(config.cards.identities) if config.edition == "royal" else 0)
+    )
 
 
 class Encoding:
@@ -225,7 +245,16 @@ class Encoding:
         """Start index of every state segment (hot-path lookups)."""
         self.tail_offsets = tuple(
             self.offsets[name]
-            for name in ("phase", "to_act", "chain_claim", "chain_latest_passer", "chain_holder", "chain_seen", "chain_claims", "chain_card")
+            for name in (
+                "phase",
+                "to_act",
+                "chain_claim",
+                "chain_latest_passer",
+                "chain_holder",
+                "chain_seen",
+                "chain_claims",
+                "chain_card",
+            )
         )
         self.royal = config.edition == "royal"
         self.recall = config.recall
@@ -315,7 +344,17 @@ class Encoding:
         high = np.ones(self.state.size, np.float32)
         deck = float(self.config.cards.deck_size)
         for seg in self.state.segments.values():
-            if seg.name in ("hands", "collections", "hand_sizes", "history", "removed", "penalty_size", "penalty_hidden", "dealt_hands", "opening_collections"):
+            if seg.name in (
+                "hands",
+                "collections",
+                "hand_sizes",
+                "history",
+                "removed",
+                "penalty_size",
+                "penalty_hidden",
+                "dealt_hands",
+                "opening_collections",
+            ):
                 high[seg.start : seg.stop] = deck
             elif seg.name == "place_remaining":
                 high[seg.start : seg.stop] = 2.0
@@ -443,7 +482,9 @@ def recall_moves(encoding: Encoding, game) -> list[tuple[int, int, int, int]]:
     for event in events[1:]:
         kind = event["type"]
         if kind == "offer":
-            moves.append([event["player"], ((event["target"] - event["player"]) % n - 1) * c + claim_of[event["claim"]], -1, top])
+            moves.append(
+                [event["player"], ((event["target"] - event["player"]) % n - 1) * c + claim_of[event["claim"]], -1, top]
+            )
         elif kind == "call":
             moves.append([event["player"], per_target + (0 if event["believe"] else 1), -1, top])
         elif kind == "reveal":
@@ -451,7 +492,14 @@ def recall_moves(encoding: Encoding, game) -> list[tuple[int, int, int, int]]:
         elif kind == "peek":
             moves.append([event["player"], per_target + 2, -1, top])
         elif kind == "pass":
-            moves.append([event["player"], per_target + 3 + ((event["target"] - event["player"]) % n - 1) * c + claim_of[event["claim"]], -1, top])
+            moves.append(
+                [
+                    event["player"],
+                    per_target + 3 + ((event["target"] - event["player"]) % n - 1) * c + claim_of[event["claim"]],
+                    -1,
+                    top,
+                ]
+            )
         elif kind == "place" and event["source"] == "replacement":
             moves.append([event["player"], per_target + 3 + per_target + card_of[event["card"]], -1, top])
         if "penalty_top" in event and kind != "deal":
@@ -476,7 +524,9 @@ def write_recall(encoding: Encoding, game, out: np.ndarray) -> None:
     top_at = at.get("move_top")
     moves = recall_moves(encoding, game)
     if len(moves) > encoding.state.segments["move_actor"].shape[0]:
-        raise RuntimeError(f"the game has {len(moves)} decisions, more than the recall layout's {encoding.state.segments['move_actor'].shape[0]} slots (max_decisions); this is a bug")
+        raise RuntimeError(
+            f"the game has {len(moves)} decisions, more than the recall layout's {encoding.state.segments['move_actor'].shape[0]} slots (max_decisions); this is a bug"
+        )
     for k, (actor, move, revealed, top) in enumerate(moves):
         out[actor_at + k * n + actor] = 1.0
         out[public_at + k * public + move] = 1.0

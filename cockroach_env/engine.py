@@ -18,9 +18,9 @@ Phases of a round::
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -139,7 +139,9 @@ def deal_distribution(config: GameConfig, limit: int | None = None) -> list[tupl
         dealt = rest if config.edition == "classic" else (rest // n) * n + (1 if rest % n else 0)
         where += [("hand", (starter + k) % n) for k in range(dealt)] + [("penalty",)] * (rest - dealt)
         empty = (0,) * width
-        partial: dict[tuple, float] = {(tuple(cards.copies), empty, (), (empty,) * n, (empty,) * n): 1.0 / len(starters)}
+        partial: dict[tuple, float] = {
+            (tuple(cards.copies), empty, (), (empty,) * n, (empty,) * n): 1.0 / len(starters)
+        }
         for place in where:
             grown: dict[tuple, float] = {}
             for (left, removed, penalty, collections, hands), p in partial.items():
@@ -147,7 +149,13 @@ def deal_distribution(config: GameConfig, limit: int | None = None) -> list[tupl
                 for card, count in enumerate(left):
                     if not count:
                         continue
-                    key = [tuple(left[:card]) + (count - 1,) + tuple(left[card + 1 :]), removed, penalty, collections, hands]
+                    key = [
+                        tuple(left[:card]) + (count - 1,) + tuple(left[card + 1 :]),
+                        removed,
+                        penalty,
+                        collections,
+                        hands,
+                    ]
                     if place[0] == "removed":
                         key[1] = _plus(removed, card)
                     elif place[0] == "penalty":
@@ -159,10 +167,19 @@ def deal_distribution(config: GameConfig, limit: int | None = None) -> list[tupl
                         key[field] = tuple(rows)
                     grown[tuple(key)] = grown.get(tuple(key), 0.0) + p * count / total
             if limit is not None and len(grown) > limit:
-                raise ValueError(f"{config} has more than limit={limit} distinct deals; expected a small deck (presets mini, mini-3p)")
+                raise ValueError(
+                    f"{config} has more than limit={limit} distinct deals; expected a small deck (presets mini, mini-3p)"
+                )
             partial = grown
         for (_, removed, penalty, collections, hands), p in partial.items():
-            out.append((p, Deal(starter, [list(h) for h in hands], [list(c) for c in collections], list(removed), list(penalty))))
+            out.append(
+                (
+                    p,
+                    Deal(
+                        starter, [list(h) for h in hands], [list(c) for c in collections], list(removed), list(penalty)
+                    ),
+                )
+            )
     return out
 
 
@@ -202,7 +219,9 @@ def explicit_deal(
     if isinstance(penalty_deck, str) or not isinstance(penalty_deck, (Sequence, type(None))):
         raise ValueError(f"penalty_deck={penalty_deck!r} is not allowed; expected a list of card names, top card first")
     if penalty_deck and config.edition != "royal":
-        raise ValueError(f"penalty_deck={list(penalty_deck)!r} is not allowed with edition={config.edition!r}; only the Royal edition has a penalty deck")
+        raise ValueError(
+            f"penalty_deck={list(penalty_deck)!r} is not allowed with edition={config.edition!r}; only the Royal edition has a penalty deck"
+        )
     penalty = [cards.index(name) for name in (penalty_deck or [])]
     used = [sum(row[c] for row in hand_rows + collection_rows) + penalty.count(c) for c in range(width)]
     for card, (count, copies) in enumerate(zip(used, cards.copies)):
@@ -220,7 +239,9 @@ class Game:
     def __init__(self, config: GameConfig, deal: Deal):
         self.config = config
         self.cards: CardSet = config.cards
-        self._members = [[c for c, g in enumerate(self.cards.group_of) if g == group] for group in range(len(self.cards.groups))]
+        self._members = [
+            [c for c, g in enumerate(self.cards.group_of) if g == group] for group in range(len(self.cards.groups))
+        ]
         self.num_players = config.num_players
         self.hands = [list(row) for row in deal.hands]
         self.collections = [list(row) for row in deal.collections]
@@ -274,7 +295,8 @@ class Game:
 
     def can_peek(self) -> bool:
         """Peeking needs an eligible recipient. The holder has not seen the card (nobody
-        receives a card they have seen), so the eligible are the others not in ``seen``."""
+        receives a card they have seen), so the eligible are the others not in ``seen``.
+        """
         return self.phase is Phase.RESPOND and len(self.chain.seen) + 1 < self.num_players
 
     def placeable_cards(self) -> list[int]:
@@ -294,7 +316,7 @@ class Game:
         offerer = self.chain.offerer if self.chain is not None else None
         return {card: seat for card, seat in self.special_holder.items() if seat != offerer}
 
-    def copy(self) -> "Game":
+    def copy(self) -> Game:
         """An independent copy (the config, card set and past events are shared: they never change)."""
         twin = copy.copy(self)
         twin.hands = [list(row) for row in self.hands]
@@ -312,7 +334,7 @@ class Game:
             twin.replacement = copy.copy(self.replacement)
         return twin
 
-    def __deepcopy__(self, memo: dict) -> "Game":
+    def __deepcopy__(self, memo: dict) -> Game:
         return self.copy()
 
     # ------------------------------------------------------------------ moves
@@ -340,7 +362,15 @@ class Game:
             self.stats[seat][TRUTHFUL_CLAIMS if self.cards.truth[chain.card][claim] else FALSE_CLAIMS] += 1
         self.stats[chain.holder][RIGHT_CALLS if right else WRONG_CALLS] += 1
         self.events.append({"type": "call", "player": chain.holder, "believe": bool(believe), "right": right})
-        self.events.append({"type": "reveal", "card": self.cards.identities[chain.card], "claim": self.cards.claims[chain.claim], "truth": truth, "taker": taker})
+        self.events.append(
+            {
+                "type": "reveal",
+                "card": self.cards.identities[chain.card],
+                "claim": self.cards.claims[chain.claim],
+                "truth": truth,
+                "taker": taker,
+            }
+        )
         self.steps += 1
         self.chain = None
         self._take(taker, chain.card, chain.claim)
@@ -432,7 +462,14 @@ class Game:
             if self.cards.is_special[drawn]:
                 self.hands[player][drawn] += 1
                 self.special_holder[drawn] = player
-                self.events.append({"type": "penalty_to_hand", "player": player, "card": self.cards.identities[drawn], "penalty_top": self._penalty_top_name()})
+                self.events.append(
+                    {
+                        "type": "penalty_to_hand",
+                        "player": player,
+                        "card": self.cards.identities[drawn],
+                        "penalty_top": self._penalty_top_name(),
+                    }
+                )
             else:
                 self._place(player, drawn, "penalty")
 
@@ -447,7 +484,9 @@ class Game:
             if group >= 0 and sum([collection[c] for c in self._members[group]]) >= self.config.loss_count:
                 self.loss_reason = "same_type"
                 return True
-        if self.config.rainbow_loses and all(any(collection[c] for c in self._members[g]) for g in range(cards.animal_groups)):
+        if self.config.rainbow_loses and all(
+            any(collection[c] for c in self._members[g]) for g in range(cards.animal_groups)
+        ):
             self.loss_reason = "rainbow"
             return True
         return False
@@ -474,7 +513,9 @@ class Game:
 
     def _require_target(self, player: int, target: int, allowed) -> None:
         if target == player or target not in allowed:
-            raise IllegalMove(f"seat {target} cannot receive the card from seat {player}; eligible seats: {[s for s in allowed if s != player]}")
+            raise IllegalMove(
+                f"seat {target} cannot receive the card from seat {player}; eligible seats: {[s for s in allowed if s != player]}"
+            )
 
     def _require_claim(self, claim: int) -> None:
         if not 0 <= claim < len(self.cards.claims):

@@ -1,6 +1,5 @@
 # noqa: D212, D415
-"""
-# Cockroach Poker (Kakerlakenpoker)
+"""# Cockroach Poker (Kakerlakenpoker)
 
 A bluffing card game for 2-6 players: pass a face-down card with a claim, call the
 claim true or false, or peek and pass it on with a new claim. Collect four of a kind
@@ -86,12 +85,18 @@ from pettingzoo.utils.env_logger import EnvLogger
 
 from cockroach_env.config import GameConfig, check_seed
 from cockroach_env.encoding import LAYOUT_VERSION, StateWriter, apply_action, check_recall_deal, encoding_for
-from cockroach_env.engine import LOSS_REASONS, Game, IllegalMove, Phase, STAT_NAMES, explicit_deal, random_deal
+from cockroach_env.engine import LOSS_REASONS, STAT_NAMES, Game, IllegalMove, Phase, explicit_deal, random_deal
 
 MOVE_KINDS = ("offer", "call", "peek", "pass", "place")
 RESET_OPTIONS = ("starter", "hands", "collections", "penalty_deck")
 ILLEGAL_ACTION_MODES = ("raise", "penalize")
-INFO_DEFAULTS: dict[str, Any] = {"loser": -1, "loss_reason": -1, "illegal_move": False, "offender": -1, "truncated_at_step": -1}
+INFO_DEFAULTS: dict[str, Any] = {
+    "loser": -1,
+    "loss_reason": -1,
+    "illegal_move": False,
+    "offender": -1,
+    "truncated_at_step": -1,
+}
 """Every agent's ``info`` has exactly these keys on every step, numbers only and never
 ``None`` (Tianshou stacks infos into arrays, TorchRL into tensors): ``loser`` (the losing
 seat, agent ``possible_agents[loser]``) and ``loss_reason`` (index into
@@ -105,7 +110,8 @@ text is ``env.unwrapped.refusal``, not in any info: it may name the offender's c
 class Move:
     """A readable move: ``Move("offer", card="fly", target="player_2", claim="bat")``,
     ``Move("call", believe=False)``, ``Move("peek")``, ``Move("pass", target=..., claim=...)``,
-    ``Move("place", card="royal_rat")`` (Royal replacement)."""
+    ``Move("place", card="royal_rat")`` (Royal replacement).
+    """
 
     kind: str
     card: str | None = None
@@ -114,7 +120,11 @@ class Move:
     believe: bool | None = None
 
     def __str__(self) -> str:
-        parts = [f"{k}={v}" for k, v in (("card", self.card), ("target", self.target), ("claim", self.claim), ("believe", self.believe)) if v is not None]
+        parts = [
+            f"{k}={v}"
+            for k, v in (("card", self.card), ("target", self.target), ("claim", self.claim), ("believe", self.believe))
+            if v is not None
+        ]
         return f"{self.kind}({', '.join(parts)})"
 
 
@@ -180,9 +190,22 @@ class OrderEnforcing(wrappers.OrderEnforcingWrapper):
 class raw_env(AECEnv):
     """Cockroach Poker as a PettingZoo AEC environment (see the module docstring)."""
 
-    metadata = {"name": "cockroach_poker_v0", "render_modes": ["ansi", "human", "rgb_array"], "is_parallelizable": False, "render_fps": 1}
+    metadata = {
+        "name": "cockroach_poker_v0",
+        "render_modes": ["ansi", "human", "rgb_array"],
+        "is_parallelizable": False,
+        "render_fps": 1,
+    }
 
-    def __init__(self, config: GameConfig | None = None, render_mode: str | None = None, illegal_action: str = "raise", preset: str | None = None, render_viewer: str | None = None, **options: Any):
+    def __init__(
+        self,
+        config: GameConfig | None = None,
+        render_mode: str | None = None,
+        illegal_action: str = "raise",
+        preset: str | None = None,
+        render_viewer: str | None = None,
+        **options: Any,
+    ):
         super().__init__()
         if config is None:
             config = GameConfig.from_options(preset=preset, **options)
@@ -191,15 +214,23 @@ class raw_env(AECEnv):
                 raise ValueError(f"config={config!r} is not allowed; expected a GameConfig")
             # The config's non-default values count as explicit options: a preset applies
             # under them, and defaults that depend on the player count are resolved again.
-            defaults = {**GameConfig(num_players=config.num_players, edition=config.edition).to_dict(), "num_players": GameConfig.num_players, "edition": GameConfig.edition}
+            defaults = {
+                **GameConfig(num_players=config.num_players, edition=config.edition).to_dict(),
+                "num_players": GameConfig.num_players,
+                "edition": GameConfig.edition,
+            }
             base = {k: v for k, v in config.to_dict().items() if v != defaults[k]}
             config = GameConfig.from_options(preset=preset, **{**base, **options})
         if not isinstance(config, GameConfig):
             raise ValueError(f"config={config!r} is not allowed; expected a GameConfig")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode={render_mode!r} is not allowed; expected None or one of {self.metadata['render_modes']}")
+            raise ValueError(
+                f"render_mode={render_mode!r} is not allowed; expected None or one of {self.metadata['render_modes']}"
+            )
         if illegal_action not in ILLEGAL_ACTION_MODES:
-            raise ValueError(f"illegal_action={illegal_action!r} is not allowed; expected one of {list(ILLEGAL_ACTION_MODES)}")
+            raise ValueError(
+                f"illegal_action={illegal_action!r} is not allowed; expected one of {list(ILLEGAL_ACTION_MODES)}"
+            )
         self.config = config
         self._max_steps = config.max_steps
         self.render_mode = render_mode
@@ -218,7 +249,9 @@ class raw_env(AECEnv):
         self._action_space = gymnasium.spaces.Discrete(enc.num_actions)
         self.state_space = gymnasium.spaces.Box(0.0, enc.state_high, (enc.state.size,), np.float32)
         self._writer = StateWriter(enc)
-        self._observation_indices = [[enc.observation_index(s, seen) for seen in (False, True)] for s in range(config.num_players)]
+        self._observation_indices = [
+            [enc.observation_index(s, seen) for seen in (False, True)] for s in range(config.num_players)
+        ]
         self._masks: dict[tuple, tuple[np.ndarray, bytes]] = {}
         """Legal masks (read-only, and as bytes) by the phase and the few facts they depend on, built once."""
         self._zero_mask = np.zeros(enc.num_actions, np.int8)
@@ -233,7 +266,15 @@ class raw_env(AECEnv):
 
     def __getattr__(self, name: str) -> Any:
         # Only reached when normal lookup fails: the per-game attributes before the first reset.
-        if name in ("agent_selection", "agents", "rewards", "terminations", "truncations", "infos", "_cumulative_rewards"):
+        if name in (
+            "agent_selection",
+            "agents",
+            "rewards",
+            "terminations",
+            "truncations",
+            "infos",
+            "_cumulative_rewards",
+        ):
             raise AttributeError(f"{name} cannot be accessed before reset(); call reset() first")
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
@@ -260,7 +301,9 @@ class raw_env(AECEnv):
         # Everything is checked before anything changes: a refused reset leaves the game and the seed stream as they were.
         seed = check_seed("seed", seed)
         if options is not None and not isinstance(options, dict):
-            raise ValueError(f"options={options!r} is not allowed; expected None or a dict of reset options {list(RESET_OPTIONS)}")
+            raise ValueError(
+                f"options={options!r} is not allowed; expected None or a dict of reset options {list(RESET_OPTIONS)}"
+            )
         rng = np.random.default_rng(seed) if seed is not None else copy.deepcopy(self._rng)
         deal = self._deal_from_options(options or {}, rng)
         game = Game(self.config, deal)  # refuses a deal that has already lost, before the seed stream moves on
@@ -280,14 +323,18 @@ class raw_env(AECEnv):
     def _deal_from_options(self, options: dict, rng: np.random.Generator) -> Any:
         unknown = sorted(set(options) - set(RESET_OPTIONS))
         if unknown:
-            warnings.warn(f"reset() ignores unknown option(s) {unknown}; known options: {list(RESET_OPTIONS)}", stacklevel=3)
+            warnings.warn(
+                f"reset() ignores unknown option(s) {unknown}; known options: {list(RESET_OPTIONS)}", stacklevel=3
+            )
         config = self.config
         if "starter" in options:
             config = replace(config, starter=self._seat_of("starter", options["starter"]))
         if not any(k in options for k in ("hands", "collections", "penalty_deck")):
             return random_deal(config, rng)
         if "hands" not in options:
-            raise ValueError("reset options set collections or penalty_deck without hands; an explicit deal needs hands")
+            raise ValueError(
+                "reset options set collections or penalty_deck without hands; an explicit deal needs hands"
+            )
         starter = config.starter if config.starter is not None else int(rng.integers(config.num_players))
         deal = explicit_deal(
             config,
@@ -313,7 +360,9 @@ class raw_env(AECEnv):
     def step(self, action: Any) -> None:
         self._require_reset("step()")
         if not self.agents:
-            raise ValueError(f"step({action!r}) called after the game ended and every agent is done; call reset() to start a new game")
+            raise ValueError(
+                f"step({action!r}) called after the game ended and every agent is done; call reset() to start a new game"
+            )
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
@@ -340,7 +389,9 @@ class raw_env(AECEnv):
         else:
             raise IllegalActionError(agent, action, None, f"expected an integer action in [0, {enc.num_actions})")
         if not 0 <= index < enc.num_actions:
-            raise IllegalActionError(agent, action, None, f"out of range; expected an integer in [0, {enc.num_actions})")
+            raise IllegalActionError(
+                agent, action, None, f"out of range; expected an integer in [0, {enc.num_actions})"
+            )
         if not self._legal[index]:
             raise IllegalActionError(agent, index, self.decode(index), self._why_illegal(index))
         apply_action(self.game, self.encoding, index)
@@ -374,7 +425,11 @@ class raw_env(AECEnv):
             for a in self.agents:
                 self.rewards[a] = -1.0 if a == loser else win
                 self.terminations[a] = True
-                self.infos[a] = {**INFO_DEFAULTS, "loser": game.loser, "loss_reason": LOSS_REASONS.index(game.loss_reason)}
+                self.infos[a] = {
+                    **INFO_DEFAULTS,
+                    "loser": game.loser,
+                    "loss_reason": LOSS_REASONS.index(game.loss_reason),
+                }
             self._accumulate_rewards()
             self._set_mask(self._no_action)
             self.agent_selection = self.possible_agents[game.current]
@@ -508,7 +563,12 @@ class raw_env(AECEnv):
         decoded = enc.decode_action(index)
         kind = decoded[0]
         if kind == "offer":
-            return Move("offer", card=cards.identities[decoded[1]], target=self.possible_agents[(seat + decoded[2]) % n], claim=cards.claims[decoded[3]])
+            return Move(
+                "offer",
+                card=cards.identities[decoded[1]],
+                target=self.possible_agents[(seat + decoded[2]) % n],
+                claim=cards.claims[decoded[3]],
+            )
         if kind == "call":
             return Move("call", believe=decoded[1])
         if kind == "peek":
@@ -530,7 +590,10 @@ class raw_env(AECEnv):
             "edition": self.config.edition,
             "phase": game.phase.value,
             "to_act": None if game.over else names[game.current],
-            "collections": {names[s]: {cards.identities[c]: n for c, n in enumerate(row) if n} for s, row in enumerate(game.collections)},
+            "collections": {
+                names[s]: {cards.identities[c]: n for c, n in enumerate(row) if n}
+                for s, row in enumerate(game.collections)
+            },
             "hand_sizes": {names[s]: game.hand_size(s) for s in range(game.num_players)},
             "chain": None,
             "history": {names[s]: dict(zip(STAT_NAMES, row)) for s, row in enumerate(game.stats)},
@@ -553,7 +616,11 @@ class raw_env(AECEnv):
             view["special_holders"] = {cards.identities[c]: names[s] for c, s in game.known_special_holders().items()}
             if game.replacement is not None:
                 claim = game.replacement.claim
-                view["replacement"] = {"player": names[game.replacement.player], "claim": None if claim is None else cards.claims[claim], "remaining": game.replacement.remaining}
+                view["replacement"] = {
+                    "player": names[game.replacement.player],
+                    "claim": None if claim is None else cards.claims[claim],
+                    "remaining": game.replacement.remaining,
+                }
         return view
 
     @property
@@ -575,7 +642,9 @@ class raw_env(AECEnv):
         return events
 
     # ------------------------------------------------------------------ render
-    def render(self, mode: str | None = None, *, viewer: str | None = ..., full_information: bool = False) -> str | np.ndarray | None:
+    def render(
+        self, mode: str | None = None, *, viewer: str | None = ..., full_information: bool = False
+    ) -> str | np.ndarray | None:
         """The table as ``render_viewer`` sees it: text (``ansi``, ``human``) or an (H, W, 3) uint8 picture (``rgb_array``).
 
         ``render_viewer`` (set at construction, default ``None``: a spectator, public
@@ -593,7 +662,9 @@ class raw_env(AECEnv):
             raise ValueError(f"full_information={full_information!r} is not allowed; expected True or False")
         viewer = self.render_viewer if viewer is ... else self._render_viewer(viewer)
         if self.render_mode is None:
-            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi', 'human' or 'rgb_array'")
+            gymnasium.logger.warn(
+                "render() called without a render_mode; pass render_mode='ansi', 'human' or 'rgb_array'"
+            )
             return None
         if self.render_mode == "rgb_array":
             from cockroach_env.picture import draw_table
@@ -610,7 +681,9 @@ class raw_env(AECEnv):
 
     def _render_viewer(self, viewer: Any) -> str | None:
         if viewer is not None and viewer not in self.possible_agents:
-            raise ValueError(f"render_viewer={viewer!r} is not allowed; expected None (a spectator: public information only) or one of {self.possible_agents}")
+            raise ValueError(
+                f"render_viewer={viewer!r} is not allowed; expected None (a spectator: public information only) or one of {self.possible_agents}"
+            )
         return viewer
 
     def close(self) -> None:

@@ -11,7 +11,7 @@ the information sets of exact evaluation (``training.exact``) are this string.
 from __future__ import annotations
 
 import json
-from typing import Sequence
+from collections.abc import Sequence
 
 from cockroach_env.engine import Game
 

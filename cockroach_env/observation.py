@@ -20,7 +20,9 @@ def decode_observation(vec: np.ndarray, config: GameConfig) -> dict[str, Any]:
     enc = encoding_for(config)
     vec = np.asarray(vec)
     if vec.shape != (enc.observation.size,):
-        raise ValueError(f"observation of shape {vec.shape} does not fit this config; expected ({enc.observation.size},)")
+        raise ValueError(
+            f"observation of shape {vec.shape} does not fit this config; expected ({enc.observation.size},)"
+        )
     cards = config.cards
     seg = enc.observation.unpack(vec)
 
@@ -55,7 +57,9 @@ def decode_observation(vec: np.ndarray, config: GameConfig) -> dict[str, Any]:
         decoded["penalty_top"] = one_hot(seg["penalty_top"], cards.identities)
         decoded["penalty_size"] = int(seg["penalty_size"][0])
         specials = [name for c, name in enumerate(cards.identities) if cards.is_special[c]]
-        decoded["special_holders"] = {name: one_hot(row) for name, row in zip(specials, seg["special_holder"]) if row.any()}
+        decoded["special_holders"] = {
+            name: one_hot(row) for name, row in zip(specials, seg["special_holder"]) if row.any()
+        }
         decoded["place_claim"] = one_hot(seg["place_claim"], cards.claims)
         decoded["place_remaining"] = int(seg["place_remaining"][0])
     if config.recall:

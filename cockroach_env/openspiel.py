@@ -55,7 +55,16 @@ import pyspiel
 from open_spiel.python import policy as policy_lib
 
 from cockroach_env.config import GameConfig
-from cockroach_env.encoding import apply_action, dealt_cards, encoding_for, legal_actions, max_decisions, public_moves, recall_moves, write_state
+from cockroach_env.encoding import (
+    apply_action,
+    dealt_cards,
+    encoding_for,
+    legal_actions,
+    max_decisions,
+    public_moves,
+    recall_moves,
+    write_state,
+)
 from cockroach_env.engine import Deal, Game
 from cockroach_env.information import information_state_string
 from cockroach_env.observation import decode_observation
@@ -64,7 +73,16 @@ SHORT_NAME = "python_cockroach_poker"
 DEFAULT = -1
 """Integer parameter value meaning "the default of this option" (OpenSpiel parameters cannot be None)."""
 
-_INT_OPTIONS = ("num_players", "discard", "loss_count", "opening_cards", "starter", "max_steps", "num_types", "copies_per_type")
+_INT_OPTIONS = (
+    "num_players",
+    "discard",
+    "loss_count",
+    "opening_cards",
+    "starter",
+    "max_steps",
+    "num_types",
+    "copies_per_type",
+)
 _BOOL_OPTIONS = ("rainbow_loses", "blank_counts_as_royal", "royal_counts_as_animal", "recall")
 _SENTINEL_OPTIONS = ("num_players", "discard", "loss_count", "starter", "max_steps", "num_types", "copies_per_type")
 
@@ -133,15 +151,20 @@ class _Shape:
         self.header = n + i + n + n * i + (i if self.royal else 0) + i
         self.max_chance_outcomes = max(n, i, max(cards.copies) + 1)
 
-    def __deepcopy__(self, memo: dict) -> "_Shape":
+    def __deepcopy__(self, memo: dict) -> _Shape:
         return self  # immutable and shared by every state (OpenSpiel deep-copies a state's attributes to clone it)
 
     def schedule(self, starter: int) -> list[tuple[str, Any, int]]:
         """``(kind, where, size)`` of every deal step in ``random_deal``'s order; kind ``set`` or ``ordered``."""
         n, config = self.n, self.config
-        steps: list[tuple[str, Any, int]] = [("set", ("removed",), config.discard), ("ordered", ("penalty",), config.penalty_deck_size)]
+        steps: list[tuple[str, Any, int]] = [
+            ("set", ("removed",), config.discard),
+            ("ordered", ("penalty",), config.penalty_deck_size),
+        ]
         steps += [("set", ("collection", (starter + k) % n), config.opening_cards) for k in range(n)]
-        steps += [("set", ("hand", (starter + k) % n), self.dealt // n + (1 if k < self.dealt % n else 0)) for k in range(n)]
+        steps += [
+            ("set", ("hand", (starter + k) % n), self.dealt // n + (1 if k < self.dealt % n else 0)) for k in range(n)
+        ]
         steps.append(("ordered", ("penalty",), self.leftovers))
         return [step for step in steps if step[2] > 0]
 
@@ -164,15 +187,19 @@ class CockroachPokerGame(pyspiel.Game):
         )
         super().__init__(_game_type(), info, params)
 
-    def new_initial_state(self) -> "CockroachPokerState":
+    def new_initial_state(self) -> CockroachPokerState:
         return CockroachPokerState(self)
 
     def make_py_observer(self, iig_obs_type=None, params=None):
         if params:
             raise ValueError(f"observer parameters {params!r} are not supported; expected none")
         perfect_recall = iig_obs_type is not None and iig_obs_type.perfect_recall
-        if iig_obs_type is not None and (iig_obs_type.private_info != pyspiel.PrivateInfoType.SINGLE_PLAYER or not iig_obs_type.public_info):
-            raise ValueError(f"observation type {iig_obs_type} is not supported; expected the default observation or information state of one player")
+        if iig_obs_type is not None and (
+            iig_obs_type.private_info != pyspiel.PrivateInfoType.SINGLE_PLAYER or not iig_obs_type.public_info
+        ):
+            raise ValueError(
+                f"observation type {iig_obs_type} is not supported; expected the default observation or information state of one player"
+            )
         return InformationStateObserver(self.shape) if perfect_recall else ObservationObserver(self.shape)
 
 
@@ -184,19 +211,29 @@ class _Progress:
         self.game: Game | None = None
         self.starter: int | None = shape.config.starter
         self.left = list(shape.config.cards.copies)
-        self.dealt: dict[str, Any] = {"removed": [0] * width, "penalty": [], "collection": [[0] * width for _ in range(shape.n)], "hand": [[0] * width for _ in range(shape.n)]}
+        self.dealt: dict[str, Any] = {
+            "removed": [0] * width,
+            "penalty": [],
+            "collection": [[0] * width for _ in range(shape.n)],
+            "hand": [[0] * width for _ in range(shape.n)],
+        }
         self.steps: list[tuple[str, Any, int]] = []
         """The deal schedule (never changed once made: shared by copies)."""
         self.step_at = 0
         self.card_type = 0
         self.still_to_give = 0
 
-    def __deepcopy__(self, memo: dict) -> "_Progress":
+    def __deepcopy__(self, memo: dict) -> _Progress:
         twin = copy.copy(self)
         twin.game = self.game.copy() if self.game is not None else None
         twin.left = list(self.left)
         d = self.dealt
-        twin.dealt = {"removed": list(d["removed"]), "penalty": list(d["penalty"]), "collection": [list(r) for r in d["collection"]], "hand": [list(r) for r in d["hand"]]}
+        twin.dealt = {
+            "removed": list(d["removed"]),
+            "penalty": list(d["penalty"]),
+            "collection": [list(r) for r in d["collection"]],
+            "hand": [list(r) for r in d["hand"]],
+        }
         return twin
 
 
@@ -262,7 +299,9 @@ class CockroachPokerState(pyspiel.State):
 
     def _start_game(self) -> None:
         d = self.p.dealt
-        self.p.game = Game(self.shape.config, Deal(self.p.starter, d["hand"], d["collection"], d["removed"], d["penalty"]))
+        self.p.game = Game(
+            self.shape.config, Deal(self.p.starter, d["hand"], d["collection"], d["removed"], d["penalty"])
+        )
 
     # ------------------------------------------------------------------ OpenSpiel API
     def current_player(self) -> int:
@@ -429,7 +468,9 @@ class AgentPolicy(policy_lib.Policy):
         n = game.num_players()
         self.agents = list(agents) if isinstance(agents, (list, tuple)) else [agents] * n
         if len(self.agents) != n:
-            raise ValueError(f"{len(self.agents)} agents are not allowed for {n} players; expected one agent or a list of {n}")
+            raise ValueError(
+                f"{len(self.agents)} agents are not allowed for {n} players; expected one agent or a list of {n}"
+            )
         self._shape = game.shape
         self._observer = ObservationObserver(game.shape)
 
@@ -439,7 +480,9 @@ class AgentPolicy(policy_lib.Policy):
         legal = state.legal_actions(player)
         mask = np.zeros(self._shape.encoding.num_actions, np.int8)
         mask[legal] = 1
-        probs = self.agents[player].action_probabilities({"observation": self._observer.tensor.copy(), "action_mask": mask})
+        probs = self.agents[player].action_probabilities(
+            {"observation": self._observer.tensor.copy(), "action_mask": mask}
+        )
         return {a: float(probs[a]) for a in legal}
 
 

@@ -26,7 +26,9 @@ def _pillow():
     try:
         from PIL import Image, ImageDraw, ImageFont
     except ImportError as error:
-        raise ImportError('render_mode="rgb_array" draws with Pillow, which is not installed; install it with pip install "cockroach-poker-rl[render]"') from error
+        raise ImportError(
+            'render_mode="rgb_array" draws with Pillow, which is not installed; install it with pip install "cockroach-poker-rl[render]"'
+        ) from error
     return Image, ImageDraw, ImageFont
 
 
@@ -49,7 +51,13 @@ class _Canvas:
 
     def box(self, x0, y0, x1, y1, fill=None, outline=None, width=1.0, radius=6.0):
         s = SUPERSAMPLE
-        self.draw.rounded_rectangle((x0 * s, y0 * s, x1 * s, y1 * s), radius=radius * s, fill=fill, outline=outline, width=max(1, int(width * s)))
+        self.draw.rounded_rectangle(
+            (x0 * s, y0 * s, x1 * s, y1 * s),
+            radius=radius * s,
+            fill=fill,
+            outline=outline,
+            width=max(1, int(width * s)),
+        )
 
     def text(self, x, y, text, size=14, fill=INK, anchor="la"):
         s = SUPERSAMPLE
@@ -64,7 +72,9 @@ class _Canvas:
         h = CARD_HEIGHT * k
         if identity is None:
             self.box(x, y, x + w, y + h, fill=BACK, outline="#0d1626", width=2 * k, radius=10 * k)
-            self.box(x + 10 * k, y + 10 * k, x + w - 10 * k, y + h - 10 * k, outline="#8fa3c4", width=1.5 * k, radius=6 * k)
+            self.box(
+                x + 10 * k, y + 10 * k, x + w - 10 * k, y + h - 10 * k, outline="#8fa3c4", width=1.5 * k, radius=6 * k
+            )
             self.text(x + w / 2, y + h / 2, "?", 40 * k, "#8fa3c4", "mm")
             return
         art = card_art(identity)
@@ -73,7 +83,16 @@ class _Canvas:
         self.text(x + 14 * k, y + 19 * k, art.code, 14 * k, text_colour_on(art.colour), "lm")
         for shape in art.shapes:
             self._shape(shape, x, y, k)
-        self.box(x + 8 * k, y + h - 32 * k, x + w - 8 * k, y + h - 8 * k, fill="#ffffff", outline=art.colour, width=2 * k, radius=5 * k)
+        self.box(
+            x + 8 * k,
+            y + h - 32 * k,
+            x + w - 8 * k,
+            y + h - 8 * k,
+            fill="#ffffff",
+            outline=art.colour,
+            width=2 * k,
+            radius=5 * k,
+        )
         size = 13 * k if len(art.label) <= 10 else 10 * k
         self.text(x + w / 2, y + h - 20 * k, art.label, size, INK, "mm")
 
@@ -150,14 +169,23 @@ def _panel(canvas: _Canvas, view: dict[str, Any], agent: str, x: float, y: float
     to_act = view["to_act"] == agent
     lost = view["loser"] == agent
     outline = LOSER if lost else HIGHLIGHT if to_act else "#c9c0a8"
-    canvas.box(x, y, x + PANEL_W, y + PANEL_H, fill=PANEL, outline=outline, width=4 if (to_act or lost) else 1.5, radius=10)
+    canvas.box(
+        x, y, x + PANEL_W, y + PANEL_H, fill=PANEL, outline=outline, width=4 if (to_act or lost) else 1.5, radius=10
+    )
     name = agent + (" (you)" if agent == view["viewer"] else "")
     canvas.text(x + 12, y + 16, name, 15, INK, "lm")
     status = "LOSES" if lost else "to act" if to_act else ""
     if status:
         canvas.text(x + PANEL_W - 12, y + 16, status, 13, LOSER if lost else "#7a5c00", "rm")
     stats = view["history"][agent]
-    canvas.text(x + 12, y + 36, f"hand {view['hand_sizes'][agent]}  ·  calls {stats['right_calls']} right / {stats['wrong_calls']} wrong  ·  peeks {stats['peeks']}", 11, "#444444", "lm")
+    canvas.text(
+        x + 12,
+        y + 36,
+        f"hand {view['hand_sizes'][agent]}  ·  calls {stats['right_calls']} right / {stats['wrong_calls']} wrong  ·  peeks {stats['peeks']}",
+        11,
+        "#444444",
+        "lm",
+    )
     collection = view["collections"][agent]
     if not collection:
         canvas.text(x + 12, y + 62, "collection empty", 11, "#777777", "lm")
@@ -192,7 +220,14 @@ def _chain(canvas: _Canvas, view: dict[str, Any]) -> None:
         for k, claim in enumerate(chain["claims"][-4:]):
             canvas.text(tx, y0 + 98 + 16 * k, f"{claim['player']} said {label_of(claim['claim'])}", 11, "#ffffff", "lm")
     if view["edition"] == "royal":
-        canvas.text(x0 + 300, y0 + 150, f"penalty deck {view['penalty_size']}, top: {label_of(view['penalty_top']) if view['penalty_top'] else '-'}", 11, "#d8e6dc", "rm")
+        canvas.text(
+            x0 + 300,
+            y0 + 150,
+            f"penalty deck {view['penalty_size']}, top: {label_of(view['penalty_top']) if view['penalty_top'] else '-'}",
+            11,
+            "#d8e6dc",
+            "rm",
+        )
     event = view["last_event"]
     if event is not None:
         canvas.text(WIDTH / 2, 376, describe_event(event), 12, "#ffffff", "mm")

@@ -55,7 +55,13 @@ def deal_of(env: Any) -> dict[str, Any]:
     }
 
 
-def game_record(env: Any, deal: dict[str, Any], actions: list[int], players: dict[str, str] | None = None, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+def game_record(
+    env: Any,
+    deal: dict[str, Any],
+    actions: list[int],
+    players: dict[str, str] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The record of the game ``env`` has played from ``deal`` through ``actions``."""
     names = env.possible_agents
     probe = env_from_deal(env.config, deal)
@@ -73,7 +79,12 @@ def game_record(env: Any, deal: dict[str, Any], actions: list[int], players: dic
         "actions": [int(a) for a in actions],
         "moves": moves,
         "history": env.history,
-        "result": {"loser": None if game.loser is None else names[game.loser], "loss_reason": game.loss_reason, "steps": game.steps, "finished": bool(finished)},
+        "result": {
+            "loser": None if game.loser is None else names[game.loser],
+            "loss_reason": game.loss_reason,
+            "steps": game.steps,
+            "finished": bool(finished),
+        },
         "meta": dict(meta or {}),
     }
 
@@ -163,11 +174,16 @@ def replay_record(record: Any):
         raise RecordError(f"game record field 'deal' is not a valid deal for {config}: {error}") from None
     for k, action in enumerate(actions):
         if env.game.over or not env.agents or any(env.truncations.values()):
-            raise RecordError(f"game record has {len(actions) - k} action(s) after the end of the game (from action {k})")
+            raise RecordError(
+                f"game record has {len(actions) - k} action(s) after the end of the game (from action {k})"
+            )
         if not 0 <= action < env.encoding.num_actions or not env.observe(env.agent_selection)["action_mask"][action]:
             raise RecordError(f"game record action {k} ({action}) is illegal for {env.agent_selection} at that point")
         env.step(action)
     if env.history != record["history"]:
-        first = next((i for i, (a, b) in enumerate(zip(env.history, record["history"])) if a != b), min(len(env.history), len(record["history"])))
+        first = next(
+            (i for i, (a, b) in enumerate(zip(env.history, record["history"])) if a != b),
+            min(len(env.history), len(record["history"])),
+        )
         raise RecordError(f"game record history differs from the replayed game at event {first}")
     return env

@@ -17,7 +17,9 @@ def seat_view(env: Any, viewer: str | None = None, full_information: bool = Fals
     """The table as ``viewer`` (an agent name, or ``None`` for a spectator) may see it."""
     game, cards, names = env.game, env.cards, env.possible_agents
     if viewer is not None and viewer not in names:
-        raise ValueError(f"viewer={viewer!r} is not an agent of this game; expected None (a spectator) or one of {names}")
+        raise ValueError(
+            f"viewer={viewer!r} is not an agent of this game; expected None (a spectator) or one of {names}"
+        )
     if not isinstance(full_information, bool):  # a truthy "false" from a request must not show every hand
         raise ValueError(f"full_information={full_information!r} is not allowed; expected True or False")
     named = lambda row: {cards.identities[c]: int(n) for c, n in enumerate(row) if n}  # noqa: E731
@@ -45,13 +47,15 @@ def seat_view(env: Any, viewer: str | None = None, full_information: bool = Fals
 def describe_event(event: dict[str, Any]) -> str:
     """One public event (an entry of ``env.history``) as a short sentence."""
     kind = event.get("type")
-    name = lambda key: str(event.get(key, "?")).replace("_", " ") if key in ("card", "claim") else str(event.get(key, "?"))  # noqa: E731
+    name = lambda key: (
+        str(event.get(key, "?")).replace("_", " ") if key in ("card", "claim") else str(event.get(key, "?"))
+    )  # noqa: E731
     if kind == "deal":
         return f"cards dealt; {name('starter')} starts"
     if kind == "offer":
-        return f"{name('player')} offers a card to {name('target')}: \"it's a {name('claim')}\""
+        return f'{name("player")} offers a card to {name("target")}: "it\'s a {name("claim")}"'
     if kind == "pass":
-        return f"{name('player')} passes the card to {name('target')}: \"it's a {name('claim')}\""
+        return f'{name("player")} passes the card to {name("target")}: "it\'s a {name("claim")}"'
     if kind == "peek":
         return f"{name('player')} peeks at the card"
     if kind == "call":
@@ -61,7 +65,9 @@ def describe_event(event: dict[str, Any]) -> str:
         truth = "the claim was true" if event.get("truth") else "it was a bluff"
         return f"the card is a {name('card')} ({truth}); {name('taker')} takes it"
     if kind == "place":
-        where = {"call": "", "penalty": " from the penalty deck", "replacement": " as a replacement"}.get(event.get("source"), "")
+        where = {"call": "", "penalty": " from the penalty deck", "replacement": " as a replacement"}.get(
+            event.get("source"), ""
+        )
         return f"{name('player')} places a {name('card')}{where}"
     if kind == "take_into_hand":
         return f"{name('player')} takes the {name('card')} into their hand"

@@ -38,7 +38,15 @@ def claims(record: dict[str, Any], check: bool = True) -> list[dict[str, Any]]:
         before = len(env.history)
         if move.kind in ("offer", "pass"):
             card = move.card if move.kind == "offer" else cards.identities[env.game.chain.card]
-            entry = {"event": before, "player": actor, "target": move.target, "claim": move.claim, "card": card, "true": cards.truth[cards.index(card)][cards.claim_index(move.claim)], "revealed_at": None}
+            entry = {
+                "event": before,
+                "player": actor,
+                "target": move.target,
+                "claim": move.claim,
+                "card": card,
+                "true": cards.truth[cards.index(card)][cards.claim_index(move.claim)],
+                "revealed_at": None,
+            }
             open_round.append(entry)
             out.append(entry)
         env.step(action)
@@ -73,7 +81,8 @@ def summary(record: dict[str, Any], final_env: Any = None) -> dict[str, dict[str
 
 def frames(record: dict[str, Any]) -> list[dict[str, Any]]:
     """The table after the deal and after every action: who moved, the new public
-    events (described), the public view and the full-information view."""
+    events (described), the public view and the full-information view.
+    """
     env = _start(record, True)
     out = [_frame(env, None, None, env.history)]
     for action in record["actions"]:
@@ -89,7 +98,9 @@ def _frame(env, actor, move, events, first_event: int = 0) -> dict[str, Any]:
     return {
         "actor": actor,
         "move": move,
-        "events": [{"index": first_event + k, "text": describe_event(e), "type": e["type"]} for k, e in enumerate(events)],
+        "events": [
+            {"index": first_event + k, "text": describe_event(e), "type": e["type"]} for k, e in enumerate(events)
+        ],
         "public": seat_view(env, None),
         "full": seat_view(env, None, full_information=True),
     }

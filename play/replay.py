@@ -12,8 +12,9 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Sequence
 from importlib import resources
-from typing import Any, Sequence
+from typing import Any
 
 from cockroach_env.art import art_sheet
 from cockroach_env.config import GameConfig
@@ -46,7 +47,8 @@ def replay_html(record: dict[str, Any]) -> str:
 
 def write_page(html: str, output: str) -> None:
     """Write ``html`` to ``output``: a file is replaced whole (``training.checkpoint.write_file_atomically``,
-    so a reader never sees half a page); a device or a pipe (``/dev/null``) is written into."""
+    so a reader never sees half a page); a device or a pipe (``/dev/null``) is written into.
+    """
     if os.path.exists(output) and not os.path.isfile(output):
         with open(output, "w", encoding="utf-8") as handle:
             handle.write(html)
@@ -57,7 +59,9 @@ def write_page(html: str, output: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="cockroach-replay", description="Write a saved Cockroach Poker game as one offline HTML replay page.")
+    parser = argparse.ArgumentParser(
+        prog="cockroach-replay", description="Write a saved Cockroach Poker game as one offline HTML replay page."
+    )
     parser.add_argument("game", help="a game record (JSON) saved by cockroach-play or cockroach-eval --save-games")
     parser.add_argument("-o", "--output", default=None, help="the HTML file to write (default: GAME with .html)")
     args = parser.parse_args(argv)
@@ -70,7 +74,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"cockroach-replay: error: -o {output!r} is a directory; expected a file name", file=sys.stderr)
         return 2
     if os.path.exists(output) and os.path.exists(args.game) and os.path.samefile(output, args.game):
-        print(f"cockroach-replay: error: -o {output!r} is the game record itself; writing there would destroy it: choose another file name", file=sys.stderr)
+        print(
+            f"cockroach-replay: error: -o {output!r} is the game record itself; writing there would destroy it: choose another file name",
+            file=sys.stderr,
+        )
         return 2
     try:
         record = load_record(args.game)

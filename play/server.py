@@ -78,8 +78,14 @@ class MoveRequest(BaseModel):
     target: str | None = Field(None, max_length=40)
     claim: str | None = Field(None, max_length=40)
     believe: StrictBool | None = None
-    version: StrictInt | None = Field(None, ge=0, description="the version of the view the move was chosen on: refused (409) if a move was played since")
-    log_from: StrictInt = Field(0, ge=0, description="the answer's log starts at this event (the page has the earlier ones)")
+    version: StrictInt | None = Field(
+        None,
+        ge=0,
+        description="the version of the view the move was chosen on: refused (409) if a move was played since",
+    )
+    log_from: StrictInt = Field(
+        0, ge=0, description="the answer's log starts at this event (the page has the earlier ones)"
+    )
 
 
 class PaceRequest(BaseModel):
@@ -98,7 +104,8 @@ def _config(preset: str, num_players: int | None) -> GameConfig:
 
 def _table_config(config: GameConfig, seats: list[str], checkpoints: dict[str, dict[str, Any]]) -> GameConfig:
     """The rules with ``recall=True`` if a seat plays a shipped agent that sees the game's history
-    (the other agents then read the observation without it, ``training.load_agent``)."""
+    (the other agents then read the observation without it, ``training.load_agent``).
+    """
     with_recall = dataclasses.replace(config, recall=True)
     if not config.recall and any(checkpoints.get(spec) == with_recall.to_dict() for spec in seats):
         return with_recall
@@ -118,7 +125,8 @@ def _checkpoints() -> dict[str, dict[str, Any]]:
 
 def create_app(store: GameStore | None = None, save_dir: str | None = None, custom_agents: bool = True) -> FastAPI:
     """The app; ``save_dir`` (if given) receives the record of every finished game; ``custom_agents=False``
-    refuses seats other than ``human``, the baselines and the shipped checkpoints (the module docstring)."""
+    refuses seats other than ``human``, the baselines and the shipped checkpoints (the module docstring).
+    """
     store = store if store is not None else GameStore()
     if save_dir is not None:
         os.makedirs(save_dir, exist_ok=True)
@@ -153,7 +161,9 @@ def create_app(store: GameStore | None = None, save_dir: str | None = None, cust
     def lookup(game_id: str, token: Any):
         session = store.get(game_id)
         if session is None:
-            raise HTTPException(404, f"no game {game_id!r} on this server (it may have expired after {store.idle_seconds:.0f} s idle)")
+            raise HTTPException(
+                404, f"no game {game_id!r} on this server (it may have expired after {store.idle_seconds:.0f} s idle)"
+            )
         try:
             seat = session.seat_of_token(token)
         except MoveError as error:
@@ -256,7 +266,11 @@ def create_app(store: GameStore | None = None, save_dir: str | None = None, cust
             raise HTTPException(503, str(error)) from None
         start_agents(session)
         tokens = {s.agent: s.token for s in session.seats if s.human}
-        return {"game_id": game_id, "tokens": tokens, "seats": [{"agent": s.agent, "label": s.label} for s in session.seats]}
+        return {
+            "game_id": game_id,
+            "tokens": tokens,
+            "seats": [{"agent": s.agent, "label": s.label} for s in session.seats],
+        }
 
     @app.get("/api/games/{game_id}")
     async def view(game_id: str, token: str = Query(..., max_length=100), log_from: int = Query(0, ge=0)):
@@ -286,7 +300,9 @@ def create_app(store: GameStore | None = None, save_dir: str | None = None, cust
         session, _ = lookup(game_id, token)
         if not session.over:
             raise HTTPException(409, "the record is available when the game is over (it holds every hidden card)")
-        return JSONResponse(session.record(), headers={"Content-Disposition": f'attachment; filename="cockroach-{game_id}.json"'})
+        return JSONResponse(
+            session.record(), headers={"Content-Disposition": f'attachment; filename="cockroach-{game_id}.json"'}
+        )
 
     @app.get("/api/games/{game_id}/replay", response_class=HTMLResponse)
     async def replay(game_id: str, token: str = Query(..., max_length=100)):

@@ -143,9 +143,15 @@ class GameSession:
         if self.over:
             raise MoveError(409, "the game is over; start a new game")
         if version is not None and version > self.version:
-            raise MoveError(422, f"version={version} is ahead of the game (now at version {self.version}); expected the version of a view the server sent")
+            raise MoveError(
+                422,
+                f"version={version} is ahead of the game (now at version {self.version}); expected the version of a view the server sent",
+            )
         if version is not None and version < self.moved_at:
-            raise MoveError(409, f"the move was chosen on version {version} of the game, but moves have been played since (now at version {self.version}); look at the table again")
+            raise MoveError(
+                409,
+                f"the move was chosen on version {version} of the game, but moves have been played since (now at version {self.version}); look at the table again",
+            )
         if self.seat_to_act is not seat:
             raise MoveError(409, f"it is not {seat.agent}'s turn; {self.seat_to_act.agent} is to act")
         action = self._action_of(seat, move)
@@ -156,7 +162,13 @@ class GameSession:
         if kind not in MOVE_KINDS:
             raise MoveError(422, f"kind={kind!r} is not a move; expected one of {list(MOVE_KINDS)}")
         given = {k: v for k, v in move.items() if k != "kind" and v is not None}
-        needed = {"offer": {"card", "target", "claim"}, "call": {"believe"}, "peek": set(), "pass": {"target", "claim"}, "place": {"card"}}[kind]
+        needed = {
+            "offer": {"card", "target", "claim"},
+            "call": {"believe"},
+            "peek": set(),
+            "pass": {"target", "claim"},
+            "place": {"card"},
+        }[kind]
         if set(given) != needed:
             raise MoveError(422, f"a {kind} move takes the field(s) {sorted(needed)}; got {sorted(given)}")
         try:
@@ -193,11 +205,18 @@ class GameSession:
         offer = [m for m in moves if m.kind == "offer"]
         passes = [m for m in moves if m.kind == "pass"]
         return {
-            "offer": {"cards": sorted({m.card for m in offer}, key=env.cards.index), "targets": sorted({m.target for m in offer})} if offer else None,
+            "offer": {
+                "cards": sorted({m.card for m in offer}, key=env.cards.index),
+                "targets": sorted({m.target for m in offer}),
+            }
+            if offer
+            else None,
             "call": any(m.kind == "call" for m in moves),
             "peek": any(m.kind == "peek" for m in moves),
             "pass": {"targets": sorted({m.target for m in passes})} if passes else None,
-            "place": {"cards": [m.card for m in moves if m.kind == "place"]} if any(m.kind == "place" for m in moves) else None,
+            "place": {"cards": [m.card for m in moves if m.kind == "place"]}
+            if any(m.kind == "place" for m in moves)
+            else None,
             "claims": list(env.cards.claims),
         }
 
@@ -220,7 +239,10 @@ class GameSession:
             "table": seat_view(self.env, seat.agent),
             "legal": self.legal(seat),
             "log_from": log_from,
-            "log": [{"index": k, "type": e["type"], "text": describe_event(e), "event": e} for k, e in enumerate(history[log_from:], start=log_from)],
+            "log": [
+                {"index": k, "type": e["type"], "text": describe_event(e), "event": e}
+                for k, e in enumerate(history[log_from:], start=log_from)
+            ],
             "over": self.over,
             "reveal": self.reveal() if self.over else None,
             "saved": self.saved_path,
@@ -253,7 +275,9 @@ class GameSession:
 
 def check_pace(pace_ms: Any) -> int:
     if isinstance(pace_ms, bool) or not isinstance(pace_ms, int) or not 0 <= pace_ms <= MAX_PACE_MS:
-        raise MoveError(422, f"pace_ms={pace_ms!r} is not allowed; expected an integer from 0 (instant) to {MAX_PACE_MS}")
+        raise MoveError(
+            422, f"pace_ms={pace_ms!r} is not allowed; expected an integer from 0 (instant) to {MAX_PACE_MS}"
+        )
     return pace_ms
 
 
@@ -261,10 +285,21 @@ def random_move(legal: dict, rng: np.random.Generator) -> dict:
     """A uniformly chosen request body for one of the moves in ``legal`` (a view's ``legal`` entry): what a load generator or a test client sends."""
     if legal["offer"]:
         o = legal["offer"]
-        return {"kind": "offer", "card": str(rng.choice(o["cards"])), "target": str(rng.choice(o["targets"])), "claim": str(rng.choice(legal["claims"]))}
+        return {
+            "kind": "offer",
+            "card": str(rng.choice(o["cards"])),
+            "target": str(rng.choice(o["targets"])),
+            "claim": str(rng.choice(legal["claims"])),
+        }
     if legal["call"]:
-        options = [{"kind": "call", "believe": True}, {"kind": "call", "believe": False}] + ([{"kind": "peek"}] if legal["peek"] else [])
+        options = [{"kind": "call", "believe": True}, {"kind": "call", "believe": False}] + (
+            [{"kind": "peek"}] if legal["peek"] else []
+        )
         return options[int(rng.integers(len(options)))]
     if legal["pass"]:
-        return {"kind": "pass", "target": str(rng.choice(legal["pass"]["targets"])), "claim": str(rng.choice(legal["claims"]))}
+        return {
+            "kind": "pass",
+            "target": str(rng.choice(legal["pass"]["targets"])),
+            "claim": str(rng.choice(legal["claims"])),
+        }
     return {"kind": "place", "card": str(rng.choice(legal["place"]["cards"]))}

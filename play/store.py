@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from play.session import GameSession
 
@@ -20,7 +20,9 @@ class StoreFull(RuntimeError):
 
 
 class GameStore:
-    def __init__(self, max_games: int = 64, idle_seconds: float = 1800.0, on_expire: Callable[[GameSession], None] | None = None):
+    def __init__(
+        self, max_games: int = 64, idle_seconds: float = 1800.0, on_expire: Callable[[GameSession], None] | None = None
+    ):
         if isinstance(max_games, bool) or not isinstance(max_games, int) or max_games < 1:
             raise ValueError(f"max_games={max_games!r} is not allowed; expected a positive integer")
         if not isinstance(idle_seconds, (int, float)) or not idle_seconds > 0:
@@ -40,7 +42,9 @@ class GameStore:
     def add(self, session: GameSession) -> str:
         self.expire()
         if len(self._games) >= self.max_games:
-            raise StoreFull(f"the server already holds {self.max_games} games (the --max-games limit); finish or close one, or wait for idle games to expire")
+            raise StoreFull(
+                f"the server already holds {self.max_games} games (the --max-games limit); finish or close one, or wait for idle games to expire"
+            )
         game_id = secrets.token_urlsafe(9)
         self._games[game_id] = session
         session.game_id = game_id

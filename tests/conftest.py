@@ -100,7 +100,11 @@ HARDWARE_SKIPS = ("CUDA",)
 
 
 def _no_silent_skip(report) -> None:
-    if os.environ.get("COCKROACH_NO_SKIPS") == "1" and report.skipped and not any(word in str(report.longrepr) for word in HARDWARE_SKIPS):
+    if (
+        os.environ.get("COCKROACH_NO_SKIPS") == "1"
+        and report.skipped
+        and not any(word in str(report.longrepr) for word in HARDWARE_SKIPS)
+    ):
         report.outcome = "failed"
         report.longrepr = f"skipped where every extra is installed (COCKROACH_NO_SKIPS=1): {report.longrepr}"
 

@@ -1,10 +1,12 @@
 """Helpers of the hostile suite (``tests/test_hostile_*.py``): a bad input is refused with a
-``ValueError`` whose message names the value, and the refused call changes nothing."""
+``ValueError`` whose message names the value, and the refused call changes nothing.
+"""
 
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest

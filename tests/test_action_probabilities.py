@@ -52,7 +52,9 @@ def check_sampling(agent, obs: np.ndarray, masks: np.ndarray, probs: np.ndarray,
     assert np.all(counts[probs == 0] == 0), "an action of probability 0 was played"
     tolerance = 5 * np.sqrt(probs * (1 - probs) / draws) + 1.5 / draws
     worst = np.unravel_index(np.argmax(np.abs(counts - probs) - tolerance), probs.shape)
-    assert np.all(np.abs(counts - probs) <= tolerance), f"row {worst[0]} action {worst[1]}: sampled {counts[worst]:.4f}, probability {probs[worst]:.4f}"
+    assert np.all(np.abs(counts - probs) <= tolerance), (
+        f"row {worst[0]} action {worst[1]}: sampled {counts[worst]:.4f}, probability {probs[worst]:.4f}"
+    )
 
 
 @pytest.mark.parametrize("config_name", sorted(CONFIGS))
@@ -63,12 +65,20 @@ def test_baseline_probabilities_are_what_act_samples(name, config_name):
     agent = baselines.make(name, config, seed=0)
     probs = agent.action_probabilities_batch(obs, masks)
     check_distribution(probs, masks)
-    single = np.array([agent.action_probabilities({"observation": o, "action_mask": m}) for o, m in zip(obs[:4], masks[:4])])
+    single = np.array(
+        [agent.action_probabilities({"observation": o, "action_mask": m}) for o, m in zip(obs[:4], masks[:4])]
+    )
     np.testing.assert_array_equal(single, probs[:4])
     check_sampling(agent, obs, masks, probs, draws=1500)
     # act (one row at a time) samples the same way as act_batch
     row = 0
-    sampled = np.bincount([agent.act({"observation": obs[row], "action_mask": masks[row]}) for _ in range(600)], minlength=masks.shape[1]) / 600
+    sampled = (
+        np.bincount(
+            [agent.act({"observation": obs[row], "action_mask": masks[row]}) for _ in range(600)],
+            minlength=masks.shape[1],
+        )
+        / 600
+    )
     assert np.all(np.abs(sampled - probs[row]) <= 5 * np.sqrt(probs[row] * (1 - probs[row]) / 600) + 2.5 / 600)
 
 
@@ -89,7 +99,9 @@ def test_near_ties_of_the_heuristic_follow_the_jitter_exactly():
     probs = _least_with_jitter(loss)
     rng = np.random.default_rng(0)
     draws = 400_000
-    wins = np.bincount(np.argmin(loss + TIE_JITTER * rng.random((draws, len(loss))), axis=1), minlength=len(loss)) / draws
+    wins = (
+        np.bincount(np.argmin(loss + TIE_JITTER * rng.random((draws, len(loss))), axis=1), minlength=len(loss)) / draws
+    )
     np.testing.assert_allclose(probs, wins, atol=5 * np.sqrt(0.25 / draws))
     assert probs[2] == probs[4] == 0.0 and probs[0] == pytest.approx(probs[5])
     np.testing.assert_allclose(_least_with_jitter(np.array([0.2, np.inf, 0.2, 0.3])), [0.5, 0, 0.5, 0])

@@ -57,7 +57,9 @@ class BatchCheater(Cheater):
     supports_batch = True
 
     def act_batch(self, observations, masks):
-        return np.array([self.act({"observation": o, "action_mask": m}) for o, m in zip(observations, masks)], dtype=np.int64)
+        return np.array(
+            [self.act({"observation": o, "action_mask": m}) for o, m in zip(observations, masks)], dtype=np.int64
+        )
 
 
 class Stringy(FirstLegal):
@@ -70,7 +72,14 @@ class Stringy(FirstLegal):
 # ---------------------------------------------------------------------------- intervals and ratings
 @pytest.mark.parametrize(
     "successes, trials, low, high",
-    [(0, 10, 0.0, 0.2775), (1, 10, 0.0179, 0.4042), (5, 10, 0.2366, 0.7634), (81, 263, 0.2553, 0.3662), (10, 10, 0.7225, 1.0), (0, 0, 0.0, 1.0)],
+    [
+        (0, 10, 0.0, 0.2775),
+        (1, 10, 0.0179, 0.4042),
+        (5, 10, 0.2366, 0.7634),
+        (81, 263, 0.2553, 0.3662),
+        (10, 10, 0.7225, 1.0),
+        (0, 0, 0.0, 1.0),
+    ],
 )
 def test_wilson_interval_matches_known_values(successes, trials, low, high):
     assert wilson_interval(successes, trials) == pytest.approx((low, high), abs=1e-4)
@@ -107,7 +116,9 @@ def test_every_entry_plays_every_seat_equally_and_each_deal_under_every_rotation
     assert len({g.deal for g in fresh}) == 5 * n
 
 
-@pytest.mark.parametrize("options", [dict(num_players=4), dict(num_players=3, edition="royal"), dict(num_players=5, opening_cards=1)])
+@pytest.mark.parametrize(
+    "options", [dict(num_players=4), dict(num_players=3, edition="royal"), dict(num_players=5, opening_cards=1)]
+)
 def test_reset_options_replay_the_deal_exactly(options):
     config = GameConfig(**options)
     deal = deal_for(config, seed=3, deal=7)
@@ -115,7 +126,13 @@ def test_reset_options_replay_the_deal_exactly(options):
     env = raw_env(config=config)
     env.reset(options=_reset_options(deal, config, env.possible_agents))
     game = env.game
-    assert (game.starter, game.hands, game.collections, game.removed, game.penalty_deck) == (deal.starter, deal.hands, deal.collections, deal.removed, deal.penalty_deck)
+    assert (game.starter, game.hands, game.collections, game.removed, game.penalty_deck) == (
+        deal.starter,
+        deal.hands,
+        deal.collections,
+        deal.removed,
+        deal.penalty_deck,
+    )
 
 
 def test_duplicate_deals_replay_the_same_game_for_a_symmetric_deterministic_table():
@@ -184,11 +201,15 @@ def test_behaviour_statistics_equal_the_public_history(options, entrants):
         action = int(rng.choice(np.flatnonzero(env.observe(env.agent_selection)["action_mask"])))
         behaviour.update(np.array([0]), np.array([entrant[seat]]), np.array([action]))
         env.step(action)
-    expected = history_counts(env.history, config.cards, {agent: entrant[seat] for seat, agent in enumerate(env.possible_agents)})
+    expected = history_counts(
+        env.history, config.cards, {agent: entrant[seat] for seat, agent in enumerate(env.possible_agents)}
+    )
     for k in range(max(entrant) + 1):
         assert behaviour.counts_of(k) == {name: expected[name][k] for name in Behaviour.FIELDS}
     if entrants is not None:
-        assert 0 < sum(expected["calls_on_others"].values()) < sum(expected["calls"].values())  # both kinds of call happened
+        assert (
+            0 < sum(expected["calls_on_others"].values()) < sum(expected["calls"].values())
+        )  # both kinds of call happened
 
 
 def test_report_counts_seat_games_losses_and_reasons():
@@ -203,7 +224,8 @@ def test_report_counts_seat_games_losses_and_reasons():
 
 def test_games_cut_by_max_steps_leave_the_loss_rates_comparable_with_parity():
     """A truncated game has no loser: the loss rate and its interval count the seat-games that had one, so the
-    seats' loss rates still average to parity (counting truncated games as not lost made every agent look strong)."""
+    seats' loss rates still average to parity (counting truncated games as not lost made every agent look strong).
+    """
     config = GameConfig(num_players=4, max_steps=30)
     result = play_match(["heuristic", "random", "bluffer", "honest"], config, games=32, seed=9)
     assert 0 < result.truncated < result.games
@@ -212,10 +234,17 @@ def test_games_cut_by_max_steps_leave_the_loss_rates_comparable_with_parity():
     decided = result.games - result.truncated
     for agent, entry in zip(result.agents, data["agents"]):
         assert agent.decided == entry["decided"] == decided * agent.seats
-        assert agent.loss_rate == agent.losses / agent.decided and agent.loss_rate_ci95 == wilson_interval(agent.losses, agent.decided)
+        assert agent.loss_rate == agent.losses / agent.decided and agent.loss_rate_ci95 == wilson_interval(
+            agent.losses, agent.decided
+        )
     everything_cut = play_match(["random*4"], GameConfig(num_players=4, max_steps=1), games=4, seed=0)
     (agent,) = everything_cut.to_json()["agents"]
-    assert everything_cut.truncated == 4 and agent["decided"] == 0 and agent["loss_rate"] is None and agent["loss_rate_ci95"] == [0.0, 1.0]
+    assert (
+        everything_cut.truncated == 4
+        and agent["decided"] == 0
+        and agent["loss_rate"] is None
+        and agent["loss_rate_ci95"] == [0.0, 1.0]
+    )
     json.dumps(everything_cut.to_json(), allow_nan=False)  # no NaN in the report
     row = next(line for line in everything_cut.table().splitlines() if line.startswith("random"))
     assert "nan" not in row and row.split()[3:5] == ["-", "-"], row  # the table shows no rate either (it printed nan%)
@@ -223,7 +252,8 @@ def test_games_cut_by_max_steps_leave_the_loss_rates_comparable_with_parity():
 
 def test_a_league_of_agent_objects_plays_every_table_from_the_agents_as_given():
     """Each table starts from the pool's agents as given, as a Ray task's pickled copies do (locally the objects'
-    generators ran on from table to table, so a table's games depended on the tables before it, and --ray differed)."""
+    generators ran on from table to table, so a table's games depended on the tables before it, and --ray differed).
+    """
     config = GameConfig(num_players=2)
     pool = lambda: [baselines.make(name, config, seed=5) for name in ("random", "bluffer", "heuristic")]  # noqa: E731
     given = pool()
@@ -231,8 +261,12 @@ def test_a_league_of_agent_objects_plays_every_table_from_the_agents_as_given():
     for t, lineup in enumerate([(0, 1), (0, 2), (1, 2)]):
         table_seed = int(np.random.SeedSequence([3, t]).generate_state(1)[0] % 2**31)
         alone = play_match([pool()[i] for i in lineup], config, games=8, seed=table_seed)
-        assert [(r.loser_seat, r.steps) for r in league.records if r.table == t] == [(r.loser_seat, r.steps) for r in alone.records], t
-    assert [a.rng.bit_generator.state for a in given] == [a.rng.bit_generator.state for a in pool()], "the pool's own agents are not played"
+        assert [(r.loser_seat, r.steps) for r in league.records if r.table == t] == [
+            (r.loser_seat, r.steps) for r in alone.records
+        ], t
+    assert [a.rng.bit_generator.state for a in given] == [a.rng.bit_generator.state for a in pool()], (
+        "the pool's own agents are not played"
+    )
 
 
 # ---------------------------------------------------------------------------- engines
@@ -268,20 +302,58 @@ def test_json_output_follows_the_documented_schema(capsys):
     assert eval_cli.main(["heuristic", "random*2", "--games", "6", "--json", "-", "--seed", "3"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["schema"] == "cockroach-eval/1" and data["mode"] == "match"
-    assert set(data) == {"schema", "mode", "config", "seed", "engine", "duplicate", "games", "truncated", "parity", "seconds", "lineup", "agents"}
+    assert set(data) == {
+        "schema",
+        "mode",
+        "config",
+        "seed",
+        "engine",
+        "duplicate",
+        "games",
+        "truncated",
+        "parity",
+        "seconds",
+        "lineup",
+        "agents",
+    }
     assert data["config"]["num_players"] == 3 and data["games"] == 6 and data["parity"] == pytest.approx(1 / 3)
     assert data["lineup"] == ["heuristic", "random", "random"]
     for agent in data["agents"]:
-        assert set(agent) == {"name", "spec", "seats", "games", "decided", "losses", "loss_rate", "loss_rate_ci95", "loss_reasons", "behaviour"}
+        assert set(agent) == {
+            "name",
+            "spec",
+            "seats",
+            "games",
+            "decided",
+            "losses",
+            "loss_rate",
+            "loss_rate_ci95",
+            "loss_reasons",
+            "behaviour",
+        }
         lo, hi = agent["loss_rate_ci95"]
         assert lo <= agent["loss_rate"] <= hi
         assert set(agent["loss_reasons"]) == {"same_type", "empty_hand", "rainbow"}
-        assert set(agent["behaviour"]) == {"offers", "false_offer_rate", "passes", "false_pass_rate", "calls", "call_accuracy", "calls_on_others", "call_accuracy_on_others", "peeks", "peek_rate", "cards_collected_per_game"}
+        assert set(agent["behaviour"]) == {
+            "offers",
+            "false_offer_rate",
+            "passes",
+            "false_pass_rate",
+            "calls",
+            "call_accuracy",
+            "calls_on_others",
+            "call_accuracy_on_others",
+            "peeks",
+            "peek_rate",
+            "cards_collected_per_game",
+        }
 
 
 def test_cli_prints_a_table_and_writes_json_and_a_plot(tmp_path, capsys):
     out, png = tmp_path / "r.json", tmp_path / "r.png"
-    code = eval_cli.main(["heuristic", "bluffer", "--preset", "duel", "--games", "4", "--json", str(out), "--plot", str(png), "--quiet"])
+    code = eval_cli.main(
+        ["heuristic", "bluffer", "--preset", "duel", "--games", "4", "--json", str(out), "--plot", str(png), "--quiet"]
+    )
     assert code == 0 and capsys.readouterr().out == ""
     assert json.loads(out.read_text())["config"]["num_players"] == 2
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -294,14 +366,25 @@ def test_cli_without_rule_options_plays_the_rules_of_the_first_checkpoint(tmp_pa
     out = tmp_path / "r.json"
     assert eval_cli.main(["heuristic", "mini-recall", "--games", "4", "--json", str(out), "--quiet"]) == 0
     assert GameConfig(**json.loads(out.read_text())["config"]) == GameConfig.from_options("mini", recall=True)
-    assert eval_cli.main(["mini", "mini-recall", "--games", "4", "--quiet"]) == 2  # the first checkpoint's rules: mini without recall
+    assert (
+        eval_cli.main(["mini", "mini-recall", "--games", "4", "--quiet"]) == 2
+    )  # the first checkpoint's rules: mini without recall
     assert "play it with recall=True" in capsys.readouterr().err
     before = out.read_text()
-    assert eval_cli.main(["mini-recall", "mini", "--games", "4", "--json", str(out), "--quiet"]) == 2 and out.read_text() == before
-    assert f"--json {out} already exists; pass --overwrite" in capsys.readouterr().err  # a report is kept, checked before any game
-    assert eval_cli.main(["mini-recall", "mini", "--games", "4", "--json", str(out), "--quiet", "--overwrite"]) == 0  # mini reads the recall observation's prefix
+    assert (
+        eval_cli.main(["mini-recall", "mini", "--games", "4", "--json", str(out), "--quiet"]) == 2
+        and out.read_text() == before
+    )
+    assert (
+        f"--json {out} already exists; pass --overwrite" in capsys.readouterr().err
+    )  # a report is kept, checked before any game
+    assert (
+        eval_cli.main(["mini-recall", "mini", "--games", "4", "--json", str(out), "--quiet", "--overwrite"]) == 0
+    )  # mini reads the recall observation's prefix
     assert json.loads(out.read_text())["lineup"] != json.loads(before)["lineup"]
-    assert eval_cli.main(["classic-4p", "heuristic", "--games", "4", "--quiet"]) == 2  # 4-player rules for a 2-seat lineup: the default 2-player rules, refused by name
+    assert (
+        eval_cli.main(["classic-4p", "heuristic", "--games", "4", "--quiet"]) == 2
+    )  # 4-player rules for a 2-seat lineup: the default 2-player rules, refused by name
     assert "trained for 4-player classic" in capsys.readouterr().err
 
 
@@ -310,18 +393,29 @@ def test_cli_plays_networks_on_the_torch_threads_asked_for_and_refuses_a_bad_cou
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(2)
-        assert eval_cli.main(["mini", "heuristic", "--games", "4", "--quiet"]) == 0 and torch.get_num_threads() == 2  # default: torch's own
-        assert eval_cli.main(["mini", "heuristic", "--games", "4", "--quiet", "--torch-threads", "1"]) == 0 and torch.get_num_threads() == 1
+        assert (
+            eval_cli.main(["mini", "heuristic", "--games", "4", "--quiet"]) == 0 and torch.get_num_threads() == 2
+        )  # default: torch's own
+        assert (
+            eval_cli.main(["mini", "heuristic", "--games", "4", "--quiet", "--torch-threads", "1"]) == 0
+            and torch.get_num_threads() == 1
+        )
         for bad, message in (("-2", "-2 is not allowed"), ("1.5", "'1.5' is not a whole number")):
             with pytest.raises(SystemExit):
                 eval_cli.main(["mini", "heuristic", "--games", "4", "--torch-threads", bad])
-            assert f"argument --torch-threads: {message}; expected 0 (torch's default) or a positive thread count" in capsys.readouterr().err
+            assert (
+                f"argument --torch-threads: {message}; expected 0 (torch's default) or a positive thread count"
+                in capsys.readouterr().err
+            )
     finally:
         torch.set_num_threads(before)
 
 
 def test_league_rates_every_agent_of_the_pool(capsys):
-    assert eval_cli.main(["random", "honest", "heuristic", "--league", "--players", "2", "--games", "10", "--json", "-"]) == 0
+    assert (
+        eval_cli.main(["random", "honest", "heuristic", "--league", "--players", "2", "--games", "10", "--json", "-"])
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     assert data["mode"] == "league" and len(data["league"]["tables"]) == 3
     assert {r["name"] for r in data["league"]["ratings"]} == {"random", "honest", "heuristic"}
@@ -355,7 +449,10 @@ def test_bad_module_class_is_reported():
 def test_an_illegal_action_is_reported_with_its_move_never_replaced(engine):
     config = GameConfig(num_players=3)
     cheater = (BatchCheater if engine == "batched" else Cheater)(config, seed=0)
-    with pytest.raises(ArenaError, match=r"agent 'cheater' \(seat player_\d, game \d+\) returned illegal action \d+ = pass\(target=player_\d, claim=cockroach\)"):
+    with pytest.raises(
+        ArenaError,
+        match=r"agent 'cheater' \(seat player_\d, game \d+\) returned illegal action \d+ = pass\(target=player_\d, claim=cockroach\)",
+    ):
         play_match([cheater, "random", "random"], config, games=3, engine=engine)
 
 
@@ -378,7 +475,9 @@ def test_refusals_name_the_problem():
     with pytest.raises(ArenaError, match="has no act"):
         play_match([object(), "random*3"], config, games=4)
     for seed in (-1, None, 1.5, "7", 2**64):
-        with pytest.raises(ArenaError, match=rf"seed={seed!r} is not allowed; expected an integer from 0 to 2\*\*64 - 1"):
+        with pytest.raises(
+            ArenaError, match=rf"seed={seed!r} is not allowed; expected an integer from 0 to 2\*\*64 - 1"
+        ):
             play_match(["random*4"], config, games=4, seed=seed)
         with pytest.raises(ArenaError, match=rf"seed={seed!r} is not allowed"):
             play_league(["random", "honest", "bluffer", "heuristic"], config, games=4, seed=seed)
@@ -386,7 +485,10 @@ def test_refusals_name_the_problem():
         play_match(["random*4"], {"num_players": 4}, games=4)
     with pytest.raises(ArenaError, match=r"duplicate='no' is not allowed; expected True or False"):
         play_match(["random*4"], config, games=4, duplicate="no")
-    assert json.loads(json.dumps(play_match(["random*4"], config, games=4, seed=np.uint64(2**64 - 1)).to_json()))["seed"] == 2**64 - 1
+    assert (
+        json.loads(json.dumps(play_match(["random*4"], config, games=4, seed=np.uint64(2**64 - 1)).to_json()))["seed"]
+        == 2**64 - 1
+    )
 
 
 def test_cli_reports_bad_input_with_exit_status_2(capsys):
@@ -412,7 +514,11 @@ def test_a_checkpoint_path_plays_in_the_arena_and_a_mismatched_one_is_refused(tm
     config = GameConfig(num_players=4)
     model = ActorCritic(config, [16], "tanh")
     path = tmp_path / "tiny" / "agent"
-    save_checkpoint(path, {f"model.{k}": v for k, v in model.state_dict().items()}, {"kind": "agent", "game_config": config.to_dict(), "model": {"hidden_sizes": [16], "activation": "tanh"}})
+    save_checkpoint(
+        path,
+        {f"model.{k}": v for k, v in model.state_dict().items()},
+        {"kind": "agent", "game_config": config.to_dict(), "model": {"hidden_sizes": [16], "activation": "tanh"}},
+    )
     result = play_match([str(path), "random*3"], config, games=4, seed=0)
     assert result.games == 4 and result.agents[0].spec == str(path)
     with pytest.raises(ArenaError, match=r"cannot load the checkpoint .*trained for 4-player classic"):
@@ -421,5 +527,7 @@ def test_a_checkpoint_path_plays_in_the_arena_and_a_mismatched_one_is_refused(tm
 
 def test_an_agent_built_for_other_rules_is_refused():
     other = FirstLegal(GameConfig(num_players=3), seed=0)
-    with pytest.raises(ArenaError, match=r"agent 'first-legal' was built for .*num_players=3.* but the games here are .*num_players=4"):
+    with pytest.raises(
+        ArenaError, match=r"agent 'first-legal' was built for .*num_players=3.* but the games here are .*num_players=4"
+    ):
         play_match([other, "random*3"], GameConfig(num_players=4), games=4)

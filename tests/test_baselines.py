@@ -23,7 +23,12 @@ RULE_SETS = [
     pytest.param(dict(num_players=5, opening_cards=1, discard=4), id="creature-to-start+even-deal-5p"),
     pytest.param(dict(num_players=4, edition="royal"), id="royal-4p"),
     pytest.param(dict(num_players=2, edition="royal"), id="royal-2p"),
-    pytest.param(dict(num_players=3, edition="royal", blank_counts_as_royal=True, royal_counts_as_animal=False, rainbow_loses=True), id="royal-flags-3p"),
+    pytest.param(
+        dict(
+            num_players=3, edition="royal", blank_counts_as_royal=True, royal_counts_as_animal=False, rainbow_loses=True
+        ),
+        id="royal-flags-3p",
+    ),
     pytest.param(dict(num_players=6, edition="royal"), id="royal-6p"),
 ]
 
@@ -128,7 +133,9 @@ def test_agents_are_reproducible_from_their_seed():
 def test_a_bad_seed_is_named(seed):
     """Reproducible from the seed: what is not one is refused by name (True was taken as seed 1, the rest gave numpy's messages)."""
     for name in BASELINES:
-        with pytest.raises(ValueError, match=rf"seed={re.escape(repr(seed))} is not allowed; expected None or a non-negative integer"):
+        with pytest.raises(
+            ValueError, match=rf"seed={re.escape(repr(seed))} is not allowed; expected None or a non-negative integer"
+        ):
             baselines.make(name, GameConfig(), seed=seed)
 
 
@@ -166,7 +173,13 @@ def test_royal_truth_table_drives_the_posterior():
 
 def test_the_observer_counts_its_hand_collections_and_the_seen_card():
     env = raw_env(num_players=3)
-    env.reset(options={"starter": "player_0", "hands": {"player_0": {"bat": 2, "fly": 1}, "player_1": {"rat": 3}, "player_2": {"toad": 3}}, "collections": {"player_1": {"bat": 1}}})
+    env.reset(
+        options={
+            "starter": "player_0",
+            "hands": {"player_0": {"bat": 2, "fly": 1}, "player_1": {"rat": 3}, "player_2": {"toad": 3}},
+            "collections": {"player_1": {"bat": 1}},
+        }
+    )
     env.step(env.unwrapped.encode(Move("offer", card="fly", target="player_1", claim="bat")))
     table = read_table(rules_for(env.config), env.observe("player_0")["observation"][None])
     cards = env.config.cards
@@ -186,22 +199,31 @@ def heuristic_move(env, seed: int = 0) -> Move:
 def test_heuristic_offers_the_card_that_completes_the_most_vulnerable_set():
     for seed in range(5):
         env = raw_env(num_players=4)
-        env.reset(options={
-            "starter": "player_0",
-            "hands": {"player_0": {"bat": 1, "fly": 2, "rat": 2}, "player_1": {"toad": 5}, "player_2": {"toad": 2, "spider": 3}, "player_3": {"scorpion": 5}},
-            "collections": {"player_2": {"bat": 3}, "player_1": {"cockroach": 1}},
-        })
+        env.reset(
+            options={
+                "starter": "player_0",
+                "hands": {
+                    "player_0": {"bat": 1, "fly": 2, "rat": 2},
+                    "player_1": {"toad": 5},
+                    "player_2": {"toad": 2, "spider": 3},
+                    "player_3": {"scorpion": 5},
+                },
+                "collections": {"player_2": {"bat": 3}, "player_1": {"cockroach": 1}},
+            }
+        )
         move = heuristic_move(env, seed)
         assert (move.kind, move.card, move.target) == ("offer", "bat", "player_2")
 
 
 def test_heuristic_calls_an_impossible_claim_false():
     env = raw_env(num_players=3)
-    env.reset(options={
-        "starter": "player_1",
-        "hands": {"player_0": {"fly": 3, "rat": 2}, "player_1": {"bat": 2, "toad": 2}, "player_2": {"toad": 3}},
-        "collections": {"player_1": {"fly": 2}, "player_2": {"fly": 3}},
-    })
+    env.reset(
+        options={
+            "starter": "player_1",
+            "hands": {"player_0": {"fly": 3, "rat": 2}, "player_1": {"bat": 2, "toad": 2}, "player_2": {"toad": 3}},
+            "collections": {"player_1": {"fly": 2}, "player_2": {"fly": 3}},
+        }
+    )
     env.step(env.unwrapped.encode(Move("offer", card="bat", target="player_0", claim="fly")))
     assert heuristic_move(env) == Move("call", believe=False)
 
@@ -211,11 +233,19 @@ def test_heuristic_does_not_doubt_a_claim_that_would_complete_its_own_set():
     losses = 0
     for seed in range(6):
         env = raw_env(num_players=4)
-        env.reset(options={
-            "starter": "player_1",
-            "hands": {"player_0": {"rat": 3}, "player_1": {"bat": 3, "spider": 2}, "player_2": {"toad": 3}, "player_3": {"scorpion": 3}},
-            "collections": {"player_0": {"bat": 3}},
-        }, seed=seed)
+        env.reset(
+            options={
+                "starter": "player_1",
+                "hands": {
+                    "player_0": {"rat": 3},
+                    "player_1": {"bat": 3, "spider": 2},
+                    "player_2": {"toad": 3},
+                    "player_3": {"scorpion": 3},
+                },
+                "collections": {"player_0": {"bat": 3}},
+            },
+            seed=seed,
+        )
         env.step(env.unwrapped.encode(Move("offer", card="bat", target="player_0", claim="bat")))
         move = heuristic_move(env, seed)
         losses += move == Move("call", believe=False)
@@ -225,12 +255,18 @@ def test_heuristic_does_not_doubt_a_claim_that_would_complete_its_own_set():
 def test_heuristic_places_the_least_dangerous_royal_replacement():
     config = GameConfig(num_players=3, edition="royal")
     env = raw_env(config=config)
-    env.reset(options={
-        "starter": "player_1",
-        "hands": {"player_0": {"rat": 1, "bat": 1, "fly": 1}, "player_1": {"joker": 1, "toad": 2}, "player_2": {"scorpion": 3}},
-        "collections": {"player_0": {"rat": 3, "bat": 1}},
-        "penalty_deck": ["cockroach", "toad", "fly"],
-    })
+    env.reset(
+        options={
+            "starter": "player_1",
+            "hands": {
+                "player_0": {"rat": 1, "bat": 1, "fly": 1},
+                "player_1": {"joker": 1, "toad": 2},
+                "player_2": {"scorpion": 3},
+            },
+            "collections": {"player_0": {"rat": 3, "bat": 1}},
+            "penalty_deck": ["cockroach", "toad", "fly"],
+        }
+    )
     env.step(env.unwrapped.encode(Move("offer", card="joker", target="player_0", claim="bat")))
     env.step(env.unwrapped.encode(Move("call", believe=False)))  # wrong: the joker is true for every animal
     assert env.game.phase.value == "place" and env.agent_selection == "player_0"
@@ -238,12 +274,18 @@ def test_heuristic_places_the_least_dangerous_royal_replacement():
     assert move == Move("place", card="bat")  # the only card fitting the claim 'bat'
     # with no fitting card the replacement is free: never the rat that completes the set
     env = raw_env(config=config)
-    env.reset(options={
-        "starter": "player_1",
-        "hands": {"player_0": {"rat": 1, "fly": 1}, "player_1": {"joker": 1, "toad": 2}, "player_2": {"scorpion": 3}},
-        "collections": {"player_0": {"rat": 3}},
-        "penalty_deck": ["cockroach", "toad", "fly"],
-    })
+    env.reset(
+        options={
+            "starter": "player_1",
+            "hands": {
+                "player_0": {"rat": 1, "fly": 1},
+                "player_1": {"joker": 1, "toad": 2},
+                "player_2": {"scorpion": 3},
+            },
+            "collections": {"player_0": {"rat": 3}},
+            "penalty_deck": ["cockroach", "toad", "fly"],
+        }
+    )
     env.step(env.unwrapped.encode(Move("offer", card="joker", target="player_0", claim="stink_bug")))
     env.step(env.unwrapped.encode(Move("call", believe=False)))
     assert heuristic_move(env) == Move("place", card="fly")
@@ -264,7 +306,6 @@ def test_heuristic_mixes_true_and_false_claims():
 
 def test_a_registered_baseline_can_be_removed_again_but_a_built_in_one_cannot():
     import baselines
-
     from baselines.scripted import RandomAgent
 
     baselines.register("mine", RandomAgent)

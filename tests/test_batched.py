@@ -79,16 +79,22 @@ def compare(step: BatchStep, states: np.ndarray, envs: list, b: int, context: st
     observed = env.observe(agent)
     if not np.array_equal(step.observation[b], observed["observation"]):
         differ = np.flatnonzero(step.observation[b] != observed["observation"])
-        raise AssertionError(f"{context}: observation differs at {differ.tolist()}: batched {step.observation[b][differ]} vs env {observed['observation'][differ]}")
+        raise AssertionError(
+            f"{context}: observation differs at {differ.tolist()}: batched {step.observation[b][differ]} vs env {observed['observation'][differ]}"
+        )
     if not np.array_equal(step.action_mask[b], observed["action_mask"]):
         differ = np.flatnonzero(step.action_mask[b] != observed["action_mask"])
         raise AssertionError(f"{context}: action mask differs at {differ.tolist()}")
     if not np.array_equal(states[b], env.state()):
         differ = np.flatnonzero(states[b] != env.state())
-        raise AssertionError(f"{context}: state differs at {differ.tolist()}: batched {states[b][differ]} vs env {env.state()[differ]}")
+        raise AssertionError(
+            f"{context}: state differs at {differ.tolist()}: batched {states[b][differ]} vs env {env.state()[differ]}"
+        )
 
 
-def differential(config: GameConfig, backend: str, batch_size: int, finished_games: int, seed: int, deals=None) -> Counter:
+def differential(
+    config: GameConfig, backend: str, batch_size: int, finished_games: int, seed: int, deals=None
+) -> Counter:
     """Play until ``finished_games`` games ended, comparing every step; returns what was covered."""
     games = BatchedGames(config, batch_size, seed=seed, backend=backend)
     step = games.reset(deals=deals)
@@ -121,7 +127,9 @@ def differential(config: GameConfig, backend: str, batch_size: int, finished_gam
             expected = np.array([env.rewards[f"player_{s}"] for s in range(n)], np.float32)
             assert np.array_equal(step.rewards[b], expected), f"{context}: rewards {step.rewards[b]} vs env {expected}"
             assert step.loser[b] == (-1 if game.loser is None else game.loser), context
-            assert step.loss_reason[b] == (-1 if game.loss_reason is None else LOSS_REASONS.index(game.loss_reason)), context
+            assert step.loss_reason[b] == (-1 if game.loss_reason is None else LOSS_REASONS.index(game.loss_reason)), (
+                context
+            )
             assert bool(step.truncated[b]) == env.truncations["player_0"], context
             seen["games"] += 1
             seen["truncated" if step.truncated[b] else game.loss_reason] += 1
@@ -187,7 +195,13 @@ def test_rare_royal_paths_play_like_the_engine(num_players, backend):
     config = GameConfig(num_players=num_players, edition="royal")
     deals = crafted_royal_deals(config, 400, np.random.default_rng(num_players))
     seen = differential(config, backend, batch_size=8, finished_games=120, seed=num_players, deals=deals)
-    for path in ("chained_penalty_draw", "special_drawn_to_hand", "special_face_up", "replace_fitting", "replace_any_two"):
+    for path in (
+        "chained_penalty_draw",
+        "special_drawn_to_hand",
+        "special_face_up",
+        "replace_fitting",
+        "replace_any_two",
+    ):
         assert seen[path] > 0, f"{path} never happened: {dict(seen)}"
 
 
@@ -214,8 +228,15 @@ def test_batched_plays_like_the_engine_long(config, backend):
 # ---------------------------------------------------------------------------- backends and deals
 @pytest.mark.parametrize(
     "config",
-    [GameConfig(num_players=4), GameConfig(num_players=6, rainbow_loses=True, opening_cards=1), GameConfig(num_players=2), GameConfig(num_players=4, edition="royal"), GameConfig(num_players=2, edition="royal", royal_counts_as_animal=False),
-     GameConfig(num_players=4, edition="royal", recall=True), GameConfig.from_options("creature-to-start", num_players=5, recall=True)],
+    [
+        GameConfig(num_players=4),
+        GameConfig(num_players=6, rainbow_loses=True, opening_cards=1),
+        GameConfig(num_players=2),
+        GameConfig(num_players=4, edition="royal"),
+        GameConfig(num_players=2, edition="royal", royal_counts_as_animal=False),
+        GameConfig(num_players=4, edition="royal", recall=True),
+        GameConfig.from_options("creature-to-start", num_players=5, recall=True),
+    ],
     ids=config_id,
 )
 def test_backends_agree_step_by_step(config):
@@ -236,7 +257,9 @@ def test_backends_agree_step_by_step(config):
     assert done > 0  # games were dealt again within a step
 
 
-@pytest.mark.parametrize("config", [GameConfig(num_players=4), GameConfig(num_players=3, edition="royal")], ids=config_id)
+@pytest.mark.parametrize(
+    "config", [GameConfig(num_players=4), GameConfig(num_players=3, edition="royal")], ids=config_id
+)
 def test_threaded_kernels_play_like_the_serial_ones(config):
     """``parallel=True`` spreads chunks of games over numba's threads: the very same steps."""
     if "numba" not in BACKENDS:
@@ -272,7 +295,12 @@ class StubRng:
 
 @pytest.mark.parametrize(
     "options",
-    [{"preset": p, "num_players": n} for p in ("classic", "even-deal", "creature-to-start", "royal") for n in range(2, 7)] + [{"num_players": 5, "starter": 3}, {"num_players": 6, "edition": "royal", "starter": 2}],
+    [
+        {"preset": p, "num_players": n}
+        for p in ("classic", "even-deal", "creature-to-start", "royal")
+        for n in range(2, 7)
+    ]
+    + [{"num_players": 5, "starter": 3}, {"num_players": 6, "edition": "royal", "starter": 2}],
     ids=str,
 )
 def test_random_deals_follow_the_engine_rules(options):
@@ -293,7 +321,16 @@ def test_random_deals_follow_the_engine_rules(options):
 
 @pytest.mark.parametrize(
     "options",
-    [{"preset": p, "num_players": n} for p in ("classic", "even-deal", "creature-to-start", "royal") for n in range(2, 7)] + [{"num_players": 5, "starter": 3}, {"num_players": 6, "edition": "royal", "starter": 2}, {"preset": "classic", "num_players": 3, "discard": 5, "opening_cards": 1}],
+    [
+        {"preset": p, "num_players": n}
+        for p in ("classic", "even-deal", "creature-to-start", "royal")
+        for n in range(2, 7)
+    ]
+    + [
+        {"num_players": 5, "starter": 3},
+        {"num_players": 6, "edition": "royal", "starter": 2},
+        {"preset": "classic", "num_players": 3, "discard": 5, "opening_cards": 1},
+    ],
     ids=str,
 )
 def test_queued_random_deals_are_deals_from_orders(options):
@@ -330,7 +367,9 @@ def test_seeded_batches_repeat_and_reset_reseeds():
 
 # ---------------------------------------------------------------------------- API contract
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("config", [GameConfig(num_players=n, edition=e) for n in (2, 4, 6) for e in ("classic", "royal")], ids=config_id)
+@pytest.mark.parametrize(
+    "config", [GameConfig(num_players=n, edition=e) for n in (2, 4, 6) for e in ("classic", "royal")], ids=config_id
+)
 def test_step_types_and_shapes(config, backend):
     games = BatchedGames(config, 5, seed=0, backend=backend)
     step = games.reset()
@@ -442,8 +481,12 @@ def test_bad_deals_and_options_are_refused():
     with pytest.raises(ValueError, match="at least batch_size=4"):
         BatchedGames(config, 4).reset(deals=[random_deal(config, np.random.default_rng(0))])
     deal = random_deal(config, np.random.default_rng(0))
-    removed = [r + h for r, h in zip(deal.removed, deal.hands[deal.starter])]  # the starter's cards out of play: a whole deck still
-    empty_starter = replace(deal, hands=[[0] * 8 if s == deal.starter else row for s, row in enumerate(deal.hands)], removed=removed)
+    removed = [
+        r + h for r, h in zip(deal.removed, deal.hands[deal.starter])
+    ]  # the starter's cards out of play: a whole deck still
+    empty_starter = replace(
+        deal, hands=[[0] * 8 if s == deal.starter else row for s, row in enumerate(deal.hands)], removed=removed
+    )
     with pytest.raises(ValueError, match="empty hand"):
         BatchedGames(config, 1).reset(deals=[empty_starter])
     with pytest.raises(ValueError, match=r"deals\[0\] has hands"):

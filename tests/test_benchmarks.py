@@ -27,8 +27,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def bench(script: str, *args: str, cwd: Path, codes: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=cwd, capture_output=True, text=True, timeout=900)
-    assert done.returncode in codes, f"{script} {' '.join(args)} exited {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=cwd, capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode in codes, (
+        f"{script} {' '.join(args)} exited {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+    )
     return done
 
 
@@ -40,12 +44,24 @@ def test_bench_aec_measures_the_env_for_each_rule_set(tmp_path):
     out = bench("bench_aec.py", "--seconds", "0.3", "--rounds", "1", cwd=tmp_path).stdout
     for name in ("cockroach_poker classic 4p", "cockroach_poker royal 4p"):
         row = next(line for line in out.splitlines() if line.startswith(name))
-        assert number(row[len(name):].split()[0]) > 0  # steps per CPU second
+        assert number(row[len(name) :].split()[0]) > 0  # steps per CPU second
     assert "leduc_holdem_v4" in out  # the peer's column, measured or marked unavailable
 
 
 def test_bench_batched_measures_each_backend_beside_the_aec_env(tmp_path):
-    out = bench("bench_batched.py", "--seconds", "0.2", "--sizes", "64", "--variants", "numba", "numpy", "--rule-sets", "classic 4p", cwd=tmp_path).stdout
+    out = bench(
+        "bench_batched.py",
+        "--seconds",
+        "0.2",
+        "--sizes",
+        "64",
+        "--variants",
+        "numba",
+        "numpy",
+        "--rule-sets",
+        "classic 4p",
+        cwd=tmp_path,
+    ).stdout
     rows = [line.split() for line in out.splitlines() if re.match(r"\s+64\s+(numba|numpy)\s", line)]
     assert sorted(r[1] for r in rows) == ["numba", "numpy"]
     assert all(number(r[2]) > 0 and r[3].endswith("x") for r in rows)  # decisions/s and the ratio to the AEC env
@@ -61,7 +77,9 @@ def test_bench_baselines_exits_1_exactly_when_a_target_is_missed(tmp_path):
 def test_bench_baselines_plays_the_rule_set_asked_for(tmp_path):
     """``--preset duel`` is a duel (the default ``--players`` took it back to four seats), measured against no 4-player target."""
     out = bench("bench_baselines.py", "--games", "2", "--preset", "duel", "--opponents", "random", cwd=tmp_path).stdout
-    assert out.startswith("2-player classic") and re.search(r"^heuristic vs 1x random .* 2 games, [\d.]+ s\s*$", out, re.M)
+    assert out.startswith("2-player classic") and re.search(
+        r"^heuristic vs 1x random .* 2 games, [\d.]+ s\s*$", out, re.M
+    )
     out = bench("bench_baselines.py", "--games", "3", "--players", "3", "--opponents", "honest", cwd=tmp_path).stdout
     assert out.startswith("3-player classic") and re.search(r"^heuristic vs 2x honest ", out, re.M)
 
@@ -74,12 +92,16 @@ def test_bench_play_drives_the_server_like_a_browser(tmp_path):
 
 def test_bench_agents_writes_the_strength_table(tmp_path):
     report = tmp_path / "agents.json"
-    out = bench("bench_agents.py", "mini", "classic-2p", "--games", "8", "--no-exploit", "--json", str(report), cwd=tmp_path).stdout
+    out = bench(
+        "bench_agents.py", "mini", "classic-2p", "--games", "8", "--no-exploit", "--json", str(report), cwd=tmp_path
+    ).stdout
     rows = json.loads(report.read_text())
     assert [r["agent"] for r in rows] == ["mini", "classic-2p"]
     for row in rows:
         assert set(row["against"]) == {"random", "honest", "bluffer", "heuristic"}
-        assert all(0 <= r["loss_rate"] <= 1 and r["ci95"][0] <= r["loss_rate"] <= r["ci95"][1] for r in row["against"].values())
+        assert all(
+            0 <= r["loss_rate"] <= 1 and r["ci95"][0] <= r["loss_rate"] <= r["ci95"][1] for r in row["against"].values()
+        )
     assert "| `mini` | 50.0% |" in out and "| `classic-2p` | 50.0% |" in out
 
 
@@ -96,34 +118,82 @@ def _agent(path: Path, players: int, seed: int) -> Path:
     model = ActorCritic(game, [8], "tanh")
     tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
     spec = {"hidden_sizes": [8], "activation": "tanh"}
-    return ckpt.save_checkpoint(path, tensors, {"kind": "agent", "name": path.name, "game_config": game.to_dict(), "model": spec}).with_suffix("")
+    return ckpt.save_checkpoint(
+        path, tensors, {"kind": "agent", "name": path.name, "game_config": game.to_dict(), "model": spec}
+    ).with_suffix("")
 
 
 def test_bench_agents_adds_a_best_response_start_from_another_network(tmp_path):
     """``--start-from``: one more best response, from another network of the agent's rules and shape; the worst is the row's."""
-    agent, start, other = _agent(tmp_path / "mine", 4, 1), _agent(tmp_path / "strong", 4, 2), _agent(tmp_path / "three", 3, 3)
+    agent, start, other = (
+        _agent(tmp_path / "mine", 4, 1),
+        _agent(tmp_path / "strong", 4, 2),
+        _agent(tmp_path / "three", 3, 3),
+    )
     report = tmp_path / "agents.json"
-    out = bench("bench_agents.py", str(agent), "--games", "8", "--decisions", "64", "--start-from", str(start), "--json", str(report), cwd=tmp_path).stdout
+    out = bench(
+        "bench_agents.py",
+        str(agent),
+        "--games",
+        "8",
+        "--decisions",
+        "64",
+        "--start-from",
+        str(start),
+        "--json",
+        str(report),
+        cwd=tmp_path,
+    ).stdout
     (row,) = json.loads(report.read_text())
     starts = [s["start_member"] for s in row["exploit"]["starts"]]
     assert starts == [None, "strong (--start-from)"]  # its own weights, then the --start-from
     assert row["exploit"]["loss_rate"] == min(s["loss_rate"] for s in row["exploit"]["starts"])
     assert "worst of 2 starts: from " in out
-    refused = bench("bench_agents.py", str(agent), "--games", "8", "--start-from", str(other), "--json", str(tmp_path / "none.json"), cwd=tmp_path, codes=(2,))
+    refused = bench(
+        "bench_agents.py",
+        str(agent),
+        "--games",
+        "8",
+        "--start-from",
+        str(other),
+        "--json",
+        str(tmp_path / "none.json"),
+        cwd=tmp_path,
+        codes=(2,),
+    )
     assert f"--start-from '{other}' (3 players" in refused.stderr and "fits none of the agents" in refused.stderr
     assert refused.stdout == "" and not (tmp_path / "none.json").exists()  # refused before any game
 
 
 def test_bench_exploit_seeds_summarises_every_start_and_seed(tmp_path):
     report = tmp_path / "seeds.json"
-    out = bench("bench_exploit_seeds.py", "classic-2p", "--seeds", "1", "2", "--decisions", "64", "--games", "8", "--workers", "2", "--json", str(report), cwd=tmp_path).stdout
+    out = bench(
+        "bench_exploit_seeds.py",
+        "classic-2p",
+        "--seeds",
+        "1",
+        "2",
+        "--decisions",
+        "64",
+        "--games",
+        "8",
+        "--workers",
+        "2",
+        "--json",
+        str(report),
+        cwd=tmp_path,
+    ).stdout
     data = json.loads(report.read_text())
     runs, summary = data["runs"]["classic-2p"], data["summaries"]["classic-2p"]
     starts = {r["start"] for r in runs}
     assert len(runs) == 2 * len(starts) and {r["seed"] for r in runs} == {1, 2}  # one best response per start and seed
     means = {s: sum(r["points"] for r in runs if r["start"] == s) / 2 for s in starts}
-    assert summary["mean_by_start"] == pytest.approx(means) and summary["worst_start_mean"] == pytest.approx(max(means.values()))
-    assert summary["worst"] == max(r["points"] for r in runs) and summary["runs_meeting_target"] == sum(r["points"] <= 5 for r in runs)
+    assert summary["mean_by_start"] == pytest.approx(means) and summary["worst_start_mean"] == pytest.approx(
+        max(means.values())
+    )
+    assert summary["worst"] == max(r["points"] for r in runs) and summary["runs_meeting_target"] == sum(
+        r["points"] <= 5 for r in runs
+    )
     assert "| `classic-2p` |" in out and "worst start by mean" in out
 
 
@@ -132,17 +202,34 @@ def test_bench_exploit_seeds_starts_heaviest_trains_one_best_response_per_seed_f
 
     names, weights = mixture_weights(load_checkpoint("classic-2p"))
     report = tmp_path / "heaviest.json"
-    bench("bench_exploit_seeds.py", "classic-2p", "--starts", "heaviest", "--seeds", "1", "2", "--decisions", "64", "--games", "8", "--workers", "2", "--json", str(report), cwd=tmp_path)
+    bench(
+        "bench_exploit_seeds.py",
+        "classic-2p",
+        "--starts",
+        "heaviest",
+        "--seeds",
+        "1",
+        "2",
+        "--decisions",
+        "64",
+        "--games",
+        "8",
+        "--workers",
+        "2",
+        "--json",
+        str(report),
+        cwd=tmp_path,
+    )
     runs = json.loads(report.read_text())["runs"]["classic-2p"]
     assert len(runs) == 2 and {r["seed"] for r in runs} == {1, 2}
     assert {r["start"] for r in runs} == {names[int(weights.argmax())]}
     bench("bench_exploit_seeds.py", "classic-2p", "--starts", "some", cwd=tmp_path, codes=(2,))
 
 
-
 def test_bench_exploit_seeds_start_from_adds_a_start_for_every_seed_and_refuses_a_bad_one_up_front(tmp_path):
     """``--start-from CKPT``: one more best response per checkpoint and seed, from CKPT's weights; a mixture or a network of
-    other rules is refused before anything is trained."""
+    other rules is refused before anything is trained.
+    """
     import torch
 
     from training.checkpoint import build_model, load_checkpoint, save_checkpoint
@@ -155,49 +242,142 @@ def test_bench_exploit_seeds_start_from_adds_a_start_for_every_seed_and_refuses_
     save_checkpoint(tmp_path / "other", {f"model.{k}": v for k, v in model.state_dict().items()},
                     {"kind": "agent", "name": "other", "game_config": mini.metadata["game_config"], "model": mini.metadata["model"]})  # fmt: skip
     report = tmp_path / "from.json"
-    bench("bench_exploit_seeds.py", "mini", "--seeds", "1", "2", "--decisions", "64", "--games", "8", "--workers", "2", "--start-from", str(tmp_path / "other"), "--json", str(report), cwd=tmp_path)
+    bench(
+        "bench_exploit_seeds.py",
+        "mini",
+        "--seeds",
+        "1",
+        "2",
+        "--decisions",
+        "64",
+        "--games",
+        "8",
+        "--workers",
+        "2",
+        "--start-from",
+        str(tmp_path / "other"),
+        "--json",
+        str(report),
+        cwd=tmp_path,
+    )
     runs = json.loads(report.read_text())["runs"]["mini"]
-    assert sorted((r["seed"], r["start"]) for r in runs) == [(1, "other (--start-from)"), (1, "own weights"), (2, "other (--start-from)"), (2, "own weights")]
-    for source, message in (("classic-2p", "is a 'mixture' checkpoint; expected an agent or run checkpoint"), ("royal-2p", "was trained for other rules than 'mini'"), ("nowhere", "--start-from: nowhere: no checkpoint at")):
-        done = bench("bench_exploit_seeds.py", "mini", "--decisions", "64", "--start-from", source, cwd=tmp_path, codes=(2,))
+    assert sorted((r["seed"], r["start"]) for r in runs) == [
+        (1, "other (--start-from)"),
+        (1, "own weights"),
+        (2, "other (--start-from)"),
+        (2, "own weights"),
+    ]
+    for source, message in (
+        ("classic-2p", "is a 'mixture' checkpoint; expected an agent or run checkpoint"),
+        ("royal-2p", "was trained for other rules than 'mini'"),
+        ("nowhere", "--start-from: nowhere: no checkpoint at"),
+    ):
+        done = bench(
+            "bench_exploit_seeds.py", "mini", "--decisions", "64", "--start-from", source, cwd=tmp_path, codes=(2,)
+        )
         assert message in done.stderr and done.stdout == ""
 
 
 def test_bench_exploit_seeds_keeps_the_best_responses_where_told(tmp_path):
     """``--keep-runs DIR``: every best response stays under DIR, named in the JSON (loadable: the next exploiters of a
-    double oracle); a DIR that holds anything, or is a file, is refused before any training."""
+    double oracle); a DIR that holds anything, or is a file, is refused before any training.
+    """
     from training.checkpoint import load_checkpoint
 
     keep, report = tmp_path / "kept", tmp_path / "kept.json"
-    bench("bench_exploit_seeds.py", "mini", "--seeds", "1", "2", "--decisions", "64", "--games", "8", "--workers", "2", "--keep-runs", str(keep), "--json", str(report), cwd=tmp_path)
+    bench(
+        "bench_exploit_seeds.py",
+        "mini",
+        "--seeds",
+        "1",
+        "2",
+        "--decisions",
+        "64",
+        "--games",
+        "8",
+        "--workers",
+        "2",
+        "--keep-runs",
+        str(keep),
+        "--json",
+        str(report),
+        cwd=tmp_path,
+    )
     runs = json.loads(report.read_text())["runs"]["mini"]
     assert len(runs) == 2 and len({r["best_response_checkpoint"] for r in runs}) == 2
     for run in runs:
         path = Path(run["best_response_checkpoint"])
         assert keep in path.parents and load_checkpoint(path).game_config.num_players == 2
     before = sorted(str(p) for p in keep.rglob("*"))
-    done = bench("bench_exploit_seeds.py", "mini", "--seeds", "3", "--decisions", "64", "--keep-runs", str(keep), cwd=tmp_path, codes=(2,))
-    assert f"--keep-runs {str(keep)!r} already holds 0-mini; expected a new or empty directory (earlier files are kept)" in done.stderr
+    done = bench(
+        "bench_exploit_seeds.py",
+        "mini",
+        "--seeds",
+        "3",
+        "--decisions",
+        "64",
+        "--keep-runs",
+        str(keep),
+        cwd=tmp_path,
+        codes=(2,),
+    )
+    assert (
+        f"--keep-runs {str(keep)!r} already holds 0-mini; expected a new or empty directory (earlier files are kept)"
+        in done.stderr
+    )
     assert sorted(str(p) for p in keep.rglob("*")) == before and done.stdout == ""
-    done = bench("bench_exploit_seeds.py", "mini", "--decisions", "64", "--keep-runs", str(report), cwd=tmp_path, codes=(2,))
+    done = bench(
+        "bench_exploit_seeds.py", "mini", "--decisions", "64", "--keep-runs", str(report), cwd=tmp_path, codes=(2,)
+    )
     assert "is a file; expected a new or empty directory" in done.stderr
-    done = bench("bench_exploit_seeds.py", "mini", "--seeds", "1", "--decisions", "64", "--games", "8", "--json", str(tmp_path / "temp.json"), cwd=tmp_path)
-    assert "best_response_checkpoint" not in json.loads((tmp_path / "temp.json").read_text())["runs"]["mini"][0]  # deleted with its temporary directory
+    done = bench(
+        "bench_exploit_seeds.py",
+        "mini",
+        "--seeds",
+        "1",
+        "--decisions",
+        "64",
+        "--games",
+        "8",
+        "--json",
+        str(tmp_path / "temp.json"),
+        cwd=tmp_path,
+    )
+    assert (
+        "best_response_checkpoint" not in json.loads((tmp_path / "temp.json").read_text())["runs"]["mini"][0]
+    )  # deleted with its temporary directory
+
 
 def test_bench_cfr_solves_mini_and_descends(tmp_path):
     out = bench("bench_cfr.py", "--iterations", "3", "--descent-steps", "2", "--skip-openspiel", cwd=tmp_path).stdout
-    assert re.search(r"exploitability descent over observations from the uniform policy: 2 steps .* NashConv [\d.]+ -> [\d.]+", out)
+    assert re.search(
+        r"exploitability descent over observations from the uniform policy: 2 steps .* NashConv [\d.]+ -> [\d.]+", out
+    )
 
 
 def test_bench_mini_frontier_prints_one_row_per_weight(tmp_path):
-    out = bench("bench_mini_frontier.py", "--iterations", "3", "--steps", "2", "--weights", "0", "1", cwd=tmp_path).stdout
+    out = bench(
+        "bench_mini_frontier.py", "--iterations", "3", "--steps", "2", "--weights", "0", "1", cwd=tmp_path
+    ).stdout
     assert re.search(r"^\| 0 \| 2 \(", out, re.M) and re.search(r"^\| 1 \| 2 \(", out, re.M)
 
 
 def test_bench_training_profiles_the_loop_and_checks_strength_targets(tmp_path):
-    out = bench("bench_training.py", "--updates", "2", "--set", "ppo.num_envs=32", "--set", "ppo.num_steps=8", "--profile", cwd=tmp_path).stdout
+    out = bench(
+        "bench_training.py",
+        "--updates",
+        "2",
+        "--set",
+        "ppo.num_envs=32",
+        "--set",
+        "ppo.num_steps=8",
+        "--profile",
+        cwd=tmp_path,
+    ).stdout
     shares = [float(m) for m in re.findall(r"^  .+?\s+[\d.]+ s\s+([\d.]+)%$", out, re.M)]
-    assert any("update (PPO epochs)" in line for line in out.splitlines()) and sum(shares) == pytest.approx(100, abs=1.5)
+    assert any("update (PPO epochs)" in line for line in out.splitlines()) and sum(shares) == pytest.approx(
+        100, abs=1.5
+    )
     out = bench("bench_training.py", "--strength", "classic-4p", "--games", "8", cwd=tmp_path).stdout
     assert re.search(r"^  \[(met|NOT met)\] heuristic among 3 trained loses", out, re.M)
 
@@ -206,13 +386,27 @@ def test_bench_exact_writes_its_plot_and_figures_where_it_is_told(tmp_path):
     pytest.importorskip("pyspiel")
     pytest.importorskip("matplotlib")
     plot, report = tmp_path / "exact.png", tmp_path / "exact.json"
-    bench("bench_exact.py", "--cfr-seconds", "0.3", "--ppo-minutes", "0.01", "--skip-openspiel-python", "--plot", str(plot), "--json", str(report), cwd=tmp_path)
+    bench(
+        "bench_exact.py",
+        "--cfr-seconds",
+        "0.3",
+        "--ppo-minutes",
+        "0.01",
+        "--skip-openspiel-python",
+        "--plot",
+        str(plot),
+        "--json",
+        str(report),
+        cwd=tmp_path,
+    )
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and json.loads(report.read_text())
     # a second run keeps both files unless told to replace them, and says so before any work
     before = plot.read_bytes(), report.read_text()
     done = bench("bench_exact.py", "--plot", str(plot), cwd=tmp_path, codes=(2,))
     assert f"--plot {plot} already exists; pass --overwrite" in done.stderr and "==" not in done.stdout
-    done = bench("bench_exact.py", "--plot", str(tmp_path / "other.png"), "--json", str(report), cwd=tmp_path, codes=(2,))
+    done = bench(
+        "bench_exact.py", "--plot", str(tmp_path / "other.png"), "--json", str(report), cwd=tmp_path, codes=(2,)
+    )
     assert f"--json {report} already exists" in done.stderr and (plot.read_bytes(), report.read_text()) == before
 
 
@@ -223,15 +417,18 @@ def test_bench_psro_keeps_an_existing_plot_unless_told_to_replace_it(tmp_path):
     assert (tmp_path / "psro_nashconv.png").read_bytes() == b"mine"
 
 
-
-@pytest.mark.parametrize("script, args", [
-    ("bench_agents.py", ["mini", "--games", "8", "--no-exploit"]),
-    ("bench_exploit_seeds.py", ["mini", "--seeds", "1", "--decisions", "64", "--games", "8", "--workers", "1"]),
-    ("bench_readability.py", ["heuristic", "--games", "10"]),
-])
+@pytest.mark.parametrize(
+    "script, args",
+    [
+        ("bench_agents.py", ["mini", "--games", "8", "--no-exploit"]),
+        ("bench_exploit_seeds.py", ["mini", "--seeds", "1", "--decisions", "64", "--games", "8", "--workers", "1"]),
+        ("bench_readability.py", ["heuristic", "--games", "10"]),
+    ],
+)
 def test_a_benchmark_keeps_an_existing_report_unless_told_to_replace_it(tmp_path, script, args):
     """Hours of measurement are a user's saved work: an existing ``--json`` file is refused before any work, a
-    path that cannot be written too (not after the run), and ``--overwrite`` replaces the file."""
+    path that cannot be written too (not after the run), and ``--overwrite`` replaces the file.
+    """
     report = tmp_path / "report.json"
     report.write_text("mine")
     done = bench(script, *args, "--json", str(report), cwd=tmp_path, codes=(2,))
@@ -244,8 +441,20 @@ def test_a_benchmark_keeps_an_existing_report_unless_told_to_replace_it(tmp_path
     assert json.loads(report.read_text())  # replaced by the measurement
     assert [p.name for p in tmp_path.iterdir() if p.name != "report.json"] == []  # no temporary file left behind
 
+
 def test_bench_integrations_names_the_extra_a_skipped_route_needs(tmp_path):
-    done = bench("bench_integrations.py", "--only", "throughput", "--seconds", "0.2", "--rounds", "1", "--libraries", "sb3", cwd=tmp_path)
+    done = bench(
+        "bench_integrations.py",
+        "--only",
+        "throughput",
+        "--seconds",
+        "0.2",
+        "--rounds",
+        "1",
+        "--libraries",
+        "sb3",
+        cwd=tmp_path,
+    )
     skipped = re.search(r"^sb3: skipped \(No module named '(\w+)'\); pip install '\.\[(\w+)\]'$", done.stdout, re.M)
     if skipped:  # PettingZoo's Leduc needs rlcard and pygame (the bench extra); SB3 its own
         assert skipped[2] == ("bench" if skipped[1] in ("rlcard", "pygame") else "sb3")
@@ -255,7 +464,22 @@ def test_bench_integrations_names_the_extra_a_skipped_route_needs(tmp_path):
 
 def test_bench_exploit_seeds_measures_every_budget_given(tmp_path):
     report = tmp_path / "budgets.json"
-    out = bench("bench_exploit_seeds.py", "mini", "--seeds", "1", "--decisions", "64", "128", "--games", "8", "--workers", "2", "--json", str(report), cwd=tmp_path).stdout
+    out = bench(
+        "bench_exploit_seeds.py",
+        "mini",
+        "--seeds",
+        "1",
+        "--decisions",
+        "64",
+        "128",
+        "--games",
+        "8",
+        "--workers",
+        "2",
+        "--json",
+        str(report),
+        cwd=tmp_path,
+    ).stdout
     data = json.loads(report.read_text())
     assert list(data["runs"]) == ["mini @ 64", "mini @ 128"] and all(len(runs) == 1 for runs in data["runs"].values())
     assert "| `mini @ 64` | own weights |" in out and "| `mini @ 128` |" in out

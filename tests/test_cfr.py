@@ -30,7 +30,15 @@ def _sets(tmp_path: Path, game: dict, **cfr) -> list[str]:
 
 
 def _items(tmp_path: Path, game: dict, **cfr) -> list[str]:
-    options = {"iterations": 12, "evaluate_every": 4, "checkpoint_every": 4, "descent_steps": 3, "distill_steps": 200, "keys": "information_state", **cfr}
+    options = {
+        "iterations": 12,
+        "evaluate_every": 4,
+        "checkpoint_every": 4,
+        "descent_steps": 3,
+        "distill_steps": 200,
+        "keys": "information_state",
+        **cfr,
+    }
     sets = ["algorithm=cfr", "name=cfr", f"output_dir={tmp_path}", "model.hidden_sizes=[32]", "evaluation.final_games=0",
             *[f"game.{k}={v}" for k, v in game.items()], *[f"cfr.{k}={v}" for k, v in options.items()]]  # fmt: skip
     return sets
@@ -82,9 +90,16 @@ def test_each_variant_is_openspiels_solver_iterate_for_iterate(variant):
     average, ours = theirs.average_policy(), solver.average_strategy(state)
     for node in _decision_states(game):
         infoset = int(node.information_state_string().rsplit("-I", 1)[1])
-        pairs = average.get_state_policy(node) if hasattr(average, "get_state_policy") else average.action_probabilities(node).items()
+        pairs = (
+            average.get_state_policy(node)
+            if hasattr(average, "get_state_policy")
+            else average.action_probabilities(node).items()
+        )
         for action, p in pairs:
-            assert ours[infoset, int(node.action_to_string(action)[1:])] == pytest.approx(p, abs=1e-12), (infoset, action)
+            assert ours[infoset, int(node.action_to_string(action)[1:])] == pytest.approx(p, abs=1e-12), (
+                infoset,
+                action,
+            )
 
 
 def test_first_iteration_is_the_uniform_policy_and_states_are_not_mutated():
@@ -95,7 +110,9 @@ def test_first_iteration_is_the_uniform_policy_and_states_are_not_mutated():
         start = solver.initial_state()
         state = solver.iterate(start)
         assert not start.regrets.any() and not start.strategy_sum.any()
-        assert evaluate(average_policy(solver, state), config, tree).nash_conv == pytest.approx(evaluate(baselines.make("random", config), config, tree).nash_conv, abs=1e-12)
+        assert evaluate(average_policy(solver, state), config, tree).nash_conv == pytest.approx(
+            evaluate(baselines.make("random", config), config, tree).nash_conv, abs=1e-12
+        )
 
 
 def test_bad_solver_settings_are_refused():
@@ -104,7 +121,12 @@ def test_bad_solver_settings_are_refused():
         TreeSolver(tree, keys="seat")
     with pytest.raises(ValueError, match="variant='cfr-'"):
         TreeSolver(tree, variant="cfr-")
-    for item, message in (("cfr.variant=fast", "variant='fast'"), ("cfr.keys=cards", "keys='cards'"), ("cfr.iterations=0", "iterations=0"), ("cfr.bogus=1", "cfr.bogus")):
+    for item, message in (
+        ("cfr.variant=fast", "variant='fast'"),
+        ("cfr.keys=cards", "keys='cards'"),
+        ("cfr.iterations=0", "iterations=0"),
+        ("cfr.bogus=1", "cfr.bogus"),
+    ):
         with pytest.raises(ConfigError, match=message):
             load_config(None, ["algorithm=cfr", item])
 
@@ -112,7 +134,9 @@ def test_bad_solver_settings_are_refused():
 def test_a_rule_set_whose_tree_is_too_large_is_refused_before_anything_is_written(tmp_path, capsys):
     assert train_cli(_sets(tmp_path, {"preset": "mini"}, max_nodes=1000)) == 2
     assert "max_nodes=1000" in capsys.readouterr().err
-    assert not any((tmp_path / "cfr").iterdir())  # the CLI checks the run directory is writable; nothing is written in it
+    assert not any(
+        (tmp_path / "cfr").iterdir()
+    )  # the CLI checks the run directory is writable; nothing is written in it
 
 
 def test_interrupted_and_resumed_run_equals_the_uninterrupted_one(tmp_path):
@@ -124,7 +148,10 @@ def test_interrupted_and_resumed_run_equals_the_uninterrupted_one(tmp_path):
     for name in ("cfr.regrets", "cfr.strategy_sum"):
         assert torch.equal(a.tensors[name], b.tensors[name])
     assert a.metadata["step"]["iteration"] == b.metadata["step"]["iteration"] == 12
-    rows = [[(r["iteration"], r["nash_conv"]) for r in csv.DictReader((tmp_path / d / "cfr" / "cfr.csv").open())] for d in ("a", "b")]
+    rows = [
+        [(r["iteration"], r["nash_conv"]) for r in csv.DictReader((tmp_path / d / "cfr" / "cfr.csv").open())]
+        for d in ("a", "b")
+    ]
     assert [int(i) for i, _ in rows[0]] == [0, 4, 8, 12]
     assert rows[1] == rows[0][:2] + [rows[1][2]] + rows[0][2:]  # b also logged the end of its first part, iteration 6
     assert len(b.metadata["commands"]) == 2
@@ -140,9 +167,13 @@ def test_interrupted_and_resumed_run_equals_the_uninterrupted_one(tmp_path):
 
 def test_run_directory_discipline_and_checkpoint_validation(tmp_path, capsys):
     game = MICRO
-    assert train_cli(_sets(tmp_path, game, distill_steps=0, iterations=12)) == 0  # (DCFR's first few iterates can be worse than random)
+    assert (
+        train_cli(_sets(tmp_path, game, distill_steps=0, iterations=12)) == 0
+    )  # (DCFR's first few iterates can be worse than random)
     assert "solver checkpoint" in capsys.readouterr().out
-    assert train_cli(_sets(tmp_path, game, distill_steps=0, iterations=12)) == 2  # an existing run is never overwritten silently
+    assert (
+        train_cli(_sets(tmp_path, game, distill_steps=0, iterations=12)) == 2
+    )  # an existing run is never overwritten silently
     assert "--overwrite" in capsys.readouterr().err
     path = tmp_path / "cfr" / "checkpoint"
     policy = load_policy(path)
@@ -161,7 +192,8 @@ def test_run_directory_discipline_and_checkpoint_validation(tmp_path, capsys):
 
 def test_overwrite_retires_the_replaced_runs_checkpoints_before_the_new_run_writes(tmp_path, capsys, monkeypatch):
     """A run started again with ``--overwrite`` and stopped before its first save leaves no checkpoint of the replaced run
-    for ``--resume`` to continue (under the new run's ``cfr.csv``), nor its ``final`` to pass for the new agent."""
+    for ``--resume`` to continue (under the new run's ``cfr.csv``), nor its ``final`` to pass for the new agent.
+    """
     import training.cfr
 
     assert train_cli(_sets(tmp_path, MICRO, iterations=4)) == 0
@@ -189,7 +221,9 @@ def test_observation_keys_and_the_distilled_network_match_their_table(tmp_path):
     assert isinstance(table, ObservationTablePolicy)
     agent = load_agent(tmp_path / "cfr" / "final")
     ours = agent.action_probabilities_batch(tree.observations, tree.masks)
-    np.testing.assert_allclose(ours, table.action_probabilities_batch(tree.observations.copy(), tree.masks.copy()), atol=0.05)
+    np.testing.assert_allclose(
+        ours, table.action_probabilities_batch(tree.observations.copy(), tree.masks.copy()), atol=0.05
+    )
     meta = read_metadata(tmp_path / "cfr" / "final")
     assert meta["kind"] == "agent" and meta["exact"]["solver"]["keys"] == "observation"
     assert meta["exact"]["nash_conv"] == pytest.approx(evaluate(agent, config).nash_conv, abs=1e-6)
@@ -246,7 +280,10 @@ def test_the_value_against_a_fixed_policy_and_its_gradient_are_exact():
     fixed = _probabilities(heuristic, tree.observations, tree.masks)
     value, gradient = descent.value_against_and_gradient(table, fixed)
     mine = ObservationTablePolicy(tree, table)
-    seats = [evaluate([mine, heuristic], config, tree).policy_values[0], evaluate([heuristic, mine], config, tree).policy_values[1]]
+    seats = [
+        evaluate([mine, heuristic], config, tree).policy_values[0],
+        evaluate([heuristic, mine], config, tree).policy_values[1],
+    ]
     assert value == pytest.approx(np.mean(seats), abs=1e-9)
     _check_gradient(lambda t: descent.value_against_and_gradient(t, fixed), table, value, gradient, tree)
 
@@ -264,7 +301,9 @@ def _check_gradient(objective, table: np.ndarray, value: float, gradient: np.nda
     moved = table.copy()
     moved[row, a] += 1e-6
     moved[row, b] -= 1e-6
-    assert (objective(moved)[0] - value) / 1e-6 == pytest.approx(gradient[row, a] - gradient[row, b], rel=1e-3, abs=1e-6)
+    assert (objective(moved)[0] - value) / 1e-6 == pytest.approx(
+        gradient[row, a] - gradient[row, b], rel=1e-3, abs=1e-6
+    )
 
 
 def test_sigterm_saves_the_solver_and_exits_143_and_the_run_resumes(tmp_path):
@@ -274,8 +313,15 @@ def test_sigterm_saves_the_solver_and_exits_143_and_the_run_resumes(tmp_path):
     import sys
 
     root = Path(__file__).resolve().parents[1]
-    command = [sys.executable, "-m", "training.cli", *_sets(tmp_path, MICRO_3, iterations=10**6, evaluate_every=0, checkpoint_every=10**6)]
-    process = subprocess.Popen(command, cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, stderr=subprocess.PIPE, text=True)
+    command = [
+        sys.executable,
+        "-m",
+        "training.cli",
+        *_sets(tmp_path, MICRO_3, iterations=10**6, evaluate_every=0, checkpoint_every=10**6),
+    ]
+    process = subprocess.Popen(
+        command, cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, stderr=subprocess.PIPE, text=True
+    )
     for line in process.stderr:  # the first row of cfr.csv is logged before the first iteration
         if line.startswith("cfr iteration 0"):
             break
@@ -287,11 +333,18 @@ def test_sigterm_saves_the_solver_and_exits_143_and_the_run_resumes(tmp_path):
     done = meta["step"]["iteration"]
     assert f"SIGTERM at iteration {done};" in rest  # CFR counts iterations, not updates
     assert 0 < done < 10**6
-    assert train_cli([*_sets(tmp_path, MICRO_3, iterations=done + 2, evaluate_every=0, checkpoint_every=10**6), "--resume"]) == 0
+    assert (
+        train_cli(
+            [*_sets(tmp_path, MICRO_3, iterations=done + 2, evaluate_every=0, checkpoint_every=10**6), "--resume"]
+        )
+        == 0
+    )
     assert read_metadata(tmp_path / "cfr" / "checkpoint")["step"]["iteration"] == done + 2
 
 
-@pytest.mark.parametrize("seats, preset, seed", [(["human", "mini"], "mini", 5), (["mini-3p", "human", "random"], "mini-3p", 6)])
+@pytest.mark.parametrize(
+    "seats, preset, seed", [(["human", "mini"], "mini", 5), (["mini-3p", "human", "random"], "mini-3p", 6)]
+)
 def test_the_shipped_mini_agents_play_in_the_browser_api(tmp_path, seats, preset, seed):
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
@@ -301,7 +354,9 @@ def test_the_shipped_mini_agents_play_in_the_browser_api(tmp_path, seats, preset
     from tests.test_play_api import check_payload, play_through_the_api
 
     with TestClient(create_app(GameStore(max_games=4, idle_seconds=600), save_dir=str(tmp_path))) as client:
-        assert preset in client.get("/api/rules", params={"preset": preset}).json()["agents"]  # the shipped agent named like its rule set
+        assert (
+            preset in client.get("/api/rules", params={"preset": preset}).json()["agents"]
+        )  # the shipped agent named like its rule set
         _, _, payloads, session = play_through_the_api(client, seats, preset, None, seed)
     assert session.over and payloads
     for agent, view in payloads:  # each seat sees only its own view

@@ -23,13 +23,17 @@ def test_the_readme_starts_with_two_commands_and_ci_runs_the_second():
     assert readme.startswith("```bash\n"), "the README must start with its set-up commands"
     commands = _readme_commands()
     assert len(commands) == 2, commands
-    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    ci = [
+        line.strip()
+        for line in (ROOT / ".ci" / "run").read_text().splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
     assert ci[-1] == commands[1], f".ci/run's last command {ci[-1]!r} is not the README's test command {commands[1]!r}"
 
 
 def test_the_test_command_spreads_over_workers_grouped_by_module():
     words = shlex.split(_readme_commands()[1])
-    assert words[words.index("pytest") + 1:][:3] == ["-q", "-n", "auto"]
+    assert words[words.index("pytest") + 1 :][:3] == ["-q", "-n", "auto"]
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert re.search(r'^addopts = "--dist loadgroup"$', pyproject, re.M)
     assert re.search(r'"pytest-xdist>=[0-9.]+"', pyproject)
@@ -43,4 +47,6 @@ def test_every_module_that_starts_a_ray_cluster_is_in_the_ray_group():
     # test_integration_docs runs the documented recipes, the RLlib one starting a cluster.
     if STARTS_RAY.search((ROOT / "docs" / "integrations.md").read_text()):
         starting.add("test_integration_docs.py")
-    assert starting <= set(RAY_MODULES), f"modules starting Ray outside the group: {sorted(starting - set(RAY_MODULES))}"
+    assert starting <= set(RAY_MODULES), (
+        f"modules starting Ray outside the group: {sorted(starting - set(RAY_MODULES))}"
+    )

@@ -50,13 +50,17 @@ def test_presets_and_explicit_overrides(preset, options, expected):
 
 
 def test_preset_list_equals_plus_string():
-    assert GameConfig.from_options(preset=["rainbow", "even-deal"]) == GameConfig.from_options(preset="rainbow+even-deal")
+    assert GameConfig.from_options(preset=["rainbow", "even-deal"]) == GameConfig.from_options(
+        preset="rainbow+even-deal"
+    )
 
 
 def test_every_preset_builds_for_its_player_counts():
     for name in PRESETS:
         for n in range(2, 7):
-            if name in ("duel", "mini", "mini-3p") or (name == "three-of-a-kind" and n == 2):  # fixed player counts; three of a kind: 3-6 players (RULES.md)
+            if name in ("duel", "mini", "mini-3p") or (
+                name == "three-of-a-kind" and n == 2
+            ):  # fixed player counts; three of a kind: 3-6 players (RULES.md)
                 continue
             GameConfig.from_options(preset=name, num_players=n)
 
@@ -72,7 +76,9 @@ def test_config_object_and_keyword_options_build_the_same_env():
 
 def test_options_on_top_of_a_config_keep_its_explicit_values():
     base = GameConfig(num_players=3, loss_count=3)
-    assert raw_env(config=base, rainbow_loses=True).config == GameConfig(num_players=3, loss_count=3, rainbow_loses=True)
+    assert raw_env(config=base, rainbow_loses=True).config == GameConfig(
+        num_players=3, loss_count=3, rainbow_loses=True
+    )
     # values that were only defaults follow a changed player count
     assert raw_env(config=GameConfig(num_players=4), num_players=2).config == GameConfig(num_players=2)
 
@@ -94,9 +100,33 @@ def test_config_is_frozen_hashable_and_round_trips_through_a_dict():
 
 def test_numpy_integer_options_are_stored_as_python_integers():
     # options often come out of numpy arrays; the config (and so every game record and checkpoint) must stay JSON
-    config = GameConfig(num_players=np.int64(3), discard=np.int32(1), loss_count=np.int64(3), starter=np.int64(2), max_steps=np.uint16(500), num_types=np.int8(7), copies_per_type=np.int64(6))
-    assert all(type(value) is int for value in (config.num_players, config.discard, config.loss_count, config.starter, config.max_steps, config.num_types, config.copies_per_type))
-    assert json.loads(json.dumps(config.to_dict())) == GameConfig(num_players=3, discard=1, loss_count=3, starter=2, max_steps=500, num_types=7, copies_per_type=6).to_dict()
+    config = GameConfig(
+        num_players=np.int64(3),
+        discard=np.int32(1),
+        loss_count=np.int64(3),
+        starter=np.int64(2),
+        max_steps=np.uint16(500),
+        num_types=np.int8(7),
+        copies_per_type=np.int64(6),
+    )
+    assert all(
+        type(value) is int
+        for value in (
+            config.num_players,
+            config.discard,
+            config.loss_count,
+            config.starter,
+            config.max_steps,
+            config.num_types,
+            config.copies_per_type,
+        )
+    )
+    assert (
+        json.loads(json.dumps(config.to_dict()))
+        == GameConfig(
+            num_players=3, discard=1, loss_count=3, starter=2, max_steps=500, num_types=7, copies_per_type=6
+        ).to_dict()
+    )
 
 
 @pytest.mark.parametrize(

@@ -107,7 +107,11 @@ def test_baselines_play_whole_games_and_observations_decode(preset):
 
 @pytest.mark.parametrize("preset", MINI + ("mini+creature-to-start",))
 def test_deal_distribution_is_exact_and_matches_random_deal(preset):
-    config = GameConfig.from_options(preset=preset) if "creature" not in preset else GameConfig.from_options(preset="mini", opening_cards=1, discard=0)
+    config = (
+        GameConfig.from_options(preset=preset)
+        if "creature" not in preset
+        else GameConfig.from_options(preset="mini", opening_cards=1, discard=0)
+    )
     deals = deal_distribution(config)
     assert sum(p for p, _ in deals) == pytest.approx(1.0, abs=1e-12)
     key = lambda d: (d.starter, tuple(map(tuple, d.hands)), tuple(map(tuple, d.collections)), tuple(d.removed))  # noqa: E731
@@ -142,7 +146,9 @@ def test_batched_engine_plays_like_the_engine_on_smaller_decks(options, backend)
 
 
 @pytest.mark.parametrize("engine", ["aec", "batched"])
-@pytest.mark.parametrize("preset, lineup", [("mini", ["heuristic", "random"]), ("mini-3p", ["heuristic", "bluffer", "random"])])
+@pytest.mark.parametrize(
+    "preset, lineup", [("mini", ["heuristic", "random"]), ("mini-3p", ["heuristic", "bluffer", "random"])]
+)
 def test_arena_plays_the_mini_presets(preset, lineup, engine, tmp_path):
     import json
 

@@ -51,7 +51,11 @@ def _observations(game: GameConfig, decisions: int = 400, seed: int = 0):
     return np.asarray(obs, np.float32), np.asarray(masks)
 
 
-@pytest.mark.parametrize("game", [GAME, GameConfig(num_players=3, edition="royal"), GameConfig.from_options(preset="mini")], ids=["classic-4p", "royal-3p", "mini"])
+@pytest.mark.parametrize(
+    "game",
+    [GAME, GameConfig(num_players=3, edition="royal"), GameConfig.from_options(preset="mini")],
+    ids=["classic-4p", "royal-3p", "mini"],
+)
 def test_the_parts_split_each_kind_by_the_fields_of_its_decoded_actions(game):
     enc = encoding_for(game)
     parts = partitions(game)
@@ -69,10 +73,21 @@ def test_the_parts_split_each_kind_by_the_fields_of_its_decoded_actions(game):
                 for j in range(len(decoded)):
                     assert (groups[i] == groups[j]) == (decoded[i][field] == decoded[j][field])
     respond = [enc.decode_action(a) for a in range(parts["respond"][0].start, parts["respond"][0].stop)]
-    assert {a: g for a, g in zip(respond, parts["respond.peek"][1])} == {("call", True): 0, ("call", False): 0, ("peek",): 1}
-    assert list(parts["respond.call"].groups) == list(parts["respond.peek"].groups)  # the same split, the other side decides
-    with pytest.raises(ValueError, match=r"parts \['offer', 'offer.claim'\] are not allowed together; expected at most one part of each decision kind"):
-        PartialAgent(PolicyAgent(_model(0, game), game), PolicyAgent(_model(1, game), game), ("offer", "offer.claim"), game)
+    assert {a: g for a, g in zip(respond, parts["respond.peek"][1])} == {
+        ("call", True): 0,
+        ("call", False): 0,
+        ("peek",): 1,
+    }
+    assert list(parts["respond.call"].groups) == list(
+        parts["respond.peek"].groups
+    )  # the same split, the other side decides
+    with pytest.raises(
+        ValueError,
+        match=r"parts \['offer', 'offer.claim'\] are not allowed together; expected at most one part of each decision kind",
+    ):
+        PartialAgent(
+            PolicyAgent(_model(0, game), game), PolicyAgent(_model(1, game), game), ("offer", "offer.claim"), game
+        )
     with pytest.raises(ValueError, match=r"parts \['bluff'\] are not allowed; expected some of"):
         PartialAgent(PolicyAgent(_model(0, game), game), PolicyAgent(_model(1, game), game), ("bluff",), game)
 
@@ -93,7 +108,9 @@ def test_combine_takes_the_group_from_the_expert_and_the_action_within_it_from_t
         mass_out, mass_base = out[:, inside].sum(1, keepdims=True), base[:, inside].sum(1, keepdims=True)
         ok = (mass_out[:, 0] > 0) & (mass_base[:, 0] > 0)
         assert np.allclose(out[ok][:, inside] / mass_out[ok], base[ok][:, inside] / mass_base[ok])
-    assert np.allclose(combine(base, expert, masks, np.arange(6)), expert)  # every action its own group: the expert decides
+    assert np.allclose(
+        combine(base, expert, masks, np.arange(6)), expert
+    )  # every action its own group: the expert decides
     assert np.allclose(combine(base, expert, masks, np.zeros(6, np.int64)), base)  # one group: the base decides
     # a group the base gives no probability (underflow) is played uniformly over its legal actions
     base0 = np.array([[1.0, 0.0, 0.0, 0.0, 0.0, 0.0]])
@@ -106,8 +123,12 @@ def test_a_partial_agent_plays_the_expert_only_where_its_parts_are():
     obs, masks = _observations(GAME)
     enc = encoding_for(GAME)
     base = PolicyAgent(_model(0), GAME, name="base")
-    expert = PolicyAgent(_model(1, bias={enc.respond_start + 1: 30.0}), GAME, name="expert")  # calls false whenever it responds
-    base_policy = torch.softmax(base.model(torch.from_numpy(obs), torch.from_numpy(masks))[0].detach().double(), -1).numpy()
+    expert = PolicyAgent(
+        _model(1, bias={enc.respond_start + 1: 30.0}), GAME, name="expert"
+    )  # calls false whenever it responds
+    base_policy = torch.softmax(
+        base.model(torch.from_numpy(obs), torch.from_numpy(masks))[0].detach().double(), -1
+    ).numpy()
     respond = masks[:, enc.respond_start : enc.pass_start].any(1)
     assert respond.any() and (~respond).any()
     agent = PartialAgent(base, expert, ("respond",), GAME, seed=1)
@@ -121,7 +142,9 @@ def test_a_partial_agent_plays_the_expert_only_where_its_parts_are():
     which = PartialAgent(base, expert, ("respond.call",), GAME, seed=1).policy(obs, masks)
     # the base decides whether to peek (its own odds), and the expert which call when calling (false)
     assert np.allclose(which[respond, enc.respond_start + 2], base_policy[respond, enc.respond_start + 2])
-    assert np.allclose(which[respond, enc.respond_start + 1], 1 - base_policy[respond, enc.respond_start + 2], atol=1e-6)
+    assert np.allclose(
+        which[respond, enc.respond_start + 1], 1 - base_policy[respond, enc.respond_start + 2], atol=1e-6
+    )
     assert np.allclose(PartialAgent(base, expert, (), GAME).policy(obs, masks), base_policy)
     actions = agent.act_batch(obs, masks)
     assert masks[np.arange(len(actions)), actions].all() and (actions[respond] == enc.respond_start + 1).all()
@@ -142,7 +165,8 @@ def test_a_partial_agent_over_a_mixture_is_a_mixture_of_partial_agents_with_its_
 
 def test_edge_sources_scores_each_part_against_the_checkpoints_copies(tmp_path):
     """The expert always calls false: the rows where it decides responses call false every time, the others never change
-    the base's; the table has every part, and the points are the baseline's loss rate less the row's."""
+    the base's; the table has every part, and the points are the baseline's loss rate less the row's.
+    """
     enc = encoding_for(GAME)
     target = _save(tmp_path / "target", _model(0))
     br = _save(tmp_path / "br", _model(1, bias={enc.respond_start + 1: 30.0}))
@@ -150,20 +174,33 @@ def test_edge_sources_scores_each_part_against_the_checkpoints_copies(tmp_path):
     assert [r["parts"] for r in edge["rows"]] == [[p] for p in partitions(GAME)]
     assert edge["parity"] == 0.25 and edge["games"] == 40 and edge["base"] == edge["checkpoint"] == target
     for entry in (edge["baseline"], edge["whole"], *edge["rows"]):
-        assert 0 <= entry["loss_rate"] <= 1 and entry["games"] == 40 and entry["ci95"][0] <= entry["loss_rate"] <= entry["ci95"][1]
+        assert (
+            0 <= entry["loss_rate"] <= 1
+            and entry["games"] == 40
+            and entry["ci95"][0] <= entry["loss_rate"] <= entry["ci95"][1]
+        )
         assert entry["points"] == pytest.approx(edge["baseline"]["loss_rate"] - entry["loss_rate"])
     assert edge["baseline"]["points"] == 0
     lines = edge_lines(edge)
-    assert "nothing (the checkpoint)" in lines[2] and "everything (the best response)" in lines[-1] and len(lines) == 3 + len(edge["rows"]) + 1
+    assert (
+        "nothing (the checkpoint)" in lines[2]
+        and "everything (the best response)" in lines[-1]
+        and len(lines) == 3 + len(edge["rows"]) + 1
+    )
     json.dumps(edge)  # plain data (cockroach-exploit --json)
     base = _save(tmp_path / "base", _model(5))
     other = edge_sources(target, br, games=8, seed=2, base=base, variants=[("offer", "respond.call")])
-    assert [r["parts"] for r in other["rows"]] == [["offer", "respond.call"]] and "nothing (the base)" in edge_lines(other)[2]
+    assert [r["parts"] for r in other["rows"]] == [["offer", "respond.call"]] and "nothing (the base)" in edge_lines(
+        other
+    )[2]
     with pytest.raises(ValueError, match=r"parts \['offer.claim', 'offer'\] are not allowed together"):
         edge_sources(target, br, games=8, variants=[("offer.claim", "offer")])
     with pytest.raises(ValueError, match="games=0 is not allowed; expected at least 1"):
         edge_sources(target, br, games=0)
-    with pytest.raises(ValueError, match=r"best response 'classic-4p-mixture' is a 'mixture' checkpoint; expected an agent or run checkpoint of one network"):
+    with pytest.raises(
+        ValueError,
+        match=r"best response 'classic-4p-mixture' is a 'mixture' checkpoint; expected an agent or run checkpoint of one network",
+    ):
         edge_sources(target, "classic-4p-mixture", games=8)
 
 
@@ -173,7 +210,20 @@ def test_cockroach_exploit_edge_adds_the_table_to_its_report(tmp_path, capsys):
     target = _save(tmp_path / "target", _model(0))
     report = tmp_path / "report.json"
     sets = ["ppo.num_envs=16", "ppo.num_steps=8", "evaluation.every=0", "schedule.checkpoint_every=2"]
-    argv = [target, "--decisions", "256", "--games", "20", "--output-dir", str(tmp_path), "--json", str(report), "--no-progress", "--edge", "12"]
+    argv = [
+        target,
+        "--decisions",
+        "256",
+        "--games",
+        "20",
+        "--output-dir",
+        str(tmp_path),
+        "--json",
+        str(report),
+        "--no-progress",
+        "--edge",
+        "12",
+    ]
     assert main(argv + [a for s in sets for a in ("--set", s)]) == 0
     result = json.loads(report.read_text())
     edge = result["edge"]
@@ -185,4 +235,7 @@ def test_cockroach_exploit_edge_adds_the_table_to_its_report(tmp_path, capsys):
     assert "--edge is not allowed with --exact" in capsys.readouterr().err
     with pytest.raises(SystemExit) as stop:
         main([target, "--edge", "0"])
-    assert stop.value.code == 2 and "argument --edge: 0 is not allowed; expected an integer >= 1" in capsys.readouterr().err
+    assert (
+        stop.value.code == 2
+        and "argument --edge: 0 is not allowed; expected an integer >= 1" in capsys.readouterr().err
+    )

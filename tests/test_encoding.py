@@ -20,7 +20,13 @@ def legal_moves(game: Game, enc) -> list[tuple]:
     """Every (method, args) the engine accepts now, enumerated from the rules."""
     n = game.num_players
     if game.phase.value == "offer":
-        return [("offer", (c, (game.current + k) % n, claim)) for c, count in enumerate(game.hands[game.current]) if count for k in range(1, n) for claim in range(enc.num_claims)]
+        return [
+            ("offer", (c, (game.current + k) % n, claim))
+            for c, count in enumerate(game.hands[game.current])
+            if count
+            for k in range(1, n)
+            for claim in range(enc.num_claims)
+        ]
     if game.phase.value == "respond":
         return [("call", (True,)), ("call", (False,))] + ([("peek", ())] if game.can_peek() else [])
     if game.phase.value == "pass":

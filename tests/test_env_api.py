@@ -77,7 +77,17 @@ def test_same_seed_and_actions_give_identical_games(preset):
         trace = []
         for a in e.agent_iter():
             obs, reward, terminated, truncated, info = e.last()
-            trace.append((a, obs["observation"].tobytes(), obs["action_mask"].tobytes(), reward, terminated, truncated, repr(info)))
+            trace.append(
+                (
+                    a,
+                    obs["observation"].tobytes(),
+                    obs["action_mask"].tobytes(),
+                    reward,
+                    terminated,
+                    truncated,
+                    repr(info),
+                )
+            )
             if terminated or truncated:
                 e.step(None)
                 continue

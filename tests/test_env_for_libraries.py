@@ -17,7 +17,11 @@ def test_every_space_has_finite_bounds_from_the_deck(preset, num_players):
     e = env(preset=preset, num_players=num_players)
     enc = e.unwrapped.encoding
     deck = e.unwrapped.config.cards.deck_size
-    boxes = [e.observation_space("player_0")["observation"], e.observation_space("player_0")["action_mask"], e.unwrapped.state_space]
+    boxes = [
+        e.observation_space("player_0")["observation"],
+        e.observation_space("player_0")["action_mask"],
+        e.unwrapped.state_space,
+    ]
     for box in boxes:
         assert np.isfinite(box.low).all() and np.isfinite(box.high).all()
         assert box.is_bounded("both")
@@ -87,7 +91,10 @@ def _infos_of_a_game(e, rng, illegal_at: int | None = None) -> list[dict]:
     return seen
 
 
-@pytest.mark.parametrize("options, illegal_at", [({}, None), ({"max_steps": 6}, None), ({"illegal_action": "penalize"}, 3), ({"edition": "royal"}, None)])
+@pytest.mark.parametrize(
+    "options, illegal_at",
+    [({}, None), ({"max_steps": 6}, None), ({"illegal_action": "penalize"}, 3), ({"edition": "royal"}, None)],
+)
 def test_every_info_has_the_same_keys_and_types_on_every_step(options, illegal_at):
     e = env(num_players=4, **options)
     e.reset(seed=1)
@@ -114,7 +121,9 @@ def test_the_refusal_reason_is_kept_out_of_every_info():
     mask = e.observe(offender)["action_mask"]
     e.step(int(np.flatnonzero(mask == 0)[0]))
     assert e.unwrapped.refusal and offender in e.unwrapped.refusal
-    assert all(e.infos[a] == {**INFO_DEFAULTS, "illegal_move": True, "offender": int(offender[-1])} for a in e.possible_agents)
+    assert all(
+        e.infos[a] == {**INFO_DEFAULTS, "illegal_move": True, "offender": int(offender[-1])} for a in e.possible_agents
+    )
     e.reset(seed=1)
     assert e.unwrapped.refusal is None
 

@@ -7,7 +7,7 @@ import pytest
 
 import baselines
 from cockroach_env import GameConfig
-from training.exact import TreeTooLarge, build_tree, evaluate, game_tree, nash_conv, best_response_values
+from training.exact import TreeTooLarge, best_response_values, build_tree, evaluate, game_tree, nash_conv
 
 MICRO = GameConfig(num_players=2, num_types=2, copies_per_type=2, discard=2, loss_count=2)
 """Cards X X Y Y, two removed unseen, one card each. The round's taker always loses, except
@@ -69,12 +69,17 @@ def test_mixtures_are_weighted_by_reach():
     alone = [evaluate([random, agent], config).best_response_values[0] for agent in (honest, bluffer)]
     assert against <= weights[0] * alone[0] + weights[1] * alone[1] + 1e-12
     assert against < max(alone)
+
     # an object with ``components`` is a mixture too; a weight-one mixture is its agent
     class Population:
         components = mixture
 
-    np.testing.assert_allclose(evaluate(Population(), config).best_response_values, evaluate(mixture, config).best_response_values)
-    np.testing.assert_allclose(evaluate([(1.0, honest)], config).best_response_values, evaluate(honest, config).best_response_values)
+    np.testing.assert_allclose(
+        evaluate(Population(), config).best_response_values, evaluate(mixture, config).best_response_values
+    )
+    np.testing.assert_allclose(
+        evaluate([(1.0, honest)], config).best_response_values, evaluate(honest, config).best_response_values
+    )
 
 
 @pytest.mark.parametrize(
@@ -138,8 +143,17 @@ def test_training_on_mini_and_exact_evaluation_of_its_checkpoint(tmp_path):
     from training.cli import main as train
     from training.exploitability import main as exploit
 
-    sets = ["ppo.num_envs=16", "ppo.num_steps=8", "ppo.num_minibatches=2", "ppo.update_epochs=1", "model.hidden_sizes=[16]",
-            "schedule.total_decisions=512", "schedule.checkpoint_every=2", "evaluation.final_games=8", f"output_dir={tmp_path}"]
+    sets = [
+        "ppo.num_envs=16",
+        "ppo.num_steps=8",
+        "ppo.num_minibatches=2",
+        "ppo.update_epochs=1",
+        "model.hidden_sizes=[16]",
+        "schedule.total_decisions=512",
+        "schedule.checkpoint_every=2",
+        "evaluation.final_games=8",
+        f"output_dir={tmp_path}",
+    ]
     config_path = Path(__file__).resolve().parents[1] / "configs" / "ppo_mini.yaml"
     assert train(["--config", str(config_path), "--no-progress", *[a for s in sets for a in ("--set", s)]]) == 0
     final = tmp_path / "ppo_mini" / "final"

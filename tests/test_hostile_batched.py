@@ -1,6 +1,7 @@
 """Hostile inputs to the batched engine (issue #10, items 13 and 14): a bad constructor
 argument, seed or deal is a named ``ValueError``, and a refused ``reset`` changes nothing
-(the games, the queued deals and the stream of re-deals). Hypothesis fuzzes the deals."""
+(the games, the queued deals and the stream of re-deals). Hypothesis fuzzes the deals.
+"""
 
 from __future__ import annotations
 
@@ -34,7 +35,15 @@ def _run(games: BatchedGames, steps: int, seed: int) -> list:
     for _ in range(steps):
         step = games.step(random_legal_actions(games._last_mask, rng))
         games._last_mask = step.action_mask
-        record.append((step.to_act, step.observation, step.done, step.loser, {k: dataclasses.astuple(v) for k, v in games.last_deals.items()}))
+        record.append(
+            (
+                step.to_act,
+                step.observation,
+                step.done,
+                step.loser,
+                {k: dataclasses.astuple(v) for k, v in games.last_deals.items()},
+            )
+        )
     record.append((games.state(), step.action_mask, step.rewards, step.loss_reason, {}))
     return record
 
@@ -48,7 +57,11 @@ def _started(seed: int = 0) -> BatchedGames:
 
 def _same(a: list, b: list) -> bool:
     return len(a) == len(b) and all(
-        np.array_equal(x[0], y[0]) and np.array_equal(x[1], y[1]) and np.array_equal(x[2], y[2]) and np.array_equal(x[3], y[3]) and x[4] == y[4]
+        np.array_equal(x[0], y[0])
+        and np.array_equal(x[1], y[1])
+        and np.array_equal(x[2], y[2])
+        and np.array_equal(x[3], y[3])
+        and x[4] == y[4]
         for x, y in zip(a, b)
     )
 

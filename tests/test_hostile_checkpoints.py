@@ -1,7 +1,8 @@
 """A tamper corpus over checkpoints (issue #10, items 3, 5, 7, 8, 9): every damaged or
 hostile file is a ``CheckpointError`` naming the file and the problem, never another
 exception, never an unpickle, never a network built before its shapes are checked; a
-save killed at any instant leaves a loadable checkpoint; old and shipped files still load."""
+save killed at any instant leaves a loadable checkpoint; old and shipped files still load.
+"""
 
 from __future__ import annotations
 
@@ -40,7 +41,9 @@ def _model(seed: int = 0, hidden=(8,)) -> ActorCritic:
 def _save(path: Path, model: ActorCritic | None = None, spec: dict = SPEC) -> Path:
     model = model or _model()
     tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
-    return ckpt.save_checkpoint(path, tensors, {"kind": "agent", "name": "t", "game_config": GAME.to_dict(), "model": spec})
+    return ckpt.save_checkpoint(
+        path, tensors, {"kind": "agent", "name": "t", "game_config": GAME.to_dict(), "model": spec}
+    )
 
 
 def _rewrite_tensors(path: Path, tensors: dict | None = None, blob: bytes | None = None) -> None:
@@ -142,26 +145,72 @@ TAMPERS = [
     ("metadata a pickle", lambda p: _raw(p, pickle.dumps({"format": ckpt.FORMAT}), 0), ["metadata"]),
     ("metadata empty", lambda p: _raw(p, b"", 0), ["not valid JSON"]),
     ("metadata a list", lambda p: _raw(p, b"[1, 2]", 0), ["not a checkpoint of this project"]),
-    ("metadata NaN", lambda p: _raw(p, ckpt.checkpoint_files(p)[0].read_bytes().replace(b'"format_version": 1', b'"format_version": NaN'), 0), ["NaN"]),
+    (
+        "metadata NaN",
+        lambda p: _raw(
+            p, ckpt.checkpoint_files(p)[0].read_bytes().replace(b'"format_version": 1', b'"format_version": NaN'), 0
+        ),
+        ["NaN"],
+    ),
     ("metadata truncated", lambda p: _raw(p, ckpt.checkpoint_files(p)[0].read_bytes()[:40], 0), ["not valid JSON"]),
     ("metadata flipped byte", _flip(0, 0.02), ["agent.json"]),
     # tensor bytes
-    ("tensors truncated", lambda p: _raw(p, ckpt.checkpoint_files(p)[1].read_bytes()[:-10], 1), ["truncated, corrupted"]),
+    (
+        "tensors truncated",
+        lambda p: _raw(p, ckpt.checkpoint_files(p)[1].read_bytes()[:-10], 1),
+        ["truncated, corrupted"],
+    ),
     ("tensors empty", lambda p: _raw(p, b"", 1), ["truncated, corrupted"]),
     ("tensors missing", lambda p: ckpt.checkpoint_files(p)[1].unlink(), ["cannot read the checkpoint tensors"]),
     ("tensors flipped header byte", _flip(1, 0.001), ["truncated, corrupted"]),
     ("tensors flipped data byte", _flip(1, 0.7), ["truncated, corrupted"]),
-    ("tensors a pickle, checksum matched", lambda p: _rewrite_tensors(p, blob=pickle.dumps(_state(_model()))), ["not a valid safetensors file"]),
-    ("tensors torch.save, checksum matched", lambda p: _rewrite_tensors(p, blob=_torch_save(_state(_model()))), ["not a valid safetensors file"]),
-    ("tensors garbage header, checksum matched", lambda p: _rewrite_tensors(p, blob=(8).to_bytes(8, "little") + b"{not js}"), ["not a valid safetensors file"]),
-    ("tensors huge header length, checksum matched", lambda p: _rewrite_tensors(p, blob=(2**62).to_bytes(8, "little") + b"{}"), ["not a valid safetensors file"]),
+    (
+        "tensors a pickle, checksum matched",
+        lambda p: _rewrite_tensors(p, blob=pickle.dumps(_state(_model()))),
+        ["not a valid safetensors file"],
+    ),
+    (
+        "tensors torch.save, checksum matched",
+        lambda p: _rewrite_tensors(p, blob=_torch_save(_state(_model()))),
+        ["not a valid safetensors file"],
+    ),
+    (
+        "tensors garbage header, checksum matched",
+        lambda p: _rewrite_tensors(p, blob=(8).to_bytes(8, "little") + b"{not js}"),
+        ["not a valid safetensors file"],
+    ),
+    (
+        "tensors huge header length, checksum matched",
+        lambda p: _rewrite_tensors(p, blob=(2**62).to_bytes(8, "little") + b"{}"),
+        ["not a valid safetensors file"],
+    ),
     # layouts and shapes (item 8)
-    ("tensor names of another layout", lambda p: _rewrite_tensors(p, {k.replace("trunk", "body"): v for k, v in _state(_model()).items()}), ["do not fit", "model.body.0.weight"]),
-    ("a missing tensor", lambda p: _rewrite_tensors(p, {k: v for k, v in _state(_model()).items() if "value_head.bias" not in k}), ["do not fit", "value_head.bias"]),
-    ("tensors of a wider network", lambda p: _rewrite_tensors(p, _state(_model(hidden=(12,)))), ["do not fit", "(12, 106)", "(8, 106)"]),
+    (
+        "tensor names of another layout",
+        lambda p: _rewrite_tensors(p, {k.replace("trunk", "body"): v for k, v in _state(_model()).items()}),
+        ["do not fit", "model.body.0.weight"],
+    ),
+    (
+        "a missing tensor",
+        lambda p: _rewrite_tensors(p, {k: v for k, v in _state(_model()).items() if "value_head.bias" not in k}),
+        ["do not fit", "value_head.bias"],
+    ),
+    (
+        "tensors of a wider network",
+        lambda p: _rewrite_tensors(p, _state(_model(hidden=(12,)))),
+        ["do not fit", "(12, 106)", "(8, 106)"],
+    ),
     ("hidden_sizes [6000, 6000]", _set([6000, 6000], "model", "hidden_sizes"), ["do not fit", "(6000, 6000)"]),
-    ("hidden_sizes [100000, 100000]", _set([100000, 100000], "model", "hidden_sizes"), ["do not fit", "(100000, 100000)"]),
-    ("tensors of a scalar shape", lambda p: _rewrite_tensors(p, {**_state(_model()), "model.trunk.0.bias": torch.zeros(())}), ["do not fit", "model.trunk.0.bias"]),
+    (
+        "hidden_sizes [100000, 100000]",
+        _set([100000, 100000], "model", "hidden_sizes"),
+        ["do not fit", "(100000, 100000)"],
+    ),
+    (
+        "tensors of a scalar shape",
+        lambda p: _rewrite_tensors(p, {**_state(_model()), "model.trunk.0.bias": torch.zeros(())}),
+        ["do not fit", "model.trunk.0.bias"],
+    ),
     # values (item 9)
     ("a NaN weight, checksum matched", _with_nan(float("nan")), ["'model.trunk.0.weight'", "NaN or infinite"]),
     ("an inf weight, checksum matched", _with_nan(float("inf")), ["'model.trunk.0.weight'", "NaN or infinite"]),
@@ -192,7 +241,9 @@ def test_a_tampered_checkpoint_is_a_checkpoint_error_naming_the_file(tmp_path, m
 
     monkeypatch.setattr(ActorCritic, "__init__", counting_init)
     message = refused(lambda: ckpt.load_agent(tmp_path / "agent"), "agent", *fragments, error=ckpt.CheckpointError)
-    assert all(device.type == "meta" for device in built), f"a network was built on {built} before the checkpoint was refused"
+    assert all(device.type == "meta" for device in built), (
+        f"a network was built on {built} before the checkpoint was refused"
+    )
     assert len(message) < 600
 
 
@@ -250,7 +301,10 @@ def test_a_checkpoint_of_the_fixed_name_layout_loads_and_is_upgraded_on_save(tmp
     assert torch.equal(ckpt.load_agent(tmp_path / "agent.safetensors").model.trunk[0].weight, old.trunk[0].weight)
     new = _model(4)
     _save(tmp_path / "agent", new)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["agent.1.safetensors", "agent.json"]  # the fixed-name file is gone
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "agent.1.safetensors",
+        "agent.json",
+    ]  # the fixed-name file is gone
     assert torch.equal(ckpt.load_agent(tmp_path / "agent").model.trunk[0].weight, new.trunk[0].weight)
 
 
@@ -259,7 +313,9 @@ def test_shipped_checkpoints_pass_the_schema_and_load(name):
     meta = ckpt.read_metadata(name)
     ckpt.validate_metadata(meta, ckpt.SCHEMA, name)
     agent = ckpt.load_agent(name)
-    networks = [member.model for member in agent.members] if meta["kind"] == "mixture" else [agent.model]  # (classic-4p-mixture is a mixture)
+    networks = (
+        [member.model for member in agent.members] if meta["kind"] == "mixture" else [agent.model]
+    )  # (classic-4p-mixture is a mixture)
     assert networks and all(model.num_actions == meta["num_actions"] for model in networks)
 
 
@@ -267,7 +323,10 @@ def test_every_path_form_of_a_checkpoint_loads(tmp_path):
     _save(tmp_path / "agent")
     _save(tmp_path / "agent")  # generation 2
     tensor = ckpt.checkpoint_files(tmp_path / "agent")[1]
-    assert tensor.name == "agent.2.safetensors" and sorted(p.name for p in tmp_path.iterdir()) == ["agent.2.safetensors", "agent.json"]
+    assert tensor.name == "agent.2.safetensors" and sorted(p.name for p in tmp_path.iterdir()) == [
+        "agent.2.safetensors",
+        "agent.json",
+    ]
     for form in ("agent", "agent.json", "agent.safetensors", "agent.2.safetensors"):
         ckpt.load_agent(tmp_path / form)
 
@@ -336,7 +395,9 @@ def test_a_save_killed_at_random_instants_always_leaves_a_loadable_matching_pair
             continue  # killed before the first save finished
         agent = ckpt.load_agent(path)
         seed = int(agent.name)
-        assert all(torch.all(p == seed) for p in agent.model.parameters()), seed  # every tensor from the save its metadata names
+        assert all(torch.all(p == seed) for p in agent.model.parameters()), (
+            seed
+        )  # every tensor from the save its metadata names
         ckpt.remove_stale(path)
         assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["agent.json", ckpt.checkpoint_files(path)[1].name])
 
@@ -352,16 +413,24 @@ os.kill(os.getpid(), signal.SIGKILL)  # killed between the temporary and the rep
 
 def test_a_write_killed_before_its_replace_leaves_a_temporary_that_the_next_write_removes(tmp_path):
     """``write_file_atomically`` (the payoff cache): a SIGKILLed writer's temporary goes with the next write of the file;
-    the temporary of a live writer (this process's parent stands in for one), of another host, or of another file stays."""
+    the temporary of a live writer (this process's parent stands in for one), of another host, or of another file stays.
+    """
     target = tmp_path / "cache.json"
     ckpt.write_file_atomically(target, b"old")
-    process = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(target)], stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    process = subprocess.run(
+        [sys.executable, "-c", KILLED_WRITER, str(target)],
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert process.returncode == -signal.SIGKILL
     orphan = Path(process.stdout.decode().strip())
     assert orphan.parent == tmp_path and orphan.exists() and target.read_bytes() == b"old"  # the old file is whole
     host = ckpt._writer_tag().split("-")[0]
-    kept = [tmp_path / f".cache.json.{host}-{os.getppid()}-abcd1234.tmp", tmp_path / ".cache.json.0123abcd-1-abcd1234.tmp",
-            tmp_path / f".other.json.{host}-999999999-abcd1234.tmp"]
+    kept = [
+        tmp_path / f".cache.json.{host}-{os.getppid()}-abcd1234.tmp",
+        tmp_path / ".cache.json.0123abcd-1-abcd1234.tmp",
+        tmp_path / f".other.json.{host}-999999999-abcd1234.tmp",
+    ]
     for path in kept:
         path.write_bytes(b"x")
     ckpt.write_file_atomically(target, b"new")
@@ -376,13 +445,20 @@ def test_the_table_of_shipped_checkpoints_in_the_docs_matches_the_files():
 
     text = (ROOT / "docs" / "training.md").read_text()
     table = text[text.index("| name | rules | network | tensor file |") :].split("\n\n")[0].splitlines()[2:]
-    rows = {m.group(1): (m.group(2), int(m.group(3))) for m in (re.match(r"\| `([^`]+)` \| [^|]+ \| ([^|]+) \| (\d+) KB \|$", r) for r in table) if m}
+    rows = {
+        m.group(1): (m.group(2), int(m.group(3)))
+        for m in (re.match(r"\| `([^`]+)` \| [^|]+ \| ([^|]+) \| (\d+) KB \|$", r) for r in table)
+        if m
+    }
     assert len(rows) == len(table) and sorted(rows) == ckpt.shipped_checkpoints()
     for name, (network, kb) in rows.items():
         meta = ckpt.read_metadata(name)
         width = "x".join(map(str, meta["model"]["hidden_sizes"]))
         members = len(meta["mixture"]["members"]) if meta["kind"] == "mixture" else 1
-        assert network.startswith(f"mixture of {members} networks, each {width}" if members > 1 else width), (name, network)
+        assert network.startswith(f"mixture of {members} networks, each {width}" if members > 1 else width), (
+            name,
+            network,
+        )
         assert ("card counting" in network) == bool(meta["model"].get("card_counting")), name
         size = (ckpt.resolve(name).parent / meta["tensors"]["file"]).stat().st_size
         assert kb == size // 1000, (name, kb, size)

@@ -1,5 +1,6 @@
 """Command lines name bad input before doing any work (issue #10, items 11 and 12):
-``cockroach-eval`` and ``cockroach-exploit`` output paths, counts and lineups."""
+``cockroach-eval`` and ``cockroach-exploit`` output paths, counts and lineups.
+"""
 
 from __future__ import annotations
 
@@ -15,14 +16,21 @@ def _a_checkpoint(tmp_path):
     from training import checkpoint as ckpt
 
     source = ckpt.load_checkpoint("classic-2p")
-    return ckpt.save_checkpoint(tmp_path / "saved", {k: v for k, v in source.tensors.items()}, {k: v for k, v in source.metadata.items() if k not in ("tensors", "format", "format_version")})
+    return ckpt.save_checkpoint(
+        tmp_path / "saved",
+        {k: v for k, v in source.tensors.items()},
+        {k: v for k, v in source.metadata.items() if k not in ("tensors", "format", "format_version")},
+    )
 
 
 def _eval_paths(tmp_path):
     (tmp_path / "a_dir").mkdir()
     (tmp_path / "a_file").write_text("x")
     return [
-        (["--json", str(_a_checkpoint(tmp_path))], "is the metadata of a checkpoint; writing there would destroy the checkpoint"),
+        (
+            ["--json", str(_a_checkpoint(tmp_path))],
+            "is the metadata of a checkpoint; writing there would destroy the checkpoint",
+        ),
         (["--json", str(tmp_path / "missing" / "x.json")], "does not exist"),
         (["--json", str(tmp_path / "a_dir")], "is a directory"),
         (["--json", str(tmp_path / "a_file" / "x.json")], "is not a directory"),
@@ -35,7 +43,9 @@ def _eval_paths(tmp_path):
 def test_eval_output_paths_are_checked_before_any_game(tmp_path, capsys, monkeypatch):
     import training.eval_cli as eval_cli
 
-    monkeypatch.setattr(eval_cli, "play_match", lambda *a, **k: pytest.fail("games were played before the output path was checked"))
+    monkeypatch.setattr(
+        eval_cli, "play_match", lambda *a, **k: pytest.fail("games were played before the output path was checked")
+    )
     for extra, fragment in _eval_paths(tmp_path):
         assert evaluate(["random", "heuristic", "--games", "4", *extra]) == 2
         err = capsys.readouterr().err
@@ -62,7 +72,22 @@ def test_eval_names_the_bad_lineup_entry(capsys, lineup, fragment):
 
 
 def test_eval_writes_json_and_plot_where_asked(tmp_path):
-    assert evaluate(["random", "heuristic", "--games", "4", "--quiet", "--json", str(tmp_path / "r.json"), "--plot", str(tmp_path / "r.png")]) == 0
+    assert (
+        evaluate(
+            [
+                "random",
+                "heuristic",
+                "--games",
+                "4",
+                "--quiet",
+                "--json",
+                str(tmp_path / "r.json"),
+                "--plot",
+                str(tmp_path / "r.png"),
+            ]
+        )
+        == 0
+    )
     assert (tmp_path / "r.json").stat().st_size > 0 and (tmp_path / "r.png").stat().st_size > 0
 
 
@@ -87,7 +112,9 @@ def test_exploit_paths_are_checked_before_training(tmp_path, capsys, monkeypatch
     import training.ppo
     from training.exploitability import main as exploit
 
-    monkeypatch.setattr(training.ppo, "train", lambda *a, **k: pytest.fail("trained before the output paths were checked"))
+    monkeypatch.setattr(
+        training.ppo, "train", lambda *a, **k: pytest.fail("trained before the output paths were checked")
+    )
     (tmp_path / "a_file").write_text("x")
     saved = _a_checkpoint(tmp_path)
     before = saved.read_bytes()
@@ -107,7 +134,8 @@ def test_exploit_paths_are_checked_before_training(tmp_path, capsys, monkeypatch
 
 def test_exploit_keeps_an_existing_report_unless_told_to_replace_it(tmp_path, capsys, monkeypatch):
     """A best response's report is minutes to hours of work: ``--json`` onto an existing file is refused before
-    any training, ``--overwrite`` replaces it (with the run), and ``--json -`` goes to stdout, creating no file."""
+    any training, ``--overwrite`` replaces it (with the run), and ``--json -`` goes to stdout, creating no file.
+    """
     import json
 
     import training.ppo
@@ -116,8 +144,25 @@ def test_exploit_keeps_an_existing_report_unless_told_to_replace_it(tmp_path, ca
     report = tmp_path / "exploit.json"
     report.write_text("mine")
     with monkeypatch.context() as patched:
-        patched.setattr(training.ppo, "train", lambda *a, **k: pytest.fail("trained before the report's path was checked"))
-        assert exploit(["classic-2p", "--decisions", "64", "--games", "4", "--output-dir", str(tmp_path / "runs"), "--json", str(report)]) == 2
+        patched.setattr(
+            training.ppo, "train", lambda *a, **k: pytest.fail("trained before the report's path was checked")
+        )
+        assert (
+            exploit(
+                [
+                    "classic-2p",
+                    "--decisions",
+                    "64",
+                    "--games",
+                    "4",
+                    "--output-dir",
+                    str(tmp_path / "runs"),
+                    "--json",
+                    str(report),
+                ]
+            )
+            == 2
+        )
         assert exploit(["honest", "--exact", "--preset", "mini", "--json", str(report)]) == 2
     err = capsys.readouterr().err
     assert err.count(f"--json {report} already exists; pass --overwrite") == 2 and report.read_text() == "mine"
@@ -127,5 +172,5 @@ def test_exploit_keeps_an_existing_report_unless_told_to_replace_it(tmp_path, ca
     monkeypatch.chdir(tmp_path)
     assert exploit(["honest", "--exact", "--preset", "mini", "--json", "-"]) == 0
     out = capsys.readouterr().out
-    assert json.loads(out[out.index("\n{") + 1:])["nash_conv"] > 0 and not (tmp_path / "-").exists()
+    assert json.loads(out[out.index("\n{") + 1 :])["nash_conv"] > 0 and not (tmp_path / "-").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["exploit.json"]  # no temporary file left behind

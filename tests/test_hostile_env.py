@@ -1,6 +1,7 @@
 """Hostile inputs to the rule options and the PettingZoo env: each is a named ``ValueError``
 that changes nothing (issue #10, items 15 and 17, and the ``max_steps`` bound of item 14),
-and Hypothesis throws arbitrary options, seeds and actions at them."""
+and Hypothesis throws arbitrary options, seeds and actions at them.
+"""
 
 from __future__ import annotations
 
@@ -23,8 +24,16 @@ CONFIG_CASES = [
     ("preset=5", lambda: GameConfig.from_options(preset=5), ["preset=5"]),
     ("preset=[3]", lambda: GameConfig.from_options(preset=[3]), ["preset=3"]),
     ("env(preset=5)", lambda: raw_env(preset=5), ["preset=5"]),
-    ("duel+three-of-a-kind", lambda: GameConfig.from_options(preset="duel+three-of-a-kind"), ["three-of-a-kind", "num_players=2", "3 to 6"]),
-    ("three-of-a-kind, 2 players", lambda: raw_env(preset="three-of-a-kind", num_players=2), ["three-of-a-kind", "num_players=2"]),
+    (
+        "duel+three-of-a-kind",
+        lambda: GameConfig.from_options(preset="duel+three-of-a-kind"),
+        ["three-of-a-kind", "num_players=2", "3 to 6"],
+    ),
+    (
+        "three-of-a-kind, 2 players",
+        lambda: raw_env(preset="three-of-a-kind", num_players=2),
+        ["three-of-a-kind", "num_players=2"],
+    ),
     ("max_steps=10**20", lambda: GameConfig(max_steps=10**20), ["max_steps=100000000000000000000", str(MAX_STEPS)]),
     ("max_steps=1.5", lambda: GameConfig(max_steps=1.5), ["max_steps=1.5"]),
     ("num_players=nan", lambda: GameConfig(num_players=math.nan), ["num_players=nan"]),
@@ -60,17 +69,37 @@ ENV_CASES = [
     ("reset options a string", lambda e: e.reset(seed=5, options="hands"), ["options='hands'"]),
     ("reset starter a list", lambda e: e.reset(seed=5, options={"starter": ["player_0"]}), ["starter=['player_0']"]),
     ("reset starter a seat number", lambda e: e.reset(seed=5, options={"starter": 0}), ["starter=0"]),
-    ("reset hands key unhashable", lambda e: e.reset(seed=5, options={"hands": {("player_0",): {}}}), ["('player_0',)"]),
+    (
+        "reset hands key unhashable",
+        lambda e: e.reset(seed=5, options={"hands": {("player_0",): {}}}),
+        ["('player_0',)"],
+    ),
     ("reset seed a string", lambda e: e.reset(seed="x"), ["seed='x'"]),
     ("reset seed a float", lambda e: e.reset(seed=1.5), ["seed=1.5"]),
     ("reset seed negative", lambda e: e.reset(seed=-1), ["seed=-1"]),
     ("reset seed True", lambda e: e.reset(seed=True), ["seed=True"]),
     ("reset seed then bad options", lambda e: e.reset(seed=5, options={"hands": "x"}), ["hands='x'"]),
     ("reset seed then bad card", lambda e: e.reset(seed=5, options={"hands": {"player_0": {"dragon": 1}}}), ["dragon"]),
-    ("reset collections a number", lambda e: e.reset(seed=5, options={"hands": {"player_0": {"fly": 2}}, "collections": 0}), ["collections=0", "dict"]),
-    ("reset collections an empty list", lambda e: e.reset(seed=5, options={"hands": {"player_0": {"fly": 2}}, "collections": []}), ["collections=[]", "dict"]),
-    ("reset a deal that already lost", lambda e: e.reset(options={"hands": {"player_0": {"fly": 2}}, "collections": {"player_1": {"bat": 4}}}), ["seat 1", "already loses"]),
-    ("reset seed then a deal that already lost", lambda e: e.reset(seed=5, options={"hands": {"player_0": {"fly": 2}}, "collections": {"player_1": {"bat": 4}}}), ["seat 1", "already loses"]),
+    (
+        "reset collections a number",
+        lambda e: e.reset(seed=5, options={"hands": {"player_0": {"fly": 2}}, "collections": 0}),
+        ["collections=0", "dict"],
+    ),
+    (
+        "reset collections an empty list",
+        lambda e: e.reset(seed=5, options={"hands": {"player_0": {"fly": 2}}, "collections": []}),
+        ["collections=[]", "dict"],
+    ),
+    (
+        "reset a deal that already lost",
+        lambda e: e.reset(options={"hands": {"player_0": {"fly": 2}}, "collections": {"player_1": {"bat": 4}}}),
+        ["seat 1", "already loses"],
+    ),
+    (
+        "reset seed then a deal that already lost",
+        lambda e: e.reset(seed=5, options={"hands": {"player_0": {"fly": 2}}, "collections": {"player_1": {"bat": 4}}}),
+        ["seat 1", "already loses"],
+    ),
     ("decode a float", lambda e: e.decode(3.7), ["action=3.7"]),
     ("decode a string", lambda e: e.decode("3"), ["action='3'"]),
     ("decode out of range", lambda e: e.decode(10**6), ["action=1000000"]),
@@ -117,13 +146,23 @@ def test_raw_env_step_after_every_agent_is_done_is_a_named_error():
     rng = np.random.default_rng(0)
     while env.agents:
         _, _, terminated, truncated, _ = env.last()
-        env.step(None if terminated or truncated else int(rng.choice(np.flatnonzero(env.observe(env.agent_selection)["action_mask"]))))
+        env.step(
+            None
+            if terminated or truncated
+            else int(rng.choice(np.flatnonzero(env.observe(env.agent_selection)["action_mask"])))
+        )
     refused(lambda: env.step(0), "step(0)", "reset()")
 
 
 def test_a_penalized_illegal_action_tells_the_others_nothing_about_the_offenders_hand():
     env = raw_env(num_players=3, illegal_action="penalize")
-    env.reset(seed=0, options={"starter": "player_0", "hands": {"player_0": {"fly": 2}, "player_1": {"bat": 2}, "player_2": {"rat": 2}}})
+    env.reset(
+        seed=0,
+        options={
+            "starter": "player_0",
+            "hands": {"player_0": {"fly": 2}, "player_1": {"bat": 2}, "player_2": {"rat": 2}},
+        },
+    )
     name = "toad"
     env.step(env.encoding.offer_action(env.cards.index(name), 1, 0))
     assert name in env.refusal  # the offender's program learns why, from the env
@@ -157,7 +196,12 @@ def test_any_rule_options_give_a_config_or_a_named_error(options):
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=junk, options=st.one_of(junk, st.dictionaries(st.sampled_from(["starter", "hands", "collections", "penalty_deck"]), junk, max_size=3)))
+@given(
+    seed=junk,
+    options=st.one_of(
+        junk, st.dictionaries(st.sampled_from(["starter", "hands", "collections", "penalty_deck"]), junk, max_size=3)
+    ),
+)
 def test_any_reset_arguments_reset_or_change_nothing(seed, options):
     env = _seeded()
     before = env_snapshot(env)

@@ -1,6 +1,7 @@
 """Runs are never destroyed (issue #10, items 1-6, 10, 11): the real ``cockroach-train`` on a
 tiny config, hostile run directories, tampered run checkpoints, bad configs, signals and
-SIGKILLs at random instants (real subprocesses). A refused command leaves every file as it was."""
+SIGKILLs at random instants (real subprocesses). A refused command leaves every file as it was.
+"""
 
 from __future__ import annotations
 
@@ -35,7 +36,13 @@ DECISIONS = 16 * 8
 
 def _argv(out: Path, name: str, updates: int, *extra: str) -> list[str]:
     sets = [*TINY, f"name={name}", f"output_dir={out}", f"schedule.total_decisions={updates * DECISIONS}"]
-    return ["--config", str(ROOT / "configs" / "quick.yaml"), "--no-progress", *[a for s in sets for a in ("--set", s)], *extra]
+    return [
+        "--config",
+        str(ROOT / "configs" / "quick.yaml"),
+        "--no-progress",
+        *[a for s in sets for a in ("--set", s)],
+        *extra,
+    ]
 
 
 def _files(directory: Path) -> dict[str, bytes]:
@@ -64,8 +71,14 @@ def _copy(run: Path, tmp_path: Path) -> Path:
     [
         pytest.param(lambda run: (run / "checkpoint.json").unlink(), id="checkpoint.json missing"),
         pytest.param(lambda run: [p.unlink() for p in run.glob("checkpoint*")], id="no checkpoint at all"),
-        pytest.param(lambda run: ((run / "checkpoint.json").unlink(), (run / "checkpoint.json").symlink_to("checkpoint.json")), id="checkpoint.json a symlink loop"),
-        pytest.param(lambda run: [p.unlink() for p in run.iterdir() if p.is_file() and p.name != "metrics.csv"], id="only metrics.csv"),
+        pytest.param(
+            lambda run: ((run / "checkpoint.json").unlink(), (run / "checkpoint.json").symlink_to("checkpoint.json")),
+            id="checkpoint.json a symlink loop",
+        ),
+        pytest.param(
+            lambda run: [p.unlink() for p in run.iterdir() if p.is_file() and p.name != "metrics.csv"],
+            id="only metrics.csv",
+        ),
     ],
 )
 def test_a_plain_run_refuses_any_existing_run_and_changes_nothing(finished_run, tmp_path, capsys, leave):
@@ -78,9 +91,12 @@ def test_a_plain_run_refuses_any_existing_run_and_changes_nothing(finished_run, 
     assert _files(run) == before
 
 
-def test_overwrite_retires_the_replaced_runs_checkpoints_so_a_stop_before_the_first_save_resumes_nothing_of_it(finished_run, tmp_path, capsys, monkeypatch):
+def test_overwrite_retires_the_replaced_runs_checkpoints_so_a_stop_before_the_first_save_resumes_nothing_of_it(
+    finished_run, tmp_path, capsys, monkeypatch
+):
     """``--overwrite`` starts again: stopped (second Ctrl-C, kill) before its first checkpoint, the new run must not leave the
-    replaced run's ``checkpoint`` for ``--resume`` to continue under the new run's logs, nor its ``final`` to pass for the new agent."""
+    replaced run's ``checkpoint`` for ``--resume`` to continue under the new run's logs, nor its ``final`` to pass for the new agent.
+    """
     import training.ppo
 
     run = _copy(finished_run, tmp_path)
@@ -143,24 +159,58 @@ RESUME_TAMPERS = [
     ("progress.update negative", _meta_edit(lambda m: m["progress"].update(update=-5)), ["'progress.update'", "-5"]),
     ("progress missing", _meta_edit(lambda m: m.pop("progress")), ["'progress'"]),
     ("progress unknown entry", _meta_edit(lambda m: m["progress"].update(extra=1)), ["'progress'", "extra"]),
-    ("progress.wall_seconds a string", _meta_edit(lambda m: m["progress"].update(wall_seconds="1")), ["'progress.wall_seconds'"]),
+    (
+        "progress.wall_seconds a string",
+        _meta_edit(lambda m: m["progress"].update(wall_seconds="1")),
+        ["'progress.wall_seconds'"],
+    ),
     ("pool entry without id", _meta_edit(lambda m: m["pool"][0].pop("id")), ["'pool'"]),
     ("pool entry of a missing snapshot", _meta_edit(lambda m: m["pool"][0].update(id=77)), ["pool.77"]),
-    ("optimizer param_groups null", _meta_edit(lambda m: m["optimizer"].update(param_groups=None)), ["'optimizer.param_groups'"]),
-    ("rng state bogus", _meta_edit(lambda m: m["rng"].update(numpy={"bit_generator": "Nope"})), ["checkpoint.json", "cannot be restored"]),
-    ("training_config invalid", _meta_edit(lambda m: m["training_config"]["ppo"].update(num_envs=0)), ["training config", "num_envs=0"]),
-    ("training_config changed", _meta_edit(lambda m: m["training_config"]["ppo"].update(num_envs=32)), ["different config", "ppo.num_envs"]),
+    (
+        "optimizer param_groups null",
+        _meta_edit(lambda m: m["optimizer"].update(param_groups=None)),
+        ["'optimizer.param_groups'"],
+    ),
+    (
+        "rng state bogus",
+        _meta_edit(lambda m: m["rng"].update(numpy={"bit_generator": "Nope"})),
+        ["checkpoint.json", "cannot be restored"],
+    ),
+    (
+        "training_config invalid",
+        _meta_edit(lambda m: m["training_config"]["ppo"].update(num_envs=0)),
+        ["training config", "num_envs=0"],
+    ),
+    (
+        "training_config changed",
+        _meta_edit(lambda m: m["training_config"]["ppo"].update(num_envs=32)),
+        ["different config", "ppo.num_envs"],
+    ),
     ("model.hidden_sizes missing", _meta_edit(lambda m: m["model"].pop("hidden_sizes")), ["'model.hidden_sizes'"]),
     ("tensors null", _meta_edit(lambda m: m.update(tensors=None)), ["'tensors'"]),
     ("a NaN weight", _tensor_edit(_nan), ["'model.trunk.0.weight'", "NaN"]),
-    ("a snapshot of another shape", _tensor_edit(lambda t: t.update({min(k for k in t if k.startswith("pool.") and k.endswith("trunk.0.weight")): torch.zeros(3, 3)})), ["pool.", "trunk.0.weight", "(3, 3)"]),
+    (
+        "a snapshot of another shape",
+        _tensor_edit(
+            lambda t: t.update(
+                {min(k for k in t if k.startswith("pool.") and k.endswith("trunk.0.weight")): torch.zeros(3, 3)}
+            )
+        ),
+        ["pool.", "trunk.0.weight", "(3, 3)"],
+    ),
     ("metadata not UTF-8", lambda run: (run / "checkpoint.json").write_bytes(b"\xff\xfe{}"), ["not UTF-8"]),
-    ("tensors truncated", lambda run: ckpt.checkpoint_files(run / "checkpoint")[1].write_bytes(b"12345678"), ["truncated"]),
+    (
+        "tensors truncated",
+        lambda run: ckpt.checkpoint_files(run / "checkpoint")[1].write_bytes(b"12345678"),
+        ["truncated"],
+    ),
 ]
 
 
 @pytest.mark.parametrize("tamper, fragments", [pytest.param(t, f, id=i) for i, t, f in RESUME_TAMPERS])
-def test_a_bad_run_checkpoint_refuses_resume_by_name_and_changes_no_file(finished_run, tmp_path, capsys, tamper, fragments):
+def test_a_bad_run_checkpoint_refuses_resume_by_name_and_changes_no_file(
+    finished_run, tmp_path, capsys, tamper, fragments
+):
     run = _copy(finished_run, tmp_path)
     tamper(run)
     before = _files(run)
@@ -192,7 +242,13 @@ def test_init_from_a_bad_checkpoint_is_a_named_error(finished_run, tmp_path, cap
 def test_resume_removes_stale_temporary_files_and_old_generations(finished_run, tmp_path):
     run = _copy(finished_run, tmp_path)
     current = ckpt.checkpoint_files(run / "checkpoint")[1].name
-    stale = [".checkpoint.json.k1ll3d.tmp", ".checkpoint.9.safetensors.x.tmp", "checkpoint.1.safetensors", ".final.json.abc.tmp", ".metrics.csv.q.tmp"]
+    stale = [
+        ".checkpoint.json.k1ll3d.tmp",
+        ".checkpoint.9.safetensors.x.tmp",
+        "checkpoint.1.safetensors",
+        ".final.json.abc.tmp",
+        ".metrics.csv.q.tmp",
+    ]
     for name in stale:
         (run / name).write_bytes(b"partial")
     assert main(_argv(tmp_path, run.name, 6, "--resume")) == 0
@@ -303,9 +359,16 @@ def test_a_full_disk_keeps_the_previous_checkpoint_and_exits_with_a_message(tmp_
     assert main(_argv(tmp_path, "full", 4, "--resume", "--set", "evaluation.final_games=0")) == 1
     monkeypatch.setattr(ckpt, "_write_temporary", real)
     err = capsys.readouterr().err
-    assert "No space left on device" in err and "previous checkpoint" in err and "--resume" in err and "Traceback" not in err
+    assert (
+        "No space left on device" in err
+        and "previous checkpoint" in err
+        and "--resume" in err
+        and "Traceback" not in err
+    )
     assert ckpt.read_metadata(tmp_path / "full" / "checkpoint")["step"]["update"] == 2
-    assert {k: v for k, v in _files(tmp_path / "full").items() if "checkpoint" in k} == {k: v for k, v in before.items() if "checkpoint" in k}
+    assert {k: v for k, v in _files(tmp_path / "full").items() if "checkpoint" in k} == {
+        k: v for k, v in before.items() if "checkpoint" in k
+    }
 
 
 # ---------------------------------------------------------------------------- item 4: signals, and SIGKILL at random instants
@@ -343,22 +406,31 @@ def test_a_signal_saves_the_updates_so_far_says_how_to_resume_and_exits_128_plus
 
 
 @pytest.mark.slow
-def test_sigkill_at_random_instants_always_leaves_a_run_that_resumes_to_the_uninterrupted_result(finished_run, tmp_path):
+def test_sigkill_at_random_instants_always_leaves_a_run_that_resumes_to_the_uninterrupted_result(
+    finished_run, tmp_path
+):
     """Kill a real ``python -m training.cli`` again and again; each time continue it (``--resume``, or
-    ``--overwrite`` if no checkpoint was written yet). The result equals the uninterrupted run bitwise."""
+    ``--overwrite`` if no checkpoint was written yet). The result equals the uninterrupted run bitwise.
+    """
     rng = np.random.default_rng(10)
     kills, scale = 0, 1.0
     for attempt in range(16):
         has_checkpoint = (tmp_path / "killed" / "checkpoint.json").exists()
         started = (tmp_path / "killed").exists()
-        process = _spawn(tmp_path, "killed", 4, *(["--resume"] if has_checkpoint else ["--overwrite"] if started else []))
+        process = _spawn(
+            tmp_path, "killed", 4, *(["--resume"] if has_checkpoint else ["--overwrite"] if started else [])
+        )
         if attempt < 5 or kills == 0:
-            time.sleep(scale * (2.0 + 4.0 * rng.random()))  # interpreter start, numba cache, then a few updates and saves
+            time.sleep(
+                scale * (2.0 + 4.0 * rng.random())
+            )  # interpreter start, numba cache, then a few updates and saves
             if process.poll() is None:
                 process.send_signal(signal.SIGKILL)
                 kills += 1
         _, err = process.communicate(timeout=300)
-        if process.returncode == 0 and kills == 0:  # finished before the first kill (a fast machine): again, killing sooner
+        if (
+            process.returncode == 0 and kills == 0
+        ):  # finished before the first kill (a fast machine): again, killing sooner
             shutil.rmtree(tmp_path / "killed")
             scale /= 2
             continue
@@ -379,11 +451,14 @@ def test_sigkill_at_random_instants_always_leaves_a_run_that_resumes_to_the_unin
 @pytest.mark.slow
 def test_ctrl_c_to_the_process_group_of_an_overlapped_run_saves_resumes_and_leaves_no_process(tmp_path):
     """A terminal's Ctrl-C reaches every process of the group: the update process ignores it, the main
-    process finishes the update (with the Adam state fetched back), saves and exits 130, and both are gone."""
+    process finishes the update (with the Adam state fetched back), saves and exits 130, and both are gone.
+    """
     overlap = ["--set", "ppo.overlap=true", "--set", "schedule.checkpoint_every=1000"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     argv = [sys.executable, "-m", "training.cli", *_argv(tmp_path, "overlapped", 10_000, *overlap)]
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT, start_new_session=True)
+    process = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT, start_new_session=True
+    )
     _wait_for_rows(tmp_path / "overlapped" / "metrics.csv", 2, process)
     os.killpg(process.pid, signal.SIGINT)
     _, err = process.communicate(timeout=120)
@@ -423,7 +498,9 @@ def test_a_dead_update_process_is_a_clear_error_and_the_last_checkpoint_stays(tm
     assert main(_argv(tmp_path, "orphaned", 6, *overlap)) == 1
     err = capsys.readouterr().err
     assert "update process is gone" in err and "--resume" in err and "Traceback" not in err
-    assert ckpt.read_metadata(tmp_path / "orphaned" / "checkpoint")["step"]["update"] == 2  # the checkpoint before the failure
+    assert (
+        ckpt.read_metadata(tmp_path / "orphaned" / "checkpoint")["step"]["update"] == 2
+    )  # the checkpoint before the failure
     monkeypatch.setattr(UpdateProcess, "result", result)
     assert main(_argv(tmp_path, "orphaned", 6, "--resume", *overlap)) == 0
 
@@ -431,7 +508,13 @@ def test_a_dead_update_process_is_a_clear_error_and_the_last_checkpoint_stays(tm
 def test_a_script_without_a_main_guard_can_train_with_overlap(tmp_path):
     """The update process is a fresh interpreter, not a multiprocessing child: it does not re-run the caller's script."""
     script = tmp_path / "train_me.py"
-    sets = [*TINY, "name=scripted", f"output_dir={tmp_path}", f"schedule.total_decisions={3 * DECISIONS}", "ppo.overlap=true"]
+    sets = [
+        *TINY,
+        "name=scripted",
+        f"output_dir={tmp_path}",
+        f"schedule.total_decisions={3 * DECISIONS}",
+        "ppo.overlap=true",
+    ]
     script.write_text(
         "import sys\n"
         "from training.config import load_config\n"
@@ -440,7 +523,14 @@ def test_a_script_without_a_main_guard_can_train_with_overlap(tmp_path):
         "print('ran', flush=True)\n"
         "train(config, progress_bar=False)\n"
     )
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=tmp_path, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("ran") == 1  # the script ran once
     assert (tmp_path / "scripted" / "final.json").exists()

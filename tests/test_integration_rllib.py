@@ -28,7 +28,15 @@ def local_ray():
     torch.set_num_threads(threads)
 
 
-@pytest.mark.parametrize("env_config", [{}, {"num_players": 2}, {"preset": "royal", "num_players": 4}, {"num_players": 3, "illegal_action": "penalize", "max_steps": 40}])
+@pytest.mark.parametrize(
+    "env_config",
+    [
+        {},
+        {"num_players": 2},
+        {"preset": "royal", "num_players": 4},
+        {"num_players": 3, "illegal_action": "penalize", "max_steps": 40},
+    ],
+)
 def test_rllib_env_checker_passes(env_config):
     for _ in range(3):  # the checker steps a random (mostly illegal) action after reset(seed=42)
         check_multiagent_environments(RLlibMultiAgentEnv(env_config))
@@ -54,7 +62,7 @@ def test_every_seat_receives_its_terminal_reward():
         obs, _ = env.reset(seed=seed)
         totals = dict.fromkeys(env.possible_agents, 0.0)
         while True:
-            (agent, o), = obs.items()
+            ((agent, o),) = obs.items()
             action = int(rng.choice(np.flatnonzero(o["action_mask"])))
             obs, rewards, terminateds, truncateds, infos = env.step({agent: action})
             for a, r in rewards.items():
@@ -91,7 +99,9 @@ def test_bad_env_config_and_actions_are_named():
 
 
 def test_two_ppo_iterations_with_one_shared_masked_policy(local_ray):
-    config = ppo_config({"num_players": 4}, hidden=(64, 64), train_batch_size_per_learner=256, minibatch_size=64, num_epochs=1)
+    config = ppo_config(
+        {"num_players": 4}, hidden=(64, 64), train_batch_size_per_learner=256, minibatch_size=64, num_epochs=1
+    )
     assert not config.disable_env_checking  # RLlib checks the env it builds
     algo = config.build_algo()
     try:

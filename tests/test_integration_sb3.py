@@ -39,7 +39,12 @@ def test_gymnasium_and_sb3_env_checkers_pass_with_penalize():
     from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
     for options in ({"num_players": 4}, {"num_players": 2}, {"preset": "royal", "num_players": 4}):
-        env = MaskedSelfPlayEnv(baselines.make("random", GameConfig.from_options(**options), seed=0), seed=0, illegal_action="penalize", **options)
+        env = MaskedSelfPlayEnv(
+            baselines.make("random", GameConfig.from_options(**options), seed=0),
+            seed=0,
+            illegal_action="penalize",
+            **options,
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # nothing but the render-mode note may warn
             warnings.filterwarnings("ignore", message=".*alternative render modes.*")
@@ -84,7 +89,9 @@ def test_penalize_ends_the_episode_with_minus_one_for_the_learner():
 
 
 def test_the_learner_rotates_seats_and_gets_its_terminal_reward():
-    env = MaskedSelfPlayEnv([baselines.make(name, seed=s) for s, name in enumerate(("random", "honest", "bluffer"))], seed=3)
+    env = MaskedSelfPlayEnv(
+        [baselines.make(name, seed=s) for s, name in enumerate(("random", "honest", "bluffer"))], seed=3
+    )
     rng = np.random.default_rng(0)
     seats, rewards = [], []
     for _ in range(12):
@@ -128,7 +135,9 @@ def test_every_render_mode_of_the_env_passes_gymnasiums_checker():
     pytest.importorskip("PIL")
     from gymnasium.utils.env_checker import check_env as gymnasium_check_env
 
-    env = MaskedSelfPlayEnv(baselines.make("random", seed=0), seed=0, illegal_action="penalize", render_mode="rgb_array")
+    env = MaskedSelfPlayEnv(
+        baselines.make("random", seed=0), seed=0, illegal_action="penalize", render_mode="rgb_array"
+    )
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*alternative render modes.*")
         gymnasium_check_env(env)
@@ -219,7 +228,9 @@ def test_self_play_opponents_refresh_a_frozen_copy_on_schedule():
         _play(env, rng)
         frozen.append(opponents.frozen)
     assert opponents.refreshes == 3  # episodes 0, 2 and 4
-    assert frozen[0] is frozen[1] and frozen[2] is not frozen[1] and frozen[2] is frozen[3] and frozen[4] is not frozen[3]
+    assert (
+        frozen[0] is frozen[1] and frozen[2] is not frozen[1] and frozen[2] is frozen[3] and frozen[4] is not frozen[3]
+    )
     assert frozen[2].policy is not model.policy
     with pytest.raises(ValueError, match="refresh_every=0"):
         SelfPlayOpponents(config, refresh_every=0)

@@ -33,12 +33,17 @@ def make_env(**options):
 
 
 def random_players(env):
-    return MultiAgentOffPolicyAlgorithm(algorithms=[MARLRandomDiscreteMaskedOffPolicyAlgorithm(action_space=env.action_space) for _ in env.agents], env=env)
+    return MultiAgentOffPolicyAlgorithm(
+        algorithms=[MARLRandomDiscreteMaskedOffPolicyAlgorithm(action_space=env.action_space) for _ in env.agents],
+        env=env,
+    )
 
 
 def test_the_plain_recipe_trains_one_short_epoch_without_nans_in_the_buffer():
     env = make_env(num_players=4)
-    net = Net(state_shape=env.observation_space["observation"].shape, action_shape=env.action_space.n, hidden_sizes=[64, 64])
+    net = Net(
+        state_shape=env.observation_space["observation"].shape, action_shape=env.action_space.n, hidden_sizes=[64, 64]
+    )
     learner = DQN(
         policy=DiscreteQLearningPolicy(model=net, action_space=env.action_space, eps_training=0.1, eps_inference=0.05),
         optim=AdamOptimizerFactory(lr=1e-4),
@@ -51,7 +56,9 @@ def test_the_plain_recipe_trains_one_short_epoch_without_nans_in_the_buffer():
     train_envs.seed(0)
     test_envs.seed(1)
     torch.manual_seed(0)
-    train_collector = Collector[CollectStats](algorithm, train_envs, VectorReplayBuffer(5_000, 2), exploration_noise=True)
+    train_collector = Collector[CollectStats](
+        algorithm, train_envs, VectorReplayBuffer(5_000, 2), exploration_noise=True
+    )
     test_collector = Collector[CollectStats](algorithm, test_envs, exploration_noise=True)
     train_collector.reset()
     train_collector.collect(n_step=128)
@@ -77,7 +84,11 @@ def test_the_plain_recipe_trains_one_short_epoch_without_nans_in_the_buffer():
 def _own_rewards(buffer, agents):
     data = buffer.sample(0)[0]
     acted, rew = np.asarray(data.obs.agent_id), np.asarray(data.rew)
-    return {agent: int(((acted == agent) & (rew[:, seat] != 0)).sum()) for seat, agent in enumerate(agents)}, rew, int(np.asarray(data.done).sum())
+    return (
+        {agent: int(((acted == agent) & (rew[:, seat] != 0)).sum()) for seat, agent in enumerate(agents)},
+        rew,
+        int(np.asarray(data.done).sum()),
+    )
 
 
 def test_the_dispatcher_sees_a_terminal_reward_only_for_the_last_mover_unless_every_seat_is_rewarded():

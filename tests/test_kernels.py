@@ -99,7 +99,14 @@ def test_evaluate_takes_the_compiled_path_and_agrees_with_the_full_policy_path()
 
 @pytest.mark.parametrize(
     "rules",
-    [dict(num_players=2), dict(num_players=4), dict(num_players=6), dict(num_players=3, edition="royal"), dict(preset="mini"), dict(preset="mini-3p")],
+    [
+        dict(num_players=2),
+        dict(num_players=4),
+        dict(num_players=6),
+        dict(num_players=3, edition="royal"),
+        dict(preset="mini"),
+        dict(preset="mini-3p"),
+    ],
     ids=["classic-2p", "classic-4p", "classic-6p", "royal-3p", "mini", "mini-3p"],
 )
 def test_card_counting_matches_its_tensor_form_on_real_observations(rules):
@@ -134,7 +141,9 @@ def test_sampling_draws_what_the_tensor_form_draws_from_the_same_uniform_numbers
     cumulative = torch.softmax(masked, -1).cumsum(-1)
     expected = torch.searchsorted(cumulative, draws[:, None] * cumulative[:, -1:], right=True).squeeze(1)
     assert (action == expected).float().mean() >= 0.999  # (a draw on a boundary may round the other way)
-    torch.testing.assert_close(logprob, torch.log_softmax(masked, -1).gather(1, action[:, None]).squeeze(1), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        logprob, torch.log_softmax(masked, -1).gather(1, action[:, None]).squeeze(1), atol=1e-5, rtol=1e-5
+    )
     # the extremes of the draw, uniform over the legal actions: 0 takes the first legal action, just below 1 the last
     flat = torch.zeros(legal.shape)
     first = kernels.sample_masked(flat, legal, torch.zeros(len(legal)))[0]

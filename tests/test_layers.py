@@ -1,6 +1,7 @@
 """The layers point one way (STYLE.md): rules engine <- encoding <- env and batched engine
 <- baselines <- training and evaluation <- command line and play (the browser game). Read from the source, lazy
-imports inside functions included (``if TYPE_CHECKING:`` blocks are type hints only)."""
+imports inside functions included (``if TYPE_CHECKING:`` blocks are type hints only).
+"""
 
 from __future__ import annotations
 
@@ -52,7 +53,9 @@ def test_no_import_cycles():
         state[module] = 1
         for dep in sorted(graph.get(module, ())):
             if state.get(dep) == 1:
-                raise AssertionError(f"import cycle: {' -> '.join(path[path.index(dep):] + [dep]) if dep in path else module + ' -> ' + dep}")
+                raise AssertionError(
+                    f"import cycle: {' -> '.join(path[path.index(dep) :] + [dep]) if dep in path else module + ' -> ' + dep}"
+                )
             if dep in graph and dep not in state:
                 walk(dep, path + [dep])
         state[module] = 2

@@ -82,7 +82,10 @@ def test_mask_equals_the_moves_the_engine_accepts_in_every_phase(preset, num_pla
 @pytest.mark.parametrize("claim_fits", [True, False], ids=["fitting-claim", "no-fitting-card"])
 def test_mask_equals_the_moves_the_engine_accepts_in_the_royal_place_phase(claim_fits):
     e = royal_replacement_env(claim_fits)
-    placeable = {e.encoding.place_action(e.cards.index(name)) for name in (("rat", "royal_rat") if claim_fits else ("rat", "royal_rat", "bat"))}
+    placeable = {
+        e.encoding.place_action(e.cards.index(name))
+        for name in (("rat", "royal_rat") if claim_fits else ("rat", "royal_rat", "bat"))
+    }
     assert assert_mask_matches_engine(e) == placeable
 
 

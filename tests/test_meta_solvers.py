@@ -48,7 +48,9 @@ def test_a_dominated_member_gets_almost_no_weight(name, num_players):
     x = solve(name, game)
     assert x[0] > 0.98
     assert game.nash_conv(x) < 0.01
-    assert game.nash_conv(np.array([0.0, 1.0])) == pytest.approx(1 / num_players)  # member 0 never loses against all-1 tables: parity - 0
+    assert game.nash_conv(np.array([0.0, 1.0])) == pytest.approx(
+        1 / num_players
+    )  # member 0 never loses against all-1 tables: parity - 0
 
 
 def test_expected_payoffs_are_multinomial_over_the_opponent_seats():
@@ -105,7 +107,10 @@ def test_minimax_weights_balance_two_exploiters_that_each_beat_one_member():
     # member 0 loses 2% against the baseline, member 1 10%: at most 4% needs x_0 >= 0.75
     x = minimax_weights(game, {"heuristic": np.array([0.02, 0.10])}, {"heuristic": 0.04})
     assert x == pytest.approx([0.75, 0.25], abs=0.01) and x @ [0.02, 0.10] <= 0.04 + 1e-9
-    with pytest.raises(ValueError, match=r"no mixture of these members meets the limits \{'heuristic': 0.01\}; the lowest loss rate each allows is \{'heuristic': 0.02\}"):
+    with pytest.raises(
+        ValueError,
+        match=r"no mixture of these members meets the limits \{'heuristic': 0.01\}; the lowest loss rate each allows is \{'heuristic': 0.02\}",
+    ):
         minimax_weights(game, {"heuristic": np.array([0.02, 0.10])}, {"heuristic": 0.01})
 
 
@@ -116,12 +121,18 @@ def test_cap_weights_keeps_every_row_a_distribution_under_the_cap_and_leaves_row
     capped = cap_weights(rows, 0.3)
     assert capped.sum(axis=1) == pytest.approx(np.ones(4)) and (capped >= 0).all() and (capped <= 0.3 + 1e-12).all()
     assert capped[0] == pytest.approx([0.3, 0.7 / 3, 0.7 / 3, 0.7 / 3])  # the others all 0: shared equally
-    assert capped[1] == pytest.approx([0.3, 0.3, 0.3, 0.1])  # 0.7 -> 0.3, then 0.2 * 0.7 / 0.3 -> 0.3 is capped in turn, 0.1 keeps the rest
+    assert capped[1] == pytest.approx(
+        [0.3, 0.3, 0.3, 0.1]
+    )  # 0.7 -> 0.3, then 0.2 * 0.7 / 0.3 -> 0.3 is capped in turn, 0.1 keeps the rest
     assert capped[2:] == pytest.approx(rows[2:])  # already inside
     assert cap_weights(rows, 0.25) == pytest.approx(np.full((4, 4), 0.25))  # a cap of 1/K leaves only the centre
     rng = np.random.default_rng(0)
     random_rows = cap_weights(rng.dirichlet(np.full(6, 0.3), size=500), 0.2)
-    assert random_rows.sum(axis=1) == pytest.approx(np.ones(500)) and (random_rows <= 0.2 + 1e-12).all() and (random_rows >= 0).all()
+    assert (
+        random_rows.sum(axis=1) == pytest.approx(np.ones(500))
+        and (random_rows <= 0.2 + 1e-12).all()
+        and (random_rows >= 0).all()
+    )
 
 
 def test_minimax_weights_under_a_cap_spread_the_weight_and_refuse_a_cap_below_one_over_k():
@@ -139,7 +150,10 @@ def test_minimax_weights_under_a_cap_spread_the_weight_and_refuse_a_cap_below_on
     assert game.exploiter_loss_rates(x) == pytest.approx([0.3375, 0.3375], abs=0.003)
     assert minimax_weights(game, max_weight=1 / 3) == pytest.approx([1 / 3] * 3)
     for bad in (0.0, 0.3, 1.5):
-        with pytest.raises(ValueError, match=rf"a largest member weight of {bad} is not allowed for 3 members; expected a value in \[1/3, 1\]"):
+        with pytest.raises(
+            ValueError,
+            match=rf"a largest member weight of {bad} is not allowed for 3 members; expected a value in \[1/3, 1\]",
+        ):
             minimax_weights(game, max_weight=bad)
     # a cap and a baseline limit that cannot both hold: member 0 alone meets the limit, and the cap forbids it
     with pytest.raises(ValueError, match=r"no mixture of these members with no weight above 0.5 meets the limits"):
@@ -163,7 +177,9 @@ def test_more_games_at_a_table_already_played_change_the_expected_payoffs():
     game = _dominated(2)
     x = np.array([0.5, 0.5])
     before = game.expected_payoffs(x)
-    game.record((0, 1), {0: 60, 1: 60}, {0: 60, 1: 0})  # as many games again, now member 0 loses them all: the table is even
+    game.record(
+        (0, 1), {0: 60, 1: 60}, {0: 60, 1: 0}
+    )  # as many games again, now member 0 loses them all: the table is even
     fresh = MetaGame.from_dict(game.to_dict())
     assert game.payoff((0, 1), 0) == game.payoff((0, 1), 1) == -0.5
     np.testing.assert_allclose(game.expected_payoffs(x), fresh.expected_payoffs(x))

@@ -12,14 +12,19 @@ pytest.importorskip("safetensors")
 pytest.importorskip("yaml")
 
 from cockroach_env import GameConfig  # noqa: E402
+from tests.test_training import _metrics, _train  # noqa: E402
 from training import checkpoint as ckpt  # noqa: E402
 from training.config import ConfigError, NFSPConfig, load_config  # noqa: E402
 from training.model import ActorCritic  # noqa: E402
 from training.nfsp import AveragePolicy, Reservoir  # noqa: E402
 
-from tests.test_training import _metrics, _train  # noqa: E402
-
-NFSP = ["algorithm=nfsp", "opponents.population=0.5", "nfsp.reservoir_size=300", "nfsp.sl_batch_size=64", "nfsp.sl_steps=2"]
+NFSP = [
+    "algorithm=nfsp",
+    "opponents.population=0.5",
+    "nfsp.reservoir_size=300",
+    "nfsp.sl_batch_size=64",
+    "nfsp.sl_steps=2",
+]
 
 
 def _nfsp(tmp_path, name: str, updates: int, *extra: str) -> int:
@@ -31,7 +36,8 @@ def _nfsp(tmp_path, name: str, updates: int, *extra: str) -> int:
 
 def test_the_reservoir_keeps_a_uniform_sample_of_everything_added_in_batches():
     """Vitter's algorithm R a batch at a time: every decision ever added is held with probability capacity / added,
-    whatever its position, also where two decisions of one batch draw the same slot."""
+    whatever its position, also where two decisions of one batch draw the same slot.
+    """
     capacity, total, trials = 40, 400, 3000
     held = np.zeros(total)
     rng = np.random.default_rng(0)
@@ -69,19 +75,30 @@ def test_the_reservoir_stores_observations_as_bytes_masks_as_bits_and_gives_them
     reservoir.add(obs, mask, action, rng)
     assert reservoir.obs.dtype == np.uint8 and reservoir.mask.shape == (100, 2) and reservoir.size == 30
     got_obs, got_mask, got_action = reservoir.sample(np.arange(30))
-    assert np.array_equal(got_obs.numpy(), obs) and np.array_equal(got_mask.numpy(), mask) and np.array_equal(got_action.numpy(), action)
+    assert (
+        np.array_equal(got_obs.numpy(), obs)
+        and np.array_equal(got_mask.numpy(), mask)
+        and np.array_equal(got_action.numpy(), action)
+    )
     assert got_obs.dtype == torch.float32 and got_mask.dtype == torch.bool and got_action.dtype == torch.int64
     # an observation that is not a small count (a fraction, a negative number, 256) switches the storage to float32, losing nothing
     odd = np.array([[0.5, -1, 256, 3, 0]], np.float32)
     reservoir.add(odd, mask[:1], action[:1], rng)
     assert reservoir.obs.dtype == np.float32
-    assert np.array_equal(reservoir.sample(np.array([30]))[0].numpy(), odd) and np.array_equal(reservoir.sample(np.arange(30))[0].numpy(), obs)
+    assert np.array_equal(reservoir.sample(np.array([30]))[0].numpy(), odd) and np.array_equal(
+        reservoir.sample(np.arange(30))[0].numpy(), obs
+    )
     # a checkpoint's tensors restore the same reservoir
     again = Reservoir(100, 5, 11)
-    again.restore({k.split(".")[-1]: v for k, v in reservoir.tensors("r").items()}, reservoir.size, reservoir.seen, "here")
+    again.restore(
+        {k.split(".")[-1]: v for k, v in reservoir.tensors("r").items()}, reservoir.size, reservoir.seen, "here"
+    )
     for name in ("obs", "mask", "action"):
         assert np.array_equal(getattr(again, name), getattr(reservoir, name)), name
-    with pytest.raises(ckpt.CheckpointError, match=r"here: the average policy's reservoir does not fit nfsp.reservoir_size=20: obs: \(31, 5\), expected \(31, 5\)|size 31"):
+    with pytest.raises(
+        ckpt.CheckpointError,
+        match=r"here: the average policy's reservoir does not fit nfsp.reservoir_size=20: obs: \(31, 5\), expected \(31, 5\)|size 31",
+    ):
         Reservoir(20, 5, 11).restore({k.split(".")[-1]: v for k, v in reservoir.tensors("r").items()}, 31, 31, "here")
     with pytest.raises(ckpt.CheckpointError, match=r"mask: \(31, 2\), expected \(31, 3\)"):
         Reservoir(100, 5, 17).restore({k.split(".")[-1]: v for k, v in reservoir.tensors("r").items()}, 31, 31, "here")
@@ -92,12 +109,20 @@ def test_the_average_policy_learns_the_policy_whose_decisions_fill_its_reservoir
     game = GameConfig(num_players=4)
     rng = np.random.default_rng(2)
     model = ActorCritic(game, [32], seed=0)
-    average = AveragePolicy(model, NFSPConfig(reservoir_size=5000, sl_steps=50, sl_batch_size=256, sl_learning_rate=1e-2), model.observation_size, model.num_actions, seed=0)
+    average = AveragePolicy(
+        model,
+        NFSPConfig(reservoir_size=5000, sl_steps=50, sl_batch_size=256, sl_learning_rate=1e-2),
+        model.observation_size,
+        model.num_actions,
+        seed=0,
+    )
     obs = np.zeros((5000, model.observation_size), np.float32)
     obs[:, 0] = rng.integers(0, 4, 5000)
     mask = rng.random((5000, model.num_actions)) < 0.1
     mask[:, :4] = True
-    rule = obs[:, 0].astype(np.int64)  # the action numbered by the first entry of the observation, among other legal ones
+    rule = obs[:, 0].astype(
+        np.int64
+    )  # the action numbered by the first entry of the observation, among other legal ones
 
     class Rollout:  # (what ``observe`` reads of a ``training.learner.Rollout``)
         pass
@@ -121,7 +146,10 @@ def test_the_average_policy_learns_the_policy_whose_decisions_fill_its_reservoir
     [
         ("opponents.population=0", r"population=0.0 is not allowed; expected a weight > 0 with algorithm: nfsp"),
         ("nfsp.reservoir_size=0", r"nfsp: reservoir_size=0 is not allowed; expected an integer >= 1"),
-        ("nfsp.sl_batch_size=500", r"nfsp: sl_batch_size=500 is not allowed; expected an integer <= reservoir_size \(300\)"),
+        (
+            "nfsp.sl_batch_size=500",
+            r"nfsp: sl_batch_size=500 is not allowed; expected an integer <= reservoir_size \(300\)",
+        ),
         ("nfsp.sl_steps=-1", r"nfsp: sl_steps=-1 is not allowed; expected an integer >= 0"),
         ("nfsp.sl_learning_rate=0", r"nfsp: sl_learning_rate=0.0 is not allowed; expected a number > 0"),
     ],
@@ -146,8 +174,12 @@ def test_an_nfsp_run_saves_the_average_policy_as_its_agent_and_the_best_response
     run = tmp_path / "run"
     state = ckpt.load_checkpoint(run / "checkpoint", kind="run")
     final = ckpt.load_checkpoint(run / "final")
-    kept = ckpt.load_checkpoint(run / "agents" / "update_0000004", kind="agent")  # the kept agents are the average policy too
-    assert kept.tensors.keys() == final.tensors.keys() and all(torch.equal(kept.tensors[k], v) for k, v in final.tensors.items())
+    kept = ckpt.load_checkpoint(
+        run / "agents" / "update_0000004", kind="agent"
+    )  # the kept agents are the average policy too
+    assert kept.tensors.keys() == final.tensors.keys() and all(
+        torch.equal(kept.tensors[k], v) for k, v in final.tensors.items()
+    )
     assert sorted(p.name for p in (run / "agents").glob("*.json")) == ["update_0000002.json", "update_0000004.json"]
     best = ckpt.load_checkpoint(run / "best_response")
     average, policy = state.group("average.model"), state.group("model")
@@ -158,20 +190,34 @@ def test_an_nfsp_run_saves_the_average_policy_as_its_agent_and_the_best_response
     assert final.metadata["evaluations"] and "network" not in final.metadata  # the evaluations are the average policy's
     reservoir = state.metadata["average"]["reservoir"]
     assert reservoir["capacity"] == 300 and reservoir["size"] == min(300, reservoir["seen"]) and reservoir["seen"] > 0
-    assert state.tensors["average.reservoir.obs"].shape[0] == reservoir["size"] and state.tensors["average.reservoir.obs"].dtype == torch.uint8
+    assert (
+        state.tensors["average.reservoir.obs"].shape[0] == reservoir["size"]
+        and state.tensors["average.reservoir.obs"].dtype == torch.uint8
+    )
     header = (run / "metrics.csv").read_text().splitlines()[0].split(",")
     assert {"sl_loss", "reservoir", "train_loss_rate_vs_population"} <= set(header)
     # the run checkpoint's agent is the average policy too: loaded, exported (or its best response, on request)
     assert all(torch.equal(ckpt.build_model(state).state_dict()[k], v) for k, v in average.items())
     exported = ckpt.load_checkpoint(ckpt.export_agent(run / "checkpoint", tmp_path / "pi"))
     assert exported.metadata["kind"] == "agent" and exported.metadata["network"] == "average"
-    assert all(torch.equal(exported.group("model")[k], v) for k, v in average.items()) and exported.tensors.keys() == final.tensors.keys()
+    assert (
+        all(torch.equal(exported.group("model")[k], v) for k, v in average.items())
+        and exported.tensors.keys() == final.tensors.keys()
+    )
     assert not {"average", "average.optimizer", "optimizer", "rng"} & set(exported.metadata)
     beta = ckpt.load_checkpoint(ckpt.export_agent(run / "checkpoint", tmp_path / "beta", member="best_response"))
-    assert all(torch.equal(beta.group("model")[k], v) for k, v in policy.items()) and beta.metadata["network"] == "best response"
-    with pytest.raises(ckpt.CheckpointError, match=r"member='b' needs an NFSP run checkpoint's network, one of \['average', 'best_response'\]"):
+    assert (
+        all(torch.equal(beta.group("model")[k], v) for k, v in policy.items())
+        and beta.metadata["network"] == "best response"
+    )
+    with pytest.raises(
+        ckpt.CheckpointError,
+        match=r"member='b' needs an NFSP run checkpoint's network, one of \['average', 'best_response'\]",
+    ):
         ckpt.export_agent(run / "checkpoint", tmp_path / "nothing", member="b")
-    with pytest.raises(ckpt.CheckpointError, match=r"average_from=0 averages the best response's snapshots of an NFSP run"):
+    with pytest.raises(
+        ckpt.CheckpointError, match=r"average_from=0 averages the best response's snapshots of an NFSP run"
+    ):
         ckpt.export_agent(run / "checkpoint", tmp_path / "nothing", average_from=0)
     assert not (tmp_path / "nothing.json").exists()
     from training import load_agent
@@ -181,7 +227,8 @@ def test_an_nfsp_run_saves_the_average_policy_as_its_agent_and_the_best_response
 
 def test_an_nfsp_runs_average_exports_averaged_with_its_kept_agents_and_bad_sources_are_refused(tmp_path, capsys):
     """``--average-with``: the run's average policy and its kept agents (``schedule.keep_agent_every``), one network averaged;
-    a mixture, another network shape, a source named twice or the destination among the sources is refused, writing nothing."""
+    a mixture, another network shape, a source named twice or the destination among the sources is refused, writing nothing.
+    """
     assert _nfsp(tmp_path, "run", 6, "--set", "schedule.keep_agent_every=2") == 0
     run = tmp_path / "run"
     state = ckpt.load_checkpoint(run / "checkpoint", kind="run")
@@ -198,14 +245,18 @@ def test_an_nfsp_runs_average_exports_averaged_with_its_kept_agents_and_bad_sour
     # an agent averaged with a run checkpoint takes the run's average policy, as the export would
     pair = ckpt.load_checkpoint(ckpt.export_agent(kept[0].path, tmp_path / "pair", average_with=[run / "checkpoint"]))
     for key, value in pair.group("model").items():
-        assert torch.allclose(value.double(), (kept[0].group("model")[key].double() + average[key].double()) / 2, atol=1e-6), key
+        assert torch.allclose(
+            value.double(), (kept[0].group("model")[key].double() + average[key].double()) / 2, atol=1e-6
+        ), key
     from training import load_agent
 
     assert load_agent(path).name
 
     assert _train(tmp_path, "wide", 2, "--set", "model.hidden_sizes=[8]") == 0
     meta = {k: kept[0].metadata[k] for k in ("game_config", "model")}
-    mixture = ckpt.save_mixture_checkpoint(tmp_path / "mix", [ckpt.build_model(k) for k in kept], [0.5, 0.5], ["two", "four"], meta)
+    mixture = ckpt.save_mixture_checkpoint(
+        tmp_path / "mix", [ckpt.build_model(k) for k in kept], [0.5, 0.5], ["two", "four"], meta
+    )
     refusals = [
         ([run / "final", kept[0].path, run / "final"], "named twice among the checkpoints to average"),
         ([tmp_path / "wide" / "final"], r"the rules .* and network .* differ from"),
@@ -219,8 +270,20 @@ def test_an_nfsp_runs_average_exports_averaged_with_its_kept_agents_and_bad_sour
         ckpt.export_agent(run / "checkpoint", tmp_path / "refused", average_from=0, average_with=[kept[0].path])
     with pytest.raises(ckpt.CheckpointError, match="expected a list of checkpoints"):
         ckpt.export_agent(run / "checkpoint", tmp_path / "refused", average_with=str(kept[0].path))
-    assert not list(tmp_path.glob("refused*")) and ckpt.load_checkpoint(tmp_path / "soup").metadata == soup.metadata  # unchanged
-    ckpt.main([str(run / "checkpoint"), "--export", str(tmp_path / "cli"), "--average-with", str(kept[0].path), "--average-with", str(kept[1].path)])
+    assert (
+        not list(tmp_path.glob("refused*")) and ckpt.load_checkpoint(tmp_path / "soup").metadata == soup.metadata
+    )  # unchanged
+    ckpt.main(
+        [
+            str(run / "checkpoint"),
+            "--export",
+            str(tmp_path / "cli"),
+            "--average-with",
+            str(kept[0].path),
+            "--average-with",
+            str(kept[1].path),
+        ]
+    )
     assert ckpt.read_metadata(tmp_path / "cli")["averaged"] == soup.metadata["averaged"]
     with pytest.raises(SystemExit):
         ckpt.main([str(run / "checkpoint"), "--average-with", str(kept[0].path)])  # without --export
@@ -236,7 +299,9 @@ def test_an_interrupted_nfsp_run_resumes_exactly(tmp_path, overlap):
     assert _nfsp(tmp_path, "split", 6, "--resume", *extra) == 0
     whole = ckpt.load_checkpoint(tmp_path / "whole" / "checkpoint", kind="run")
     split = ckpt.load_checkpoint(tmp_path / "split" / "checkpoint", kind="run")
-    assert whole.tensors.keys() == split.tensors.keys() and any(k.startswith("average.optimizer.") for k in whole.tensors)
+    assert whole.tensors.keys() == split.tensors.keys() and any(
+        k.startswith("average.optimizer.") for k in whole.tensors
+    )
     for key, value in whole.tensors.items():
         assert torch.equal(value, split.tensors[key]), key
     assert whole.metadata["average"] == split.metadata["average"]
@@ -245,7 +310,8 @@ def test_an_interrupted_nfsp_run_resumes_exactly(tmp_path, overlap):
 
 def test_a_run_killed_between_its_two_agent_checkpoints_writes_both_on_resume(tmp_path, monkeypatch):
     """``final`` (Π) marks a finished run: killed after one of ``final`` and ``best_response`` was written and before the
-    other, ``--resume`` must not take the run for finished without its best response."""
+    other, ``--resume`` must not take the run for finished without its best response.
+    """
     import training.ppo
 
     save = training.ppo.save_agent_checkpoint
@@ -298,10 +364,28 @@ def test_a_resume_may_change_the_average_policys_supervised_steps_but_not_its_re
     assert _nfsp(tmp_path, "run", 4, "--resume", "--set", "nfsp.reservoir_size=400") == 2
     assert "changed: ['nfsp.reservoir_size']" in capsys.readouterr().err
     assert ckpt.read_metadata(tmp_path / "run" / "checkpoint") == before  # (a refused resume changed nothing)
-    assert _nfsp(tmp_path, "run", 4, "--resume", "--set", "nfsp.sl_learning_rate=1e-4", "--set", "nfsp.sl_steps=3", "--set", "nfsp.sl_batch_size=32") == 0
+    assert (
+        _nfsp(
+            tmp_path,
+            "run",
+            4,
+            "--resume",
+            "--set",
+            "nfsp.sl_learning_rate=1e-4",
+            "--set",
+            "nfsp.sl_steps=3",
+            "--set",
+            "nfsp.sl_batch_size=32",
+        )
+        == 0
+    )
     after = ckpt.read_metadata(tmp_path / "run" / "checkpoint")
     assert after["step"]["update"] == 4
     assert after["average.optimizer"]["param_groups"][0]["lr"] == pytest.approx(1e-4)
-    assert {k: after["training_config"]["nfsp"][k] for k in ("sl_learning_rate", "sl_steps", "sl_batch_size")} == {"sl_learning_rate": 1e-4, "sl_steps": 3, "sl_batch_size": 32}
+    assert {k: after["training_config"]["nfsp"][k] for k in ("sl_learning_rate", "sl_steps", "sl_batch_size")} == {
+        "sl_learning_rate": 1e-4,
+        "sl_steps": 3,
+        "sl_batch_size": 32,
+    }
     resumed = ckpt.load_checkpoint(tmp_path / "run" / "checkpoint").group("average.model")
     assert any(not torch.equal(weights[k], resumed[k]) for k in weights)  # (Π took its steps at the new settings)

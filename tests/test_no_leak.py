@@ -28,12 +28,18 @@ RULE_SETS = [
 ]
 RECALL_RULE_SETS = [
     pytest.param(preset, n, {"recall": True}, id=name)
-    for preset, n, name in [("mini", 2, "mini-recall"), ("mini-3p", 3, "mini-3p-recall"), ("creature-to-start", 4, "creature-to-start-4p-recall"), ("royal", 3, "royal-3p-recall")]
+    for preset, n, name in [
+        ("mini", 2, "mini-recall"),
+        ("mini-3p", 3, "mini-3p-recall"),
+        ("creature-to-start", 4, "creature-to-start-4p-recall"),
+        ("royal", 3, "royal-3p-recall"),
+    ]
 ]
 
 
 def play_to_a_random_moment(preset: str, num_players: int, flags: dict, seed: int):
     """An env stopped at a random step of a random game (before its end), and the actions played."""
+
     def fresh():
         e = raw_env(preset=preset, num_players=num_players, render_mode="ansi", **flags)
         e.reset(seed=seed)
@@ -160,7 +166,9 @@ def test_observation_is_unchanged_when_everything_the_viewer_cannot_see_is_reshu
                     continue
                 agent = e.possible_agents[viewer]
                 original, other = e.observe(agent), replay.observe(agent)
-                np.testing.assert_array_equal(other["observation"], original["observation"], err_msg=f"{agent} sees a hidden difference")
+                np.testing.assert_array_equal(
+                    other["observation"], original["observation"], err_msg=f"{agent} sees a hidden difference"
+                )
                 np.testing.assert_array_equal(other["action_mask"], original["action_mask"])
                 assert replay.public_view() == e.public_view()
                 assert replay.render() == e.render()

@@ -1,5 +1,6 @@
 """The OpenSpiel game ``python_cockroach_poker``: registration, params, random_sim_test, and the same
-games as the AEC env (masks, observations, returns); information states; NashConv against OpenSpiel's."""
+games as the AEC env (masks, observations, returns); information states; NashConv against OpenSpiel's.
+"""
 
 from __future__ import annotations
 
@@ -38,14 +39,27 @@ def test_params_are_the_config_options_and_preset():
     assert load({"preset": "mini"}).config == GameConfig.from_options(preset="mini")
     assert load({"preset": "mini", "discard": 0}).config == GameConfig.from_options(preset="mini", discard=0)
     assert load({}).config == GameConfig()
-    assert load({"num_players": 3, "rainbow_loses": True, "edition": "royal"}).config == GameConfig(num_players=3, rainbow_loses=True, edition="royal")
+    assert load({"num_players": 3, "rainbow_loses": True, "edition": "royal"}).config == GameConfig(
+        num_players=3, rainbow_loses=True, edition="royal"
+    )
     game = load({"preset": "mini-3p"})
     assert game.num_players() == 3
     assert game.num_distinct_actions() == raw_env(preset="mini-3p").action_space("player_0").n
-    assert game.observation_tensor_size() == raw_env(preset="mini-3p").observation_space("player_0")["observation"].shape[0]
+    assert (
+        game.observation_tensor_size()
+        == raw_env(preset="mini-3p").observation_space("player_0")["observation"].shape[0]
+    )
 
 
-@pytest.mark.parametrize("params, name", [({"num_players": 9}, "num_players"), ({"preset": "mega"}, "preset"), ({"edition": "deluxe"}, "edition"), ({"preset": "mini", "loss_count": 5}, "loss_count")])
+@pytest.mark.parametrize(
+    "params, name",
+    [
+        ({"num_players": 9}, "num_players"),
+        ({"preset": "mega"}, "preset"),
+        ({"edition": "deluxe"}, "edition"),
+        ({"preset": "mini", "loss_count": 5}, "loss_count"),
+    ],
+)
 def test_bad_params_are_refused_naming_the_option(params, name):
     with pytest.raises(Exception, match=name):
         load(params)

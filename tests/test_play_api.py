@@ -35,13 +35,48 @@ from .play_server import free_port  # noqa: E402
 from .test_no_leak import resampled_replay  # noqa: E402
 from .test_records import random_record  # noqa: E402
 
-VIEW_KEYS = {"version", "seat", "seats", "config", "identities", "claims", "pace_ms", "table", "legal", "log_from", "log", "over", "reveal", "saved", "error"}
-TABLE_KEYS = {"edition", "phase", "to_act", "collections", "hand_sizes", "chain", "history", "loser", "loss_reason", "num_players", "players", "viewer", "full_information", "hand", "last_event"}
+VIEW_KEYS = {
+    "version",
+    "seat",
+    "seats",
+    "config",
+    "identities",
+    "claims",
+    "pace_ms",
+    "table",
+    "legal",
+    "log_from",
+    "log",
+    "over",
+    "reveal",
+    "saved",
+    "error",
+}
+TABLE_KEYS = {
+    "edition",
+    "phase",
+    "to_act",
+    "collections",
+    "hand_sizes",
+    "chain",
+    "history",
+    "loser",
+    "loss_reason",
+    "num_players",
+    "players",
+    "viewer",
+    "full_information",
+    "hand",
+    "last_event",
+}
 ROYAL_KEYS = {"penalty_top", "penalty_size", "special_holders", "replacement"}
 
 
 def new_game(client, seats, preset="classic", num_players=None, seed=0, pace_ms=0):
-    response = client.post("/api/games", json={"preset": preset, "num_players": num_players, "seats": seats, "seed": seed, "pace_ms": pace_ms})
+    response = client.post(
+        "/api/games",
+        json={"preset": preset, "num_players": num_players, "seats": seats, "seed": seed, "pace_ms": pace_ms},
+    )
     assert response.status_code == 200, response.text
     return response.json()
 
@@ -63,8 +98,13 @@ def play_through_the_api(client, seats, preset="classic", num_players=None, seed
     payloads = []
     while True:
         first = next(iter(tokens))
-        wait_for(client, game_id, tokens[first], lambda v: v["over"] or v["table"]["to_act"] in tokens)  # a human's turn
-        views = {agent: client.get(f"/api/games/{game_id}", params={"token": token}).json() for agent, token in tokens.items()}
+        wait_for(
+            client, game_id, tokens[first], lambda v: v["over"] or v["table"]["to_act"] in tokens
+        )  # a human's turn
+        views = {
+            agent: client.get(f"/api/games/{game_id}", params={"token": token}).json()
+            for agent, token in tokens.items()
+        }
         payloads += [(agent, v) for agent, v in views.items()]
         mover = next((a for a, v in views.items() if v["legal"] is not None), None)
         if any(v["over"] for v in views.values()):
@@ -72,7 +112,10 @@ def play_through_the_api(client, seats, preset="classic", num_players=None, seed
         if mover is None:
             continue
         log_from = int(rng.integers(len(views[mover]["log"]) + 1))  # the page may have any prefix of the log
-        response = client.post(f"/api/games/{game_id}/move", json={"token": tokens[mover], "log_from": log_from, **random_move(views[mover]["legal"], rng)})
+        response = client.post(
+            f"/api/games/{game_id}/move",
+            json={"token": tokens[mover], "log_from": log_from, **random_move(views[mover]["legal"], rng)},
+        )
         assert response.status_code == 200, response.text
         payloads.append((mover, response.json()))
     session = client.app.state.store.get(game_id)
@@ -94,7 +137,7 @@ def check_payload(agent: str, view: dict, session) -> None:
     chain = env.game.chain
     if chain is not None:
         assert table["chain"]["card"] == (env.cards.identities[chain.card] if seat in chain.seen else None)
-    assert [entry["event"] for entry in view["log"]] == json.loads(json.dumps(env.history))[view["log_from"]:]
+    assert [entry["event"] for entry in view["log"]] == json.loads(json.dumps(env.history))[view["log_from"] :]
     assert [entry["index"] for entry in view["log"]] == list(range(view["log_from"], len(env.history)))
     over = env.game.over
     assert view["over"] == over and (view["reveal"] is not None) == over
@@ -108,14 +151,19 @@ def client(tmp_path):
         yield c
 
 
-@pytest.mark.parametrize("seats, preset, num_players, seed", [
-    (["human", "heuristic", "random", "honest"], "classic", 4, 1),
-    (["bluffer", "human", "human"], "royal", 3, 2),
-    (["human", "heuristic"], "duel", None, 3),
-    (["random", "human", "heuristic", "classic-4p"], "classic", 4, 4),
-    (["mini-recall", "human"], "mini", None, 5),  # an agent that sees the history: the table gets recall=True
-])
-def test_whole_games_through_the_api_show_each_seat_only_its_own_view(client, seats, preset, num_players, seed, tmp_path):
+@pytest.mark.parametrize(
+    "seats, preset, num_players, seed",
+    [
+        (["human", "heuristic", "random", "honest"], "classic", 4, 1),
+        (["bluffer", "human", "human"], "royal", 3, 2),
+        (["human", "heuristic"], "duel", None, 3),
+        (["random", "human", "heuristic", "classic-4p"], "classic", 4, 4),
+        (["mini-recall", "human"], "mini", None, 5),  # an agent that sees the history: the table gets recall=True
+    ],
+)
+def test_whole_games_through_the_api_show_each_seat_only_its_own_view(
+    client, seats, preset, num_players, seed, tmp_path
+):
     game_id, tokens, payloads, session = play_through_the_api(client, seats, preset, num_players, seed)
     assert session.over and len(payloads) > (2 if preset == "mini" else 10)  # a mini game has at most 9 decisions
     for agent, view in payloads:
@@ -163,7 +211,9 @@ def test_bad_requests_are_named_and_change_nothing(client):
     human = session.seats[0]
     rng = np.random.default_rng(5)
     env = session.env
-    while not (session.seat_to_act is human and env.game.phase.value == "offer" and 0 in env.game.hands[0]):  # player_0 must offer, lacking a type
+    while not (
+        session.seat_to_act is human and env.game.phase.value == "offer" and 0 in env.game.hands[0]
+    ):  # player_0 must offer, lacking a type
         session._step(int(rng.choice(np.flatnonzero(env.observe(env.agent_selection)["action_mask"]))))
     view = client.get(f"/api/games/{game_id}", params={"token": token}).json()
     hand = view["table"]["hand"]
@@ -171,12 +221,48 @@ def test_bad_requests_are_named_and_change_nothing(client):
     held = next(iter(hand))
     bad = [
         ("post", f"/api/games/{game_id}/move", {"token": token, "kind": "dance"}, 422, "kind"),
-        ("post", f"/api/games/{game_id}/move", {"token": token, "kind": "offer", "card": held}, 422, "takes the field(s)"),
-        ("post", f"/api/games/{game_id}/move", {"token": token, "kind": "offer", "card": missing, "target": "player_1", "claim": "bat"}, 422, f"no {missing} in hand"),
-        ("post", f"/api/games/{game_id}/move", {"token": token, "kind": "offer", "card": "unicorn", "target": "player_1", "claim": "bat"}, 422, "unknown card 'unicorn'"),
-        ("post", f"/api/games/{game_id}/move", {"token": token, "kind": "offer", "card": held, "target": "player_0", "claim": "bat"}, 422, "the actor itself"),
-        ("post", f"/api/games/{game_id}/move", {"token": token, "kind": "offer", "card": held, "target": "player_1", "claim": "dragon"}, 422, "unknown claim 'dragon'"),
-        ("post", f"/api/games/{game_id}/move", {"token": token, "kind": "call", "believe": True}, 422, "cannot call during the offer phase"),
+        (
+            "post",
+            f"/api/games/{game_id}/move",
+            {"token": token, "kind": "offer", "card": held},
+            422,
+            "takes the field(s)",
+        ),
+        (
+            "post",
+            f"/api/games/{game_id}/move",
+            {"token": token, "kind": "offer", "card": missing, "target": "player_1", "claim": "bat"},
+            422,
+            f"no {missing} in hand",
+        ),
+        (
+            "post",
+            f"/api/games/{game_id}/move",
+            {"token": token, "kind": "offer", "card": "unicorn", "target": "player_1", "claim": "bat"},
+            422,
+            "unknown card 'unicorn'",
+        ),
+        (
+            "post",
+            f"/api/games/{game_id}/move",
+            {"token": token, "kind": "offer", "card": held, "target": "player_0", "claim": "bat"},
+            422,
+            "the actor itself",
+        ),
+        (
+            "post",
+            f"/api/games/{game_id}/move",
+            {"token": token, "kind": "offer", "card": held, "target": "player_1", "claim": "dragon"},
+            422,
+            "unknown claim 'dragon'",
+        ),
+        (
+            "post",
+            f"/api/games/{game_id}/move",
+            {"token": token, "kind": "call", "believe": True},
+            422,
+            "cannot call during the offer phase",
+        ),
         ("post", f"/api/games/{game_id}/move", {"token": token, "kind": "call", "believe": "yes"}, 422, "believe"),
         ("post", f"/api/games/{game_id}/move", {"token": token, "kind": "peek", "extra": 1}, 422, "extra"),
         ("post", f"/api/games/{game_id}/move", {"token": token, "kind": "peek", "log_from": -1}, 422, "log_from"),
@@ -185,12 +271,36 @@ def test_bad_requests_are_named_and_change_nothing(client):
         ("post", f"/api/games/{game_id}/pace", {"token": token, "pace_ms": -5}, 422, "pace_ms"),
         ("post", f"/api/games/{game_id}/pace", {"token": token, "pace_ms": 1.5}, 422, "pace_ms"),
         ("get", f"/api/games/{game_id}/record?token={token}", None, 409, "when the game is over"),
-        ("post", "/api/games", {"preset": "classic", "seats": ["human", "heuristic"], "num_players": 4}, 422, "seats has 2 entries for 4 players"),
+        (
+            "post",
+            "/api/games",
+            {"preset": "classic", "seats": ["human", "heuristic"], "num_players": 4},
+            422,
+            "seats has 2 entries for 4 players",
+        ),
         ("post", "/api/games", {"preset": "classic", "seats": ["heuristic"] * 4}, 422, "no human seat"),
-        ("post", "/api/games", {"preset": "classic", "seats": ["human", "nobody", "random", "random"]}, 422, "seat player_1: unknown agent 'nobody'"),
-        ("post", "/api/games", {"preset": "classic", "seats": ["human", "classic-2p", "random", "random"]}, 422, "seat player_1"),
+        (
+            "post",
+            "/api/games",
+            {"preset": "classic", "seats": ["human", "nobody", "random", "random"]},
+            422,
+            "seat player_1: unknown agent 'nobody'",
+        ),
+        (
+            "post",
+            "/api/games",
+            {"preset": "classic", "seats": ["human", "classic-2p", "random", "random"]},
+            422,
+            "seat player_1",
+        ),
         ("post", "/api/games", {"preset": "classic", "num_players": 7, "seats": ["human"] * 6}, 422, "num_players"),
-        ("post", "/api/games", {"preset": "mystery", "seats": ["human", "random", "random", "random"]}, 422, "preset='mystery'"),
+        (
+            "post",
+            "/api/games",
+            {"preset": "mystery", "seats": ["human", "random", "random", "random"]},
+            422,
+            "preset='mystery'",
+        ),
         ("post", "/api/games", {"preset": "classic", "seats": ["human"] * 4, "seed": -1}, 422, "seed"),
     ]
     state, version = session.env.state(), session.version
@@ -200,14 +310,17 @@ def test_bad_requests_are_named_and_change_nothing(client):
         assert fragment in response.text, (body, response.text)
         np.testing.assert_array_equal(session.env.state(), state)
         assert session.version == version and session.pace_ms == 10_000
-    not_json = client.post(f"/api/games/{game_id}/move", content=b"{not json", headers={"Content-Type": "application/json"})
+    not_json = client.post(
+        f"/api/games/{game_id}/move", content=b"{not json", headers={"Content-Type": "application/json"}
+    )
     assert not_json.status_code == 422 and "json" in not_json.text.lower()
     assert len(client.app.state.store) == 1, "no refused game was created"
 
 
 def test_a_move_chosen_on_a_view_that_moves_have_overtaken_is_refused(client):
     """A second click or key press (True twice) must not answer the next card, which the seat has not seen yet: in the
-    duel an honest agent's claim is true, so the right call gives it the card and it offers the next one at once."""
+    duel an honest agent's claim is true, so the right call gives it the card and it offers the next one at once.
+    """
     created = new_game(client, ["human", "honest"], preset="duel", seed=0, pace_ms=0)
     game_id, token = created["game_id"], created["tokens"]["player_0"]
     session = client.app.state.store.get(game_id)
@@ -215,20 +328,33 @@ def test_a_move_chosen_on_a_view_that_moves_have_overtaken_is_refused(client):
     responds = lambda v: v["legal"] is not None and v["legal"]["call"]  # noqa: E731
     view = wait_for(client, game_id, token, lambda v: v["legal"] is not None)
     while not responds(view):  # the human offers until the agent offers back
-        client.post(f"/api/games/{game_id}/move", json={"token": token, "version": view["version"], **random_move(view["legal"], rng)})
+        client.post(
+            f"/api/games/{game_id}/move",
+            json={"token": token, "version": view["version"], **random_move(view["legal"], rng)},
+        )
         view = wait_for(client, game_id, token, lambda v: v["legal"] is not None)
     seen = view["version"]
-    first = client.post(f"/api/games/{game_id}/move", json={"token": token, "version": seen, "kind": "call", "believe": True})
+    first = client.post(
+        f"/api/games/{game_id}/move", json={"token": token, "version": seen, "kind": "call", "believe": True}
+    )
     assert first.status_code == 200, first.text
-    assert responds(wait_for(client, game_id, token, responds)), "the agent took the card and offered the next one to the human"
+    assert responds(wait_for(client, game_id, token, responds)), (
+        "the agent took the card and offered the next one to the human"
+    )
     state, version = session.env.state(), session.version
-    again = client.post(f"/api/games/{game_id}/move", json={"token": token, "version": seen, "kind": "call", "believe": True})
+    again = client.post(
+        f"/api/games/{game_id}/move", json={"token": token, "version": seen, "kind": "call", "believe": True}
+    )
     assert again.status_code == 409 and f"chosen on version {seen}" in again.text, again.text
     np.testing.assert_array_equal(session.env.state(), state)
     assert session.version == version
-    ahead = client.post(f"/api/games/{game_id}/move", json={"token": token, "version": version + 5, "kind": "call", "believe": True})
+    ahead = client.post(
+        f"/api/games/{game_id}/move", json={"token": token, "version": version + 5, "kind": "call", "believe": True}
+    )
     assert ahead.status_code == 422 and f"version={version + 5}" in ahead.text, ahead.text
-    answer = client.post(f"/api/games/{game_id}/move", json={"token": token, "version": version, "kind": "call", "believe": True})
+    answer = client.post(
+        f"/api/games/{game_id}/move", json={"token": token, "version": version, "kind": "call", "believe": True}
+    )
     assert answer.status_code == 200, "a move on the latest view is played"
 
 
@@ -346,16 +472,24 @@ def test_a_failing_agent_stops_its_game_with_a_named_error_and_the_server_goes_o
 
 def test_a_server_without_custom_agents_refuses_code_and_path_seats_by_name_and_starts_nothing(tmp_path):
     """A module:Class seat imports code and a path seat reads a file on the server: a server reachable from other
-    machines (cockroach-play --host, without --allow-custom-agents) takes only human, baselines and shipped agents."""
+    machines (cockroach-play --host, without --allow-custom-agents) takes only human, baselines and shipped agents.
+    """
     store = GameStore(max_games=8, idle_seconds=600)
     with TestClient(create_app(store, custom_agents=False)) as closed:
         assert closed.get("/api/setup").json()["custom_agents"] is False
         for spec in ["tests.test_play_api:BrokenAgent", str(tmp_path / "agent"), "/etc/passwd", "agent.zip"]:
-            answer = closed.post("/api/games", json={"preset": "classic", "num_players": 4, "seats": ["human", "random", spec, "random"]})
-            assert answer.status_code == 422 and f"seat player_2: agent {spec!r} is refused" in answer.json()["detail"], answer.text
+            answer = closed.post(
+                "/api/games", json={"preset": "classic", "num_players": 4, "seats": ["human", "random", spec, "random"]}
+            )
+            assert (
+                answer.status_code == 422 and f"seat player_2: agent {spec!r} is refused" in answer.json()["detail"]
+            ), answer.text
             assert "--allow-custom-agents" in answer.json()["detail"]
         assert len(list(store)) == 0
-        started = closed.post("/api/games", json={"preset": "classic", "num_players": 4, "seats": ["human", "heuristic", "classic-4p", "random"]})
+        started = closed.post(
+            "/api/games",
+            json={"preset": "classic", "num_players": 4, "seats": ["human", "heuristic", "classic-4p", "random"]},
+        )
         assert started.status_code == 200, started.text
     with TestClient(create_app(GameStore(max_games=8, idle_seconds=600))) as open_:
         assert open_.get("/api/setup").json()["custom_agents"] is True
@@ -372,7 +506,8 @@ def test_cockroach_play_refuses_bad_options_by_name(capsys):
 
 def test_cockroach_play_names_an_address_it_cannot_listen_on_and_announces_nothing(capsys):
     """A busy port or an unknown host is refused by name before the page's address is printed or opened (the browser
-    would open whatever else serves that port)."""
+    would open whatever else serves that port).
+    """
     from play import cli
 
     with socket.socket() as busy:
@@ -395,8 +530,13 @@ def test_cockroach_play_on_an_ipv6_host_prints_an_address_that_serves_the_page(h
         except OSError:
             pytest.skip("no IPv6 loopback here")
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "play.cli", "--host", host, "--port", str(port), "--no-browser", "--no-save"],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    server = subprocess.Popen(
+        [sys.executable, "-m", "play.cli", "--host", host, "--port", str(port), "--no-browser", "--no-save"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     try:
         line = server.stdout.readline()
         assert line.startswith("cockroach-play: serving on "), line
@@ -419,7 +559,8 @@ def test_cockroach_play_on_an_ipv6_host_prints_an_address_that_serves_the_page(h
 def test_cockroach_replay_names_an_output_it_cannot_write_and_writes_into_a_pipe_without_replacing_it(tmp_path, capsys):
     """-o in a folder that takes no new file is an error naming -o, not a traceback (it named a temporary file);
     -o naming a device or a pipe (such as /dev/null) is written into, never replaced by a new file (as root, it replaced
-    /dev/null itself)."""
+    /dev/null itself).
+    """
     from play import replay
 
     record, _ = random_record("royal", 3, seed=1)

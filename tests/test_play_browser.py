@@ -26,7 +26,10 @@ from play.store import GameStore  # noqa: E402
 from .play_server import running_server  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install -y chromium)")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install -y chromium)"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +88,11 @@ def check_screen(page, session, seat="player_0") -> None:
         assert screen["seats"][agent]["toAct"] == (view["to_act"] == agent)
     assert screen["toAct"] == (view["to_act"] or "")
     chain = view["chain"]
-    assert screen["chain"] == ({"claim": chain["claim"], "holder": chain["holder"], "card": chain["card"] or ""} if chain else {"claim": "", "holder": "", "card": ""})
+    assert screen["chain"] == (
+        {"claim": chain["claim"], "holder": chain["holder"], "card": chain["card"] or ""}
+        if chain
+        else {"claim": "", "holder": "", "card": ""}
+    )
     assert screen["log"] == len(session.env.history)
 
 
@@ -117,7 +124,9 @@ def play_one_move(page, rng, use_keyboard: bool) -> None:
         else:
             page.click({"t": "#call-true", "f": "#call-false", "p": "#peek"}[choice])
         return
-    if page.locator("#hand .card.pickable").count() and not page.locator("[data-step=target]").count():  # Royal replacement
+    if (
+        page.locator("#hand .card.pickable").count() and not page.locator("[data-step=target]").count()
+    ):  # Royal replacement
         page.locator("#hand .card.pickable").first.click()
         return
     if page.locator("#hand .card.pickable").count():
@@ -143,7 +152,8 @@ def play_one_move(page, rng, use_keyboard: bool) -> None:
 def test_views_that_arrive_while_the_card_art_loads_end_on_the_latest(browser, tmp_path):
     """A reloaded page waits for its card art before it shows a view; views that the server pushes meanwhile must be shown
     in order, however the art requests are answered, so the page ends on the server's latest version (it once ended on
-    an older one and stayed there: each view fetched the art anew and the answers came back out of order)."""
+    an older one and stayed there: each view fetched the art anew and the answers came back out of order).
+    """
     store = GameStore(max_games=2, idle_seconds=600)
     with running_server(store) as (url, app):
         errors = []
@@ -154,7 +164,9 @@ def test_views_that_arrive_while_the_card_art_loads_end_on_the_latest(browser, t
         session = next(iter(store))
         settle(page, session, "player_0")
         held, holding = [], [True]
-        page.route("**/api/art/**", lambda route: held.append(route) if holding[0] else route.continue_())  # held until released below
+        page.route(
+            "**/api/art/**", lambda route: held.append(route) if holding[0] else route.continue_()
+        )  # held until released below
         page.reload()
         deadline = time.monotonic() + 30
         while not held:
@@ -162,7 +174,9 @@ def test_views_that_arrive_while_the_card_art_loads_end_on_the_latest(browser, t
             page.wait_for_timeout(20)
         token = session.seats[0].token
         for pace in (5, 0):  # two more versions, pushed to the page while its art is held
-            response = page.request.post(f"{url}/api/games/{session.game_id}/pace", data={"token": token, "pace_ms": pace})
+            response = page.request.post(
+                f"{url}/api/games/{session.game_id}/pace", data={"token": token, "pace_ms": pace}
+            )
             assert response.ok, response.text()
         page.wait_for_timeout(500)  # the pushed views reach the page
         holding[0] = False
@@ -177,7 +191,8 @@ def test_views_that_arrive_while_the_card_art_loads_end_on_the_latest(browser, t
 def test_a_second_key_press_does_not_answer_the_next_card(browser):
     """T pressed twice answers the card on the table once: the second press, sent before the first answer came back, must
     not answer the card the agent offers next, which the human has not seen (in the duel an honest agent's claim is
-    true, so calling it true gives it the card and it offers the next one at once)."""
+    true, so calling it true gives it the card and it offers the next one at once).
+    """
     store = GameStore(max_games=2, idle_seconds=600)
     with running_server(store) as (url, app):
         page = open_setup(browser, url)
@@ -200,7 +215,9 @@ def test_a_second_key_press_does_not_answer_the_next_card(browser):
             while len(session.actions) == before:
                 page.wait_for_timeout(10)
         held = []
-        page.route("**/move", lambda route: held.append(route))  # both presses reach the server only when released below
+        page.route(
+            "**/move", lambda route: held.append(route)
+        )  # both presses reach the server only when released below
         page.keyboard.press("t")
         page.keyboard.press("t")
         deadline = time.monotonic() + 10
@@ -209,7 +226,11 @@ def test_a_second_key_press_does_not_answer_the_next_card(browser):
             page.wait_for_timeout(10)
         answered = len(session.actions)
         held[0].continue_()
-        while not (len(session.actions) > answered + 1 and session.seat_to_act.agent == "player_0" and session.env.game.phase.value == "respond"):
+        while not (
+            len(session.actions) > answered + 1
+            and session.seat_to_act.agent == "player_0"
+            and session.env.game.phase.value == "respond"
+        ):
             assert time.monotonic() < deadline, "the agent did not offer the next card to the human"
             page.wait_for_timeout(10)
         actions = list(session.actions)
@@ -225,7 +246,8 @@ def test_a_second_key_press_does_not_answer_the_next_card(browser):
 
 def test_every_key_shown_on_a_card_picks_it_in_a_royal_hand_of_many_kinds(browser):
     """A Royal hand holds up to 16 kinds of card: a key shown on a card must be one key (1 to 9, then 0) that picks it,
-    not "11" (which cannot be pressed) or "10" (pressed as 0)."""
+    not "11" (which cannot be pressed) or "10" (pressed as 0).
+    """
     store = GameStore(max_games=2, idle_seconds=600)
     with running_server(store) as (url, app):
         page = open_setup(browser, url)
@@ -262,7 +284,12 @@ def test_your_own_agent_fills_every_seat_that_is_not_human(browser):
         page.click("#start")
         page.wait_for_selector("#hand .card")
         session = next(iter(store))
-        assert [s.label for s in session.seats] == ["baselines:HonestAgent", "human", "baselines:HonestAgent", "baselines:HonestAgent"]
+        assert [s.label for s in session.seats] == [
+            "baselines:HonestAgent",
+            "human",
+            "baselines:HonestAgent",
+            "baselines:HonestAgent",
+        ]
 
 
 def test_a_human_plays_a_whole_game_against_three_shipped_agents(browser, shots, tmp_path):
@@ -303,7 +330,9 @@ def test_a_human_plays_a_whole_game_against_three_shipped_agents(browser, shots,
         page.wait_for_selector("#end:not([hidden])")
         loser = session.env.possible_agents[session.env.game.loser]
         assert page.inner_text("#end-title").startswith(loser)
-        assert page.locator(".reveal-claims li").count() == sum(1 for e in session.env.history if e["type"] in ("offer", "pass"))
+        assert page.locator(".reveal-claims li").count() == sum(
+            1 for e in session.env.history if e["type"] in ("offer", "pass")
+        )
         page.screenshot(path=str(shots / "play-end.png"))
         assert moves >= 5 and shot and not errors, errors
         assert session.saved_path and os.path.exists(session.saved_path)
@@ -314,7 +343,9 @@ def test_a_human_plays_a_whole_game_against_three_shipped_agents(browser, shots,
         replay_file = tmp_path / "replay.html"
         replay_file.write_text(html)
         replay = browser.new_page(viewport={"width": 1280, "height": 900})
-        replay.route("**/*", lambda route: route.abort() if not route.request.url.startswith("file:") else route.continue_())
+        replay.route(
+            "**/*", lambda route: route.abort() if not route.request.url.startswith("file:") else route.continue_()
+        )
         replay.goto(replay_file.as_uri())
         steps = len(session.actions)
         for step in range(1, steps + 1):
@@ -322,10 +353,14 @@ def test_a_human_plays_a_whole_game_against_three_shipped_agents(browser, shots,
             assert replay.evaluate("document.body.dataset.step") == str(step)
             if step % 7 == 0:
                 assert replay.locator(".hidden-card").count() == 0, "hidden hands stay hidden without the reveal"
-                assert replay.locator("#centre .card[data-card]").evaluate_all("cards => cards.every(c => c.dataset.card === '')")
+                assert replay.locator("#centre .card[data-card]").evaluate_all(
+                    "cards => cards.every(c => c.dataset.card === '')"
+                )
         assert replay.locator("#log li").count() == len(session.env.history)
         marks = replay.locator("[data-claim-mark]").count()
-        assert marks == sum(1 for e in session.env.history if e["type"] in ("offer", "pass")), "every claim marked once its card is revealed"
+        assert marks == sum(1 for e in session.env.history if e["type"] in ("offer", "pass")), (
+            "every claim marked once its card is revealed"
+        )
         replay.keyboard.press("ArrowLeft")
         assert replay.evaluate("document.body.dataset.step") == str(steps - 1)
         replay.keyboard.press("Home")
@@ -334,7 +369,9 @@ def test_a_human_plays_a_whole_game_against_three_shipped_agents(browser, shots,
         replay.screenshot(path=str(shots / "replay.png"))
 
         # a phone: the page fits the width and still shows the hand and the actions
-        phone = browser.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, has_touch=True)
+        phone = browser.new_page(
+            viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, has_touch=True
+        )
         phone.goto(url)
         phone.wait_for_selector("#seat-choices select")
         phone.eval_on_selector("#pace", "e => { e.value = 0; }")

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from cockroach_env import Move, Phase, raw_env
 from cockroach_env.encoding import write_state
-from cockroach_env.env import INFO_DEFAULTS
 from cockroach_env.engine import LOSS_REASONS
+from cockroach_env.env import INFO_DEFAULTS
 
 from .conftest import CLASSIC_PRESETS, legal_actions
 
@@ -125,14 +125,19 @@ def test_random_play_conserves_cards_and_ends_with_exactly_one_loser(case):
     assert e.history[-1] == {"type": "loss", "player": loser, "reason": game.loss_reason}
     assert sum(event["type"] == "loss" for event in e.history) == 1
     assert all(e.terminations.values())
-    assert all(info == {**INFO_DEFAULTS, "loser": game.loser, "loss_reason": LOSS_REASONS.index(game.loss_reason)} for info in e.infos.values())
+    assert all(
+        info == {**INFO_DEFAULTS, "loser": game.loser, "loss_reason": LOSS_REASONS.index(game.loss_reason)}
+        for info in e.infos.values()
+    )
     rewards = e.rewards
     assert rewards[loser] == -1
     assert all(r == pytest.approx(1 / (num_players - 1)) for a, r in rewards.items() if a != loser)
     assert sum(rewards.values()) == pytest.approx(0.0, abs=1e-12)
 
 
-@pytest.mark.parametrize("preset, num_players", [pytest.param(p, n, id=f"{p}-{n}p") for p, n, flags in RULE_SETS if not flags])
+@pytest.mark.parametrize(
+    "preset, num_players", [pytest.param(p, n, id=f"{p}-{n}p") for p, n, flags in RULE_SETS if not flags]
+)
 def test_every_action_index_decodes_to_a_move_that_encodes_back(preset, num_players):
     e = raw_env(preset=preset, num_players=num_players)
     e.reset(seed=0)

@@ -23,7 +23,9 @@ def test_recall_is_off_by_default_and_leaves_the_layout_alone():
     plain, recall = GameConfig(), GameConfig(recall=True)
     assert not plain.recall
     plain_enc, recall_enc = encoding_for(plain), encoding_for(recall)
-    assert list(recall_enc.observation.segments)[: len(plain_enc.observation.segments)] == list(plain_enc.observation.segments)
+    assert list(recall_enc.observation.segments)[: len(plain_enc.observation.segments)] == list(
+        plain_enc.observation.segments
+    )
     size = plain_enc.observation.size
     assert recall_enc.observation.segments["dealt_hand"].start == size
     length, public = max_decisions(recall), public_moves(recall)
@@ -52,7 +54,9 @@ def test_the_recall_observation_is_the_information_state(preset):
     assert len(tree.observations) > len(plain.observations)  # the plain observation aliases information states
 
 
-@pytest.mark.parametrize("preset, num_players", [("classic", 4), ("creature-to-start", 3), ("royal", 2), ("royal", 5), ("mini-3p", None)])
+@pytest.mark.parametrize(
+    "preset, num_players", [("classic", 4), ("creature-to-start", 3), ("royal", 2), ("royal", 5), ("mini-3p", None)]
+)
 def test_every_decision_fills_its_slot(preset, num_players):
     options = {"recall": True} | ({"num_players": num_players} if num_players else {})
     config = GameConfig.from_options(preset, **options)
@@ -94,7 +98,10 @@ def test_every_decision_fills_its_slot(preset, num_players):
 def test_an_explicit_deal_with_more_cards_in_hand_than_the_recall_slots_allow_is_refused():
     """``max_decisions`` bounds games of the rule set's own deal; an explicit deal may hold more cards in hand."""
     every_card = {"cockroach": 4, "bat": 4, "fly": 4, "toad": 4, "rat": 4, "scorpion": 4, "spider": 4, "stink_bug": 4}
-    deal = {"starter": "player_0", "hands": {"player_0": every_card, "player_1": every_card}}  # 64 cards where a duel deals 54
+    deal = {
+        "starter": "player_0",
+        "hands": {"player_0": every_card, "player_1": every_card},
+    }  # 64 cards where a duel deals 54
     env = raw_env(preset="duel", recall=True)
     with pytest.raises(ValueError, match="64 cards in hands.*54.*recall"):
         env.reset(options=deal)
@@ -102,7 +109,9 @@ def test_an_explicit_deal_with_more_cards_in_hand_than_the_recall_slots_allow_is
     for options in ({"recall": True, "max_steps": max_decisions(GameConfig.from_options("duel", recall=True))}, {}):
         env = raw_env(preset="duel", **options)
         env.reset(options=deal)
-        while not env.game.over and not any(env.truncations.values()):  # every card given away on a wrong call: 128 decisions, no loss until a hand is empty
+        while not env.game.over and not any(
+            env.truncations.values()
+        ):  # every card given away on a wrong call: 128 decisions, no loss until a hand is empty
             if env.game.chain:
                 env.step(env.encoding.respond_start + 1)
             else:
@@ -121,7 +130,9 @@ def test_an_agent_without_recall_plays_the_same_rules_with_recall_and_is_just_as
     plain, recall = GameConfig.from_options("mini"), GameConfig.from_options("mini", recall=True)
     wrapped = load_agent("mini", config=recall)
     assert isinstance(wrapped, RecallPrefixAgent) and wrapped.config == recall
-    assert evaluate(wrapped, recall, game_tree(recall)).nash_conv == pytest.approx(evaluate(load_agent("mini"), plain, game_tree(plain)).nash_conv, abs=1e-9)
+    assert evaluate(wrapped, recall, game_tree(recall)).nash_conv == pytest.approx(
+        evaluate(load_agent("mini"), plain, game_tree(plain)).nash_conv, abs=1e-9
+    )
     with pytest.raises(ValueError, match="trained for"):
         load_agent("mini", config=GameConfig.from_options("mini", recall=True, discard=1))
 
@@ -165,7 +176,9 @@ def test_openspiel_observation_tensor_is_the_recall_observation():
         while not state.is_terminal():
             seat = state.current_player()
             assert env.agent_selection == f"player_{seat}"
-            np.testing.assert_array_equal(np.asarray(state.observation_tensor(seat), np.float32), env.observe(f"player_{seat}")["observation"])
+            np.testing.assert_array_equal(
+                np.asarray(state.observation_tensor(seat), np.float32), env.observe(f"player_{seat}")["observation"]
+            )
             action = int(rng.choice(state.legal_actions()))
             state.apply_action(action)
             env.step(action)

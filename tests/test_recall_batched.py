@@ -114,7 +114,10 @@ def test_refused_steps_and_resets_leave_the_move_log_alone(backend):
 
 def test_recall_costs_nothing_when_off():
     """Without recall there is no move log, and the layout and sizes are those of the kernels."""
-    plain, recalling = BatchedGames(GameConfig(num_players=4), 2, seed=0), BatchedGames(GameConfig(num_players=4, recall=True), 2, seed=0)
+    plain, recalling = (
+        BatchedGames(GameConfig(num_players=4), 2, seed=0),
+        BatchedGames(GameConfig(num_players=4, recall=True), 2, seed=0),
+    )
     assert plain._recall is None and recalling._recall is not None
     assert plain.rules.observation_size == plain.observation_size == recalling.rules.observation_size
     assert plain.rules.dims == recalling.rules.dims  # the same compiled kernels
@@ -128,13 +131,25 @@ def test_recall_costs_nothing_when_off():
 def deal_of(env) -> Deal:
     """The deal an AEC env's game started from: the penalty cards drawn so far go back on top of the deck."""
     game, cards = env.game, env.config.cards
-    drawn = [cards.index(event["card"]) for event in game.events if event["type"] == "penalty_to_hand" or (event["type"] == "place" and event["source"] == "penalty")]
-    return Deal(game.starter, [list(row) for row in game.dealt_hands], [list(row) for row in game.opening_collections], list(game.removed), drawn + list(game.penalty_deck))
+    drawn = [
+        cards.index(event["card"])
+        for event in game.events
+        if event["type"] == "penalty_to_hand" or (event["type"] == "place" and event["source"] == "penalty")
+    ]
+    return Deal(
+        game.starter,
+        [list(row) for row in game.dealt_hands],
+        [list(row) for row in game.opening_collections],
+        list(game.removed),
+        drawn + list(game.penalty_deck),
+    )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("preset, num_players", [("mini", 2), ("mini-3p", 3), ("creature-to-start", 4), ("royal", 3)])
-def test_recall_observation_is_unchanged_when_everything_the_viewer_cannot_see_is_reshuffled(preset, num_players, backend):
+def test_recall_observation_is_unchanged_when_everything_the_viewer_cannot_see_is_reshuffled(
+    preset, num_players, backend
+):
     """tests/test_no_leak.py's reshuffle, played on the batched engine: the seat to act sees the same observation in both games."""
     rng = np.random.default_rng(num_players)
     compared = recall_changed = 0
@@ -151,17 +166,25 @@ def test_recall_observation_is_unchanged_when_everything_the_viewer_cannot_see_i
             for pair in zip(actions, replay.replayed_actions):
                 step = games.step(np.array(pair))
             assert not step.done.any() and (step.to_act == viewer).all()
-            np.testing.assert_array_equal(step.observation[1], step.observation[0], err_msg=f"seat {viewer} sees a hidden difference")
+            np.testing.assert_array_equal(
+                step.observation[1], step.observation[0], err_msg=f"seat {viewer} sees a hidden difference"
+            )
             np.testing.assert_array_equal(step.observation[0], e.observe(f"player_{viewer}")["observation"])
             np.testing.assert_array_equal(step.action_mask[1], step.action_mask[0])
             states = games.state()
-            recall_changed += not np.array_equal(states[0, recall_part(games, "state")], states[1, recall_part(games, "state")])
+            recall_changed += not np.array_equal(
+                states[0, recall_part(games, "state")], states[1, recall_part(games, "state")]
+            )
             compared += 1
     assert compared >= 8, compared
     assert recall_changed >= compared // 3, "the reshuffle should usually change the other seats' dealt hands"
 
 
-@pytest.mark.parametrize("config", [GameConfig(num_players=3, recall=True), GameConfig(num_players=3, edition="royal", recall=True)], ids=config_id)
+@pytest.mark.parametrize(
+    "config",
+    [GameConfig(num_players=3, recall=True), GameConfig(num_players=3, edition="royal", recall=True)],
+    ids=config_id,
+)
 def test_the_arena_plays_recall_configs_on_both_engines(config):
     """Baselines read the observation by segment name: with recall they play the very same games, on either engine."""
     from dataclasses import replace
@@ -188,7 +211,10 @@ def test_recall_layouts_the_engine_does_not_write_are_refused():
     swapped = list(specs)
     a, b = names.index("move_actor"), names.index("move_public")
     swapped[a], swapped[b] = swapped[b], swapped[a]
-    longer = [(name, (shape[0] + 1, *shape[1:]), *rest) if name == "move_revealed" else (name, shape, *rest) for name, shape, *rest in specs]
+    longer = [
+        (name, (shape[0] + 1, *shape[1:]), *rest) if name == "move_revealed" else (name, shape, *rest)
+        for name, shape, *rest in specs
+    ]
     for bad, match in ((swapped, "ends with .*move_public.*move_actor"), (longer, "'move_revealed' is")):
         encoding = Encoding(config)
         encoding.state = Layout(bad)
@@ -221,12 +247,28 @@ def test_an_agent_trained_on_recall_observations_plays_in_the_arena(tmp_path):
     for engine in ("batched", "aec"):
         result = play_match([agent, "heuristic"], config, games=20, seed=0, engine=engine)
         assert result.engine == engine and result.report("recall").games == 20
-    assert evaluate([str(tmp_path / "recall" / "final"), "heuristic", "--preset", "mini", "--option", "recall=true", "--games", "8", "--quiet"]) == 0
+    assert (
+        evaluate(
+            [
+                str(tmp_path / "recall" / "final"),
+                "heuristic",
+                "--preset",
+                "mini",
+                "--option",
+                "recall=true",
+                "--games",
+                "8",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
 
 
 def test_an_explicit_deal_with_more_cards_in_hand_than_the_recall_slots_allow_is_refused_as_by_the_env():
     """The batched engine refuses the deal the env refuses (``cockroach_env.encoding.check_recall_deal``): a duel dealt 64
-    cards where it deals 54 could outrun the observation's move slots (it raised 'made more than max_decisions' mid-game)."""
+    cards where it deals 54 could outrun the observation's move slots (it raised 'made more than max_decisions' mid-game).
+    """
     config = GameConfig.from_options("duel", recall=True)
     deal = Deal(0, [[4] * 8, [4] * 8], [[0] * 8, [0] * 8], [0] * 8, [])
     games = BatchedGames(config, batch_size=1)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import copy
-import re
 import json
+import re
 
 import numpy as np
 import pytest
@@ -29,7 +29,9 @@ def random_record(preset="classic", num_players=4, seed=0):
     return game_record(env, deal, actions, meta={"test": True}), env
 
 
-@pytest.mark.parametrize("preset, num_players", [("classic", 4), ("royal", 5), ("duel", 2), ("creature-to-start+rainbow", 3)])
+@pytest.mark.parametrize(
+    "preset, num_players", [("classic", 4), ("royal", 5), ("duel", 2), ("creature-to-start+rainbow", 3)]
+)
 def test_a_record_replays_to_the_same_game(preset, num_players, tmp_path):
     record, env = random_record(preset, num_players)
     path = tmp_path / "game.json"
@@ -38,7 +40,12 @@ def test_a_record_replays_to_the_same_game(preset, num_players, tmp_path):
     assert loaded == json.loads(json.dumps(record))
     replayed = replay_record(loaded)
     assert replayed.history == env.history and replayed.game.loser == env.game.loser
-    assert loaded["result"] == {"loser": f"player_{env.game.loser}", "loss_reason": env.game.loss_reason, "steps": env.game.steps, "finished": True}
+    assert loaded["result"] == {
+        "loser": f"player_{env.game.loser}",
+        "loss_reason": env.game.loss_reason,
+        "steps": env.game.steps,
+        "finished": True,
+    }
     assert len(loaded["moves"]) == len(loaded["actions"])
 
 
@@ -79,7 +86,9 @@ def test_a_damaged_record_is_refused_by_name(tmp_path):
     cases.append((damaged, "not a valid deal"))
     cases.append(([1, 2], "must be a JSON object"))
     for damaged, message in cases:
-        with pytest.raises(RecordError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[").replace("]", r"\]")):
+        with pytest.raises(
+            RecordError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[").replace("]", r"\]")
+        ):
             load_record(damaged)
     broken = tmp_path / "broken.json"
     broken.write_text("{not json")
@@ -97,16 +106,24 @@ def test_cockroach_replay_writes_one_offline_page(tmp_path, capsys):
     save_record(record, str(path))
     assert replay.main([str(path), "-o", str(tmp_path / "game.html")]) == 0
     html = (tmp_path / "game.html").read_text()
-    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//|<link |<script src|@import|url\(""", html), "self-contained: it fetches nothing"
-    data = json.loads(html.split('id="replay-data" type="application/json">')[1].split("</script>")[0].replace("<\\/", "</"))
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//|<link |<script src|@import|url\(""", html), (
+        "self-contained: it fetches nothing"
+    )
+    data = json.loads(
+        html.split('id="replay-data" type="application/json">')[1].split("</script>")[0].replace("<\\/", "</")
+    )
     assert len(data["frames"]) == len(record["actions"]) + 1
-    assert all("card" not in (f["public"]["chain"] or {}) or f["public"]["chain"]["card"] is None for f in data["frames"])
+    assert all(
+        "card" not in (f["public"]["chain"] or {}) or f["public"]["chain"]["card"] is None for f in data["frames"]
+    )
     assert sum(not c["true"] for c in data["claims"]) == sum(s["bluffs"] for s in data["summary"].values())
     assert replay.main([str(tmp_path / "nope.json"), "-o", str(tmp_path / "x.html")]) == 2
     assert replay.main([str(path), "-o", str(tmp_path / "no" / "x.html")]) == 2
     assert "does not exist" in capsys.readouterr().err
     before = path.read_bytes()
-    assert replay.main([str(path), "-o", str(path)]) == 2 and path.read_bytes() == before  # the record is never its own page
+    assert (
+        replay.main([str(path), "-o", str(path)]) == 2 and path.read_bytes() == before
+    )  # the record is never its own page
     assert "is the game record itself" in capsys.readouterr().err
 
 
@@ -114,7 +131,9 @@ def test_cockroach_replay_writes_one_offline_page(tmp_path, capsys):
 def test_save_games_keeps_the_very_games_of_the_match(engine, tmp_path):
     pytest.importorskip("numba") if engine == "batched" else None
     saver = GameSaver(5, str(tmp_path / "games"))
-    result = play_match(["heuristic", "random", "honest", "bluffer"], games=8, seed=4, engine=engine, on_decisions=saver)
+    result = play_match(
+        ["heuristic", "random", "honest", "bluffer"], games=8, seed=4, engine=engine, on_decisions=saver
+    )
     paths = saver.write(result)
     assert len(paths) == 5
     for path, game in zip(paths, result.records[:5]):
@@ -128,16 +147,36 @@ def test_save_games_keeps_the_very_games_of_the_match(engine, tmp_path):
 def test_save_games_arguments_are_checked_before_any_game(tmp_path, capsys):
     file = tmp_path / "file"
     file.write_text("x")
-    for args, message in [(["0", str(tmp_path / "g")], "positive integer"), (["two", str(tmp_path / "g")], "'two'"), (["3", str(file)], "is a file"), (["3", str(tmp_path / "a" / "b")], "does not exist")]:
+    for args, message in [
+        (["0", str(tmp_path / "g")], "positive integer"),
+        (["two", str(tmp_path / "g")], "'two'"),
+        (["3", str(file)], "is a file"),
+        (["3", str(tmp_path / "a" / "b")], "does not exist"),
+    ]:
         assert eval_cli.main(["heuristic", "random", "--games", "4", "--quiet", "--save-games", *args]) == 2
         assert message in capsys.readouterr().err
-    assert eval_cli.main(["heuristic", "random", "--games", "4", "--quiet", "--save-games", "2", str(tmp_path / "ok")]) == 0
+    assert (
+        eval_cli.main(["heuristic", "random", "--games", "4", "--quiet", "--save-games", "2", str(tmp_path / "ok")])
+        == 0
+    )
     assert sorted(p.name for p in (tmp_path / "ok").iterdir()) == ["game-00000.json", "game-00001.json"]
     # a second match into the same directory keeps the first one's records unless told to replace them
     first = {p.name: p.read_bytes() for p in (tmp_path / "ok").iterdir()}
-    assert eval_cli.main(["random", "heuristic", "--games", "4", "--quiet", "--save-games", "1", str(tmp_path / "ok")]) == 2
-    assert "already holds 2 game records (game-00000.json, game-00001.json); pass --overwrite" in capsys.readouterr().err
+    assert (
+        eval_cli.main(["random", "heuristic", "--games", "4", "--quiet", "--save-games", "1", str(tmp_path / "ok")])
+        == 2
+    )
+    assert (
+        "already holds 2 game records (game-00000.json, game-00001.json); pass --overwrite" in capsys.readouterr().err
+    )
     assert {p.name: p.read_bytes() for p in (tmp_path / "ok").iterdir()} == first
-    assert eval_cli.main(["random", "heuristic", "--games", "4", "--quiet", "--save-games", "1", str(tmp_path / "ok"), "--overwrite"]) == 0
-    assert load_record(str(tmp_path / "ok" / "game-00000.json"))["players"]["player_0"] == "random"  # the new match's first game
+    assert (
+        eval_cli.main(
+            ["random", "heuristic", "--games", "4", "--quiet", "--save-games", "1", str(tmp_path / "ok"), "--overwrite"]
+        )
+        == 0
+    )
+    assert (
+        load_record(str(tmp_path / "ok" / "game-00000.json"))["players"]["player_0"] == "random"
+    )  # the new match's first game
     assert (tmp_path / "ok" / "game-00000.json").read_bytes() != first["game-00000.json"]

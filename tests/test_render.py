@@ -88,7 +88,11 @@ def test_full_information_is_only_given_on_request():
     assert not np.array_equal(public, full)
     with pytest.raises(ValueError, match="full_information"):
         env.render(full_information="yes")
-    for not_a_bool in ("false", 1, np.bool_(True)):  # seat_view is the one source of every view: only True shows the hidden cards
+    for not_a_bool in (
+        "false",
+        1,
+        np.bool_(True),
+    ):  # seat_view is the one source of every view: only True shows the hidden cards
         with pytest.raises(ValueError, match="full_information"):
             seat_view(env, "player_0", not_a_bool)
 
@@ -98,7 +102,9 @@ def test_the_text_table_heads_every_card_column_with_a_different_name(preset):
     env = mid_game("ansi", preset=preset, steps=0)
     header = env.render().splitlines()[1].split()
     assert header[:2] == ["player", "hand"]
-    assert len(set(header[2:])) == len(header[2:]) == len(env.cards.identities), header  # Royal: seven columns were all "royal"
+    assert len(set(header[2:])) == len(header[2:]) == len(env.cards.identities), (
+        header
+    )  # Royal: seven columns were all "royal"
 
 
 def test_render_viewer_is_checked():
@@ -165,4 +171,9 @@ def test_the_env_imports_no_drawing_or_web_library_until_a_picture_is_drawn():
         "e = cockroach_env.raw_env(render_mode='rgb_array'); e.reset(seed=0); e.render()\n"
         "assert 'PIL' in sys.modules and 'fastapi' not in sys.modules\n"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, env={"PYTHONPATH": "."}, cwd=str(__import__("pathlib").Path(__file__).parents[1]))
+    subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        env={"PYTHONPATH": "."},
+        cwd=str(__import__("pathlib").Path(__file__).parents[1]),
+    )

@@ -97,7 +97,12 @@ def test_the_deck_has_65_cards_in_16_identities_and_8_claims():
     cards = GameConfig(edition="royal").cards
     assert cards.identities == ROYAL_IDENTITIES
     assert "spider" not in cards.identities
-    assert dict(zip(cards.identities, cards.copies)) == {**{a: 8 for a in ROYAL_ANIMALS}, **{r: 1 for r in ROYALS}, "joker": 1, "blank": 1}
+    assert dict(zip(cards.identities, cards.copies)) == {
+        **{a: 8 for a in ROYAL_ANIMALS},
+        **{r: 1 for r in ROYALS},
+        "joker": 1,
+        "blank": 1,
+    }
     assert cards.deck_size == 65
     assert cards.claims == CLAIMS
 
@@ -129,7 +134,9 @@ def test_a_call_reveals_the_truth_of_the_table(blank_counts_as_royal):
     cards = config.cards
     for card, identity in enumerate(cards.identities):
         for claim, name in enumerate(cards.claims):
-            game = Game(config, explicit_deal(config, 0, {0: {identity: 1}, 1: {"rat" if identity != "rat" else "bat": 1}}))
+            game = Game(
+                config, explicit_deal(config, 0, {0: {identity: 1}, 1: {"rat" if identity != "rat" else "bat": 1}})
+            )
             game.offer(card, 1, claim)
             game.call(believe=True)
             reveal = next(ev for ev in game.events if ev["type"] == "reveal")
@@ -175,7 +182,9 @@ def test_an_uneven_deal_gives_the_starter_one_extra_card_and_the_rest_go_under_t
         set_aside, dealt = (16 if num_players == 2 else 7), 65 - penalty
         assert deal.penalty_deck == order[:set_aside] + order[set_aside + dealt :]
         for seat in range(num_players):
-            expected = np.bincount(order[set_aside : set_aside + dealt][(seat - 1) % num_players :: num_players], minlength=16)
+            expected = np.bincount(
+                order[set_aside : set_aside + dealt][(seat - 1) % num_players :: num_players], minlength=16
+            )
             assert deal.hands[seat] == expected.tolist()
         counts = np.sum(deal.hands, axis=0) + np.bincount(deal.penalty_deck, minlength=16)
         assert counts.tolist() == list(config.cards.copies)
@@ -235,7 +244,13 @@ def test_a_placed_royal_draws_the_face_up_penalty_card_and_turns_up_the_next():
     assert collection(e, "player_1") == {"royal_rat": 1, "toad": 1}
     assert view(e)["penalty_top"] == "scorpion" and view(e)["penalty_size"] == 2
     assert seen_by(e, "player_2")["penalty_top"] == "scorpion"
-    assert e.unwrapped.history[-1] == {"type": "place", "player": "player_1", "card": "toad", "source": "penalty", "penalty_top": "scorpion"}
+    assert e.unwrapped.history[-1] == {
+        "type": "place",
+        "player": "player_1",
+        "card": "toad",
+        "source": "penalty",
+        "penalty_top": "scorpion",
+    }
     assert to_act(e) == "player_1" and view(e)["phase"] == "offer"
 
 
@@ -296,7 +311,9 @@ def take_joker(e, claim: str, taker: str = "player_1") -> None:
 
 
 def test_replacement_with_a_fitting_normal_card_is_one_decision_even_when_only_one_fits():
-    e = royal_table(hands={"player_0": {"joker": 1, "cockroach": 1}, "player_1": {"rat": 1, "bat": 1}, "player_2": {"fly": 1}})
+    e = royal_table(
+        hands={"player_0": {"joker": 1, "cockroach": 1}, "player_1": {"rat": 1, "bat": 1}, "player_2": {"fly": 1}}
+    )
     take_joker(e, "rat")
     assert view(e)["phase"] == "place" and to_act(e) == "player_1"
     assert placeable(e) == ["rat"]
@@ -314,7 +331,11 @@ def test_replacement_with_a_fitting_normal_card_is_one_decision_even_when_only_o
 
 def test_replacement_with_a_fitting_royal_card_draws_from_the_penalty_deck():
     e = royal_table(
-        hands={"player_0": {"joker": 1, "cockroach": 1}, "player_1": {"royal_rat": 1, "bat": 1}, "player_2": {"fly": 1}},
+        hands={
+            "player_0": {"joker": 1, "cockroach": 1},
+            "player_1": {"royal_rat": 1, "bat": 1},
+            "player_2": {"fly": 1},
+        },
         penalty_deck=["royal_toad", "fly", "stink_bug"],
     )
     take_joker(e, "rat")
@@ -327,7 +348,11 @@ def test_replacement_with_a_fitting_royal_card_draws_from_the_penalty_deck():
 
 def test_only_royal_cards_fit_a_royal_claim():
     e = royal_table(
-        hands={"player_0": {"joker": 1, "cockroach": 1}, "player_1": {"royal_bat": 1, "royal_fly": 1, "rat": 1}, "player_2": {"fly": 1}},
+        hands={
+            "player_0": {"joker": 1, "cockroach": 1},
+            "player_1": {"royal_bat": 1, "royal_fly": 1, "rat": 1},
+            "player_2": {"fly": 1},
+        },
         penalty_deck=["toad"],
     )
     play(e, offer("joker", "player_1", "royal"), CALL_TRUE)  # the joker is never royal: player_1 was wrong
@@ -338,7 +363,13 @@ def test_only_royal_cards_fit_a_royal_claim():
 
 
 def test_replacement_offers_a_choice_when_several_cards_fit():
-    e = royal_table(hands={"player_0": {"joker": 1, "cockroach": 1}, "player_1": {"rat": 2, "royal_rat": 1, "bat": 1}, "player_2": {"fly": 1}})
+    e = royal_table(
+        hands={
+            "player_0": {"joker": 1, "cockroach": 1},
+            "player_1": {"rat": 2, "royal_rat": 1, "bat": 1},
+            "player_2": {"fly": 1},
+        }
+    )
     take_joker(e, "rat")
     assert placeable(e) == ["rat", "royal_rat"]
     play(e, place("rat"))
@@ -346,14 +377,20 @@ def test_replacement_offers_a_choice_when_several_cards_fit():
 
 
 def test_replacement_fits_the_latest_claim_of_the_chain():
-    e = royal_table(hands={"player_0": {"joker": 1, "cockroach": 1}, "player_1": {"toad": 1}, "player_2": {"rat": 1, "bat": 1}})
+    e = royal_table(
+        hands={"player_0": {"joker": 1, "cockroach": 1}, "player_1": {"toad": 1}, "player_2": {"rat": 1, "bat": 1}}
+    )
     play(e, offer("joker", "player_1", "rat"), PEEK, pass_to("player_2", "bat"), CALL_FALSE)
     assert to_act(e) == "player_2" and placeable(e) == ["bat"]
 
 
 def test_without_a_fitting_card_two_cards_of_choice_are_placed_one_decision_each():
     e = royal_table(
-        hands={"player_0": {"joker": 1, "cockroach": 1}, "player_1": {"bat": 1, "fly": 1, "royal_toad": 1}, "player_2": {"fly": 1}},
+        hands={
+            "player_0": {"joker": 1, "cockroach": 1},
+            "player_1": {"bat": 1, "fly": 1, "royal_toad": 1},
+            "player_2": {"fly": 1},
+        },
         penalty_deck=["scorpion", "stink_bug"],
     )
     take_joker(e, "rat")
@@ -403,7 +440,11 @@ def test_with_an_empty_hand_the_special_goes_face_up_and_the_taker_then_loses_fo
 
 def test_the_joker_and_the_blank_are_never_placeable():
     e = royal_table(
-        hands={"player_0": {"joker": 1, "cockroach": 1}, "player_1": {"blank": 1, "royal_bat": 1, "rat": 1}, "player_2": {"fly": 1}},
+        hands={
+            "player_0": {"joker": 1, "cockroach": 1},
+            "player_1": {"blank": 1, "royal_bat": 1, "rat": 1},
+            "player_2": {"fly": 1},
+        },
         blank_counts_as_royal=True,
     )
     play(e, offer("joker", "player_1", "royal"), CALL_TRUE)
@@ -417,7 +458,9 @@ def test_the_joker_and_the_blank_are_never_placeable():
 
 
 def test_a_known_special_holder_is_uncertain_only_while_their_offered_card_is_in_play():
-    e = royal_table(hands={"player_0": {"joker": 1, "cockroach": 1}, "player_1": {"rat": 1, "bat": 2}, "player_2": {"fly": 2}})
+    e = royal_table(
+        hands={"player_0": {"joker": 1, "cockroach": 1}, "player_1": {"rat": 1, "bat": 2}, "player_2": {"fly": 2}}
+    )
     take_joker(e, "rat")
     play(e, place("rat"))
     assert view(e)["special_holders"] == {"joker": "player_1"}
@@ -459,11 +502,18 @@ def test_with_royal_counts_as_animal_false_royals_form_their_own_set(num_players
     loss_count = 5 if num_players == 2 else 4
     other_royals = {r: 1 for r in ROYALS[1:loss_count]}  # royals of other animals, one short of a set
     hands = {"player_0": {"royal_cockroach": 1, "cockroach": 1}, "player_1": {"bat": 1}}
-    e = royal_table(num_players, hands=hands, collections={"player_1": {"cockroach": loss_count - 1} | other_royals}, royal_counts_as_animal=False)
+    e = royal_table(
+        num_players,
+        hands=hands,
+        collections={"player_1": {"cockroach": loss_count - 1} | other_royals},
+        royal_counts_as_animal=False,
+    )
     assert collection(e, "player_1") == {"cockroach": loss_count - 1} | other_royals
     play(e, offer("royal_cockroach", "player_1", "cockroach"), CALL_FALSE)  # not a 4th/5th cockroach ...
     assert loser(e) == ("player_1", "same_type")  # ... but the 4th/5th royal
-    e = royal_table(num_players, hands=hands, collections={"player_1": {"cockroach": loss_count - 1}}, royal_counts_as_animal=False)
+    e = royal_table(
+        num_players, hands=hands, collections={"player_1": {"cockroach": loss_count - 1}}, royal_counts_as_animal=False
+    )
     play(e, offer("royal_cockroach", "player_1", "cockroach"), CALL_FALSE)
     assert loser(e) == (None, None)
 
@@ -525,7 +575,8 @@ def hidden_potential(game: Game) -> int:
 def step_bound(game: Game) -> int:
     """Decisions a game can take: each round (offer, at most N-2 peek-and-pass pairs, a call,
     at most two placements) takes at most 2N steps, and there are at most as many rounds as
-    the potential at the start."""
+    the potential at the start.
+    """
     return 2 * game.num_players * hidden_potential(game)
 
 
@@ -567,7 +618,13 @@ def test_random_play_always_terminates(num_players):
 @pytest.mark.parametrize("num_players", PLAYER_COUNTS)
 def test_random_play_always_terminates_many_seeds(num_players):
     for seed in range(60, 600):
-        e = cockroach_env.env(edition="royal", num_players=num_players, loss_count=8, royal_counts_as_animal=seed % 2 == 0, blank_counts_as_royal=seed % 3 == 0)
+        e = cockroach_env.env(
+            edition="royal",
+            num_players=num_players,
+            loss_count=8,
+            royal_counts_as_animal=seed % 2 == 0,
+            blank_counts_as_royal=seed % 3 == 0,
+        )
         e.reset(seed=seed)
         play_randomly(e, np.random.default_rng(seed))
         assert e.unwrapped.game.over
@@ -575,7 +632,8 @@ def test_random_play_always_terminates_many_seeds(num_players):
 
 def _longest_line_of_play(game: Game, claims: list[int], memo: dict, on_path: set) -> int:
     """Explore every legal move from ``game`` (claims from ``claims``): the longest line to
-    the end. Fails if a state repeats on a line (a cycle), so a result proves every line ends."""
+    the end. Fails if a state repeats on a line (a cycle), so a result proves every line ends.
+    """
     if game.over:
         return 0
     chain, replacement = game.chain, game.replacement
@@ -584,7 +642,9 @@ def _longest_line_of_play(game: Game, claims: list[int], memo: dict, on_path: se
         tuple(map(tuple, game.collections)),
         game.phase,
         game.current,
-        None if chain is None else (chain.card, chain.offerer, chain.holder, chain.latest_passer, chain.claim, tuple(chain.seen)),
+        None
+        if chain is None
+        else (chain.card, chain.offerer, chain.holder, chain.latest_passer, chain.claim, tuple(chain.seen)),
         None if replacement is None else (replacement.player, replacement.claim, replacement.remaining),
         tuple(game.penalty_deck),
     )
@@ -594,7 +654,14 @@ def _longest_line_of_play(game: Game, claims: list[int], memo: dict, on_path: se
     moves = []
     if game.phase is Phase.OFFER:
         hand = game.hands[game.current]
-        moves = [("offer", c, t, k) for c in range(16) if hand[c] for t in range(game.num_players) if t != game.current for k in claims]
+        moves = [
+            ("offer", c, t, k)
+            for c in range(16)
+            if hand[c]
+            for t in range(game.num_players)
+            if t != game.current
+            for k in claims
+        ]
     elif game.phase is Phase.RESPOND:
         moves = [("call", True), ("call", False)] + ([("peek",)] if game.can_peek() else [])
     elif game.phase is Phase.PASS:
@@ -605,7 +672,9 @@ def _longest_line_of_play(game: Game, claims: list[int], memo: dict, on_path: se
     longest = 0
     for kind, *args in moves:
         child = game.copy()
-        {"offer": child.offer, "call": child.call, "peek": child.peek, "pass": child.pass_card, "place": child.place}[kind](*args)
+        {"offer": child.offer, "call": child.call, "peek": child.peek, "pass": child.pass_card, "place": child.place}[
+            kind
+        ](*args)
         longest = max(longest, 1 + _longest_line_of_play(child, claims, memo, on_path))
     on_path.discard(key)
     memo[key] = longest
@@ -625,7 +694,8 @@ def _longest_line_of_play(game: Game, claims: list[int], memo: dict, on_path: se
 )
 def test_every_line_of_play_ends_even_when_only_special_cards_remain(num_players, hands, penalty_deck):
     """Ruling: with no other card the special is placed face up, so no line of play cycles
-    (without it, two players holding only the joker and the blank could pass them forever)."""
+    (without it, two players holding only the joker and the blank could pass them forever).
+    """
     config = GameConfig(edition="royal", num_players=num_players)
     game = Game(config, explicit_deal(config, 0, hands, penalty_deck=penalty_deck))
     claims = list(range(len(config.cards.claims)))
@@ -638,7 +708,12 @@ def test_api_test(num_players):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         api_test(cockroach_env.env(edition="royal", num_players=num_players), num_cycles=1000)
-        api_test(cockroach_env.env(edition="royal", num_players=num_players, blank_counts_as_royal=True, royal_counts_as_animal=False), num_cycles=1000)
+        api_test(
+            cockroach_env.env(
+                edition="royal", num_players=num_players, blank_counts_as_royal=True, royal_counts_as_animal=False
+            ),
+            num_cycles=1000,
+        )
 
 
 @pytest.mark.parametrize("num_players", PLAYER_COUNTS)
@@ -667,8 +742,16 @@ def card_counts(game: Game) -> list[int]:
     royal_counts_as_animal=st.booleans(),
     loss_count=st.sampled_from([None, 3, 8]),
 )
-def test_property_conservation_one_loser_zero_sum_and_termination(num_players, deal_seed, policy_seed, blank_counts_as_royal, royal_counts_as_animal, loss_count):
-    e = cockroach_env.env(edition="royal", num_players=num_players, loss_count=loss_count, blank_counts_as_royal=blank_counts_as_royal, royal_counts_as_animal=royal_counts_as_animal)
+def test_property_conservation_one_loser_zero_sum_and_termination(
+    num_players, deal_seed, policy_seed, blank_counts_as_royal, royal_counts_as_animal, loss_count
+):
+    e = cockroach_env.env(
+        edition="royal",
+        num_players=num_players,
+        loss_count=loss_count,
+        blank_counts_as_royal=blank_counts_as_royal,
+        royal_counts_as_animal=royal_counts_as_animal,
+    )
     e.reset(seed=deal_seed)
     copies = list(e.unwrapped.cards.copies)
 
@@ -738,7 +821,9 @@ def resample_hidden(game: Game, viewer: int, rng: np.random.Generator) -> tuple[
             continue
         if chain_hidden and card not in known:  # the holder's offered card might be this special
             assert chain.offerer == seat
-            places = [w for w in (("hand", seat), ("chain",)) if any(s == w and k not in pinned for k, s in enumerate(slots))]
+            places = [
+                w for w in (("hand", seat), ("chain",)) if any(s == w and k not in pinned for k, s in enumerate(slots))
+            ]
             choice = places[rng.integers(len(places))]
             pinned[_take_slot(slots, cards, choice, card, pinned, swap=True)] = choice
         elif chain is None or chain.card != card:  # known, or the viewer saw it is not in play
@@ -809,7 +894,12 @@ def _check_no_leak(num_players: int, seeds: range, resamples: int, coverage: dic
                     coverage.update({k: coverage.get(k, 0) + 1 for k in changed})
                 if game.known_special_holders():
                     coverage["known_holder"] = coverage.get("known_holder", 0) + 1
-                if game.special_holder and game.chain is not None and viewer not in game.chain.seen and game.chain.offerer in game.special_holder.values():
+                if (
+                    game.special_holder
+                    and game.chain is not None
+                    and viewer not in game.chain.seen
+                    and game.chain.offerer in game.special_holder.values()
+                ):
                     coverage["uncertain_holder"] = coverage.get("uncertain_holder", 0) + 1
 
         play_randomly(e, rng, check)
@@ -843,6 +933,12 @@ def test_the_no_leak_check_catches_a_leak():
     segment = enc.state.segments["penalty_hidden"]
     rng = np.random.default_rng(1)
     full = lambda g: write_state(enc, g, np.zeros(enc.state.size + 1, np.float32))  # noqa: E731
-    differs = [not np.array_equal(full(resample_hidden(game, 0, rng)[0])[segment.start : segment.stop], full(game)[segment.start : segment.stop]) for _ in range(5)]
+    differs = [
+        not np.array_equal(
+            full(resample_hidden(game, 0, rng)[0])[segment.start : segment.stop],
+            full(game)[segment.start : segment.stop],
+        )
+        for _ in range(5)
+    ]
     assert any(differs)
     assert np.array_equal(observation_of(resample_hidden(game, 0, rng)[0], 0), observation_of(game, 0))

@@ -40,25 +40,75 @@ FOUR_HANDS = {0: {"fly": 3, "bat": 1}, 1: {"bat": 2, "rat": 1}, 2: {"toad": 2}, 
 
 TAKER_AFTER_A_CALL = [
     # moves, right call?, taker
-    pytest.param([offer("fly", to=1, says="fly"), call(True)], True, 0, id="no-pass: true claim called true -> the offerer takes"),
-    pytest.param([offer("fly", to=1, says="fly"), call(False)], False, 1, id="no-pass: true claim called false -> the holder takes"),
-    pytest.param([offer("fly", to=1, says="bat"), call(False)], True, 0, id="no-pass: false claim called false -> the offerer takes"),
-    pytest.param([offer("fly", to=1, says="bat"), call(True)], False, 1, id="no-pass: false claim called true -> the holder takes"),
-    pytest.param([offer("fly", to=1, says="bat"), peek(), pass_to(2, says="fly"), call(True)], True, 1, id="one-pass: true claim called true -> the passer takes"),
-    pytest.param([offer("fly", to=1, says="bat"), peek(), pass_to(2, says="fly"), call(False)], False, 2, id="one-pass: true claim called false -> the holder takes"),
-    pytest.param([offer("fly", to=1, says="fly"), peek(), pass_to(2, says="toad"), call(False)], True, 1, id="one-pass: only the latest claim counts"),
-    pytest.param([offer("fly", to=1, says="fly"), peek(), pass_to(2, says="toad"), call(True)], False, 2, id="one-pass: false latest claim called true -> the holder takes"),
     pytest.param(
-        [offer("fly", to=1, says="bat"), peek(), pass_to(2, says="fly"), peek(), pass_to(3, says="spider"), call(True)],
-        False, 3, id="two-passes: false claim called true -> the last holder takes",
+        [offer("fly", to=1, says="fly"), call(True)], True, 0, id="no-pass: true claim called true -> the offerer takes"
     ),
     pytest.param(
-        [offer("fly", to=1, says="bat"), peek(), pass_to(2, says="fly"), peek(), pass_to(3, says="spider"), call(False)],
-        True, 2, id="two-passes: false claim called false -> the latest passer takes",
+        [offer("fly", to=1, says="fly"), call(False)],
+        False,
+        1,
+        id="no-pass: true claim called false -> the holder takes",
+    ),
+    pytest.param(
+        [offer("fly", to=1, says="bat"), call(False)],
+        True,
+        0,
+        id="no-pass: false claim called false -> the offerer takes",
+    ),
+    pytest.param(
+        [offer("fly", to=1, says="bat"), call(True)],
+        False,
+        1,
+        id="no-pass: false claim called true -> the holder takes",
+    ),
+    pytest.param(
+        [offer("fly", to=1, says="bat"), peek(), pass_to(2, says="fly"), call(True)],
+        True,
+        1,
+        id="one-pass: true claim called true -> the passer takes",
+    ),
+    pytest.param(
+        [offer("fly", to=1, says="bat"), peek(), pass_to(2, says="fly"), call(False)],
+        False,
+        2,
+        id="one-pass: true claim called false -> the holder takes",
+    ),
+    pytest.param(
+        [offer("fly", to=1, says="fly"), peek(), pass_to(2, says="toad"), call(False)],
+        True,
+        1,
+        id="one-pass: only the latest claim counts",
+    ),
+    pytest.param(
+        [offer("fly", to=1, says="fly"), peek(), pass_to(2, says="toad"), call(True)],
+        False,
+        2,
+        id="one-pass: false latest claim called true -> the holder takes",
+    ),
+    pytest.param(
+        [offer("fly", to=1, says="bat"), peek(), pass_to(2, says="fly"), peek(), pass_to(3, says="spider"), call(True)],
+        False,
+        3,
+        id="two-passes: false claim called true -> the last holder takes",
+    ),
+    pytest.param(
+        [
+            offer("fly", to=1, says="bat"),
+            peek(),
+            pass_to(2, says="fly"),
+            peek(),
+            pass_to(3, says="spider"),
+            call(False),
+        ],
+        True,
+        2,
+        id="two-passes: false claim called false -> the latest passer takes",
     ),
     pytest.param(
         [offer("fly", to=3, says="fly"), peek(), pass_to(1, says="fly"), peek(), pass_to(2, says="fly"), call(True)],
-        True, 1, id="two-passes: true claim called true -> the latest passer takes",
+        True,
+        1,
+        id="two-passes: true claim called true -> the latest passer takes",
     ),
 ]
 
@@ -70,7 +120,13 @@ def test_rule_1_2_the_taker_is_the_latest_passer_on_a_right_call_and_the_holder_
     history = e.unwrapped.history
     called, revealed, placed = history[-3:]
     assert called["type"] == "call" and called["right"] is right
-    assert revealed == {"type": "reveal", "card": "fly", "claim": moves[-2].claim, "truth": moves[-2].claim == "fly", "taker": agent(taker)}
+    assert revealed == {
+        "type": "reveal",
+        "card": "fly",
+        "claim": moves[-2].claim,
+        "truth": moves[-2].claim == "fly",
+        "taker": agent(taker),
+    }
     assert placed == {"type": "place", "player": agent(taker), "card": "fly", "source": "call"}
     assert collection(e, taker) == {"fly": 1}
     assert all(collection(e, s) == {} for s in range(4) if s != taker)
@@ -286,14 +342,25 @@ def test_end_playing_your_last_card_is_not_a_loss_and_an_empty_hand_still_plays(
 @pytest.mark.parametrize(
     "moves, loser",
     [
-        pytest.param([offer("fly", to=1, says="fly"), call(True)], 0, id="a right call gives the offerer its last card back"),
         pytest.param(
-            [offer("fly", to=1, says="bat"), call(True), offer("bat", to=0, says="fly"), call(True)],
-            0, id="an empty hand takes a card on its own wrong call",
+            [offer("fly", to=1, says="fly"), call(True)], 0, id="a right call gives the offerer its last card back"
         ),
         pytest.param(
-            [offer("fly", to=1, says="bat"), call(True), offer("bat", to=0, says="toad"), peek(), pass_to(2, says="bat"), call(True)],
-            0, id="an empty-handed passer takes the card on a right call",
+            [offer("fly", to=1, says="bat"), call(True), offer("bat", to=0, says="fly"), call(True)],
+            0,
+            id="an empty hand takes a card on its own wrong call",
+        ),
+        pytest.param(
+            [
+                offer("fly", to=1, says="bat"),
+                call(True),
+                offer("bat", to=0, says="toad"),
+                peek(),
+                pass_to(2, says="bat"),
+                call(True),
+            ],
+            0,
+            id="an empty-handed passer takes the card on a right call",
         ),
     ],
 )
@@ -302,7 +369,11 @@ def test_end_the_player_who_must_start_a_round_with_an_empty_hand_loses(moves, l
     play(e, *moves)
     game = e.unwrapped.game
     assert game.over and game.loser == loser and game.loss_reason == "empty_hand"
-    assert e.unwrapped.infos[agent(loser)] == {**INFO_DEFAULTS, "loser": loser, "loss_reason": LOSS_REASONS.index("empty_hand")}
+    assert e.unwrapped.infos[agent(loser)] == {
+        **INFO_DEFAULTS,
+        "loser": loser,
+        "loss_reason": LOSS_REASONS.index("empty_hand"),
+    }
 
 
 def test_end_the_round_of_the_last_card_is_resolved_first_same_type_before_empty_hand():
@@ -335,7 +406,11 @@ def test_rule_3_rainbow_a_collection_of_every_type_loses_only_with_the_flag(rain
     assert game.over is rainbow_loses
     if rainbow_loses:
         assert (game.loser, game.loss_reason) == (1, "rainbow")
-        assert e.unwrapped.infos["player_0"] == {**INFO_DEFAULTS, "loser": 1, "loss_reason": LOSS_REASONS.index("rainbow")}
+        assert e.unwrapped.infos["player_0"] == {
+            **INFO_DEFAULTS,
+            "loser": 1,
+            "loss_reason": LOSS_REASONS.index("rainbow"),
+        }
 
 
 def test_rule_3_rainbow_a_full_rainbow_in_the_deal_is_refused():
@@ -348,7 +423,13 @@ def test_rule_3_rainbow_a_full_rainbow_in_the_deal_is_refused():
 def test_rule_5_the_loser_gets_minus_one_and_the_others_share_plus_one(num_players):
     hands = {0: {"fly": 1, "bat": 1}} | {s: {"toad": 1} for s in range(1, num_players)}
     e = env(num_players=num_players)
-    e.reset(options={"starter": "player_0", "hands": {agent(s): h for s, h in hands.items()}, "collections": {"player_1": {"fly": e.unwrapped.config.loss_count - 1}}})
+    e.reset(
+        options={
+            "starter": "player_0",
+            "hands": {agent(s): h for s, h in hands.items()},
+            "collections": {"player_1": {"fly": e.unwrapped.config.loss_count - 1}},
+        }
+    )
     finals = {}
     for a in e.agent_iter():
         obs, reward, terminated, truncated, info = e.last()
@@ -361,7 +442,10 @@ def test_rule_5_the_loser_gets_minus_one_and_the_others_share_plus_one(num_playe
     assert finals["player_1"][0] == -1
     assert all(finals[a][0] == pytest.approx(1 / (num_players - 1)) for a in finals if a != "player_1")
     assert sum(r for r, _ in finals.values()) == pytest.approx(0.0, abs=1e-12)
-    assert all(info == {**INFO_DEFAULTS, "loser": 1, "loss_reason": LOSS_REASONS.index("same_type")} for _, info in finals.values())
+    assert all(
+        info == {**INFO_DEFAULTS, "loser": 1, "loss_reason": LOSS_REASONS.index("same_type")}
+        for _, info in finals.values()
+    )
 
 
 # ---------------------------------------------------------------- 6 information: public view, history, render
@@ -376,7 +460,10 @@ def moves_from_history(history: list[dict]) -> list[tuple[str, Move]]:
             moves.append((event["player"], event))
         elif kind == "reveal":
             player, offered = moves[offer_at]
-            moves[offer_at] = (player, Move("offer", card=event["card"], target=offered["target"], claim=offered["claim"]))
+            moves[offer_at] = (
+                player,
+                Move("offer", card=event["card"], target=offered["target"], claim=offered["claim"]),
+            )
         elif kind == "peek":
             moves.append((event["player"], Move("peek")))
         elif kind == "pass":
@@ -442,7 +529,9 @@ def test_rule_6_render_modes(capsys):
 
 
 def test_rule_6_decode_observation_reads_the_observers_view():
-    e = dealt_env({0: {"fly": 2, "bat": 1}, 1: {"rat": 2}, 2: {"toad": 1, "spider": 1}}, collections={2: {"cockroach": 1}})
+    e = dealt_env(
+        {0: {"fly": 2, "bat": 1}, 1: {"rat": 2}, 2: {"toad": 1, "spider": 1}}, collections={2: {"cockroach": 1}}
+    )
     play(e, offer("fly", to=1, says="bat"))
     config = e.unwrapped.config
     holder = decode_observation(e.observe("player_1")["observation"], config)
@@ -450,7 +539,14 @@ def test_rule_6_decode_observation_reads_the_observers_view():
     assert holder["collections"] == [{}, {"cockroach": 1}, {}]  # self, next seat, the seat after
     assert holder["hand_sizes"] == [2, 2, 2]
     assert holder["phase"] == "respond" and holder["to_act"] == 0
-    assert holder["chain"] == {"claim": "bat", "latest_passer": 2, "holder": 0, "seen": [2], "claims": {2: "bat"}, "card": None}
+    assert holder["chain"] == {
+        "claim": "bat",
+        "latest_passer": 2,
+        "holder": 0,
+        "seen": [2],
+        "claims": {2: "bat"},
+        "card": None,
+    }
     offerer = decode_observation(e.observe("player_0")["observation"], config)
     assert offerer["own_hand"] == {"fly": 1, "bat": 1}
     assert offerer["chain"]["card"] == "fly" and offerer["chain"]["holder"] == 1 and offerer["to_act"] == 1
@@ -460,7 +556,11 @@ def test_rule_6_decode_observation_reads_the_observers_view():
     play(e, peek())  # the holder now knows the card; the third player still does not
     assert decode_observation(e.observe("player_1")["observation"], config)["chain"]["card"] == "fly"
     peeked = third["history"][2] | {"peeks": 1}  # player_1 is two seats after player_2
-    expected = third | {"phase": "pass", "chain": third["chain"] | {"seen": [1, 2]}, "history": third["history"][:2] + [peeked]}
+    expected = third | {
+        "phase": "pass",
+        "chain": third["chain"] | {"seen": [1, 2]},
+        "history": third["history"][:2] + [peeked],
+    }
     assert decode_observation(e.observe("player_2")["observation"], config) == expected
     play(e, pass_to(2, says="bat"), call(True))  # wrong: bat claimed, fly revealed; 2 takes
     after = decode_observation(e.observe("player_2")["observation"], config)
@@ -478,7 +578,9 @@ def test_rule_6_encode_and_decode_name_moves_by_agent_and_type():
     u = e.unwrapped
     move = offer("fly", to=2, says="bat")
     assert u.decode(u.encode(move)) == move
-    assert u.decode(u.encode(Move("pass", target="player_0", claim="rat"), actor="player_3"), actor="player_3") == Move("pass", target="player_0", claim="rat")
+    assert u.decode(u.encode(Move("pass", target="player_0", claim="rat"), actor="player_3"), actor="player_3") == Move(
+        "pass", target="player_0", claim="rat"
+    )
     for bad, named in [
         (Move("offer", card="dragon", target="player_1", claim="bat"), "dragon"),
         (Move("offer", card="fly", target="player_1", claim="dragon"), "dragon"),
@@ -500,7 +602,11 @@ def test_rule_6_encode_and_decode_name_moves_by_agent_and_type():
     [
         pytest.param({"hands": {"player_0": {"fly": 9}}}, "fly", id="too-many-of-a-type"),
         pytest.param({"hands": {"player_0": {"fly": 5}, "player_1": {"fly": 4}}}, "fly", id="too-many-across-hands"),
-        pytest.param({"hands": {"player_0": {"fly": 5}}, "collections": {"player_1": {"fly": 4}}}, "fly", id="too-many-with-collections"),
+        pytest.param(
+            {"hands": {"player_0": {"fly": 5}}, "collections": {"player_1": {"fly": 4}}},
+            "fly",
+            id="too-many-with-collections",
+        ),
         pytest.param({"hands": {"player_0": {"dragon": 1}}}, "dragon", id="unknown-card"),
         pytest.param({"hands": {"player_0": {"royal_rat": 1}}}, "royal_rat", id="royal-card-in-classic"),
         pytest.param({"hands": {"player_9": {"fly": 1}}}, "player_9", id="unknown-agent"),
@@ -510,7 +616,9 @@ def test_rule_6_encode_and_decode_name_moves_by_agent_and_type():
         pytest.param({"hands": {"player_0": ["fly"]}}, "fly", id="hand-not-a-dict"),
         pytest.param({"collections": {"player_0": {"fly": 1}}}, "hands", id="collections-without-hands"),
         pytest.param({"starter": "player_7"}, "player_7", id="unknown-starter"),
-        pytest.param({"hands": {"player_0": {"fly": 1}}, "penalty_deck": ["fly"]}, "penalty_deck", id="penalty-deck-in-classic"),
+        pytest.param(
+            {"hands": {"player_0": {"fly": 1}}, "penalty_deck": ["fly"]}, "penalty_deck", id="penalty-deck-in-classic"
+        ),
     ],
 )
 def test_reset_refuses_a_deal_the_deck_cannot_supply_and_stays_usable(options, named):

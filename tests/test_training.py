@@ -66,7 +66,10 @@ def test_a_bad_value_is_an_error_naming_the_value_and_what_is_allowed(override, 
 
 
 def test_overrides_use_dotted_keys_and_yaml_values():
-    config = load_config(ROOT / "configs" / "quick.yaml", ["ppo.learning_rate=1e-3", "model.hidden_sizes=[32, 16]", "game.num_players=3", "opponents.learner_seats=[2]"])
+    config = load_config(
+        ROOT / "configs" / "quick.yaml",
+        ["ppo.learning_rate=1e-3", "model.hidden_sizes=[32, 16]", "game.num_players=3", "opponents.learner_seats=[2]"],
+    )
     assert config.ppo.learning_rate == 1e-3
     assert config.model.hidden_sizes == [32, 16]
     assert config.game_config() == GameConfig(num_players=3)
@@ -76,7 +79,13 @@ def test_help_lists_every_option_with_its_documentation():
     from training.cli import build_parser
 
     text = build_parser().format_help()
-    for key in ("ppo.learning_rate", "opponents.snapshot_every", "schedule.total_decisions", "evaluation.opponents", "game.loss_count"):
+    for key in (
+        "ppo.learning_rate",
+        "opponents.snapshot_every",
+        "schedule.total_decisions",
+        "evaluation.opponents",
+        "game.loss_count",
+    ):
         assert key in text
     assert "Adam learning rate" in text
 
@@ -99,7 +108,9 @@ def _model(seed: int = 0) -> ActorCritic:
 
 def _save(path, model, **extra) -> Path:
     tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
-    return ckpt.save_checkpoint(path, tensors, {"kind": "agent", "name": "test", "game_config": GAME.to_dict(), "model": SPEC, **extra})
+    return ckpt.save_checkpoint(
+        path, tensors, {"kind": "agent", "name": "test", "game_config": GAME.to_dict(), "model": SPEC, **extra}
+    )
 
 
 def _same_weights(a: torch.nn.Module, b: torch.nn.Module) -> bool:
@@ -117,7 +128,14 @@ def test_checkpoint_round_trip_keeps_weights_optimizer_and_rng_state(tmp_path):
     rng.random(3)
     tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
     opt_tensors, opt_rest = ckpt.optimizer_state(optimizer)
-    meta = {"kind": "run", "game_config": GAME.to_dict(), "model": SPEC, "optimizer": opt_rest, "rng": ckpt.numpy_rng_state(rng), "step": {"update": 3}}
+    meta = {
+        "kind": "run",
+        "game_config": GAME.to_dict(),
+        "model": SPEC,
+        "optimizer": opt_rest,
+        "rng": ckpt.numpy_rng_state(rng),
+        "step": {"update": 3},
+    }
     ckpt.save_checkpoint(tmp_path / "run", {**tensors, **opt_tensors}, meta)
 
     loaded = ckpt.load_checkpoint(tmp_path / "run.json", kind="run")
@@ -187,10 +205,16 @@ def test_a_missing_checkpoint_names_the_path_and_the_shipped_names(tmp_path):
 @pytest.mark.parametrize(
     "edit, message",
     [
-        (lambda m: m.update(layout_version=m["layout_version"] + 1), r"observation/action layout version \d+ does not match this code's LAYOUT_VERSION"),
+        (
+            lambda m: m.update(layout_version=m["layout_version"] + 1),
+            r"observation/action layout version \d+ does not match this code's LAYOUT_VERSION",
+        ),
         (lambda m: m.update(num_actions=m["num_actions"] + 1), r"observation/action sizes .* do not match"),
         (lambda m: m.update(format="something-else"), r"not a checkpoint of this project"),
-        (lambda m: m["game_config"].update(num_players=7), r"the recorded game config is not valid here: num_players=7"),
+        (
+            lambda m: m["game_config"].update(num_players=7),
+            r"the recorded game config is not valid here: num_players=7",
+        ),
     ],
 )
 def test_a_mismatched_checkpoint_is_a_clear_error(tmp_path, edit, message):
@@ -205,9 +229,14 @@ def test_a_mismatched_checkpoint_is_a_clear_error(tmp_path, edit, message):
 
 def test_a_checkpoint_for_other_rules_is_refused(tmp_path):
     _save(tmp_path / "agent", _model())
-    with pytest.raises(ckpt.CheckpointError, match=r"trained for 4-player classic, but the game here is 4-player royal"):
+    with pytest.raises(
+        ckpt.CheckpointError, match=r"trained for 4-player classic, but the game here is 4-player royal"
+    ):
         ckpt.load_agent(tmp_path / "agent", config=GameConfig(num_players=4, edition="royal"))
-    with pytest.raises(ckpt.CheckpointError, match=r"trained for 4-player classic, but the game here is 4-player classic \{'rainbow_loses': True\}"):
+    with pytest.raises(
+        ckpt.CheckpointError,
+        match=r"trained for 4-player classic, but the game here is 4-player classic \{'rainbow_loses': True\}",
+    ):
         ckpt.load_agent(tmp_path / "agent", config=GameConfig(num_players=4, rainbow_loses=True))
     with pytest.raises(ckpt.CheckpointError, match=r"cannot resume training"):
         ckpt.load_checkpoint(tmp_path / "agent", kind="run")
@@ -258,8 +287,12 @@ def test_the_agent_is_reproducible_from_its_seed(tmp_path):
 def test_shipped_checkpoints_load_by_name_and_play(name):
     meta = ckpt.read_metadata(name)
     if meta["kind"] == "mixture":  # made by cockroach-mixture from trained agents, each with its own recipe
-        assert meta["command"].startswith("cockroach-mixture ") and len(meta["mixture"]["recipes"]) == len(meta["mixture"]["members"])
-        assert all(recipe["command"].startswith("cockroach-train --config configs/") for recipe in meta["mixture"]["recipes"])
+        assert meta["command"].startswith("cockroach-mixture ") and len(meta["mixture"]["recipes"]) == len(
+            meta["mixture"]["members"]
+        )
+        assert all(
+            recipe["command"].startswith("cockroach-train --config configs/") for recipe in meta["mixture"]["recipes"]
+        )
     else:
         assert meta["command"].startswith("cockroach-train --config configs/")
     agent = ckpt.load_agent(name, seed=0)
@@ -295,7 +328,13 @@ def _train(tmp_path, name: str, updates: int, *extra: str) -> int:
     from training.cli import main
 
     sets = [*TINY, f"name={name}", f"output_dir={tmp_path}", f"schedule.total_decisions={updates * 16 * 8}"]
-    argv = ["--config", str(ROOT / "configs" / "quick.yaml"), "--no-progress", *[a for s in sets for a in ("--set", s)], *extra]
+    argv = [
+        "--config",
+        str(ROOT / "configs" / "quick.yaml"),
+        "--no-progress",
+        *[a for s in sets for a in ("--set", s)],
+        *extra,
+    ]
     return main(argv)
 
 
@@ -337,13 +376,28 @@ def test_train_checkpoint_resume_load_and_evaluate_on_a_tiny_budget(tmp_path):
     assert evaluate([str(run / "final.safetensors"), "heuristic", "honest", "random", "--games", "8", "--quiet"]) == 0
     meta = ckpt.read_metadata(run / "final")
     assert meta["kind"] == "agent" and meta["command"].startswith("cockroach-train --config")
-    assert meta["evaluation"]["final"] and {r["opponent"] for r in meta["evaluation"]["results"]} == {"random", "heuristic"}
+    assert meta["evaluation"]["final"] and {r["opponent"] for r in meta["evaluation"]["results"]} == {
+        "random",
+        "heuristic",
+    }
 
 
 def test_a_run_with_an_exploiter_and_a_magnet_trains_both_networks_and_resumes_exactly(tmp_path):
     """The exploiter (its weights and Adam state) is in the run checkpoint; a reset puts it in the pool and restarts it from the policy."""
-    exploiter = ["--set", "opponents.exploiter=0.5", "--set", "opponents.exploiter_reset_every=3", "--set", "opponents.snapshot_every=0"]
-    exploiter += ["--set", "ppo.magnet_coef=0.5", "--set", "ppo.magnet_every=3"]  # and a magnet, refreshed after the checkpoint
+    exploiter = [
+        "--set",
+        "opponents.exploiter=0.5",
+        "--set",
+        "opponents.exploiter_reset_every=3",
+        "--set",
+        "opponents.snapshot_every=0",
+    ]
+    exploiter += [
+        "--set",
+        "ppo.magnet_coef=0.5",
+        "--set",
+        "ppo.magnet_every=3",
+    ]  # and a magnet, refreshed after the checkpoint
     assert _train(tmp_path, "whole", 4, *exploiter) == 0
     assert _train(tmp_path, "split", 2, *exploiter) == 0
     assert _train(tmp_path, "split", 4, "--resume", *exploiter) == 0
@@ -356,15 +410,22 @@ def test_a_run_with_an_exploiter_and_a_magnet_trains_both_networks_and_resumes_e
 
     assert any(k.startswith("exploiter.optimizer.") for k in whole.tensors)
     policy, exploit = whole.group("model"), whole.group("exploiter.model")
-    assert policy.keys() == exploit.keys() and any(not torch.equal(policy[k], exploit[k]) for k in policy)  # trained apart since the reset
-    assert [entry["source"] for entry in whole.metadata["pool"]] == ["policy", "exploiter"]  # the initial policy, the exploiter reset at update 3
+    assert policy.keys() == exploit.keys() and any(
+        not torch.equal(policy[k], exploit[k]) for k in policy
+    )  # trained apart since the reset
+    assert [entry["source"] for entry in whole.metadata["pool"]] == [
+        "policy",
+        "exploiter",
+    ]  # the initial policy, the exploiter reset at update 3
     exploiter_pool_weights = whole.group(f"pool.{whole.metadata['pool'][1]['id']}")
     assert any(not torch.equal(exploiter_pool_weights[k], exploit[k]) for k in exploit)
     rows = (tmp_path / "whole" / "metrics.csv").read_text().splitlines()
     header = rows[0].split(",")
     assert {"exploiter_loss_rate", "exploiter_entropy", "train_loss_rate_vs_exploiter", "magnet_kl"} <= set(header)
     magnet = whole.group("magnet")
-    assert any(not torch.equal(magnet[k], policy[k]) for k in policy)  # refreshed at update 3, trained away from it at update 4
+    assert any(
+        not torch.equal(magnet[k], policy[k]) for k in policy
+    )  # refreshed at update 3, trained away from it at update 4
     assert any(row.split(",")[header.index("exploiter_entropy")] for row in rows[1:])
 
     agent = ckpt.load_checkpoint(ckpt.export_agent(tmp_path / "whole" / "checkpoint", tmp_path / "agent"))
@@ -385,12 +446,18 @@ def test_shared_reward_gives_the_policys_seats_their_mean_at_tables_with_another
         [third, third, -1, third],  # not finished now: unchanged
     ], np.float32)  # fmt: skip
     out = shared_rewards(rewards, np.array([0, 1, 2, 3]), owner)
-    assert out[0] == pytest.approx(rewards[0]) and out[2] == pytest.approx(rewards[2]) and out[4] == pytest.approx(rewards[4])
+    assert (
+        out[0] == pytest.approx(rewards[0])
+        and out[2] == pytest.approx(rewards[2])
+        and out[4] == pytest.approx(rewards[4])
+    )
     assert out[1] == pytest.approx([third, -1, third, third])
     assert out[3] == pytest.approx([-third, -third, third, third])
     # a policy seat lost to the exploiter: the team shares -1 + 2/3 = -1/3, and still gets exactly what the exploiter loses
     lost = shared_rewards(np.array([[-1, third, third, third]], np.float32), np.array([0]), owner[1:2])
-    assert lost[0] == pytest.approx([-1 / 9, third, -1 / 9, -1 / 9]) and lost[0][owner[1] == P].sum() == pytest.approx(-third)
+    assert lost[0] == pytest.approx([-1 / 9, third, -1 / 9, -1 / 9]) and lost[0][owner[1] == P].sum() == pytest.approx(
+        -third
+    )
     assert rewards[1] == pytest.approx([third, -1, third, third])  # the input is not changed
 
 
@@ -403,33 +470,59 @@ def test_a_run_with_shared_rewards_trains_another_policy_and_resumes_exactly(tmp
     assert _train(tmp_path, "team", 32, *team) == 0
     assert _train(tmp_path, "split", 16, *team) == 0
     assert _train(tmp_path, "split", 32, "--resume", *team) == 0
-    own, whole, split = (ckpt.load_checkpoint(tmp_path / name / "checkpoint", kind="run") for name in ("own", "team", "split"))
+    own, whole, split = (
+        ckpt.load_checkpoint(tmp_path / name / "checkpoint", kind="run") for name in ("own", "team", "split")
+    )
     assert whole.metadata["training_config"]["opponents"]["shared_reward"] is True
     assert all(torch.equal(v, split.tensors[k]) for k, v in whole.tensors.items())
-    assert any(not torch.equal(v, own.group("model")[k]) for k, v in whole.group("model").items())  # the same games, other rewards
+    assert any(
+        not torch.equal(v, own.group("model")[k]) for k, v in whole.group("model").items()
+    )  # the same games, other rewards
     with pytest.raises(ConfigError, match="shared_reward"):
         load_config(None, ["opponents.shared_reward=3"])
 
 
 def test_checkpoint_opponents_seat_the_learner_and_each_other_seat_draws_from_that_checkpoint(tmp_path):
     """``opponents.checkpoints``: a table of a saved agent puts it in every other seat; a mixture's seats draw their members."""
-    from training.ppo import POLICY_SEAT, POPULATION_SEAT, FixedOpponents, Tables, checkpoint_kind, load_checkpoint_opponents
+    from training.ppo import (
+        POLICY_SEAT,
+        POPULATION_SEAT,
+        FixedOpponents,
+        Tables,
+        checkpoint_kind,
+        load_checkpoint_opponents,
+    )
 
     agent = _save(tmp_path / "agent", _model(1))
-    mixture = ckpt.save_mixture_checkpoint(tmp_path / "mix", [_model(2), _model(3)], [0.25, 0.75], ["a", "b"], {"name": "mix", "game_config": GAME.to_dict(), "model": SPEC})
+    mixture = ckpt.save_mixture_checkpoint(
+        tmp_path / "mix",
+        [_model(2), _model(3)],
+        [0.25, 0.75],
+        ["a", "b"],
+        {"name": "mix", "game_config": GAME.to_dict(), "model": SPEC},
+    )
     config = load_config(None, ["opponents.self_play=0", "opponents.snapshots=0", "opponents.baselines={}", "opponents.learner_seats=[1]",
                                 f"opponents.checkpoints={{{agent}: 1, {mixture}: 3}}"])  # fmt: skip
     loaded = load_checkpoint_opponents(config, GAME)
-    assert [g.names for g, _ in loaded.values()] == [["test"], ["a", "b"]] and loaded[str(mixture)][1]["sha256"] == ckpt.read_metadata(mixture)["tensors"]["sha256"]
+    assert [g.names for g, _ in loaded.values()] == [["test"], ["a", "b"]] and loaded[str(mixture)][1][
+        "sha256"
+    ] == ckpt.read_metadata(mixture)["tensors"]["sha256"]
     tables = Tables(config, GAME, 4000, FixedOpponents(None, loaded))
     tables.draw(np.arange(4000), np.random.default_rng(0), {}, [])
     kinds = np.array(tables.kinds)[tables.kind]
-    assert set(kinds) == {checkpoint_kind(str(agent)), checkpoint_kind(str(mixture))} and abs((kinds == checkpoint_kind(str(mixture))).mean() - 0.75) < 0.03
+    assert (
+        set(kinds) == {checkpoint_kind(str(agent)), checkpoint_kind(str(mixture))}
+        and abs((kinds == checkpoint_kind(str(mixture))).mean() - 0.75) < 0.03
+    )
     assert ((tables.owner == POLICY_SEAT).sum(1) == 1).all()
     others = [POPULATION_SEAT - row[row != POLICY_SEAT] for row in tables.owner]
-    assert all(set(o) == {0} for o, k in zip(others, kinds) if k == checkpoint_kind(str(agent)))  # the agent is model 0 ...
+    assert all(
+        set(o) == {0} for o, k in zip(others, kinds) if k == checkpoint_kind(str(agent))
+    )  # the agent is model 0 ...
     drawn = np.concatenate([o for o, k in zip(others, kinds) if k == checkpoint_kind(str(mixture))])
-    assert set(drawn) == {1, 2} and abs((drawn == 2).mean() - 0.75) < 0.02  # ... the mixture's members 1 and 2, by their weights
+    assert (
+        set(drawn) == {1, 2} and abs((drawn == 2).mean() - 0.75) < 0.02
+    )  # ... the mixture's members 1 and 2, by their weights
 
     # checkpoint_seats=1: a checkpoint takes one seat and the policy all the others (an exploiter's table)
     config = load_config(None, [*[f"opponents.{k}" for k in ("self_play=0", "snapshots=0", "baselines={heuristic: 1}", "learner_seats=[1]")],
@@ -438,15 +531,26 @@ def test_checkpoint_opponents_seat_the_learner_and_each_other_seat_draws_from_th
     tables.draw(np.arange(4000), np.random.default_rng(0), {"heuristic": 1}, [])
     against_checkpoint = np.array(tables.kinds)[tables.kind] == checkpoint_kind(str(agent))
     assert 0.4 < against_checkpoint.mean() < 0.6
-    assert ((tables.owner == POLICY_SEAT).sum(1) == np.where(against_checkpoint, 3, 1)).all()  # baselines keep learner_seats
+    assert (
+        (tables.owner == POLICY_SEAT).sum(1) == np.where(against_checkpoint, 3, 1)
+    ).all()  # baselines keep learner_seats
     assert (tables.learner_seats == np.where(against_checkpoint, 3, 1)).all()
-    with pytest.raises(ConfigError, match=r"checkpoint_seats=4 is not allowed; expected null or a seat count from 1 to 3"):
+    with pytest.raises(
+        ConfigError, match=r"checkpoint_seats=4 is not allowed; expected null or a seat count from 1 to 3"
+    ):
         load_config(None, ["opponents.checkpoint_seats=4"])
 
 
 def test_a_run_against_checkpoints_logs_them_resumes_exactly_and_refuses_changed_or_bad_ones(tmp_path):
     agent = _save(tmp_path / "agent", _model(1))
-    league = ["--set", f"opponents.checkpoints={{{agent}: 2}}", "--set", "ppo.num_steps=64", "--set", "schedule.checkpoint_every=4"]  # (long enough segments to finish games)
+    league = [
+        "--set",
+        f"opponents.checkpoints={{{agent}: 2}}",
+        "--set",
+        "ppo.num_steps=64",
+        "--set",
+        "schedule.checkpoint_every=4",
+    ]  # (long enough segments to finish games)
 
     def updates(n: int) -> list[str]:
         return ["--set", f"schedule.total_decisions={n * 16 * 64}"]
@@ -474,7 +578,9 @@ def test_a_run_against_checkpoints_logs_them_resumes_exactly_and_refuses_changed
     for entry, name in ((tmp_path / "nowhere", "missing"), (other_rules, "rules")):
         assert _train(tmp_path, name, 2, "--set", f"opponents.checkpoints={{{entry}: 1}}") == 2
         assert not list((tmp_path / name).glob("*"))  # refused before anything was written
-    with pytest.raises(ConfigError, match=r"opponents.checkpoints: .*agent.json=-1.0 is not allowed; expected a weight >= 0"):
+    with pytest.raises(
+        ConfigError, match=r"opponents.checkpoints: .*agent.json=-1.0 is not allowed; expected a weight >= 0"
+    ):
         load_config(None, [f"opponents.checkpoints={{{agent}: -1}}"])
 
 
@@ -504,14 +610,24 @@ def test_card_counting_inputs_are_derived_from_the_observation_and_round_trip(tm
     torch.manual_seed(0)
     model = ActorCritic(GAME, [8], "relu", card_counting=True)
     tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
-    ckpt.save_checkpoint(tmp_path / "cc", tensors, {"kind": "agent", "game_config": GAME.to_dict(), "model": {"hidden_sizes": [8], "activation": "relu", "card_counting": True}})
+    ckpt.save_checkpoint(
+        tmp_path / "cc",
+        tensors,
+        {
+            "kind": "agent",
+            "game_config": GAME.to_dict(),
+            "model": {"hidden_sizes": [8], "activation": "relu", "card_counting": True},
+        },
+    )
     assert _same_weights(ckpt.build_model(ckpt.load_checkpoint(tmp_path / "cc")), model)
 
 
 def test_the_edge_by_decision_benchmark_plays_every_hybrid_and_refuses_a_mixture_as_a_network(tmp_path, capsys):
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("bench_edge_by_decision", Path(__file__).resolve().parents[1] / "benchmarks" / "bench_edge_by_decision.py")
+    spec = importlib.util.spec_from_file_location(
+        "bench_edge_by_decision", Path(__file__).resolve().parents[1] / "benchmarks" / "bench_edge_by_decision.py"
+    )
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     for name, seed in (("target", 0), ("br", 1), ("base", 2)):
@@ -519,10 +635,28 @@ def test_the_edge_by_decision_benchmark_plays_every_hybrid_and_refuses_a_mixture
     assert bench.main([str(tmp_path / "target"), str(tmp_path / "br"), str(tmp_path / "base"), "--games", "8"]) == 0
     out = capsys.readouterr().out
     lines = [line for line in out.splitlines() if "best response's" in line]
-    assert len(lines) == 8 + 7 and "nothing" in lines[0] and "offer+respond+pass" in lines[7]  # classic: three kinds, 2**3 hybrids
-    assert [line.split()[2] for line in lines[8:]] == ["offer.card", "offer.target", "offer.claim", "respond.peek", "respond.call", "pass.target", "pass.claim"]
-    assert "gain over the base of each kind alone: offer" in out and "gain over the base of each factor alone: offer.card" in out
-    assert bench.main([str(tmp_path / "target"), str(tmp_path / "br"), str(tmp_path / "base"), "--games", "8", "--no-factors"]) == 0
+    assert (
+        len(lines) == 8 + 7 and "nothing" in lines[0] and "offer+respond+pass" in lines[7]
+    )  # classic: three kinds, 2**3 hybrids
+    assert [line.split()[2] for line in lines[8:]] == [
+        "offer.card",
+        "offer.target",
+        "offer.claim",
+        "respond.peek",
+        "respond.call",
+        "pass.target",
+        "pass.claim",
+    ]
+    assert (
+        "gain over the base of each kind alone: offer" in out
+        and "gain over the base of each factor alone: offer.card" in out
+    )
+    assert (
+        bench.main(
+            [str(tmp_path / "target"), str(tmp_path / "br"), str(tmp_path / "base"), "--games", "8", "--no-factors"]
+        )
+        == 0
+    )
     assert len([line for line in capsys.readouterr().out.splitlines() if "best response's" in line]) == 8
     assert bench.main([str(tmp_path / "target"), "classic-4p-mixture", str(tmp_path / "base"), "--games", "8"]) == 2
     assert "is a 'mixture' checkpoint; expected an agent or run checkpoint of one network" in capsys.readouterr().err
@@ -538,7 +672,10 @@ def test_a_portable_network_rebuilds_the_same_network_elsewhere():
     for game, spec in ((GAME, ([8, 6], "relu", True)), (royal, ([5], "tanh", False))):
         model = ActorCritic(game, *spec, seed=3)
         data = pickle.loads(pickle.dumps(model.portable()))
-        assert data["spec"] == {"hidden_sizes": list(spec[0]), "activation": spec[1], "card_counting": spec[2]} and data["game_config"] == game.to_dict()
+        assert (
+            data["spec"] == {"hidden_sizes": list(spec[0]), "activation": spec[1], "card_counting": spec[2]}
+            and data["game_config"] == game.to_dict()
+        )
         again = ActorCritic.from_portable(data)
         assert _same_weights(again, model) and again.game_config == game
         obs = torch.rand(4, model.observation_size)
@@ -552,7 +689,18 @@ def test_exploitability_trains_a_best_response_against_a_frozen_checkpoint(tmp_p
     _save(tmp_path / "target", _model())
     report = tmp_path / "report.json"
     sets = ["ppo.num_envs=16", "ppo.num_steps=8", "evaluation.every=0", "schedule.checkpoint_every=2"]
-    argv = [str(tmp_path / "target"), "--decisions", "256", "--games", "20", "--output-dir", str(tmp_path), "--json", str(report), "--no-progress"]
+    argv = [
+        str(tmp_path / "target"),
+        "--decisions",
+        "256",
+        "--games",
+        "20",
+        "--output-dir",
+        str(tmp_path),
+        "--json",
+        str(report),
+        "--no-progress",
+    ]
     assert main(argv + [a for s in sets for a in ("--set", s)]) == 0
     result = json.loads(report.read_text())
     assert result["parity"] == 0.25 and result["games"] == 20
@@ -570,7 +718,8 @@ def test_exploitability_trains_a_best_response_against_a_frozen_checkpoint(tmp_p
 
 def test_a_stopped_best_response_continues_with_resume_to_the_uninterrupted_result(tmp_path, capsys, monkeypatch):
     """Ctrl-C saves the best response's run; the same command with ``--resume`` continues it (re-running without is refused,
-    naming ``--resume``), and the report and weights equal those of a run that was never stopped."""
+    naming ``--resume``), and the report and weights equal those of a run that was never stopped.
+    """
     import signal
 
     import training.ppo
@@ -597,10 +746,14 @@ def test_a_stopped_best_response_continues_with_resume_to_the_uninterrupted_resu
     assert "--resume" in capsys.readouterr().err
     assert main([*argv("split"), "--resume"]) == 0
     whole, split = (json.loads((tmp_path / f"{out}.json").read_text()) for out in ("whole", "split"))
-    assert split["best_response_loss_rate"] == whole["best_response_loss_rate"] and split["games"] == whole["games"] == 20
+    assert (
+        split["best_response_loss_rate"] == whole["best_response_loss_rate"] and split["games"] == whole["games"] == 20
+    )
     a, b = (ckpt.load_checkpoint(Path(r["best_response_checkpoint"])) for r in (whole, split))
     assert all(torch.equal(v, b.tensors[k]) for k, v in a.tensors.items())
-    assert main([*argv("split"), "--resume", "--json", str(tmp_path / "other.json"), "--set", "ppo.num_envs=32"]) == 2  # another config: named
+    assert (
+        main([*argv("split"), "--resume", "--json", str(tmp_path / "other.json"), "--set", "ppo.num_envs=32"]) == 2
+    )  # another config: named
     assert "ppo.num_envs" in capsys.readouterr().err
     # stopped before its first checkpoint: its logs are not replaced without --overwrite (or --resume, which starts it again)
     early = tmp_path / "early" / "exploit_target"
@@ -625,8 +778,12 @@ def test_an_evaluation_reports_the_opponents_behaviour_beside_the_policys():
         theirs, mine = match.report(name).behaviour, match.report("policy").behaviour
         for key in ("false_offer_rate", "false_pass_rate", "call_accuracy"):
             assert result[f"opponent_{key}"] == theirs[key] and result[key] == mine[key]
-        assert result["opponent_call_accuracy_on_policy"] == theirs["call_accuracy_on_others"]  # on the policy's claims only
-    assert results[1]["opponent_false_offer_rate"] > results[0]["opponent_false_offer_rate"]  # the bluffer lies more than the heuristic
+        assert (
+            result["opponent_call_accuracy_on_policy"] == theirs["call_accuracy_on_others"]
+        )  # on the policy's claims only
+    assert (
+        results[1]["opponent_false_offer_rate"] > results[0]["opponent_false_offer_rate"]
+    )  # the bluffer lies more than the heuristic
 
 
 def test_best_response_runs_of_two_runs_final_checkpoints_get_different_names():
@@ -640,15 +797,35 @@ def test_a_run_checkpoint_exports_to_a_small_agent_checkpoint(tmp_path):
     model = _model()
     tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
     tensors["optimizer.0.exp_avg"] = torch.zeros(3)
-    ckpt.save_checkpoint(tmp_path / "run", tensors, {"kind": "run", "game_config": GAME.to_dict(), "model": SPEC, "optimizer": {}, "command": "cockroach-train ..."})
+    ckpt.save_checkpoint(
+        tmp_path / "run",
+        tensors,
+        {
+            "kind": "run",
+            "game_config": GAME.to_dict(),
+            "model": SPEC,
+            "optimizer": {},
+            "command": "cockroach-train ...",
+        },
+    )
     path = ckpt.export_agent(tmp_path / "run", tmp_path / "small", extra={"note": "exported"})
     loaded = ckpt.load_checkpoint(path)
-    assert loaded.metadata["kind"] == "agent" and loaded.metadata["note"] == "exported" and "optimizer" not in loaded.metadata
+    assert (
+        loaded.metadata["kind"] == "agent"
+        and loaded.metadata["note"] == "exported"
+        and "optimizer" not in loaded.metadata
+    )
     assert set(loaded.tensors) == {k for k in tensors if k.startswith("model.")}
     assert _same_weights(ckpt.build_model(loaded), model)
     assert Path(loaded.metadata["exported_from"]).name == "run.json"
-    renamed = ckpt.load_checkpoint(ckpt.export_agent(tmp_path / "small", tmp_path / "named", extra={"exported_from": "runs/x/final.json", "kind": "run"}))
-    assert renamed.metadata["exported_from"] == "runs/x/final.json" and renamed.metadata["kind"] == "agent"  # extra replaces a key, but not the kind
+    renamed = ckpt.load_checkpoint(
+        ckpt.export_agent(
+            tmp_path / "small", tmp_path / "named", extra={"exported_from": "runs/x/final.json", "kind": "run"}
+        )
+    )
+    assert (
+        renamed.metadata["exported_from"] == "runs/x/final.json" and renamed.metadata["kind"] == "agent"
+    )  # extra replaces a key, but not the kind
 
 
 def test_an_export_refuses_an_existing_destination_unless_overwrite(tmp_path, capsys):
@@ -673,7 +850,12 @@ def test_an_export_refuses_an_existing_destination_unless_overwrite(tmp_path, ca
 
 def test_a_run_exports_the_average_of_its_policy_and_its_late_policy_snapshots(tmp_path, capsys):
     """``--average-from U``: the policy and every policy snapshot of the pool from update U on, averaged; exploiter snapshots are not the policy."""
-    sets = ["opponents.exploiter=0.5", "opponents.exploiter_reset_every=3", "opponents.snapshot_every=2", "opponents.max_snapshots=8"]
+    sets = [
+        "opponents.exploiter=0.5",
+        "opponents.exploiter_reset_every=3",
+        "opponents.snapshot_every=2",
+        "opponents.max_snapshots=8",
+    ]
     assert _train(tmp_path, "avg", 6, *[a for s in sets for a in ("--set", s)]) == 0
     run = ckpt.load_checkpoint(tmp_path / "avg" / "checkpoint", kind="run")
     pool = run.metadata["pool"]
@@ -684,7 +866,9 @@ def test_a_run_exports_the_average_of_its_policy_and_its_late_policy_snapshots(t
     agent = ckpt.load_checkpoint(path)
     policy = run.group("model")
     for key, value in agent.group("model").items():
-        expected = torch.stack([policy[key].double(), *(run.group(f"pool.{e['id']}")[key].double() for e in late)]).mean(0)
+        expected = torch.stack(
+            [policy[key].double(), *(run.group(f"pool.{e['id']}")[key].double() for e in late)]
+        ).mean(0)
         assert torch.allclose(value.double(), expected, atol=1e-6), key
     assert agent.metadata["averaged"] == {
         "from_update": 3, "policy_update": 6, "snapshots": [{"id": e["id"], "update": e["update"]} for e in sorted(late, key=lambda e: e["update"])], "networks": 1 + len(late),
@@ -692,7 +876,11 @@ def test_a_run_exports_the_average_of_its_policy_and_its_late_policy_snapshots(t
     assert ckpt.load_agent(path) is not None
 
     for source, value, message in [
-        (tmp_path / "avg" / "checkpoint", 7, "no policy snapshot in the pool was taken at update 7 or later .*run is at update 6"),
+        (
+            tmp_path / "avg" / "checkpoint",
+            7,
+            "no policy snapshot in the pool was taken at update 7 or later .*run is at update 6",
+        ),
         (tmp_path / "avg" / "checkpoint", -1, "average_from=-1 is not allowed; expected an update number"),
         (tmp_path / "avg" / "final", 0, "needs a run checkpoint .*of kind 'agent'"),
     ]:
@@ -708,7 +896,15 @@ def test_a_run_exports_the_average_of_its_policy_and_its_late_policy_snapshots(t
 
 def test_one_member_of_a_mixture_exports_as_an_agent_with_its_recipe(tmp_path):
     models = [_model(1), _model(2)]
-    recipes = [{"name": "left", "kind": "agent", "command": "cockroach-train --set name=left", "commands": ["cockroach-train --set name=left"], "training_config": {"seed": 3}}]
+    recipes = [
+        {
+            "name": "left",
+            "kind": "agent",
+            "command": "cockroach-train --set name=left",
+            "commands": ["cockroach-train --set name=left"],
+            "training_config": {"seed": 3},
+        }
+    ]
     meta = {"name": "mix", "game_config": GAME.to_dict(), "model": SPEC, "mixture": {"recipes": recipes}}
     ckpt.save_mixture_checkpoint(tmp_path / "mix", models, [1.0, 3.0], ["left", "right"], meta)
     with pytest.raises(ckpt.CheckpointError, match="mixture of 2 members.*0: left \\(0.250\\), 1: right \\(0.750\\)"):
@@ -722,19 +918,34 @@ def test_one_member_of_a_mixture_exports_as_an_agent_with_its_recipe(tmp_path):
     assert not list(tmp_path.glob("none*"))
 
     left = ckpt.load_checkpoint(ckpt.export_agent(tmp_path / "mix", tmp_path / "left", member="left"))
-    assert left.metadata["kind"] == "agent" and left.metadata["name"] == "left" and _same_weights(ckpt.build_model(left), models[0])
+    assert (
+        left.metadata["kind"] == "agent"
+        and left.metadata["name"] == "left"
+        and _same_weights(ckpt.build_model(left), models[0])
+    )
     assert left.metadata["commands"] == recipes[0]["commands"] and left.metadata["training_config"] == {"seed": 3}
     assert left.metadata["exported_member"] == {"name": "left", "index": 0, "weight": 0.25, "mixture": "mix"}
-    ckpt.main([str(tmp_path / "mix"), "--export", str(tmp_path / "right"), "--member", "1"])  # by index; no recipe recorded for it
+    ckpt.main(
+        [str(tmp_path / "mix"), "--export", str(tmp_path / "right"), "--member", "1"]
+    )  # by index; no recipe recorded for it
     right = ckpt.load_checkpoint(tmp_path / "right")
-    assert right.metadata["name"] == "right" and "commands" not in right.metadata and _same_weights(ckpt.build_model(right), models[1])
+    assert (
+        right.metadata["name"] == "right"
+        and "commands" not in right.metadata
+        and _same_weights(ckpt.build_model(right), models[1])
+    )
     agent = ckpt.load_agent(tmp_path / "right")  # a playable agent
     assert agent is not None
 
 
 def test_printing_metadata_into_a_reader_that_stops_early_is_quiet():
     """``python -m training.checkpoint classic-4p | head -1``: the closed pipe ends the command without a traceback."""
-    proc = subprocess.Popen([sys.executable, "-m", "training.checkpoint", "classic-4p"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "training.checkpoint", "classic-4p"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdout.readline().strip() == b"{"
     proc.stdout.close()  # as ``head`` does after its line
     stderr = proc.stderr.read().decode()
@@ -746,17 +957,44 @@ def test_a_run_can_start_from_the_weights_of_another(tmp_path):
     assert _train(tmp_path, "tuned", 1, "--init-from", str(tmp_path / "base" / "final")) == 0
     assert _train(tmp_path, "tuned_again", 1, "--init-from", str(tmp_path / "tuned" / "final")) == 0
     record = ckpt.read_metadata(tmp_path / "tuned_again" / "final")["base_run"]  # the whole history of the weights
-    assert record["path"].endswith("final") and "tuned" in record["commands"][0] and "base" in record["base_run"]["commands"][0]
+    assert (
+        record["path"].endswith("final")
+        and "tuned" in record["commands"][0]
+        and "base" in record["base_run"]["commands"][0]
+    )
     assert record["step"]["update"] == 1 and "base_run" not in record["base_run"]
-    assert _train(tmp_path, "wider", 1, "--init-from", str(tmp_path / "base" / "final"), "--set", "model.hidden_sizes=[32]") == 2
+    assert (
+        _train(
+            tmp_path, "wider", 1, "--init-from", str(tmp_path / "base" / "final"), "--set", "model.hidden_sizes=[32]"
+        )
+        == 2
+    )
 
 
 def test_games_carry_on_across_updates_between_checkpoints(tmp_path):
     """A game is longer than one rollout here (8 decisions), so games end only if they continue from update to update."""
     from training.cli import main
 
-    sets = [*TINY, "name=long", f"output_dir={tmp_path}", "schedule.checkpoint_every=12", f"schedule.total_decisions={12 * 16 * 8}", "evaluation.every=0", "evaluation.final_games=0"]
-    assert main(["--config", str(ROOT / "configs" / "quick.yaml"), "--no-progress", *[a for s in sets for a in ("--set", s)]]) == 0
+    sets = [
+        *TINY,
+        "name=long",
+        f"output_dir={tmp_path}",
+        "schedule.checkpoint_every=12",
+        f"schedule.total_decisions={12 * 16 * 8}",
+        "evaluation.every=0",
+        "evaluation.final_games=0",
+    ]
+    assert (
+        main(
+            [
+                "--config",
+                str(ROOT / "configs" / "quick.yaml"),
+                "--no-progress",
+                *[a for s in sets for a in ("--set", s)],
+            ]
+        )
+        == 0
+    )
     games = ckpt.read_metadata(tmp_path / "long" / "checkpoint")["step"]["games"]
     assert games >= 5  # 16 tables x 96 decisions; no game ends within a single 8-decision rollout
 
@@ -768,7 +1006,16 @@ def _weights(model) -> tuple:
 @pytest.mark.parametrize("overlap", [False, True])
 def test_the_exploiter_learns_at_its_own_rate_annealed_like_the_policys(tmp_path, overlap):
     """``opponents.exploiter_learning_rate``: the exploiter's Adam rate, annealed with ``ppo.anneal_lr`` as the policy's is; the policy keeps ``ppo.learning_rate``."""
-    sets = ["--set", "opponents.exploiter=0.5", "--set", "opponents.exploiter_learning_rate=0.004", "--set", "ppo.learning_rate=0.001", "--set", f"ppo.overlap={str(overlap).lower()}"]
+    sets = [
+        "--set",
+        "opponents.exploiter=0.5",
+        "--set",
+        "opponents.exploiter_learning_rate=0.004",
+        "--set",
+        "ppo.learning_rate=0.001",
+        "--set",
+        f"ppo.overlap={str(overlap).lower()}",
+    ]
     assert _train(tmp_path, "fixed", 2, *sets) == 0
     assert _train(tmp_path, "annealed", 2, *sets, "--set", "ppo.anneal_lr=true") == 0
     fixed = ckpt.read_metadata(tmp_path / "fixed" / "checkpoint")
@@ -827,20 +1074,34 @@ def test_overlap_rollouts_play_the_weights_from_before_the_update_they_overlap(t
 
 def test_an_overlapped_run_is_reproducible_and_resumes_exactly(tmp_path):
     """The rollouts and the update process draw from their own generators, so overlap changes nothing run to run (the Adam states come back for each checkpoint)."""
-    overlap = ["--set", "ppo.overlap=true", "--set", "schedule.checkpoint_every=3", "--set", "opponents.exploiter=0.5", "--set", "ppo.magnet_coef=0.5"]
+    overlap = [
+        "--set",
+        "ppo.overlap=true",
+        "--set",
+        "schedule.checkpoint_every=3",
+        "--set",
+        "opponents.exploiter=0.5",
+        "--set",
+        "ppo.magnet_coef=0.5",
+    ]
     assert _train(tmp_path, "whole", 6, *overlap) == 0
     assert _train(tmp_path, "again", 6, *overlap) == 0
     assert _train(tmp_path, "split", 3, *overlap) == 0
     assert _train(tmp_path, "split", 6, "--resume", *overlap) == 0
     assert _train(tmp_path, "serial", 6, *overlap[2:]) == 0
-    runs = {name: ckpt.load_checkpoint(tmp_path / name / "checkpoint", kind="run") for name in ("whole", "again", "split", "serial")}
+    runs = {
+        name: ckpt.load_checkpoint(tmp_path / name / "checkpoint", kind="run")
+        for name in ("whole", "again", "split", "serial")
+    }
     for name in ("again", "split"):
         assert runs[name].tensors.keys() == runs["whole"].tensors.keys()
         for key, value in runs["whole"].tensors.items():
             assert torch.equal(value, runs[name].tensors[key]), (name, key)
         assert _metrics(tmp_path / "whole" / "metrics.csv") == _metrics(tmp_path / name / "metrics.csv")
     model = runs["whole"].group("model")
-    assert any(not torch.equal(model[k], runs["serial"].group("model")[k]) for k in model)  # the overlapped rollouts did play older weights
+    assert any(
+        not torch.equal(model[k], runs["serial"].group("model")[k]) for k in model
+    )  # the overlapped rollouts did play older weights
 
 
 def test_sampling_draws_legal_actions_with_the_softmax_probabilities():
@@ -869,7 +1130,9 @@ def test_the_readability_benchmark_scores_a_reader_beside_the_copies_own_calls(t
     """``benchmarks/bench_readability.py``: responses among copies, labelled with the hidden truth; honest claims are all readable."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("bench_readability", Path(__file__).resolve().parents[1] / "benchmarks" / "bench_readability.py")
+    spec = importlib.util.spec_from_file_location(
+        "bench_readability", Path(__file__).resolve().parents[1] / "benchmarks" / "bench_readability.py"
+    )
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     _save(tmp_path / "target", _model(0))
@@ -880,20 +1143,30 @@ def test_the_readability_benchmark_scores_a_reader_beside_the_copies_own_calls(t
     honest, rand = results["honest"], results["random"]
     assert honest["truth_rate"] == 1.0 and honest["reader_accuracy"] == 1.0  # never lies: every claim is read
     for r in results.values():
-        assert r["responses"] > r["test_responses"] > 0 and 0 <= r["reader_accuracy"] <= 1 and r["base_rate_accuracy"] >= 0.5
+        assert (
+            r["responses"] > r["test_responses"] > 0
+            and 0 <= r["reader_accuracy"] <= 1
+            and r["base_rate_accuracy"] >= 0.5
+        )
         assert r["calls"] <= r["test_responses"] and 0 <= r["peek_rate"] <= 1
     # the truths are the engine's: random's calls right about as often as the base rate allows, not more
     assert abs(rand["own_call_accuracy"] - 0.5) < 0.2
     assert "reader / own" in capsys.readouterr().out
     assert bench.main(["honest", "--games", "5"]) == 2 and "--games 5 is not allowed" in capsys.readouterr().err
-    assert bench.main([str(tmp_path / "target"), "--players", "5", "--games", "20"]) == 2 and "--players 5 is not allowed" in capsys.readouterr().err
-    assert bench.main(["nothing-of-that-name", "--games", "20"]) == 2 and "nothing-of-that-name" in capsys.readouterr().err
+    assert (
+        bench.main([str(tmp_path / "target"), "--players", "5", "--games", "20"]) == 2
+        and "--players 5 is not allowed" in capsys.readouterr().err
+    )
+    assert (
+        bench.main(["nothing-of-that-name", "--games", "20"]) == 2 and "nothing-of-that-name" in capsys.readouterr().err
+    )
 
 
 @pytest.mark.parametrize("minibatches", [1, 3])
 def test_the_magnets_kl_in_an_update_is_kl_of_the_policy_from_the_magnet_on_the_same_rows(minibatches):
     """The magnet's policy is computed once per update (it is frozen); each minibatch's KL must still pair every row
-    with the magnet's policy on that row. With learning rate 0 the reported KL (the last minibatch's) is computed directly."""
+    with the magnet's policy on that row. With learning rate 0 the reported KL (the last minibatch's) is computed directly.
+    """
     from cockroach_env.batched import BatchedGames
     from training.config import PPOConfig
     from training.learner import Learner, ppo_update
@@ -903,17 +1176,30 @@ def test_the_magnets_kl_in_an_update_is_kl_of_the_policy_from_the_magnet_on_the_
     model, magnet = _model(1), _model(2)
     with torch.no_grad():  # initial policy heads are near uniform; make the two policies differ
         for net, seed in ((model, 3), (magnet, 4)):
-            net.policy_head.weight.copy_(torch.randn(net.policy_head.weight.shape, generator=torch.Generator().manual_seed(seed)))
+            net.policy_head.weight.copy_(
+                torch.randn(net.policy_head.weight.shape, generator=torch.Generator().manual_seed(seed))
+            )
     learner = Learner(model, 0.0, 4096, 64, GAME.num_players, model.observation_size, model.num_actions)
     learner.magnet = magnet.eval().requires_grad_(False)
     obs, mask = step.observation, step.action_mask.astype(bool)
     action = np.array([np.flatnonzero(m)[0] for m in mask])
     learner.rollout.append(obs, mask, action, np.zeros(len(obs), np.float32), np.zeros(len(obs), np.float32))
     ppo = PPOConfig(num_minibatches=minibatches, update_epochs=1, magnet_coef=1.0, norm_adv=False)
-    order = np.random.default_rng(0).permutation(len(obs))  # the update's own draw with the same seed: its last minibatch
+    order = np.random.default_rng(0).permutation(
+        len(obs)
+    )  # the update's own draw with the same seed: its last minibatch
     minibatch = -(-len(obs) // minibatches)
     last = np.sort(order[(minibatches - 1) * minibatch :])
-    stats = ppo_update(learner, learner.rollout, np.zeros(len(obs), np.float32), np.zeros(len(obs), np.float32), np.arange(len(obs)), ppo, np.random.default_rng(0), "cpu")
+    stats = ppo_update(
+        learner,
+        learner.rollout,
+        np.zeros(len(obs), np.float32),
+        np.zeros(len(obs), np.float32),
+        np.arange(len(obs)),
+        ppo,
+        np.random.default_rng(0),
+        "cpu",
+    )
     with torch.no_grad():
         x = torch.from_numpy(obs[last])
         legal = torch.from_numpy(mask[last])
@@ -923,9 +1209,12 @@ def test_the_magnets_kl_in_an_update_is_kl_of_the_policy_from_the_magnet_on_the_
     assert expected > 1e-3 and stats["magnet_kl"] == pytest.approx(expected, rel=1e-4, abs=1e-6)
 
 
-def test_keep_agent_every_keeps_the_agent_at_those_updates_and_a_resume_rewrites_the_ones_after_its_checkpoint(tmp_path):
+def test_keep_agent_every_keeps_the_agent_at_those_updates_and_a_resume_rewrites_the_ones_after_its_checkpoint(
+    tmp_path,
+):
     """``schedule.keep_agent_every``: ``agents/update_<U>`` at every multiple (the run's agent at that update, the last one ``final``'s
-    weights); a resumed run keeps those its checkpoint holds and writes its own after it, identical to the uninterrupted run's."""
+    weights); a resumed run keeps those its checkpoint holds and writes its own after it, identical to the uninterrupted run's.
+    """
     from training.checkpoint import load_agent, load_checkpoint
 
     keep = ["--set", "schedule.keep_agent_every=1"]
@@ -941,7 +1230,10 @@ def test_keep_agent_every_keeps_the_agent_at_those_updates_and_a_resume_rewrites
 
     assert _train(tmp_path, "split", 2, *keep) == 0
     split = tmp_path / "split" / "agents"
-    for name in ("update_0000003.json", "update_0000003.1.safetensors"):  # a killed continuation's agent after the checkpoint (update 2)
+    for name in (
+        "update_0000003.json",
+        "update_0000003.1.safetensors",
+    ):  # a killed continuation's agent after the checkpoint (update 2)
         (split / name).write_bytes((split / name.replace("3", "2", 1)).read_bytes())
     assert _train(tmp_path, "split", 4, "--resume", *keep) == 0
     assert sorted(p.name for p in split.iterdir()) == sorted(p.name for p in whole.iterdir())
@@ -949,7 +1241,9 @@ def test_keep_agent_every_keeps_the_agent_at_those_updates_and_a_resume_rewrites
         resumed = load_checkpoint(split / f"update_{u:07d}", kind="agent")
         assert all(torch.equal(resumed.tensors[k], kept[u].tensors[k]) for k in kept[u].tensors), u
 
-    assert _train(tmp_path, "split", 1, "--overwrite") == 0  # a fresh run in its place, keeping none: the replaced run's are gone
+    assert (
+        _train(tmp_path, "split", 1, "--overwrite") == 0
+    )  # a fresh run in its place, keeping none: the replaced run's are gone
     assert not list(split.iterdir())
 
 
@@ -960,13 +1254,19 @@ def test_keep_agent_every_is_validated(tmp_path, value, capsys):
     assert not (tmp_path / "bad").exists()
 
 
-@pytest.mark.parametrize("gamma, lam, players, learner_seats, max_steps", [(1.0, 0.95, 4, (1, 2, 3), None), (0.8, 0.5, 2, (1,), None), (0.9, 0.8, 3, (1, 2), 25)])
-def test_advantages_match_a_reference_rebuilt_from_the_logged_games(monkeypatch, gamma, lam, players, learner_seats, max_steps):
+@pytest.mark.parametrize(
+    "gamma, lam, players, learner_seats, max_steps",
+    [(1.0, 0.95, 4, (1, 2, 3), None), (0.8, 0.5, 2, (1,), None), (0.9, 0.8, 3, (1, 2), 25)],
+)
+def test_advantages_match_a_reference_rebuilt_from_the_logged_games(
+    monkeypatch, gamma, lam, players, learner_seats, max_steps
+):
     """Every learner decision of six real rollouts (policy and exploiter tables, several learner seats, games ending and
     dealt again in a slot, games cut by ``max_steps``) is trained exactly once, in the rollout where its seat's next
     decision in that game or the game's end arrives, with the advantage and return that GAE gives on the seat's own
     trajectory rebuilt from a log of every step: the terminal reward on the seat's last decision, and the lambda-sum
-    cut at the end of the rollout (truncated GAE, as in CleanRL)."""
+    cut at the end of the rollout (truncated GAE, as in CleanRL).
+    """
     import torch
 
     from cockroach_env.batched import BatchedGames
@@ -979,12 +1279,32 @@ def test_advantages_match_a_reference_rebuilt_from_the_logged_games(monkeypatch,
     cfg = config_from_dict({"game": options, "ppo": {"num_envs": envs, "num_steps": steps, "gamma": gamma, "gae_lambda": lam},
                             "opponents": {"self_play": 0.3, "snapshots": 0.2, "exploiter": 0.3, "baselines": {"random": 0.2}, "learner_seats": list(learner_seats)}})  # fmt: skip
     game = cfg.game_config()
-    models = {code: ActorCritic(game, [16], seed=seed) for code, seed in ((ppo.POLICY_SEAT, 1), (ppo.EXPLOITER_SEAT, 2))}
-    learners = {code: Learner(m, 1e-3, envs * steps + envs * players, envs, players, m.observation_size, m.num_actions) for code, m in models.items()}
-    games, tables, rng = BatchedGames(game, batch_size=envs, seed=0), ppo.Tables(cfg, game, envs), np.random.default_rng(0)
+    models = {
+        code: ActorCritic(game, [16], seed=seed) for code, seed in ((ppo.POLICY_SEAT, 1), (ppo.EXPLOITER_SEAT, 2))
+    }
+    learners = {
+        code: Learner(m, 1e-3, envs * steps + envs * players, envs, players, m.observation_size, m.num_actions)
+        for code, m in models.items()
+    }
+    games, tables, rng = (
+        BatchedGames(game, batch_size=envs, seed=0),
+        ppo.Tables(cfg, game, envs),
+        np.random.default_rng(0),
+    )
     pool: list = []
     ppo._add_snapshot(pool, ppo.Progress(), models[ppo.POLICY_SEAT], cfg)
-    args = ppo._RolloutArgs(learners, tables, games, pool, ["random"], None, torch.Generator().manual_seed(0), rng, torch.device("cpu"), steps)
+    args = ppo._RolloutArgs(
+        learners,
+        tables,
+        games,
+        pool,
+        ["random"],
+        None,
+        torch.Generator().manual_seed(0),
+        rng,
+        torch.device("cpu"),
+        steps,
+    )
     args.opponents = [None, baselines.make("random", game, seed=1)]
     step = games.reset(seed=0)
     tables.draw(np.arange(envs), rng, ppo._baseline_index(["random"]), ppo._snapshot_indices(pool, ["random"]))
@@ -1001,7 +1321,14 @@ def test_advantages_match_a_reference_rebuilt_from_the_logged_games(monkeypatch,
         out = act(self, step_, rows, seat, sampler, device)
         for k, b in enumerate(rows):
             row_ids[code][before + k] = len(decisions[code])
-            decisions[code].append({"t": clock[0], "game": int(game_of_slot[b]), "seat": int(seat[b]), "value": float(self.rollout.value[before + k])})
+            decisions[code].append(
+                {
+                    "t": clock[0],
+                    "game": int(game_of_slot[b]),
+                    "seat": int(seat[b]),
+                    "value": float(self.rollout.value[before + k]),
+                }
+            )
         return out
 
     def logged_step(actions):
@@ -1022,7 +1349,12 @@ def test_advantages_match_a_reference_rebuilt_from_the_logged_games(monkeypatch,
             for i in rows:
                 assert row_ids[code][i] not in trained[code], "a decision trained twice"
                 trained[code][row_ids[code][i]] = (r, float(advantages[i]), float(returns[i]), clock[0])
-            pending = {(b, s): row_ids[code][learner.pending[b, s]] for b in range(envs) for s in range(players) if learner.pending[b, s] >= 0}
+            pending = {
+                (b, s): row_ids[code][learner.pending[b, s]]
+                for b in range(envs)
+                for s in range(players)
+                if learner.pending[b, s] >= 0
+            }
             learner.carry_over()
             row_ids[code] = {learner.pending[b, s]: d for (b, s), d in pending.items()}
     assert len(ends) > envs, "games ended and were dealt again"
@@ -1053,10 +1385,16 @@ def test_advantages_match_a_reference_rebuilt_from_the_logged_games(monkeypatch,
                         memo[i] = float(last[i][0][log[i]["seat"]]) - log[i]["value"]
                 return memo[i]
 
-            expected = {i for i, d in enumerate(log) if d["t"] < t_end and done_by(i, t_end) and trained[code].get(i, (rollouts,))[0] >= r}
+            expected = {
+                i
+                for i, d in enumerate(log)
+                if d["t"] < t_end and done_by(i, t_end) and trained[code].get(i, (rollouts,))[0] >= r
+            }
             assert {i for i, (rr, *_) in trained[code].items() if rr == r} == expected, (code, r)
             for i in expected:
                 _, a, ret, _ = trained[code][i]
-                assert a == pytest.approx(advantage(i), abs=1e-4) and ret == pytest.approx(advantage(i) + log[i]["value"], abs=1e-4), (code, r, i)
+                assert a == pytest.approx(advantage(i), abs=1e-4) and ret == pytest.approx(
+                    advantage(i) + log[i]["value"], abs=1e-4
+                ), (code, r, i)
                 checked += 1
     assert checked > 500

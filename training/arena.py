@@ -102,8 +102,9 @@ import math
 import os
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -136,7 +137,9 @@ def expand_lineup(entries: Sequence[Any]) -> list[Any]:
                 raise ArenaError(f"agent {entry!r}: the repeat count must be at least 1")
             out.extend([match["spec"]] * count)
         elif isinstance(entry, str) and "*" in entry and not os.path.exists(entry):
-            raise ArenaError(f"agent {entry!r}: expected NAME*K with K a whole number of seats (e.g. 'random*3'), got {entry.rpartition('*')[2]!r} after '*'")
+            raise ArenaError(
+                f"agent {entry!r}: expected NAME*K with K a whole number of seats (e.g. 'random*3'), got {entry.rpartition('*')[2]!r} after '*'"
+            )
         else:
             out.append(entry)
     return out
@@ -165,7 +168,13 @@ def resolve_agent(spec: Any, config: GameConfig, seed: int | None = None) -> Any
 
 def _looks_like_class(spec: str) -> bool:
     module, sep, attr = spec.partition(":")
-    return bool(sep) and bool(module) and bool(attr) and not os.path.exists(spec) and re.fullmatch(r"[\w.]+", module) is not None
+    return (
+        bool(sep)
+        and bool(module)
+        and bool(attr)
+        and not os.path.exists(spec)
+        and re.fullmatch(r"[\w.]+", module) is not None
+    )
 
 
 def _agent_from_class(spec: str, config: GameConfig, seed: int | None) -> Any:
@@ -173,7 +182,9 @@ def _agent_from_class(spec: str, config: GameConfig, seed: int | None) -> Any:
     try:
         module = importlib.import_module(module_name)
     except Exception as error:  # noqa: BLE001 - any import failure is reported with the spec
-        raise ArenaError(f"agent {spec!r}: cannot import module {module_name!r} ({type(error).__name__}: {error})") from error
+        raise ArenaError(
+            f"agent {spec!r}: cannot import module {module_name!r} ({type(error).__name__}: {error})"
+        ) from error
     target: Any = module
     for part in attr.split("."):
         if not hasattr(target, part):
@@ -182,13 +193,21 @@ def _agent_from_class(spec: str, config: GameConfig, seed: int | None) -> Any:
     try:
         agent = target(config, seed=seed) if callable(target) else target
     except Exception as error:  # noqa: BLE001
-        raise ArenaError(f"agent {spec!r}: {attr}(config, seed=...) failed ({type(error).__name__}: {error})") from error
+        raise ArenaError(
+            f"agent {spec!r}: {attr}(config, seed=...) failed ({type(error).__name__}: {error})"
+        ) from error
     _check_agent(agent, spec, config)
     return agent
 
 
 def _looks_like_path(spec: str) -> bool:
-    return os.path.exists(spec) or "/" in spec or os.sep in spec or spec.endswith((".json", ".safetensors")) or spec.startswith(("~", "."))
+    return (
+        os.path.exists(spec)
+        or "/" in spec
+        or os.sep in spec
+        or spec.endswith((".json", ".safetensors"))
+        or spec.startswith(("~", "."))
+    )
 
 
 def _is_shipped_checkpoint(spec: str) -> bool:
@@ -223,7 +242,9 @@ def _agent_from_sb3(spec: str, config: GameConfig, seed: int | None) -> Any:
 
         agent = load_sb3_agent(spec, config, seed=seed)
     except Exception as error:  # noqa: BLE001 - missing library, unreadable or mismatched model
-        raise ArenaError(f"agent {spec!r}: cannot load the Stable-Baselines3 model ({type(error).__name__}: {error})") from error
+        raise ArenaError(
+            f"agent {spec!r}: cannot load the Stable-Baselines3 model ({type(error).__name__}: {error})"
+        ) from error
     _check_agent(agent, spec, config)
     return agent
 
@@ -233,9 +254,13 @@ def _check_agent(agent: Any, label: str, config: GameConfig) -> None:
         raise ArenaError(f"agent {label!r}: {type(agent).__name__} has no act(observation) method; see baselines.Agent")
     built_for = getattr(agent, "config", None)
     if isinstance(built_for, GameConfig) and built_for != config:
-        raise ArenaError(f"agent {label!r} was built for {built_for} but the games here are {config}; build it for the arena's GameConfig")
+        raise ArenaError(
+            f"agent {label!r} was built for {built_for} but the games here are {config}; build it for the arena's GameConfig"
+        )
     if getattr(agent, "supports_batch", False) and not callable(getattr(agent, "act_batch", None)):
-        raise ArenaError(f"agent {label!r}: supports_batch is set but there is no act_batch(observations, masks) method")
+        raise ArenaError(
+            f"agent {label!r}: supports_batch is set but there is no act_batch(observations, masks) method"
+        )
 
 
 def _label_of(agent: Any) -> str:
@@ -338,7 +363,18 @@ class Behaviour:
     is judged right away: the verdict the public reveal gives at the end of the round.
     """
 
-    FIELDS = ("offers", "false_offers", "passes", "false_passes", "calls", "right_calls", "calls_on_others", "right_calls_on_others", "peeks", "collected")
+    FIELDS = (
+        "offers",
+        "false_offers",
+        "passes",
+        "false_passes",
+        "calls",
+        "right_calls",
+        "calls_on_others",
+        "right_calls_on_others",
+        "peeks",
+        "collected",
+    )
 
     def __init__(self, config: GameConfig, games: int, entrants: int):
         self.enc = encoding_for(config)
@@ -381,7 +417,9 @@ class Behaviour:
                 right = (kind[call] == 0) == self.truth[self.card[g], self.claim[g]]
                 np.add.at(counts["calls"], who, 1)
                 np.add.at(counts["right_calls"], who, right)
-                other = self.passer[g] != who  # the claim of another entrant (at a table of copies most calls judge a copy)
+                other = (
+                    self.passer[g] != who
+                )  # the claim of another entrant (at a table of copies most calls judge a copy)
                 np.add.at(counts["calls_on_others"], who[other], 1)
                 np.add.at(counts["right_calls_on_others"], who[other], right[other])
                 # a right call gives the card to the latest passer, a wrong one to the caller
@@ -412,7 +450,8 @@ def behaviour_summary(counts: dict[str, int], seat_games: int) -> dict[str, Any]
 @dataclass
 class AgentReport:
     """One entrant's results: ``games`` counts seat-games (games x seats held), ``decided`` those of
-    the games that had a loser (not cut by ``max_steps``): the loss rate's trials."""
+    the games that had a loser (not cut by ``max_steps``): the loss rate's trials.
+    """
 
     name: str
     spec: str
@@ -563,7 +602,16 @@ def play_match(
     if bar is not None:
         bar.close()
     seconds = time.perf_counter() - started
-    return MatchResult(config, seed, engine, duplicate, [entrants[k].name for k in of_entry], _reports(config, entrants, of_entry, records, behaviour), records, seconds)
+    return MatchResult(
+        config,
+        seed,
+        engine,
+        duplicate,
+        [entrants[k].name for k in of_entry],
+        _reports(config, entrants, of_entry, records, behaviour),
+        records,
+        seconds,
+    )
 
 
 def _check_arguments(config: Any, seed: Any, duplicate: Any) -> int:
@@ -571,7 +619,9 @@ def _check_arguments(config: Any, seed: Any, duplicate: Any) -> int:
     if not isinstance(config, GameConfig):
         raise ArenaError(f"config={config!r} is not allowed; expected a GameConfig")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**64:
-        raise ArenaError(f"seed={seed!r} is not allowed; expected an integer from 0 to 2**64 - 1 (the deals and the agents' generators derive from it)")
+        raise ArenaError(
+            f"seed={seed!r} is not allowed; expected an integer from 0 to 2**64 - 1 (the deals and the agents' generators derive from it)"
+        )
     if not isinstance(duplicate, (bool, np.bool_)):
         raise ArenaError(f"duplicate={duplicate!r} is not allowed; expected True or False")
     return int(seed)
@@ -585,7 +635,9 @@ def _progress_bar(total: int, progress: bool | None):
     return tqdm(total=total, unit="game", disable=None if progress is None else not progress, leave=False)
 
 
-def _reports(config: GameConfig, entrants: list[Entrant], of_entry: list[int], records: list[GameRecord], behaviour: Behaviour) -> list[AgentReport]:
+def _reports(
+    config: GameConfig, entrants: list[Entrant], of_entry: list[int], records: list[GameRecord], behaviour: Behaviour
+) -> list[AgentReport]:
     n = config.num_players
     losses = [0] * len(entrants)
     reasons = [{r: 0 for r in LOSS_REASONS} for _ in entrants]
@@ -599,7 +651,18 @@ def _reports(config: GameConfig, entrants: list[Entrant], of_entry: list[int], r
     out = []
     for k, entrant in enumerate(entrants):
         seat_games = len(records) * len(entrant.entries)
-        out.append(AgentReport(entrant.name, entrant.spec, len(entrant.entries), seat_games, decided * len(entrant.entries), losses[k], reasons[k], behaviour.counts_of(k)))
+        out.append(
+            AgentReport(
+                entrant.name,
+                entrant.spec,
+                len(entrant.entries),
+                seat_games,
+                decided * len(entrant.entries),
+                losses[k],
+                reasons[k],
+                behaviour.counts_of(k),
+            )
+        )
     return out
 
 
@@ -613,12 +676,18 @@ def _illegal(entrant: Entrant, seat: int, game: int, action: Any, config: GameCo
         if index != action:
             raise ValueError
     except (TypeError, ValueError):
-        return ArenaError(f"agent {entrant.name!r} (seat player_{seat}, game {game}) returned {action!r}; expected an integer action in [0, {enc.num_actions})")
+        return ArenaError(
+            f"agent {entrant.name!r} (seat player_{seat}, game {game}) returned {action!r}; expected an integer action in [0, {enc.num_actions})"
+        )
     if not 0 <= index < enc.num_actions:
-        return ArenaError(f"agent {entrant.name!r} (seat player_{seat}, game {game}) returned action {index}, out of range [0, {enc.num_actions})")
+        return ArenaError(
+            f"agent {entrant.name!r} (seat player_{seat}, game {game}) returned action {index}, out of range [0, {enc.num_actions})"
+        )
     move = raw_env(config=config).decode(index, actor=f"player_{seat}")
     legal = int(np.count_nonzero(mask))
-    return ArenaError(f"agent {entrant.name!r} (seat player_{seat}, game {game}) returned illegal action {index} = {move}; the action mask allows {legal} action(s) now")
+    return ArenaError(
+        f"agent {entrant.name!r} (seat player_{seat}, game {game}) returned illegal action {index} = {move}; the action mask allows {legal} action(s) now"
+    )
 
 
 def _legal_action(action: Any, mask: np.ndarray) -> bool:
@@ -678,7 +747,14 @@ def _run_aec(config, seed, chunk, entrants, of_entry, behaviour, bar) -> list[Ga
             actions.append(int(action))
             game_over = env.game.over or any(env.truncations.values())
             if game_over:
-                records[k] = GameRecord(chunk[k].index, chunk[k].deal, chunk[k].rotation, env.game.loser, env.game.loss_reason, env.game.steps)
+                records[k] = GameRecord(
+                    chunk[k].index,
+                    chunk[k].deal,
+                    chunk[k].rotation,
+                    env.game.loser,
+                    env.game.loss_reason,
+                    env.game.steps,
+                )
             else:
                 still.append(k)
         behaviour.update(np.array(games), np.array(actors), np.array(actions))
@@ -710,9 +786,13 @@ def _run_batched(config, seed, chunk, entrants, of_entry, behaviour, bar) -> lis
             mine = np.flatnonzero(active & (acting == k))
             if mine.size == 0:
                 continue
-            chosen = _batch_actions(entrant.agent, seat_member[mine, to_act[mine]], step.observation[mine], step.action_mask[mine])
+            chosen = _batch_actions(
+                entrant.agent, seat_member[mine, to_act[mine]], step.observation[mine], step.action_mask[mine]
+            )
             if chosen.shape != (mine.size,):
-                raise ArenaError(f"agent {entrant.name!r}: act_batch returned shape {chosen.shape} for {mine.size} observations; expected ({mine.size},)")
+                raise ArenaError(
+                    f"agent {entrant.name!r}: act_batch returned shape {chosen.shape} for {mine.size} observations; expected ({mine.size},)"
+                )
             for j, b in enumerate(mine):
                 if not _legal_action(chosen[j], step.action_mask[b]):
                     raise _illegal(entrant, int(to_act[b]), chunk[b].index, chosen[j], config, step.action_mask[b])
@@ -725,7 +805,9 @@ def _run_batched(config, seed, chunk, entrants, of_entry, behaviour, bar) -> lis
         for b in ended:
             loser = int(step.loser[b])
             reason = LOSS_REASONS[int(step.loss_reason[b])] if loser >= 0 else None
-            records[b] = GameRecord(chunk[b].index, chunk[b].deal, chunk[b].rotation, loser if loser >= 0 else None, reason, int(steps[b]))
+            records[b] = GameRecord(
+                chunk[b].index, chunk[b].deal, chunk[b].rotation, loser if loser >= 0 else None, reason, int(steps[b])
+            )
         active[ended] = False
         if bar is not None and ended.size:
             bar.update(int(ended.size))
@@ -783,7 +865,9 @@ def play_league(
     if len(set(names)) != len(names):
         raise ArenaError(f"the league pool repeats agents {names}; list each agent once")
     if len(pool) < config.num_players:
-        raise ArenaError(f"a league of {config.num_players}-player games needs at least {config.num_players} agents in the pool, got {len(pool)}")
+        raise ArenaError(
+            f"a league of {config.num_players}-player games needs at least {config.num_players} agents in the pool, got {len(pool)}"
+        )
     tables = list(itertools.combinations(range(len(pool)), config.num_players))
     started = time.perf_counter()
     played: list[tuple[list[str], str | None]] = []
@@ -794,8 +878,23 @@ def play_league(
     jobs = []
     for t, table in enumerate(tables):
         table_seed = int(np.random.SeedSequence([seed, t]).generate_state(1)[0] % 2**31)
-        jobs.append(([pool[i] for i in table], config, games, table_seed, duplicate, engine, batch_size, progress if workers is None else False))
-    results = workers.map(play_match, jobs) if workers is not None else (play_match(_table_copies(job[0]), *job[1:]) for job in jobs)
+        jobs.append(
+            (
+                [pool[i] for i in table],
+                config,
+                games,
+                table_seed,
+                duplicate,
+                engine,
+                batch_size,
+                progress if workers is None else False,
+            )
+        )
+    results = (
+        workers.map(play_match, jobs)
+        if workers is not None
+        else (play_match(_table_copies(job[0]), *job[1:]) for job in jobs)
+    )
     for t, (table, result) in enumerate(zip(tables, results)):
         engines.add(result.engine)
         table_names = [names[i] for i in table]
@@ -811,7 +910,9 @@ def play_league(
     agents = [totals[name] for name in names]
     league = {"tables": [[names[i] for i in table] for table in tables]}
     engine_used = engines.pop() if len(engines) == 1 else "mixed"
-    return MatchResult(config, seed, engine_used, duplicate, names, agents, records, time.perf_counter() - started, league, ratings)
+    return MatchResult(
+        config, seed, engine_used, duplicate, names, agents, records, time.perf_counter() - started, league, ratings
+    )
 
 
 def _table_copies(lineup: list[Any]) -> list[Any]:
@@ -821,13 +922,17 @@ def _table_copies(lineup: list[Any]) -> list[Any]:
         try:
             copies.append(agent if isinstance(agent, str) else copy.deepcopy(agent))
         except Exception as error:  # noqa: BLE001 - any failure to copy is reported with the agent
-            raise ArenaError(f"agent {_label_of(agent)!r} cannot be copied for each league table ({type(error).__name__}: {error}); expected an agent that copy.deepcopy can copy, or its name or checkpoint path") from error
+            raise ArenaError(
+                f"agent {_label_of(agent)!r} cannot be copied for each league table ({type(error).__name__}: {error}); expected an agent that copy.deepcopy can copy, or its name or checkpoint path"
+            ) from error
     return copies
 
 
 def _accumulate(totals: dict[str, AgentReport], name: str, report: AgentReport) -> None:
     if name not in totals:
-        totals[name] = AgentReport(name, report.spec, 1, 0, 0, 0, {r: 0 for r in LOSS_REASONS}, {k: 0 for k in Behaviour.FIELDS})
+        totals[name] = AgentReport(
+            name, report.spec, 1, 0, 0, 0, {r: 0 for r in LOSS_REASONS}, {k: 0 for k in Behaviour.FIELDS}
+        )
     total = totals[name]
     total.games += report.games
     total.decided += report.decided

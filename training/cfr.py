@@ -47,7 +47,16 @@ from training import checkpoint as ckpt
 from training.cfr_solver import SolverState, TreeSolver
 from training.config import TrainConfig, config_from_dict
 from training.exact import DEFAULT_MAX_NODES, GameTree, InformationSetPolicy, build_tree, evaluate, game_tree
-from training.ppo import AGENT_NAME, CHECKPOINT_NAME, Interrupted, _append_csv, _diff, _prepare_csv, _StopSignals, evaluate_agent
+from training.ppo import (
+    AGENT_NAME,
+    CHECKPOINT_NAME,
+    Interrupted,
+    _append_csv,
+    _diff,
+    _prepare_csv,
+    _StopSignals,
+    evaluate_agent,
+)
 
 CFR_RESUMABLE_CHANGES = ("cfr.iterations", "cfr.evaluate_every", "cfr.checkpoint_every", "cfr.distill_steps", "cfr.distill_learning_rate", "cfr.descent",
                          "schedule.time_limit_minutes", "evaluation", "device", "torch_threads", "output_dir", "model")  # fmt: skip
@@ -55,24 +64,47 @@ CFR_RESUMABLE_CHANGES = ("cfr.iterations", "cfr.evaluate_every", "cfr.checkpoint
 LOG_COLUMNS = ["iteration", "wall_seconds", "solver_seconds", "nash_conv", "exploitability"]
 SOLVER_SCHEMA: tuple[ckpt.Field, ...] = (
     ckpt.Field("training_config", lambda v: isinstance(v, dict), "a mapping (the run's training config)"),
-    ckpt.Field("step.iteration", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "an integer >= 0"),
-    ckpt.Field("step.wall_seconds", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0, "a number >= 0"),
-    ckpt.Field("step.solver_seconds", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0, "a number >= 0"),
+    ckpt.Field(
+        "step.iteration", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "an integer >= 0"
+    ),
+    ckpt.Field(
+        "step.wall_seconds",
+        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0,
+        "a number >= 0",
+    ),
+    ckpt.Field(
+        "step.solver_seconds",
+        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0,
+        "a number >= 0",
+    ),
     ckpt.Field("cfr.keys", lambda v: v in ("observation", "information_state"), "'observation' or 'information_state'"),
-    ckpt.Field("cfr.shape", lambda v: isinstance(v, list) and len(v) == 2 and all(isinstance(k, int) and k >= 1 for k in v), "[keys, actions]"),
+    ckpt.Field(
+        "cfr.shape",
+        lambda v: isinstance(v, list) and len(v) == 2 and all(isinstance(k, int) and k >= 1 for k in v),
+        "[keys, actions]",
+    ),
     ckpt.Field("commands", lambda v: isinstance(v, list) and all(isinstance(c, str) for c in v), "a list of strings"),
 )
 """What a solver checkpoint's metadata holds besides ``checkpoint.SCHEMA`` (checked before its tensors are used)."""
 
 
-def train(config: TrainConfig, resume: bool = False, command: str | None = None, progress_bar: bool = True, initial_weights: dict | None = None, base_run: dict | None = None) -> Path:
+def train(
+    config: TrainConfig,
+    resume: bool = False,
+    command: str | None = None,
+    progress_bar: bool = True,
+    initial_weights: dict | None = None,
+    base_run: dict | None = None,
+) -> Path:
     """Run (or resume) CFR for ``config``; return the final agent checkpoint (the solver checkpoint with ``cfr.distill_steps: 0`` or when stopped early).
 
     ``initial_weights`` is not used (a solver starts from zero regrets); ``progress_bar`` is accepted for the CLI's sake.
     SIGINT or SIGTERM (in the main thread) stops after the current iteration with a checkpoint and raises ``Interrupted``.
     """
     if initial_weights is not None:
-        raise ckpt.CheckpointError("--init-from is not allowed with algorithm: cfr; a solver starts from zero regrets (resume a CFR run with --resume)")
+        raise ckpt.CheckpointError(
+            "--init-from is not allowed with algorithm: cfr; a solver starts from zero regrets (resume a CFR run with --resume)"
+        )
     with _StopSignals() as signals:
         return _train(config, resume, command, signals)
 
@@ -82,7 +114,9 @@ def _train(config: TrainConfig, resume: bool, command: str | None, signals: _Sto
     settings = config.cfr
     run_dir = config.run_dir
     command = command or " ".join(["cockroach-train", *sys.argv[1:]])
-    tree = solver_tree(game, settings.max_nodes)  # TreeTooLarge (a ValueError naming the rule set) before anything is written
+    tree = solver_tree(
+        game, settings.max_nodes
+    )  # TreeTooLarge (a ValueError naming the rule set) before anything is written
     run_dir.mkdir(parents=True, exist_ok=True)
     ckpt.remove_stale(run_dir / CHECKPOINT_NAME)
     solver = TreeSolver(tree, settings.keys, settings.variant, settings.alternating)
@@ -154,7 +188,9 @@ class ObservationTablePolicy:
         for k, (o, m) in enumerate(zip(np.asarray(observations, np.float32), np.asarray(masks, np.int8))):
             row = self._rows.get(o.tobytes() + m.tobytes())
             if row is None:
-                raise ValueError(f"{self.name}: observation row {k} is not one of the {len(self._rows)} of its game tree")
+                raise ValueError(
+                    f"{self.name}: observation row {k} is not one of the {len(self._rows)} of its game tree"
+                )
             rows.append(row)
         return self.probabilities[rows]
 
@@ -174,9 +210,16 @@ def load_policy(path: str | Path) -> Any:
     """The average strategy of a solver checkpoint, on its own rule set (``ObservationTablePolicy`` or ``InformationSetPolicy``)."""
     checkpoint = ckpt.load_checkpoint(path)
     if checkpoint.metadata["kind"] != "solver":
-        raise ckpt.CheckpointError(f"{checkpoint.path}: a {checkpoint.metadata['kind']!r} checkpoint; expected a CFR solver checkpoint (runs/<name>/checkpoint of algorithm: cfr)")
+        raise ckpt.CheckpointError(
+            f"{checkpoint.path}: a {checkpoint.metadata['kind']!r} checkpoint; expected a CFR solver checkpoint (runs/<name>/checkpoint of algorithm: cfr)"
+        )
     config = config_from_dict(checkpoint.metadata["training_config"], where=str(checkpoint.path))
-    solver = TreeSolver(solver_tree(checkpoint.game_config, config.cfr.max_nodes), config.cfr.keys, config.cfr.variant, config.cfr.alternating)
+    solver = TreeSolver(
+        solver_tree(checkpoint.game_config, config.cfr.max_nodes),
+        config.cfr.keys,
+        config.cfr.variant,
+        config.cfr.alternating,
+    )
     state = _state_from(checkpoint, solver)
     return average_policy(solver, state, checkpoint.metadata.get("name") or "cfr")
 
@@ -204,7 +247,9 @@ def observation_table(solver: TreeSolver, state: SolverState) -> tuple[np.ndarra
     if solver.keys == "observation":
         return average, row_own, row_total, row_value
     cells = (rows[:, None] * a + np.arange(a)).reshape(-1)
-    table = np.bincount(cells, weights=(own[:, None] * average[solver.node_key[decision]]).reshape(-1), minlength=u * a).reshape(u, a)
+    table = np.bincount(
+        cells, weights=(own[:, None] * average[solver.node_key[decision]]).reshape(-1), minlength=u * a
+    ).reshape(u, a)
     mass = table.sum(1, keepdims=True)
     uniform = tree.masks / tree.masks.sum(1, keepdims=True)
     return np.where(mass > 0, table / np.where(mass > 0, mass, 1.0), uniform), row_own, row_total, row_value
@@ -213,12 +258,17 @@ def observation_table(solver: TreeSolver, state: SolverState) -> tuple[np.ndarra
 # ---------------------------------------------------------------------------- logs
 
 
-def _log(run_dir: Path, solver: TreeSolver, state: SolverState, progress: dict, game: GameConfig, tree: GameTree) -> None:
+def _log(
+    run_dir: Path, solver: TreeSolver, state: SolverState, progress: dict, game: GameConfig, tree: GameTree
+) -> None:
     result = evaluate(average_policy(solver, state), game, tree)
     row = {"iteration": state.iteration, "wall_seconds": round(progress["wall_seconds"], 2), "solver_seconds": round(progress["solver_seconds"], 2),
            "nash_conv": f"{result.nash_conv:.6g}", "exploitability": f"{result.exploitability:.6g}"}  # fmt: skip
     _append_csv(run_dir / "cfr.csv", LOG_COLUMNS, row)
-    print(f"cfr iteration {state.iteration}: NashConv {result.nash_conv:.5f} ({progress['solver_seconds']:.1f} s solving)", file=sys.stderr)
+    print(
+        f"cfr iteration {state.iteration}: NashConv {result.nash_conv:.5f} ({progress['solver_seconds']:.1f} s solving)",
+        file=sys.stderr,
+    )
 
 
 def _write_descent_log(path: Path, history: list[tuple[int, float, float]]) -> None:
@@ -232,7 +282,11 @@ def _write_descent_log(path: Path, history: list[tuple[int, float, float]]) -> N
 
 
 def _model_entry(config: TrainConfig) -> dict[str, Any]:
-    return {"hidden_sizes": list(config.model.hidden_sizes), "activation": config.model.activation, "card_counting": config.model.card_counting}
+    return {
+        "hidden_sizes": list(config.model.hidden_sizes),
+        "activation": config.model.activation,
+        "card_counting": config.model.card_counting,
+    }
 
 
 def _recipe(kind: str, config: TrainConfig, progress: dict) -> dict:
@@ -253,8 +307,17 @@ def _save_solver(path: Path, config: TrainConfig, state: SolverState, progress: 
 
     metadata = {
         **_recipe("solver", config, progress),
-        "step": {"iteration": state.iteration, "wall_seconds": round(progress["wall_seconds"], 3), "solver_seconds": round(progress["solver_seconds"], 3)},
-        "cfr": {"keys": config.cfr.keys, "variant": config.cfr.variant, "alternating": config.cfr.alternating, "shape": list(state.regrets.shape)},
+        "step": {
+            "iteration": state.iteration,
+            "wall_seconds": round(progress["wall_seconds"], 3),
+            "solver_seconds": round(progress["solver_seconds"], 3),
+        },
+        "cfr": {
+            "keys": config.cfr.keys,
+            "variant": config.cfr.variant,
+            "alternating": config.cfr.alternating,
+            "shape": list(state.regrets.shape),
+        },
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     tensors = {"cfr.regrets": torch.from_numpy(state.regrets), "cfr.strategy_sum": torch.from_numpy(state.strategy_sum)}
@@ -269,36 +332,64 @@ def _state_from(checkpoint: ckpt.Checkpoint, solver: TreeSolver) -> SolverState:
         tensor = checkpoint.tensors.get(f"cfr.{name}")
         if tensor is None or tuple(tensor.shape) != shape or str(tensor.dtype) != "torch.float64":
             found = "absent" if tensor is None else f"{tuple(tensor.shape)} {tensor.dtype}"
-            raise ckpt.CheckpointError(f"{checkpoint.path}: tensor 'cfr.{name}' is {found}; expected float64 of shape {shape} (the {solver.keys} keys of this rule set's tree)")
+            raise ckpt.CheckpointError(
+                f"{checkpoint.path}: tensor 'cfr.{name}' is {found}; expected float64 of shape {shape} (the {solver.keys} keys of this rule set's tree)"
+            )
         arrays[name] = tensor.numpy().copy()
     if (arrays["strategy_sum"] < 0).any():
-        raise ckpt.CheckpointError(f"{checkpoint.path}: tensor 'cfr.strategy_sum' holds negative values; expected a sum of probabilities weighted by reach")
-    return SolverState(iteration=checkpoint.metadata["step"]["iteration"], regrets=arrays["regrets"], strategy_sum=arrays["strategy_sum"])
+        raise ckpt.CheckpointError(
+            f"{checkpoint.path}: tensor 'cfr.strategy_sum' holds negative values; expected a sum of probabilities weighted by reach"
+        )
+    return SolverState(
+        iteration=checkpoint.metadata["step"]["iteration"],
+        regrets=arrays["regrets"],
+        strategy_sum=arrays["strategy_sum"],
+    )
 
 
 def _restore(run_dir: Path, config: TrainConfig, solver: TreeSolver) -> tuple[SolverState, dict]:
     checkpoint = ckpt.load_checkpoint(run_dir / CHECKPOINT_NAME, game=config.game_config())
     meta = checkpoint.metadata
     if meta["kind"] != "solver":
-        raise ckpt.CheckpointError(f"{checkpoint.path}: a {meta['kind']!r} checkpoint, not a CFR run's; cannot resume it with algorithm: cfr")
+        raise ckpt.CheckpointError(
+            f"{checkpoint.path}: a {meta['kind']!r} checkpoint, not a CFR run's; cannot resume it with algorithm: cfr"
+        )
     ckpt.validate_metadata(meta, SOLVER_SCHEMA, checkpoint.path)
     saved = config_from_dict(meta["training_config"], where=str(checkpoint.path))
     differences = [key for key in _diff(saved.to_dict(), config.to_dict()) if not key.startswith(CFR_RESUMABLE_CHANGES)]
     if differences:
-        raise ckpt.CheckpointError(f"{checkpoint.path}: cannot resume with a different config; changed: {differences} (only {list(CFR_RESUMABLE_CHANGES)} may change)")
+        raise ckpt.CheckpointError(
+            f"{checkpoint.path}: cannot resume with a different config; changed: {differences} (only {list(CFR_RESUMABLE_CHANGES)} may change)"
+        )
     state = _state_from(checkpoint, solver)
     if state.iteration > config.cfr.iterations:
-        raise ckpt.CheckpointError(f"{checkpoint.path}: the run is at iteration {state.iteration}, beyond cfr.iterations={config.cfr.iterations}; raise cfr.iterations to continue it")
+        raise ckpt.CheckpointError(
+            f"{checkpoint.path}: the run is at iteration {state.iteration}, beyond cfr.iterations={config.cfr.iterations}; raise cfr.iterations to continue it"
+        )
     step = meta["step"]
-    return state, {"wall_seconds": float(step["wall_seconds"]), "solver_seconds": float(step["solver_seconds"]), "commands": list(meta["commands"])}
+    return state, {
+        "wall_seconds": float(step["wall_seconds"]),
+        "solver_seconds": float(step["solver_seconds"]),
+        "commands": list(meta["commands"]),
+    }
 
 
 # ---------------------------------------------------------------------------- the agent
 
 
-def _distill_and_save(path: Path, config: TrainConfig, solver: TreeSolver, state: SolverState, progress: dict, game: GameConfig, tree: GameTree, signals: _StopSignals) -> Path:
+def _distill_and_save(
+    path: Path,
+    config: TrainConfig,
+    solver: TreeSolver,
+    state: SolverState,
+    progress: dict,
+    game: GameConfig,
+    tree: GameTree,
+    signals: _StopSignals,
+) -> Path:
     """The average strategy as a table over observations, refined by exploitability descent (``cfr.descent_steps``),
-    fitted by the ``model`` network; each measured exactly; the agent checkpoint saved."""
+    fitted by the ``model`` network; each measured exactly; the agent checkpoint saved.
+    """
     import torch
 
     from training.distill import distill, row_weights
@@ -313,14 +404,24 @@ def _distill_and_save(path: Path, config: TrainConfig, solver: TreeSolver, state
     if config.cfr.descent_steps:
         from training.descent import ObservationDescent
 
-        descent = ObservationDescent(tree).run(targets, config.cfr.descent_steps, config.cfr.descent_learning_rate, stop=lambda: signals.received is not None)
+        descent = ObservationDescent(tree).run(
+            targets,
+            config.cfr.descent_steps,
+            config.cfr.descent_learning_rate,
+            stop=lambda: signals.received is not None,
+        )
         _write_descent_log(path.parent / "descent.csv", descent.history)
         if signals.received is not None:
             raise Interrupted(signals.received, path.parent / CHECKPOINT_NAME, state.iteration, "iteration")
-        print(f"exploitability descent: {len(descent.history) - 1} steps in {descent.history[-1][1]:.1f} s, NashConv of the table over observations {table_result.nash_conv:.5f} -> {descent.nash_conv:.5f}", file=sys.stderr)
+        print(
+            f"exploitability descent: {len(descent.history) - 1} steps in {descent.history[-1][1]:.1f} s, NashConv of the table over observations {table_result.nash_conv:.5f} -> {descent.nash_conv:.5f}",
+            file=sys.stderr,
+        )
         targets = descent.table
     torch.manual_seed(config.seed)
-    model = ActorCritic(game, config.model.hidden_sizes, config.model.activation, config.model.card_counting, seed=config.seed)
+    model = ActorCritic(
+        game, config.model.hidden_sizes, config.model.activation, config.model.card_counting, seed=config.seed
+    )
     fit = distill(model, tree.observations, tree.masks, targets, row_weights(row_own), row_value, row_weights(row_total),
                   steps=config.cfr.distill_steps, learning_rate=config.cfr.distill_learning_rate)  # fmt: skip
     if signals.received is not None:
@@ -333,19 +434,39 @@ def _distill_and_save(path: Path, config: TrainConfig, solver: TreeSolver, state
     evaluation = None
     if config.evaluation.final_games and config.evaluation.opponents:
         make = lambda i: PolicyAgent(model, game, seed=config.seed + 7919 * i, name="policy")  # noqa: E731
-        results = evaluate_agent(make, game, config.evaluation.opponents, config.evaluation.final_games, seed=config.seed + 10**6)
+        results = evaluate_agent(
+            make, game, config.evaluation.opponents, config.evaluation.final_games, seed=config.seed + 10**6
+        )
         evaluation = {"iteration": state.iteration, "final": True, "results": results}
-        print("final evaluation: " + ", ".join(f"vs {r['opponent']} {100 * r['loss_rate']:.1f}%" for r in results), file=sys.stderr)
+        print(
+            "final evaluation: " + ", ".join(f"vs {r['opponent']} {100 * r['loss_rate']:.1f}%" for r in results),
+            file=sys.stderr,
+        )
     metadata = {
         **_recipe("agent", config, progress),
-        "step": {"iteration": state.iteration, "wall_seconds": round(progress["wall_seconds"], 1), "solver_seconds": round(progress["solver_seconds"], 1), "distill_seconds": round(fit.seconds, 1)},
+        "step": {
+            "iteration": state.iteration,
+            "wall_seconds": round(progress["wall_seconds"], 1),
+            "solver_seconds": round(progress["solver_seconds"], 1),
+            "distill_seconds": round(fit.seconds, 1),
+        },
         "evaluation": evaluation,
         "exact": {
-            "nash_conv": network_result.nash_conv, "exploitability": network_result.exploitability,
-            "solver_nash_conv": solved.nash_conv, "table_nash_conv": table_result.nash_conv,
-            "descent_nash_conv": descent.nash_conv if descent else None, "descent_steps": len(descent.history) - 1 if descent else 0,
-            "descent_seconds": round(descent.history[-1][1], 1) if descent else 0.0, "distill_kl": fit.kl, "distill_max_error": fit.max_error,
-            "solver": {"keys": config.cfr.keys, "variant": config.cfr.variant, "alternating": config.cfr.alternating, "iterations": state.iteration},
+            "nash_conv": network_result.nash_conv,
+            "exploitability": network_result.exploitability,
+            "solver_nash_conv": solved.nash_conv,
+            "table_nash_conv": table_result.nash_conv,
+            "descent_nash_conv": descent.nash_conv if descent else None,
+            "descent_steps": len(descent.history) - 1 if descent else 0,
+            "descent_seconds": round(descent.history[-1][1], 1) if descent else 0.0,
+            "distill_kl": fit.kl,
+            "distill_max_error": fit.max_error,
+            "solver": {
+                "keys": config.cfr.keys,
+                "variant": config.cfr.variant,
+                "alternating": config.cfr.alternating,
+                "iterations": state.iteration,
+            },
         },  # fmt: skip
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }

@@ -156,18 +156,37 @@ class TreeSolver:
                 own = reach[seat, up]
                 rows = row_of[seat]
                 advantage = value[rows, nodes] - value[rows, up]
-                instant += np.bincount(cell, weights=self.tree.chance[up] * _others(reach, seat, up) * advantage, minlength=size)
+                instant += np.bincount(
+                    cell, weights=self.tree.chance[up] * _others(reach, seat, up) * advantage, minlength=size
+                )
                 contribution += np.bincount(cell, weights=own * flat[cell], minlength=size)
                 touched[cell] = True
-            regrets, strategy_sum = self._update(t, regrets, strategy_sum, instant.reshape(regrets.shape), contribution.reshape(regrets.shape), touched.reshape(regrets.shape))
+            regrets, strategy_sum = self._update(
+                t,
+                regrets,
+                strategy_sum,
+                instant.reshape(regrets.shape),
+                contribution.reshape(regrets.shape),
+                touched.reshape(regrets.shape),
+            )
         return SolverState(iteration=t, regrets=regrets, strategy_sum=strategy_sum)
 
-    def _update(self, t: int, regrets: np.ndarray, strategy_sum: np.ndarray, instant: np.ndarray, contribution: np.ndarray, touched: np.ndarray):
+    def _update(
+        self,
+        t: int,
+        regrets: np.ndarray,
+        strategy_sum: np.ndarray,
+        instant: np.ndarray,
+        contribution: np.ndarray,
+        touched: np.ndarray,
+    ):
         """The variant's regret and average-strategy update at iteration ``t`` (only the ``touched`` cells change)."""
         if self.variant == "cfr+":
             new_regrets = np.maximum(regrets + instant, 0.0)
             new_sum = strategy_sum + t * contribution
-        elif self.variant == "dcfr":  # the regrets accumulated up to iteration t - 1 carry that iteration's discount (as OpenSpiel's DCFRSolver)
+        elif (
+            self.variant == "dcfr"
+        ):  # the regrets accumulated up to iteration t - 1 carry that iteration's discount (as OpenSpiel's DCFRSolver)
             positive = (t - 1) ** 1.5 / ((t - 1) ** 1.5 + 1.0)
             new_regrets = np.where(regrets > 0, regrets * positive, regrets * 0.5) + instant
             new_sum = strategy_sum * ((t - 1) / t) ** 2 + contribution

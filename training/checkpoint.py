@@ -38,7 +38,6 @@ refused; the format, layout version, rule set and sizes are checked against the 
 from __future__ import annotations
 
 import dataclasses
-
 import hashlib
 import json
 import math
@@ -47,10 +46,11 @@ import re
 import socket
 import sys
 import tempfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -81,7 +81,13 @@ def _number(v: Any) -> bool:
 
 def _file_name(v: Any) -> bool:
     """A plain file name beside the metadata (never a path elsewhere)."""
-    return isinstance(v, str) and v.endswith(".safetensors") and v == os.path.basename(v) and v not in ("", ".", "..") and "\\" not in v
+    return (
+        isinstance(v, str)
+        and v.endswith(".safetensors")
+        and v == os.path.basename(v)
+        and v not in ("", ".", "..")
+        and "\\" not in v
+    )
 
 
 def _is(*kinds: type) -> Callable[[Any], bool]:
@@ -113,16 +119,29 @@ SCHEMA: tuple[Field, ...] = (
     Field("observation_size", _integer(1), "a positive integer"),
     Field("num_actions", _integer(1), "a positive integer"),
     Field("model", _is(dict), "a mapping with hidden_sizes and activation"),
-    Field("model.hidden_sizes", lambda v: isinstance(v, list) and len(v) >= 1 and all(_integer(1)(h) for h in v), "a non-empty list of positive integers"),
+    Field(
+        "model.hidden_sizes",
+        lambda v: isinstance(v, list) and len(v) >= 1 and all(_integer(1)(h) for h in v),
+        "a non-empty list of positive integers",
+    ),
     Field("model.activation", _activation, "'tanh' or 'relu'"),
     Field("model.card_counting", _is(bool), "true or false", required=False),
     Field("tensors", _is(dict), "a mapping with file, bytes and sha256"),
     Field("tensors.file", _file_name, "a .safetensors file name in the checkpoint's directory"),
     Field("tensors.bytes", _integer(0), "an integer >= 0"),
-    Field("tensors.sha256", lambda v: isinstance(v, str) and re.fullmatch("[0-9a-f]{64}", v) is not None, "64 lowercase hex digits"),
+    Field(
+        "tensors.sha256",
+        lambda v: isinstance(v, str) and re.fullmatch("[0-9a-f]{64}", v) is not None,
+        "64 lowercase hex digits",
+    ),
     Field("name", _is(str, type(None)), "a string", required=False),
     Field("step", _is(dict, type(None)), "a mapping", required=False),
-    Field("commands", lambda v: isinstance(v, list) and all(isinstance(c, str) for c in v), "a list of strings", required=False),
+    Field(
+        "commands",
+        lambda v: isinstance(v, list) and all(isinstance(c, str) for c in v),
+        "a list of strings",
+        required=False,
+    ),
 )
 """What every checkpoint's metadata holds (checked by ``read_metadata`` before anything is built)."""
 
@@ -131,17 +150,38 @@ PROGRESS_COUNTERS = ("update", "decisions", "samples", "games", "next_snapshot_i
 RUN_SCHEMA: tuple[Field, ...] = (
     Field("training_config", _is(dict), "a mapping (the run's training config)"),
     Field("optimizer", _is(dict), "a mapping with param_groups and scalars"),
-    Field("optimizer.param_groups", lambda v: isinstance(v, list) and all(isinstance(g, dict) for g in v), "a list of mappings"),
+    Field(
+        "optimizer.param_groups",
+        lambda v: isinstance(v, list) and all(isinstance(g, dict) for g in v),
+        "a list of mappings",
+    ),
     Field("optimizer.scalars", _is(dict), "a mapping"),
-    Field("pool", lambda v: isinstance(v, list) and all(isinstance(e, dict) and _integer(0)(e.get("id")) and _integer(0)(e.get("update")) for e in v), "a list of {id, update} with integers >= 0"),
+    Field(
+        "pool",
+        lambda v: (
+            isinstance(v, list)
+            and all(isinstance(e, dict) and _integer(0)(e.get("id")) and _integer(0)(e.get("update")) for e in v)
+        ),
+        "a list of {id, update} with integers >= 0",
+    ),
     Field("progress", _is(dict), "a mapping of the run's counters"),
     *(Field(f"progress.{name}", _integer(0), "an integer >= 0") for name in PROGRESS_COUNTERS),
     Field("progress.wall_seconds", _number, "a finite number >= 0"),
-    Field("progress.evaluations", lambda v: isinstance(v, list) and all(isinstance(e, dict) for e in v), "a list of mappings"),
-    Field("progress.commands", lambda v: isinstance(v, list) and all(isinstance(c, str) for c in v), "a list of strings"),
+    Field(
+        "progress.evaluations",
+        lambda v: isinstance(v, list) and all(isinstance(e, dict) for e in v),
+        "a list of mappings",
+    ),
+    Field(
+        "progress.commands", lambda v: isinstance(v, list) and all(isinstance(c, str) for c in v), "a list of strings"
+    ),
     Field("progress.base_run", _is(dict, type(None)), "a mapping or null", required=False),
     Field("rng", _is(dict), "a mapping with the numpy generator state"),
-    Field("rng.numpy", lambda v: isinstance(v, dict) and isinstance(v.get("bit_generator"), str), "a numpy bit generator state"),
+    Field(
+        "rng.numpy",
+        lambda v: isinstance(v, dict) and isinstance(v.get("bit_generator"), str),
+        "a numpy bit generator state",
+    ),
 )
 """What a run checkpoint holds besides ``SCHEMA``, to be resumed (``load_checkpoint(..., schema=RUN_SCHEMA)`` in ``training.ppo``)."""
 
@@ -151,17 +191,23 @@ _MISSING = object()
 def validate_metadata(meta: Any, schema: tuple[Field, ...], where: Path | str) -> None:
     """Raise ``CheckpointError`` naming the file and the first field of ``schema`` that ``meta`` lacks or gets wrong."""
     if not isinstance(meta, dict):
-        raise CheckpointError(f"{where}: the metadata is {_short(meta)}; expected a JSON object (not a checkpoint of this project?)")
+        raise CheckpointError(
+            f"{where}: the metadata is {_short(meta)}; expected a JSON object (not a checkpoint of this project?)"
+        )
     for field in schema:
         value: Any = meta
         for part in field.path.split("."):
             value = value.get(part, _MISSING) if isinstance(value, dict) else _MISSING
         if value is _MISSING:
             if field.required:
-                raise CheckpointError(f"{where}: the metadata lacks {field.path!r} (expected {field.expected}); the file is incomplete or not a checkpoint of this version")
+                raise CheckpointError(
+                    f"{where}: the metadata lacks {field.path!r} (expected {field.expected}); the file is incomplete or not a checkpoint of this version"
+                )
             continue
         if not field.check(value):
-            raise CheckpointError(f"{where}: metadata field {field.path!r} is {_short(value)}; expected {field.expected}")
+            raise CheckpointError(
+                f"{where}: metadata field {field.path!r} is {_short(value)}; expected {field.expected}"
+            )
 
 
 def _short(value: Any, limit: int = 80) -> str:
@@ -231,7 +277,7 @@ def _generations(stem: Path) -> dict[int, Path]:
         return {}
     for entry in entries:
         if entry.name.startswith(prefix):
-            match = _GENERATION.fullmatch("." + entry.name[len(prefix):])
+            match = _GENERATION.fullmatch("." + entry.name[len(prefix) :])
             if match:
                 found[int(match.group(1))] = stem.parent / entry.name
     return found
@@ -271,7 +317,8 @@ def remove_stale(path: str | os.PathLike) -> list[Path]:
 
 def remove_checkpoint(path: str | os.PathLike) -> list[Path]:
     """Remove checkpoint ``P`` whole (``P.json`` first: from then on it is gone for loaders, whatever a kill leaves), with
-    every tensor generation and temporary file of it; return the removed paths. For a run started again (``--overwrite``)."""
+    every tensor generation and temporary file of it; return the removed paths. For a run started again (``--overwrite``).
+    """
     stem = _stem(Path(path))
     meta_path = stem.with_name(stem.name + ".json")
     removed = []
@@ -298,7 +345,9 @@ def shipped_checkpoints() -> list[str]:
 def resolve(path_or_name: str | os.PathLike) -> Path:
     """The metadata file of a checkpoint given by path or by shipped name."""
     if not isinstance(path_or_name, (str, os.PathLike)):
-        raise CheckpointError(f"checkpoint={path_or_name!r} is not allowed; expected a path or a shipped checkpoint name {shipped_checkpoints()}")
+        raise CheckpointError(
+            f"checkpoint={path_or_name!r} is not allowed; expected a path or a shipped checkpoint name {shipped_checkpoints()}"
+        )
     meta = _stem(Path(path_or_name))
     meta = meta.with_name(meta.name + ".json")
     if meta.exists():
@@ -306,7 +355,9 @@ def resolve(path_or_name: str | os.PathLike) -> Path:
     name = str(path_or_name)
     if name in shipped_checkpoints():
         return Path(str(resources.files("training") / SHIPPED_DIR / f"{name}.json"))
-    raise CheckpointError(f"{path_or_name}: no checkpoint at {meta} and no shipped checkpoint of that name; shipped checkpoints: {shipped_checkpoints()}")
+    raise CheckpointError(
+        f"{path_or_name}: no checkpoint at {meta} and no shipped checkpoint of that name; shipped checkpoints: {shipped_checkpoints()}"
+    )
 
 
 # ---------------------------------------------------------------------------- saving
@@ -391,7 +442,8 @@ def _write_temporary(final: Path, data: bytes) -> str:
 
 def write_file_atomically(path: str | os.PathLike, data: bytes) -> Path:
     """Write ``data`` to ``path`` through a temporary file in its directory and one ``os.replace``: a kill at any
-    instant leaves the old file or the new one, never a torn one."""
+    instant leaves the old file or the new one, never a torn one.
+    """
     final = Path(path)
     tmp = _write_temporary(final, data)
     try:
@@ -465,22 +517,32 @@ def read_metadata(path_or_name: str | os.PathLike) -> dict[str, Any]:
     try:
         size = meta_path.stat().st_size
         if size > MAX_METADATA_BYTES:
-            raise CheckpointError(f"{meta_path}: the metadata file has {size} bytes; expected at most {MAX_METADATA_BYTES} (not a checkpoint of this project?)")
+            raise CheckpointError(
+                f"{meta_path}: the metadata file has {size} bytes; expected at most {MAX_METADATA_BYTES} (not a checkpoint of this project?)"
+            )
         text = meta_path.read_bytes().decode("utf-8")
     except OSError as error:
         raise CheckpointError(f"{meta_path}: cannot read the checkpoint metadata ({error.strerror or error})") from None
     except UnicodeDecodeError as error:
-        raise CheckpointError(f"{meta_path}: the metadata is not UTF-8 text (byte {error.start}); the file is corrupted or not a checkpoint") from None
+        raise CheckpointError(
+            f"{meta_path}: the metadata is not UTF-8 text (byte {error.start}); the file is corrupted or not a checkpoint"
+        ) from None
     try:
         meta = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as error:
-        raise CheckpointError(f"{meta_path}: the metadata is not valid JSON ({error.msg} at line {error.lineno}); the file is truncated or corrupted") from None
+        raise CheckpointError(
+            f"{meta_path}: the metadata is not valid JSON ({error.msg} at line {error.lineno}); the file is truncated or corrupted"
+        ) from None
     except (ValueError, RecursionError) as error:
         raise CheckpointError(f"{meta_path}: the metadata is not valid checkpoint JSON ({error})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise CheckpointError(f"{meta_path}: not a checkpoint of this project (format={meta.get('format') if isinstance(meta, dict) else None!r}, expected {FORMAT!r})")
+        raise CheckpointError(
+            f"{meta_path}: not a checkpoint of this project (format={meta.get('format') if isinstance(meta, dict) else None!r}, expected {FORMAT!r})"
+        )
     if meta.get("format_version") != FORMAT_VERSION:
-        raise CheckpointError(f"{meta_path}: checkpoint format version {meta.get('format_version')!r} is not supported; expected {FORMAT_VERSION}")
+        raise CheckpointError(
+            f"{meta_path}: checkpoint format version {meta.get('format_version')!r} is not supported; expected {FORMAT_VERSION}"
+        )
     validate_metadata(meta, SCHEMA, meta_path)
     if meta["layout_version"] != LAYOUT_VERSION:
         raise CheckpointError(
@@ -508,9 +570,15 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a finite number")
 
 
-def load_checkpoint(path_or_name: str | os.PathLike, game: GameConfig | None = None, kind: str | None = None, schema: tuple[Field, ...] = ()) -> Checkpoint:
+def load_checkpoint(
+    path_or_name: str | os.PathLike,
+    game: GameConfig | None = None,
+    kind: str | None = None,
+    schema: tuple[Field, ...] = (),
+) -> Checkpoint:
     """Load and check a checkpoint. ``game``: refuse a checkpoint trained for other rules. ``kind``: require "run" or "agent".
-    ``schema``: more fields the metadata must hold (``RUN_SCHEMA`` to resume a run), checked before the tensors are read."""
+    ``schema``: more fields the metadata must hold (``RUN_SCHEMA`` to resume a run), checked before the tensors are read.
+    """
     from safetensors import SafetensorError
     from safetensors.torch import load as load_tensors
 
@@ -523,7 +591,9 @@ def load_checkpoint(path_or_name: str | os.PathLike, game: GameConfig | None = N
             hint = "; the agent sees the game's history: play it with recall=True (--option recall=true, GameConfig(..., recall=True))"
         raise CheckpointError(f"{meta_path}: trained for {_rules(trained)}, but the game here is {_rules(game)}{hint}")
     if kind == "run" and meta["kind"] != "run":
-        raise CheckpointError(f"{meta_path}: an {meta['kind']!r} checkpoint (weights only) cannot resume training; expected a run checkpoint (runs/<name>/checkpoint)")
+        raise CheckpointError(
+            f"{meta_path}: an {meta['kind']!r} checkpoint (weights only) cannot resume training; expected a run checkpoint (runs/<name>/checkpoint)"
+        )
     validate_metadata(meta, schema, meta_path)
     record = meta["tensors"]
     tensor_path = meta_path.with_name(record["file"])
@@ -551,11 +621,18 @@ def _check_finite(tensors: dict[str, Any], where: Path | str) -> None:
     for name, tensor in tensors.items():
         if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
             bad = int((~torch.isfinite(tensor)).sum())
-            raise CheckpointError(f"{where}: tensor {name!r} holds {bad} NaN or infinite value(s) of {tensor.numel()}; expected finite weights (the run diverged, or the file was altered)")
+            raise CheckpointError(
+                f"{where}: tensor {name!r} holds {bad} NaN or infinite value(s) of {tensor.numel()}; expected finite weights (the run diverged, or the file was altered)"
+            )
 
 
 def _rules(game: GameConfig) -> str:
-    changed = {k: v for k, v in game.to_dict().items() if k not in ("num_players", "edition") and v != GameConfig(num_players=game.num_players, edition=game.edition).to_dict()[k]}
+    changed = {
+        k: v
+        for k, v in game.to_dict().items()
+        if k not in ("num_players", "edition")
+        and v != GameConfig(num_players=game.num_players, edition=game.edition).to_dict()[k]
+    }
     extra = f" {changed}" if changed else ""
     return f"{game.num_players}-player {game.edition}{extra}"
 
@@ -563,47 +640,76 @@ def _rules(game: GameConfig) -> str:
 def build_model(checkpoint: Checkpoint, device: str = "cpu"):
     """The ``ActorCritic`` of a checkpoint, with its weights (of an NFSP run checkpoint: the average policy, the run's agent)."""
     if checkpoint.metadata["kind"] == "mixture":
-        raise CheckpointError(f"{checkpoint.path}: a mixture checkpoint holds several networks; load it with load_agent, or its members with training.mixture.member_models")
+        raise CheckpointError(
+            f"{checkpoint.path}: a mixture checkpoint holds several networks; load it with load_agent, or its members with training.mixture.member_models"
+        )
     if checkpoint.metadata["kind"] == "solver":
-        raise CheckpointError(f"{checkpoint.path}: a CFR solver checkpoint holds regrets over a game tree, not a network; its agent is the run's final checkpoint (runs/<name>/final), its table training.cfr.load_policy")
-    nfsp = checkpoint.metadata["kind"] == "run" and NFSP_AVERAGE in checkpoint.metadata  # the run's agent is its average policy
+        raise CheckpointError(
+            f"{checkpoint.path}: a CFR solver checkpoint holds regrets over a game tree, not a network; its agent is the run's final checkpoint (runs/<name>/final), its table training.cfr.load_policy"
+        )
+    nfsp = (
+        checkpoint.metadata["kind"] == "run" and NFSP_AVERAGE in checkpoint.metadata
+    )  # the run's agent is its average policy
     return build_model_from(checkpoint, f"{NFSP_AVERAGE}.model" if nfsp else "model", device)
 
 
 def build_model_from(checkpoint: Checkpoint, prefix: str, device: str = "cpu"):
     """An ``ActorCritic`` of the checkpoint's recorded network holding its ``prefix.*`` tensors
-    (``model``, or a mixture member's ``member.<k>.model``), their shapes checked first."""
+    (``model``, or a mixture member's ``member.<k>.model``), their shapes checked first.
+    """
     from training.model import ActorCritic
 
     spec = checkpoint.metadata["model"]
     check_shapes(checkpoint, prefix)
     weights = checkpoint.group(prefix)
-    model = ActorCritic(checkpoint.game_config, spec["hidden_sizes"], spec["activation"], spec.get("card_counting", False))
+    model = ActorCritic(
+        checkpoint.game_config, spec["hidden_sizes"], spec["activation"], spec.get("card_counting", False)
+    )
     try:
         model.load_state_dict(weights)
     except RuntimeError as error:
-        raise CheckpointError(f"{checkpoint.path}: the weights do not fit the recorded network {spec}: {error}") from None
+        raise CheckpointError(
+            f"{checkpoint.path}: the weights do not fit the recorded network {spec}: {error}"
+        ) from None
     return model.to(device)
 
 
 def check_shapes(checkpoint: Checkpoint, prefix: str = "model") -> None:
     """The tensors under ``prefix`` must be exactly those of the recorded network: checked on
-    torch's meta device, so a bogus ``hidden_sizes`` costs nothing before it is refused."""
+    torch's meta device, so a bogus ``hidden_sizes`` costs nothing before it is refused.
+    """
     import torch
 
     from training.model import ActorCritic
 
     spec = checkpoint.metadata["model"]
     with torch.device("meta"):
-        expected = {k: tuple(v.shape) for k, v in ActorCritic(checkpoint.game_config, spec["hidden_sizes"], spec["activation"], spec.get("card_counting", False)).state_dict().items()}
+        expected = {
+            k: tuple(v.shape)
+            for k, v in ActorCritic(
+                checkpoint.game_config, spec["hidden_sizes"], spec["activation"], spec.get("card_counting", False)
+            )
+            .state_dict()
+            .items()
+        }
     found = {k: tuple(v.shape) for k, v in checkpoint.group(prefix).items()}
     if found != expected:
         wrong = sorted(set(found) ^ set(expected)) or [k for k in expected if found[k] != expected[k]]
-        detail = ", ".join(f"{prefix}.{k}: {found.get(k, 'absent')} (expected {expected.get(k, 'absent')})" for k in wrong[:3])
-        raise CheckpointError(f"{checkpoint.path}: the {prefix!r} tensors do not fit the recorded network {spec}: {detail}")
+        detail = ", ".join(
+            f"{prefix}.{k}: {found.get(k, 'absent')} (expected {expected.get(k, 'absent')})" for k in wrong[:3]
+        )
+        raise CheckpointError(
+            f"{checkpoint.path}: the {prefix!r} tensors do not fit the recorded network {spec}: {detail}"
+        )
 
 
-def load_agent(path_or_name: str | os.PathLike, seed: int | None = None, config: GameConfig | None = None, greedy: bool = False, device: str = "cpu"):
+def load_agent(
+    path_or_name: str | os.PathLike,
+    seed: int | None = None,
+    config: GameConfig | None = None,
+    greedy: bool = False,
+    device: str = "cpu",
+):
     """An agent of the ``baselines`` protocol playing a checkpoint.
 
     ``path_or_name`` is a checkpoint path (``runs/ppo_4p/final``, with or without
@@ -617,7 +723,9 @@ def load_agent(path_or_name: str | os.PathLike, seed: int | None = None, config:
     from training.model import PolicyAgent
 
     table = config
-    if config is not None and config.recall:  # an agent trained without recall also plays the same rules with it (the observation's prefix)
+    if (
+        config is not None and config.recall
+    ):  # an agent trained without recall also plays the same rules with it (the observation's prefix)
         trained = GameConfig(**read_metadata(path_or_name)["game_config"])
         if not trained.recall and dataclasses.replace(config, recall=False) == trained:
             config = trained
@@ -640,12 +748,20 @@ MEMBER_PREFIX = "member"
 """A mixture member's tensors are ``member.<k>.model.*``."""
 
 
-def save_mixture_checkpoint(path: str | Path, models: Sequence[Any], weights: Sequence[float], names: Sequence[str], metadata: dict[str, Any]) -> Path:
+def save_mixture_checkpoint(
+    path: str | Path, models: Sequence[Any], weights: Sequence[float], names: Sequence[str], metadata: dict[str, Any]
+) -> Path:
     """Write a mixture checkpoint: every member's weights and ``metadata`` (``game_config``, ``model``, ...) plus the ``mixture`` entry."""
     weights = [float(w) for w in weights]
     if not (len(models) == len(weights) == len(names)) or not models:
-        raise ValueError(f"a mixture checkpoint needs one weight and one name per member; got {len(models)} models, {len(weights)} weights, {len(names)} names")
-    tensors = {f"{MEMBER_PREFIX}.{k}.model.{name}": value for k, model in enumerate(models) for name, value in model.state_dict().items()}
+        raise ValueError(
+            f"a mixture checkpoint needs one weight and one name per member; got {len(models)} models, {len(weights)} weights, {len(names)} names"
+        )
+    tensors = {
+        f"{MEMBER_PREFIX}.{k}.model.{name}": value
+        for k, model in enumerate(models)
+        for name, value in model.state_dict().items()
+    }
     mixture = {**metadata.get("mixture", {}), "members": [{"name": n, "weight": w} for n, w in zip(names, weights)]}
     return save_checkpoint(path, tensors, {**metadata, "kind": "mixture", "mixture": mixture})
 
@@ -657,7 +773,9 @@ def member_models(checkpoint, device: str = "cpu") -> list[Any]:
     for k in range(len(members)):
         prefix = f"{MEMBER_PREFIX}.{k}.model"
         if not checkpoint.group(prefix):
-            raise CheckpointError(f"{checkpoint.path}: member {k} of {len(members)} has no weights ({prefix}.*) in the tensor file")
+            raise CheckpointError(
+                f"{checkpoint.path}: member {k} of {len(members)} has no weights ({prefix}.*) in the tensor file"
+            )
         models.append(build_model_from(checkpoint, prefix, device))
     return models
 
@@ -677,7 +795,10 @@ def load_mixture_agent(checkpoint, seed: int | None = None, greedy: bool = False
     rng = np.random.default_rng(seed)
     seeds = rng.integers(0, 2**63 - 1, size=len(names) + 1)
     game = checkpoint.game_config
-    members = [PolicyAgent(model, game, seed=int(s), name=n, greedy=greedy) for model, n, s in zip(member_models(checkpoint, device), names, seeds)]
+    members = [
+        PolicyAgent(model, game, seed=int(s), name=n, greedy=greedy)
+        for model, n, s in zip(member_models(checkpoint, device), names, seeds)
+    ]
     name = checkpoint.metadata.get("name") or checkpoint.path.stem
     return MixtureAgent(members, weights, game, seed=int(seeds[-1]), name=name)
 
@@ -685,9 +806,21 @@ def load_mixture_agent(checkpoint, seed: int | None = None, greedy: bool = False
 def _members_entry(checkpoint) -> list[dict[str, Any]]:
     entry = checkpoint.metadata.get("mixture")
     members = entry.get("members") if isinstance(entry, dict) else None
-    ok = isinstance(members, list) and members and all(isinstance(m, dict) and isinstance(m.get("name"), str) and isinstance(m.get("weight"), (int, float)) and m["weight"] >= 0 for m in members)
+    ok = (
+        isinstance(members, list)
+        and members
+        and all(
+            isinstance(m, dict)
+            and isinstance(m.get("name"), str)
+            and isinstance(m.get("weight"), (int, float))
+            and m["weight"] >= 0
+            for m in members
+        )
+    )
     if not ok or not sum(m["weight"] for m in members) > 0:
-        raise CheckpointError(f"{checkpoint.path}: a mixture checkpoint needs mixture.members, a list of {{name, weight >= 0}} with a positive total weight; got {members!r}")
+        raise CheckpointError(
+            f"{checkpoint.path}: a mixture checkpoint needs mixture.members, a list of {{name, weight >= 0}} with a positive total weight; got {members!r}"
+        )
     return members
 
 
@@ -782,9 +915,13 @@ def export_agent(
     if meta_path.resolve() == checkpoint.path.resolve():
         raise CheckpointError(f"{meta_path}: the export destination is its source checkpoint; choose another DEST")
     if meta_path.exists() and not overwrite:
-        raise CheckpointError(f"{meta_path}: a checkpoint already exists there; pass --overwrite (overwrite=True) to replace it, or choose another DEST")
+        raise CheckpointError(
+            f"{meta_path}: a checkpoint already exists there; pass --overwrite (overwrite=True) to replace it, or choose another DEST"
+        )
     if average_with and average_from is not None:
-        raise CheckpointError(f"{checkpoint.path}: average_from={average_from!r} and average_with are two kinds of average; give one or the other")
+        raise CheckpointError(
+            f"{checkpoint.path}: average_from={average_from!r} and average_with are two kinds of average; give one or the other"
+        )
     tensors, meta = _export_weights(checkpoint, member, average_from)
     if average_with:
         tensors, meta["averaged"] = _averaged_with(checkpoint, tensors, average_with, meta_path)
@@ -794,22 +931,41 @@ def export_agent(
     return save_checkpoint(destination, tensors, meta)
 
 
-def _export_weights(checkpoint: Checkpoint, member: str | None, average_from: int | None) -> tuple[dict[str, Any], dict[str, Any]]:
+def _export_weights(
+    checkpoint: Checkpoint, member: str | None, average_from: int | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The tensors (``model.*``) and metadata of the one network ``export_agent`` exports from ``checkpoint``."""
     nfsp = checkpoint.metadata["kind"] == "run" and NFSP_AVERAGE in checkpoint.metadata
     if checkpoint.metadata["kind"] == "mixture":
         tensors, meta = _member_export(checkpoint, member)
     elif member is not None and not (nfsp and member in NFSP_NETWORKS):
         expected = f"an NFSP run checkpoint's network, one of {list(NFSP_NETWORKS)}" if nfsp else "a mixture checkpoint"
-        raise CheckpointError(f"{checkpoint.path}: member={member!r} needs {expected}; this one is a {checkpoint.metadata['kind']!r} checkpoint with one network")
+        raise CheckpointError(
+            f"{checkpoint.path}: member={member!r} needs {expected}; this one is a {checkpoint.metadata['kind']!r} checkpoint with one network"
+        )
     else:
-        run_only = ("optimizer", "exploiter.optimizer", "pool", "progress", "rng", "tensors", "format", "format_version", NFSP_AVERAGE, f"{NFSP_AVERAGE}.optimizer")
+        run_only = (
+            "optimizer",
+            "exploiter.optimizer",
+            "pool",
+            "progress",
+            "rng",
+            "tensors",
+            "format",
+            "format_version",
+            NFSP_AVERAGE,
+            f"{NFSP_AVERAGE}.optimizer",
+        )
         meta = {k: v for k, v in checkpoint.metadata.items() if k not in run_only}
         network = (member or NFSP_NETWORKS[0]) if nfsp else None
         if network == NFSP_NETWORKS[0] and average_from is not None:
-            raise CheckpointError(f"{checkpoint.path}: average_from={average_from!r} averages the best response's snapshots of an NFSP run; pass member='best_response' (--member best_response)")
+            raise CheckpointError(
+                f"{checkpoint.path}: average_from={average_from!r} averages the best response's snapshots of an NFSP run; pass member='best_response' (--member best_response)"
+            )
         source_prefix = f"{NFSP_AVERAGE}.model." if network == NFSP_NETWORKS[0] else "model."
-        tensors = {f"model.{k[len(source_prefix):]}": v for k, v in checkpoint.tensors.items() if k.startswith(source_prefix)}
+        tensors = {
+            f"model.{k[len(source_prefix) :]}": v for k, v in checkpoint.tensors.items() if k.startswith(source_prefix)
+        }
         if network is not None:
             meta["network"] = network.replace("_", " ")
         if average_from is not None:
@@ -824,24 +980,33 @@ def _same_shapes(weights: dict[str, Any], reference: dict[str, Any]) -> bool:
 
 def _mean_weights(sources: list[dict[str, Any]]) -> dict[str, Any]:
     """The uniform average of networks of one shape (checked by :func:`_same_shapes`), taken in float64 and
-    returned in the first network's dtypes."""
+    returned in the first network's dtypes.
+    """
     import torch
 
     first = sources[0]
     return {k: torch.stack([s[k].double() for s in sources]).mean(0).to(first[k].dtype) for k in first}
 
 
-def _averaged_with(checkpoint: Checkpoint, tensors: dict[str, Any], others: Any, destination: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+def _averaged_with(
+    checkpoint: Checkpoint, tensors: dict[str, Any], others: Any, destination: Path
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """``checkpoint``'s exported weights ``tensors`` averaged with those of the checkpoints ``others`` (``average_with``);
-    ``destination``: the export's metadata file, which may be none of them."""
+    ``destination``: the export's metadata file, which may be none of them.
+    """
     if isinstance(others, (str, os.PathLike)):
         raise CheckpointError(f"average_with={str(others)!r} is not allowed; expected a list of checkpoints")
     sources, names = [tensors], [str(checkpoint.path)]
     for other in others:
         source = load_checkpoint(other)
         if source.metadata["kind"] == "mixture":
-            raise CheckpointError(f"{source.path}: average_with takes networks, and this is a mixture of several; export one member first (--member)")
-        if source.metadata["game_config"] != checkpoint.metadata["game_config"] or source.metadata["model"] != checkpoint.metadata["model"]:
+            raise CheckpointError(
+                f"{source.path}: average_with takes networks, and this is a mixture of several; export one member first (--member)"
+            )
+        if (
+            source.metadata["game_config"] != checkpoint.metadata["game_config"]
+            or source.metadata["model"] != checkpoint.metadata["model"]
+        ):
             raise CheckpointError(
                 f"{source.path}: the rules {source.metadata['game_config']} and network {source.metadata['model']} differ from {checkpoint.path}'s "
                 f"({checkpoint.metadata['game_config']}, {checkpoint.metadata['model']}); expected one game and network shape to average"
@@ -849,7 +1014,9 @@ def _averaged_with(checkpoint: Checkpoint, tensors: dict[str, Any], others: Any,
         if source.path.resolve() in {Path(n).resolve() for n in names}:
             raise CheckpointError(f"{source.path}: named twice among the checkpoints to average; expected each once")
         if source.path.resolve() == destination.resolve():
-            raise CheckpointError(f"{destination}: the export destination is one of the checkpoints to average; choose another DEST")
+            raise CheckpointError(
+                f"{destination}: the export destination is one of the checkpoints to average; choose another DEST"
+            )
         weights, _ = _export_weights(source, None, None)
         if not _same_shapes(weights, tensors):
             raise CheckpointError(f"{source.path}: its network's tensors and shapes differ from {checkpoint.path}'s")
@@ -859,10 +1026,14 @@ def _averaged_with(checkpoint: Checkpoint, tensors: dict[str, Any], others: Any,
     return averaged, {"sources": names, "networks": len(sources)}
 
 
-def _averaged_snapshots(checkpoint: Checkpoint, tensors: dict[str, Any], average_from: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+def _averaged_snapshots(
+    checkpoint: Checkpoint, tensors: dict[str, Any], average_from: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The run's policy weights ``tensors`` (``model.*``) averaged with its pool's policy snapshots from update ``average_from`` on."""
     if isinstance(average_from, bool) or not isinstance(average_from, int) or average_from < 0:
-        raise CheckpointError(f"average_from={average_from!r} is not allowed; expected an update number, an integer >= 0")
+        raise CheckpointError(
+            f"average_from={average_from!r} is not allowed; expected an update number, an integer >= 0"
+        )
     meta = checkpoint.metadata
     validate_metadata(meta, RUN_SCHEMA, checkpoint.path)
     policy = sorted((e for e in meta["pool"] if e.get("source", "policy") == "policy"), key=lambda e: e["update"])
@@ -877,7 +1048,9 @@ def _averaged_snapshots(checkpoint: Checkpoint, tensors: dict[str, Any], average
     for entry in chosen:
         weights = {f"model.{k}": v for k, v in checkpoint.group(f"pool.{entry['id']}").items()}
         if not _same_shapes(weights, tensors):
-            raise CheckpointError(f"{checkpoint.path}: snapshot {entry['id']} (update {entry['update']}) does not have the policy's tensors and shapes")
+            raise CheckpointError(
+                f"{checkpoint.path}: snapshot {entry['id']} (update {entry['update']}) does not have the policy's tensors and shapes"
+            )
         sources.append(weights)
     averaged = _mean_weights(sources)
     record = {
@@ -894,14 +1067,26 @@ def _member_export(checkpoint: Checkpoint, member: str | None) -> tuple[dict[str
     names, weights = mixture_weights(checkpoint)
     listing = ", ".join(f"{k}: {n} ({w:.3f})" for k, (n, w) in enumerate(zip(names, weights / weights.sum())))
     if member is None:
-        raise CheckpointError(f"{checkpoint.path} is a mixture of {len(names)} members; name the one to export (--member NAME or INDEX), one of {listing}")
-    index = names.index(member) if member in names else int(member) if str(member).isdigit() and int(member) < len(names) else None
+        raise CheckpointError(
+            f"{checkpoint.path} is a mixture of {len(names)} members; name the one to export (--member NAME or INDEX), one of {listing}"
+        )
+    index = (
+        names.index(member)
+        if member in names
+        else int(member)
+        if str(member).isdigit() and int(member) < len(names)
+        else None
+    )
     if index is None:
-        raise CheckpointError(f"{checkpoint.path}: no member {member!r} in this mixture; expected a name or an index, one of {listing}")
+        raise CheckpointError(
+            f"{checkpoint.path}: no member {member!r} in this mixture; expected a name or an index, one of {listing}"
+        )
     prefix = f"{MEMBER_PREFIX}.{index}.model"
     tensors = {f"model.{k}": v for k, v in checkpoint.group(prefix).items()}
     if not tensors:
-        raise CheckpointError(f"{checkpoint.path}: member {index} ({names[index]}) has no weights ({prefix}.*) in the tensor file")
+        raise CheckpointError(
+            f"{checkpoint.path}: member {index} ({names[index]}) has no weights ({prefix}.*) in the tensor file"
+        )
     entry = checkpoint.metadata["mixture"]
     recipes = [r for r in entry.get("recipes", []) if isinstance(r, dict) and r.get("name") == names[index]]
     recipe = {k: v for k, v in recipes[0].items() if k not in ("kind", "name")} if len(recipes) == 1 else {}
@@ -910,7 +1095,12 @@ def _member_export(checkpoint: Checkpoint, member: str | None) -> tuple[dict[str
         "model": checkpoint.metadata["model"],
         **recipe,
         "name": names[index],
-        "exported_member": {"name": names[index], "index": index, "weight": float(weights[index] / weights.sum()), "mixture": checkpoint.metadata.get("name") or checkpoint.path.stem},
+        "exported_member": {
+            "name": names[index],
+            "index": index,
+            "weight": float(weights[index] / weights.sum()),
+            "mixture": checkpoint.metadata.get("name") or checkpoint.path.stem,
+        },
     }
     return tensors, meta
 
@@ -919,12 +1109,23 @@ def main(argv: list[str] | None = None) -> None:
     """Print a checkpoint's metadata, or export its weights (``python -m training.checkpoint PATH [--export DEST [--member NAME] [--average-from UPDATE | --average-with CKPT ...] [--overwrite]]``)."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m training.checkpoint", description="Print the metadata of a checkpoint, or export its weights as a small agent checkpoint.")
+    parser = argparse.ArgumentParser(
+        prog="python -m training.checkpoint",
+        description="Print the metadata of a checkpoint, or export its weights as a small agent checkpoint.",
+    )
     parser.add_argument("checkpoint", help="checkpoint path or shipped name")
-    parser.add_argument("--export", metavar="DEST", help="write the weights-only agent checkpoint DEST.{json,safetensors}")
-    parser.add_argument("--member", metavar="NAME", help="with --export of a mixture: the member to export (its name or its index); "
-                        "of an NFSP run checkpoint: average (the default, the run's agent) or best_response")
-    parser.add_argument("--overwrite", action="store_true", help="with --export: replace an existing checkpoint at DEST")
+    parser.add_argument(
+        "--export", metavar="DEST", help="write the weights-only agent checkpoint DEST.{json,safetensors}"
+    )
+    parser.add_argument(
+        "--member",
+        metavar="NAME",
+        help="with --export of a mixture: the member to export (its name or its index); "
+        "of an NFSP run checkpoint: average (the default, the run's agent) or best_response",
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="with --export: replace an existing checkpoint at DEST"
+    )
     parser.add_argument(
         "--average-from", metavar="UPDATE", type=int,
         help="with --export of a run checkpoint: export the average of the policy's weights and of every policy snapshot in the run's pool "
@@ -936,22 +1137,39 @@ def main(argv: list[str] | None = None) -> None:
         "(e.g. an NFSP run's kept agents, runs/NAME/agents/update_U; docs/training.md)",
     )  # fmt: skip
     args = parser.parse_args(argv)
-    if (args.member is not None or args.overwrite or args.average_from is not None or args.average_with) and not args.export:
+    if (
+        args.member is not None or args.overwrite or args.average_from is not None or args.average_with
+    ) and not args.export:
         parser.error("--member, --average-from, --average-with and --overwrite go with --export DEST")
     try:
         if args.export:
-            print(export_agent(args.checkpoint, args.export, member=args.member, overwrite=args.overwrite, average_from=args.average_from, average_with=args.average_with))
+            print(
+                export_agent(
+                    args.checkpoint,
+                    args.export,
+                    member=args.member,
+                    overwrite=args.overwrite,
+                    average_from=args.average_from,
+                    average_with=args.average_with,
+                )
+            )
             return
         meta = read_metadata(args.checkpoint)
     except CheckpointError as error:
         raise SystemExit(f"error: {error}") from None
-    except OSError as error:  # (reading is a CheckpointError: this is writing DEST) a file in its path, a full disk, no permission
+    except (
+        OSError
+    ) as error:  # (reading is a CheckpointError: this is writing DEST) a file in its path, a full disk, no permission
         where = f" ({error.filename})" if error.filename else ""
-        raise SystemExit(f"error: --export {args.export}: cannot write the checkpoint{where}: {error.strerror or error}") from None
+        raise SystemExit(
+            f"error: --export {args.export}: cannot write the checkpoint{where}: {error.strerror or error}"
+        ) from None
     meta.pop("_path")
     try:
         print(json.dumps(meta, indent=1), flush=True)
-    except BrokenPipeError:  # the reader stopped early (``| head``): not an error; the Python docs' recipe keeps the exit quiet
+    except (
+        BrokenPipeError
+    ):  # the reader stopped early (``| head``): not an error; the Python docs' recipe keeps the exit quiet
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 

@@ -24,11 +24,12 @@ import re
 import types
 import typing
 from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from cockroach_env.config import GameConfig
+
 
 def baseline_names() -> list[str]:
     """Agents a config may name: the ``baselines`` registry (``baselines.register`` adds more)."""
@@ -164,18 +165,53 @@ class OpponentConfig:
             _require(where, name, getattr(self, name), getattr(self, name) >= 0, "a weight >= 0")
         for name, weight in self.baselines.items():
             if name not in baseline_names():
-                raise ConfigError(f"{where}: baselines: unknown baseline {name!r}; expected names from {baseline_names()}")
+                raise ConfigError(
+                    f"{where}: baselines: unknown baseline {name!r}; expected names from {baseline_names()}"
+                )
             _require(f"{where}.baselines", name, weight, weight >= 0, "a weight >= 0")
         for name, weight in self.checkpoints.items():
-            _require(f"{where}.checkpoints", "checkpoint", name, name.strip() != "", "a checkpoint path or shipped name")
+            _require(
+                f"{where}.checkpoints", "checkpoint", name, name.strip() != "", "a checkpoint path or shipped name"
+            )
             _require(f"{where}.checkpoints", name, weight, weight >= 0, "a weight >= 0")
-        total = self.self_play + self.snapshots + self.exploiter + self.population + sum(self.baselines.values()) + sum(self.checkpoints.values())
-        _require(where, "self_play", self.self_play, total > 0, "weights (self_play, snapshots, exploiter, population, baselines, checkpoints) with a positive sum")
-        _require(where, "exploiter_reset_every", self.exploiter_reset_every, self.exploiter_reset_every >= 0, "an integer >= 0")
+        total = (
+            self.self_play
+            + self.snapshots
+            + self.exploiter
+            + self.population
+            + sum(self.baselines.values())
+            + sum(self.checkpoints.values())
+        )
+        _require(
+            where,
+            "self_play",
+            self.self_play,
+            total > 0,
+            "weights (self_play, snapshots, exploiter, population, baselines, checkpoints) with a positive sum",
+        )
+        _require(
+            where,
+            "exploiter_reset_every",
+            self.exploiter_reset_every,
+            self.exploiter_reset_every >= 0,
+            "an integer >= 0",
+        )
         if self.exploiter_learning_rate is not None:
-            _require(where, "exploiter_learning_rate", self.exploiter_learning_rate, self.exploiter_learning_rate > 0, "a number > 0, or null for ppo.learning_rate")
+            _require(
+                where,
+                "exploiter_learning_rate",
+                self.exploiter_learning_rate,
+                self.exploiter_learning_rate > 0,
+                "a number > 0, or null for ppo.learning_rate",
+            )
         _require(where, "snapshot_every", self.snapshot_every, self.snapshot_every >= 0, "an integer >= 0")
-        _require(where, "beat_pool_loss_rate", self.beat_pool_loss_rate, 0 <= self.beat_pool_loss_rate <= 1, "a number from 0 to 1")
+        _require(
+            where,
+            "beat_pool_loss_rate",
+            self.beat_pool_loss_rate,
+            0 <= self.beat_pool_loss_rate <= 1,
+            "a number from 0 to 1",
+        )
         _require(where, "beat_pool_games", self.beat_pool_games, self.beat_pool_games >= 1, "an integer >= 1")
         _require(where, "max_snapshots", self.max_snapshots, self.max_snapshots >= 1, "an integer >= 1")
 
@@ -197,9 +233,21 @@ class ScheduleConfig:
     def validate(self, where: str) -> None:
         _require(where, "total_decisions", self.total_decisions, self.total_decisions >= 1, "an integer >= 1")
         _require(where, "checkpoint_every", self.checkpoint_every, self.checkpoint_every >= 1, "an integer >= 1")
-        _require(where, "keep_agent_every", self.keep_agent_every, self.keep_agent_every >= 0, "an integer >= 0 (0: keep none)")
+        _require(
+            where,
+            "keep_agent_every",
+            self.keep_agent_every,
+            self.keep_agent_every >= 0,
+            "an integer >= 0 (0: keep none)",
+        )
         if self.time_limit_minutes is not None:
-            _require(where, "time_limit_minutes", self.time_limit_minutes, self.time_limit_minutes > 0, "null or a number > 0")
+            _require(
+                where,
+                "time_limit_minutes",
+                self.time_limit_minutes,
+                self.time_limit_minutes > 0,
+                "null or a number > 0",
+            )
 
 
 @dataclass
@@ -221,7 +269,9 @@ class EvalConfig:
         _require(where, "final_games", self.final_games, self.final_games >= 0, "an integer >= 0")
         for name in self.opponents:
             if name not in baseline_names():
-                raise ConfigError(f"{where}: opponents: unknown baseline {name!r}; expected names from {baseline_names()}")
+                raise ConfigError(
+                    f"{where}: opponents: unknown baseline {name!r}; expected names from {baseline_names()}"
+                )
 
 
 ALGORITHMS = ("ppo", "psro", "cfr", "nfsp")
@@ -275,7 +325,13 @@ class NFSPConfig:
             _require(where, name, getattr(self, name), getattr(self, name) >= 1, "an integer >= 1")
         _require(where, "sl_steps", self.sl_steps, self.sl_steps >= 0, "an integer >= 0")
         _require(where, "sl_learning_rate", self.sl_learning_rate, self.sl_learning_rate > 0, "a number > 0")
-        _require(where, "sl_batch_size", self.sl_batch_size, self.sl_batch_size <= self.reservoir_size, f"an integer <= reservoir_size ({self.reservoir_size})")
+        _require(
+            where,
+            "sl_batch_size",
+            self.sl_batch_size,
+            self.sl_batch_size <= self.reservoir_size,
+            f"an integer <= reservoir_size ({self.reservoir_size})",
+        )
 
 
 CFR_VARIANTS = ("cfr+", "dcfr", "linear", "cfr")
@@ -316,8 +372,12 @@ class CFRConfig:
             _require(where, name, getattr(self, name), getattr(self, name) >= 0, "an integer >= 0")
         _require(where, "variant", self.variant, self.variant in CFR_VARIANTS, f"one of {list(CFR_VARIANTS)}")
         _require(where, "keys", self.keys, self.keys in CFR_KEYS, f"one of {list(CFR_KEYS)}")
-        _require(where, "distill_learning_rate", self.distill_learning_rate, self.distill_learning_rate > 0, "a number > 0")
-        _require(where, "descent_learning_rate", self.descent_learning_rate, self.descent_learning_rate > 0, "a number > 0")
+        _require(
+            where, "distill_learning_rate", self.distill_learning_rate, self.distill_learning_rate > 0, "a number > 0"
+        )
+        _require(
+            where, "descent_learning_rate", self.descent_learning_rate, self.descent_learning_rate > 0, "a number > 0"
+        )
 
 
 @dataclass
@@ -348,8 +408,20 @@ class TrainConfig:
     nfsp: NFSPConfig = field(default_factory=NFSPConfig)
 
     def validate(self, where: str = "config") -> None:
-        _require(where, "name", self.name, _RUN_NAME.fullmatch(self.name) is not None and self.name not in (".", ".."), "a directory name of letters, digits, '.', '_' and '-' (not '.' or '..'), so that the run stays inside output_dir")
-        _require(where, "output_dir", self.output_dir, bool(self.output_dir.strip()) and "\0" not in self.output_dir, "a directory path")
+        _require(
+            where,
+            "name",
+            self.name,
+            _RUN_NAME.fullmatch(self.name) is not None and self.name not in (".", ".."),
+            "a directory name of letters, digits, '.', '_' and '-' (not '.' or '..'), so that the run stays inside output_dir",
+        )
+        _require(
+            where,
+            "output_dir",
+            self.output_dir,
+            bool(self.output_dir.strip()) and "\0" not in self.output_dir,
+            "a directory path",
+        )
         _require(where, "seed", self.seed, 0 <= self.seed < 2**32, "an integer from 0 to 2**32 - 1")
         _require(where, "device", self.device, _DEVICE.fullmatch(self.device) is not None, "'cpu', 'cuda' or 'cuda:N'")
         if self.device != "cpu":
@@ -376,7 +448,13 @@ class TrainConfig:
         self.psro.validate(f"{where}: psro")
         if self.algorithm == "psro" and self.psro.population_share < 1:
             mix = self.opponents
-            rest = mix.self_play + mix.snapshots + mix.exploiter + sum(mix.baselines.values()) + sum(mix.checkpoints.values())
+            rest = (
+                mix.self_play
+                + mix.snapshots
+                + mix.exploiter
+                + sum(mix.baselines.values())
+                + sum(mix.checkpoints.values())
+            )
             _require(f"{where}: psro", "population_share", self.psro.population_share, rest > 0,
                      "1, or opponents weights (self_play, snapshots, exploiter, baselines, checkpoints) with a positive sum for the rest of a best response's tables")  # fmt: skip
         self.cfr.validate(f"{where}: cfr")
@@ -415,7 +493,10 @@ def _check_cuda(where: str, device: str) -> None:
     index = int(device.partition(":")[2] or 0)
     if index >= count:
         found = f"{count} CUDA device(s)" if count else "no CUDA device (or a torch build without CUDA)"
-        raise ConfigError(f"{where}: device={device!r} is not allowed; this machine has {found}; expected 'cpu'" + (f" or 'cuda:0' to 'cuda:{count - 1}'" if count else ""))
+        raise ConfigError(
+            f"{where}: device={device!r} is not allowed; this machine has {found}; expected 'cpu'"
+            + (f" or 'cuda:0' to 'cuda:{count - 1}'" if count else "")
+        )
 
 
 # ---------------------------------------------------------------------------- loading
@@ -486,7 +567,7 @@ def _check_key_path(parts: list[str]) -> None:
         cls = _hints(cls)[part]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _hints_cached(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
@@ -529,8 +610,13 @@ def _convert(kind: Any, value: Any, where: str, key: str) -> Any:
         return [_convert(args[0], v, where, f"{key}[{i}]") for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):
-            raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected a mapping of {_type_name(args[0])} to {_type_name(args[1])}")
-        return {_convert(args[0], k, where, key): _convert(args[1], v, where, _dotted(key, str(k))) for k, v in value.items()}
+            raise ConfigError(
+                f"{where}: {key}={value!r} is not allowed; expected a mapping of {_type_name(args[0])} to {_type_name(args[1])}"
+            )
+        return {
+            _convert(args[0], k, where, key): _convert(args[1], v, where, _dotted(key, str(k)))
+            for k, v in value.items()
+        }
     if kind is bool:
         if not isinstance(value, bool):
             raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected true or false")
@@ -540,7 +626,9 @@ def _convert(kind: Any, value: Any, where: str, key: str) -> Any:
             raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected an integer")
         return value
     if kind is float:
-        text = isinstance(value, str) and _FLOAT_TEXT.fullmatch(value.strip()) is not None  # YAML 1.1 reads 3e-4 (no dot) as a string
+        text = (
+            isinstance(value, str) and _FLOAT_TEXT.fullmatch(value.strip()) is not None
+        )  # YAML 1.1 reads 3e-4 (no dot) as a string
         if not text and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected a number")
         try:
@@ -586,7 +674,11 @@ def field_docs(cls: type) -> dict[str, str]:
     docs = {}
     for node, after in zip(body, body[1:]):
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str):
+            if (
+                isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+            ):
                 docs[node.target.id] = " ".join(after.value.value.split())
     return docs
 

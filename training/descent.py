@@ -48,7 +48,16 @@ class ObservationDescent:
         self.levels = []
         for nodes in tree.levels[1:]:
             up = tree.parent[nodes]
-            self.levels.append((nodes, up, tree.player[up], tree.observation[up] * self.num_actions + tree.action[nodes], tree.infoset[up], tree.action[nodes]))
+            self.levels.append(
+                (
+                    nodes,
+                    up,
+                    tree.player[up],
+                    tree.observation[up] * self.num_actions + tree.action[nodes],
+                    tree.infoset[up],
+                    tree.action[nodes],
+                )
+            )
         self.roots = tree.levels[0]
         self.terminal = tree.player < 0
 
@@ -60,11 +69,15 @@ class ObservationDescent:
         gradient = np.zeros(self.num_rows * a)
         for s in range(tree.num_players):
             chosen = self._best_response(flat, s)
-            reach, value = self._reach_and_value(s, [np.where(seat == s, chosen[nodes], flat[cell]) for nodes, _, seat, cell, _, _ in self.levels])
+            reach, value = self._reach_and_value(
+                s, [np.where(seat == s, chosen[nodes], flat[cell]) for nodes, _, seat, cell, _, _ in self.levels]
+            )
             total += float((tree.chance[self.roots] * value[self.roots]).sum())
             for nodes, up, seat, cell, _, _ in self.levels:
                 theirs = seat != s
-                gradient += np.bincount(cell[theirs], weights=reach[up[theirs]] * value[nodes[theirs]], minlength=len(gradient))
+                gradient += np.bincount(
+                    cell[theirs], weights=reach[up[theirs]] * value[nodes[theirs]], minlength=len(gradient)
+                )
         return total, gradient.reshape(self.num_rows, a)
 
     def value_against_and_gradient(self, table: np.ndarray, fixed: np.ndarray) -> tuple[float, np.ndarray]:
@@ -72,11 +85,15 @@ class ObservationDescent:
         tree, flat, other = self.tree, table.reshape(-1), fixed.reshape(-1)
         total, gradient = 0.0, np.zeros(self.num_rows * self.num_actions)
         for s in range(tree.num_players):
-            reach, value = self._reach_and_value(s, [np.where(seat == s, flat[cell], other[cell]) for _, _, seat, cell, _, _ in self.levels])
+            reach, value = self._reach_and_value(
+                s, [np.where(seat == s, flat[cell], other[cell]) for _, _, seat, cell, _, _ in self.levels]
+            )
             total += float((tree.chance[self.roots] * value[self.roots]).sum())
             for nodes, up, seat, cell, _, _ in self.levels:
                 mine = seat == s
-                gradient += np.bincount(cell[mine], weights=reach[up[mine]] * value[nodes[mine]], minlength=len(gradient))
+                gradient += np.bincount(
+                    cell[mine], weights=reach[up[mine]] * value[nodes[mine]], minlength=len(gradient)
+                )
         n = tree.num_players
         return total / n, (gradient / n).reshape(self.num_rows, self.num_actions)
 
@@ -122,7 +139,9 @@ class ObservationDescent:
         e = np.exp(z)
         return e / e.sum(1, keepdims=True)
 
-    def run(self, table: np.ndarray, steps: int, learning_rate: float = 0.05, floor: float = 1e-6, stop=None) -> DescentResult:
+    def run(
+        self, table: np.ndarray, steps: int, learning_rate: float = 0.05, floor: float = 1e-6, stop=None
+    ) -> DescentResult:
         """``steps`` Adam steps on the logits of ``table`` (probabilities below ``floor`` start at ``floor``); ``stop()`` true ends it early."""
         logits = np.where(self.legal, np.log(np.clip(table, floor, None)), 0.0)
         first, second = np.zeros_like(logits), np.zeros_like(logits)

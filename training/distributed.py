@@ -15,7 +15,8 @@ docs/scaling.md.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from training import arguments
 
@@ -44,7 +45,9 @@ class RayExecutor:
         self.started = not ray.is_initialized()
         if self.started:
             project = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-            env = {"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in (project, os.environ.get("PYTHONPATH", "")) if p)}}
+            env = {
+                "env_vars": {"PYTHONPATH": os.pathsep.join(p for p in (project, os.environ.get("PYTHONPATH", "")) if p)}
+            }
             if address == "local":
                 ray.init(num_cpus=num_cpus, runtime_env=env, include_dashboard=False, log_to_driver=False)
             else:
@@ -65,7 +68,8 @@ class RayExecutor:
 
 def add_ray_option(parser, what: str) -> None:
     """The ``--ray [ADDRESS]`` option of a command line (``cockroach-train``, ``-eval``, ``-exploit``, ``-mixture``): ``what``
-    runs as Ray tasks on the cluster at ADDRESS, or on a local cluster of this machine's cores without one (None: no Ray)."""
+    runs as Ray tasks on the cluster at ADDRESS, or on a local cluster of this machine's cores without one (None: no Ray).
+    """
     parser.add_argument(
         "--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
         help=f"{what} as Ray tasks on the cluster at ADDRESS (e.g. auto, ray://host:10001) or, without one, on a local cluster of this machine's cores (the [ray] extra; docs/scaling.md)",

@@ -37,8 +37,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from cockroach_env.config import GameConfig
 from baselines.agent import LogitsAgent
+from cockroach_env.config import GameConfig
 from cockroach_env.encoding import encoding_for
 
 
@@ -76,8 +76,12 @@ def partitions(config: GameConfig) -> dict[str, Part]:
         parts[kind] = Part(s, np.arange(s.stop - s.start))
         if kind == "respond":
             peek_or_call = np.array([a[0] == "peek" for a in actions], np.int64)
-            parts["respond.peek"] = Part(s, peek_or_call)  # the best response: peek, or call; the checkpoint: which call
-            parts["respond.call"] = Part(s, peek_or_call, within=True)  # the checkpoint: peek, or call; the best response: which call
+            parts["respond.peek"] = Part(
+                s, peek_or_call
+            )  # the best response: peek, or call; the checkpoint: which call
+            parts["respond.call"] = Part(
+                s, peek_or_call, within=True
+            )  # the checkpoint: peek, or call; the best response: which call
         for factor, field in factors.get(kind, {}).items():
             _, groups = np.unique([a[field] for a in actions], return_inverse=True)
             parts[f"{kind}.{factor}"] = Part(s, groups.astype(np.int64))
@@ -96,7 +100,9 @@ def combine(base: np.ndarray, expert: np.ndarray, masks: np.ndarray, groups: np.
     base_group = base @ member
     legal_in_group = masks.astype(np.float64) @ member
     fallback = masks / np.maximum(legal_in_group, 1)[:, groups]
-    conditional = np.where(base_group[:, groups] > 0, base / np.where(base_group > 0, base_group, 1)[:, groups], fallback)
+    conditional = np.where(
+        base_group[:, groups] > 0, base / np.where(base_group > 0, base_group, 1)[:, groups], fallback
+    )
     return expert_group[:, groups] * conditional
 
 
@@ -119,10 +125,20 @@ class PartialAgent(LogitsAgent):
     the combined policy, which ``LogitsAgent`` samples with the partial agent's own generator.
     """
 
-    def __init__(self, base: Any, expert: Any, parts: tuple[str, ...], config: GameConfig, seed: int | None = None, name: str = "partial"):
+    def __init__(
+        self,
+        base: Any,
+        expert: Any,
+        parts: tuple[str, ...],
+        config: GameConfig,
+        seed: int | None = None,
+        name: str = "partial",
+    ):
         for role, agent in (("base", base), ("expert", expert)):
             if not callable(getattr(agent, "logits", None)):
-                raise ValueError(f"the {role} agent {agent!r} has no logits(); expected a trained network's agent (training.load_agent of a checkpoint)")
+                raise ValueError(
+                    f"the {role} agent {agent!r} has no logits(); expected a trained network's agent (training.load_agent of a checkpoint)"
+                )
         table = partitions(config)
         problem = _parts_problem(tuple(parts), table)
         if problem:
@@ -159,13 +175,21 @@ def partial_agent(base: Any, expert: Any, parts: tuple[str, ...], config: GameCo
     from training.mixture import MixtureAgent, is_mixture
 
     if is_mixture(base):
-        members = [PartialAgent(m, expert, parts, config, seed=seed + 7 * k, name=f"{name}.{k}") for k, m in enumerate(base.members)]
+        members = [
+            PartialAgent(m, expert, parts, config, seed=seed + 7 * k, name=f"{name}.{k}")
+            for k, m in enumerate(base.members)
+        ]
         return MixtureAgent(members, base.weights, config, seed=seed, name=name)
     return PartialAgent(base, expert, parts, config, seed=seed, name=name)
 
 
 def edge_sources(
-    checkpoint: str, best_response: str, games: int = 4000, seed: int = 0, base: str | None = None, variants: list[tuple[str, ...]] | None = None,
+    checkpoint: str,
+    best_response: str,
+    games: int = 4000,
+    seed: int = 0,
+    base: str | None = None,
+    variants: list[tuple[str, ...]] | None = None,
 ) -> dict[str, Any]:
     """The loss rate of the seat that plays ``base`` (default: the checkpoint) except in each variant's parts, where the best
     response decides, against ``N - 1`` copies of ``checkpoint``.
@@ -190,7 +214,9 @@ def edge_sources(
     for role, path in (("best response", best_response), ("base", base)):
         kind = None if path is None else load_checkpoint(path, game=config).metadata["kind"]
         if kind not in (None, "agent", "run"):
-            raise ValueError(f"{role} {path!r} is a {kind!r} checkpoint; expected an agent or run checkpoint of one network")
+            raise ValueError(
+                f"{role} {path!r} is a {kind!r} checkpoint; expected an agent or run checkpoint of one network"
+            )
     expert = load_agent(best_response, seed=seed + 1, config=config)
 
     def play(parts: tuple[str, ...] | None) -> dict[str, Any]:
@@ -201,15 +227,32 @@ def edge_sources(
             seat = load_agent(best_response, seed=seed + 2, config=config)
             seat.name = "seat"
         else:
-            seat = partial_agent(load_agent(base or checkpoint, seed=seed + 3, config=config), expert, parts, config, seed=seed + 4, name="seat")
-        report = play_match([seat, *copies], config, games=games, seed=seed, duplicate=True, engine="batched").report("seat")
+            seat = partial_agent(
+                load_agent(base or checkpoint, seed=seed + 3, config=config),
+                expert,
+                parts,
+                config,
+                seed=seed + 4,
+                name="seat",
+            )
+        report = play_match([seat, *copies], config, games=games, seed=seed, duplicate=True, engine="batched").report(
+            "seat"
+        )
         return {"games": report.games, "loss_rate": report.loss_rate, "ci95": list(report.loss_rate_ci95)}
 
     baseline, whole = play(()), play(None)
     rows = [{"parts": list(v), **play(v)} for v in variants]
     for entry in (baseline, whole, *rows):
         entry["points"] = baseline["loss_rate"] - entry["loss_rate"]
-    return {"games": games, "parity": 1 / config.num_players, "checkpoint": checkpoint, "base": base or checkpoint, "baseline": baseline, "whole": whole, "rows": rows}
+    return {
+        "games": games,
+        "parity": 1 / config.num_players,
+        "checkpoint": checkpoint,
+        "base": base or checkpoint,
+        "baseline": baseline,
+        "whole": whole,
+        "rows": rows,
+    }
 
 
 def edge_lines(edge: dict[str, Any]) -> list[str]:
@@ -221,8 +264,14 @@ def edge_lines(edge: dict[str, Any]) -> list[str]:
         f"  {'the best response decides':<28} {'loss rate':>9} {'95% CI':>14} {'points':>7}",
     ]
     nothing = "nothing (the checkpoint)" if edge["base"] == edge["checkpoint"] else "nothing (the base)"
-    rows = [(nothing, edge["baseline"]), *(("+".join(r["parts"]), r) for r in edge["rows"]), ("everything (the best response)", edge["whole"])]
+    rows = [
+        (nothing, edge["baseline"]),
+        *(("+".join(r["parts"]), r) for r in edge["rows"]),
+        ("everything (the best response)", edge["whole"]),
+    ]
     for name, e in rows:
         low, high = e["ci95"]
-        lines.append(f"  {name:<28} {pct(e['loss_rate']):>9} {'[' + pct(low) + ', ' + pct(high) + ']':>14} {100 * e['points']:>+7.1f}")
+        lines.append(
+            f"  {name:<28} {pct(e['loss_rate']):>9} {'[' + pct(low) + ', ' + pct(high) + ']':>14} {100 * e['points']:>+7.1f}"
+        )
     return lines

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from cockroach_env.config import PRESETS, GameConfig
 from training.arena import ENGINES, ArenaError, MatchResult, expand_lineup, play_league, play_match
@@ -34,28 +35,83 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cockroach-eval",
         description="Play Cockroach Poker agents against each other with seat rotation and duplicate deals; report loss rates with 95% Wilson intervals and behaviour statistics.",
-        epilog="Agents: " + "baseline names (random, honest, bluffer, heuristic), module:Class, checkpoint paths/names, or Stable-Baselines3 model.zip files; NAME*K repeats an agent K times.",
+        epilog="Agents: "
+        + "baseline names (random, honest, bluffer, heuristic), module:Class, checkpoint paths/names, or Stable-Baselines3 model.zip files; NAME*K repeats an agent K times.",
     )
     parser.add_argument("agents", nargs="+", help="one agent per seat (or the pool, with --league)")
-    parser.add_argument("--games", type=int, default=1000, help="games to play (per table in a league); rounded up to a multiple of the player count (default 1000)")
-    parser.add_argument("--players", type=int, default=None, help="player count (default: the number of agents; in a league 4, or the pool size if smaller)")
-    parser.add_argument("--preset", default=None, help=f"rule set: {', '.join(PRESETS)}; combine with '+', e.g. rainbow+even-deal")
+    parser.add_argument(
+        "--games",
+        type=int,
+        default=1000,
+        help="games to play (per table in a league); rounded up to a multiple of the player count (default 1000)",
+    )
+    parser.add_argument(
+        "--players",
+        type=int,
+        default=None,
+        help="player count (default: the number of agents; in a league 4, or the pool size if smaller)",
+    )
+    parser.add_argument(
+        "--preset", default=None, help=f"rule set: {', '.join(PRESETS)}; combine with '+', e.g. rainbow+even-deal"
+    )
     parser.add_argument("--edition", choices=("classic", "royal"), default=None, help="card edition")
-    parser.add_argument("--loss-count", type=int, default=None, help="cards of one type that lose (default 4, 5 with two players)")
+    parser.add_argument(
+        "--loss-count", type=int, default=None, help="cards of one type that lose (default 4, 5 with two players)"
+    )
     parser.add_argument("--discard", type=int, default=None, help="cards removed unseen before dealing")
-    parser.add_argument("--rainbow", action="store_true", default=None, help="a collection with every creature type loses")
-    parser.add_argument("--opening-cards", type=int, default=None, help="face-up cards dealt into each collection (0 or 1)")
-    parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="any other GameConfig option, e.g. blank_counts_as_royal=true (repeatable)")
+    parser.add_argument(
+        "--rainbow", action="store_true", default=None, help="a collection with every creature type loses"
+    )
+    parser.add_argument(
+        "--opening-cards", type=int, default=None, help="face-up cards dealt into each collection (0 or 1)"
+    )
+    parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any other GameConfig option, e.g. blank_counts_as_royal=true (repeatable)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the deals and the agents' generators (default 0)")
-    parser.add_argument("--no-duplicate", action="store_true", help="deal every game afresh instead of replaying each deal under every seat rotation")
-    parser.add_argument("--engine", choices=ENGINES, default="auto", help="batched engine, AEC env, or auto: batched when every agent supports it (default)")
+    parser.add_argument(
+        "--no-duplicate",
+        action="store_true",
+        help="deal every game afresh instead of replaying each deal under every seat rotation",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="auto",
+        help="batched engine, AEC env, or auto: batched when every agent supports it (default)",
+    )
     parser.add_argument("--batch-size", type=int, default=1024, help="games played in lock step (default 1024)")
-    parser.add_argument("--league", action="store_true", help="round robin over the agents as a pool; prints OpenSkill Plackett-Luce ratings")
+    parser.add_argument(
+        "--league",
+        action="store_true",
+        help="round robin over the agents as a pool; prints OpenSkill Plackett-Luce ratings",
+    )
     add_ray_option(parser, "--league only: play the tables")
-    parser.add_argument("--json", metavar="PATH", default=None, help="write the results as JSON to PATH ('-' for stdout, replacing the table)")
-    parser.add_argument("--plot", metavar="PNG", default=None, help="write a bar chart of loss rates with 95%% intervals")
-    parser.add_argument("--save-games", nargs=2, metavar=("N", "DIR"), default=None, help="save the first N games as JSON game records in DIR (replay one with cockroach-replay)")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing --json or --plot file, and earlier game records in the --save-games DIR")
+    parser.add_argument(
+        "--json",
+        metavar="PATH",
+        default=None,
+        help="write the results as JSON to PATH ('-' for stdout, replacing the table)",
+    )
+    parser.add_argument(
+        "--plot", metavar="PNG", default=None, help="write a bar chart of loss rates with 95%% intervals"
+    )
+    parser.add_argument(
+        "--save-games",
+        nargs=2,
+        metavar=("N", "DIR"),
+        default=None,
+        help="save the first N games as JSON game records in DIR (replay one with cockroach-replay)",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing --json or --plot file, and earlier game records in the --save-games DIR",
+    )
     parser.add_argument("--quiet", action="store_true", help="no table and no progress bar")
     add_torch_threads_option(parser, 0, "torch's own; with --ray, in this process only, the tasks keep Ray's setting")
     return parser
@@ -77,7 +133,14 @@ def _game_saver(args: argparse.Namespace):
 
 
 def _rules_given(args: argparse.Namespace) -> bool:
-    return bool(args.option) or args.players is not None or args.rainbow or any(getattr(args, key) is not None for key in ("preset", "edition", "loss_count", "discard", "opening_cards"))
+    return (
+        bool(args.option)
+        or args.players is not None
+        or args.rainbow
+        or any(
+            getattr(args, key) is not None for key in ("preset", "edition", "loss_count", "discard", "opening_cards")
+        )
+    )
 
 
 def checkpoint_rules(entries: Sequence[Any]) -> GameConfig | None:
@@ -135,7 +198,9 @@ def _parse_value(text: str) -> Any:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    problem = output_file_problem("--json", args.json, replace=args.overwrite) or output_file_problem("--plot", args.plot, replace=args.overwrite)  # before any game is played
+    problem = output_file_problem("--json", args.json, replace=args.overwrite) or output_file_problem(
+        "--plot", args.plot, replace=args.overwrite
+    )  # before any game is played
     if problem:
         print(f"cockroach-eval: error: {problem}", file=sys.stderr)
         return 2
@@ -143,13 +208,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         entries = expand_lineup(args.agents)
         if len(entries) < 2 and args.players is None:
-            raise ArenaError(f"the lineup {args.agents} has {len(entries)} agent(s); expected one per seat, at least 2 (NAME*K repeats an agent K times)")
+            raise ArenaError(
+                f"the lineup {args.agents} has {len(entries)} agent(s); expected one per seat, at least 2 (NAME*K repeats an agent K times)"
+            )
         default_players = (4 if len(entries) >= 4 else len(entries)) if args.league else len(entries)
         config = config_from_args(args, default_players, entries)
         saver = _game_saver(args)
-        common = dict(games=args.games, seed=args.seed, duplicate=not args.no_duplicate, engine=args.engine, batch_size=args.batch_size, progress=False if args.quiet else None)
+        common = dict(
+            games=args.games,
+            seed=args.seed,
+            duplicate=not args.no_duplicate,
+            engine=args.engine,
+            batch_size=args.batch_size,
+            progress=False if args.quiet else None,
+        )
         if args.ray is not None and not args.league:
-            raise ArenaError("--ray plays the tables of a league in parallel; add --league (a single match is one task)")
+            raise ArenaError(
+                "--ray plays the tables of a league in parallel; add --league (a single match is one task)"
+            )
         if args.league:
             from training.distributed import executor
 

@@ -196,9 +196,13 @@ def build_tree(config: GameConfig, max_nodes: int = DEFAULT_MAX_NODES) -> GameTr
             expand(child, node, a, level + 1, p, hands, child_public)
 
     try:
-        deals = deal_distribution(config, limit=max(1, max_nodes // 20))  # refuse huge decks before enumerating their deals
+        deals = deal_distribution(
+            config, limit=max(1, max_nodes // 20)
+        )  # refuse huge decks before enumerating their deals
     except ValueError as error:
-        raise TreeTooLarge(f"{error}; exact evaluation allows max_nodes // 20 = {max(1, max_nodes // 20)} deals (max_nodes={max_nodes})") from None
+        raise TreeTooLarge(
+            f"{error}; exact evaluation allows max_nodes // 20 = {max(1, max_nodes // 20)} deals (max_nodes={max_nodes})"
+        ) from None
     for p, deal in deals:
         game = Game(config, deal)
         opening = public.setdefault((-1, repr(game.events[0])), len(public))
@@ -247,7 +251,9 @@ def mixture_components(seat_policy: Any) -> list[tuple[float, Any]] | None:
     pairs = [(float(w), agent) for w, agent in components]
     weights = np.array([w for w, _ in pairs])
     if not len(pairs) or np.any(~np.isfinite(weights)) or np.any(weights < 0) or abs(weights.sum() - 1.0) > 1e-9:
-        raise ValueError(f"mixture weights {weights.tolist()} are not allowed; expected non-negative weights summing to 1")
+        raise ValueError(
+            f"mixture weights {weights.tolist()} are not allowed; expected non-negative weights summing to 1"
+        )
     return pairs
 
 
@@ -256,7 +262,9 @@ def _seat_policies(profile: Any, config: GameConfig) -> list[list[tuple[float, A
     n = config.num_players
     if mixture_components(profile) is None and isinstance(profile, Sequence) and not isinstance(profile, (str, bytes)):
         if len(profile) != n:
-            raise ValueError(f"a profile of {len(profile)} seats is not allowed for {n} players; expected one agent or mixture, or a list of {n}")
+            raise ValueError(
+                f"a profile of {len(profile)} seats is not allowed for {n} players; expected one agent or mixture, or a list of {n}"
+            )
         seats = list(profile)
     else:
         seats = [profile] * n
@@ -267,7 +275,9 @@ def _seat_policies(profile: Any, config: GameConfig) -> list[list[tuple[float, A
             if isinstance(agent, InformationSetPolicy):
                 continue
             if not (hasattr(agent, "action_probabilities_batch") or hasattr(agent, "action_probabilities")):
-                raise ValueError(f"seat {seat}: {agent!r} is not allowed; expected an agent with action_probabilities (or a mixture of such agents)")
+                raise ValueError(
+                    f"seat {seat}: {agent!r} is not allowed; expected an agent with action_probabilities (or a mixture of such agents)"
+                )
             agent_config = getattr(agent, "config", None)
             if agent_config is not None and agent_config != config:
                 raise ValueError(f"seat {seat}: {agent!r} was built for {agent_config}, not for the evaluated {config}")
@@ -288,7 +298,7 @@ class InformationSetPolicy:
         self.name = name
 
     @classmethod
-    def from_openspiel(cls, tabular_policy: Any, name: str = "tabular") -> "InformationSetPolicy":
+    def from_openspiel(cls, tabular_policy: Any, name: str = "tabular") -> InformationSetPolicy:
         probs = tabular_policy.action_probability_array
         return cls({key: probs[row] for key, row in tabular_policy.state_lookup.items()}, name)
 
@@ -296,7 +306,9 @@ class InformationSetPolicy:
         """(I, A) probabilities of each information set of the tree."""
         missing = [key for key in tree.infoset_strings if key not in self.table]
         if missing:
-            raise ValueError(f"{self.name}: no probabilities for {len(missing)} information states of the tree, e.g. {missing[0][:200]}")
+            raise ValueError(
+                f"{self.name}: no probabilities for {len(missing)} information states of the tree, e.g. {missing[0][:200]}"
+            )
         probs = np.array([self.table[key] for key in tree.infoset_strings], np.float64)
         return probs
 
@@ -308,12 +320,17 @@ def _probabilities(agent: Any, observations: np.ndarray, masks: np.ndarray) -> n
     if hasattr(agent, "action_probabilities_batch"):
         probs = np.asarray(agent.action_probabilities_batch(observations, masks), np.float64)
     else:
-        probs = np.array([agent.action_probabilities({"observation": o, "action_mask": m}) for o, m in zip(observations, masks)], np.float64)
+        probs = np.array(
+            [agent.action_probabilities({"observation": o, "action_mask": m}) for o, m in zip(observations, masks)],
+            np.float64,
+        )
     if probs.shape != masks.shape:
         raise ValueError(f"{agent!r} returned action probabilities of shape {probs.shape}; expected {masks.shape}")
     bad = ~np.isclose(probs.sum(1), 1.0, atol=1e-6) | (probs < 0).any(1) | ((probs > 0) & (masks == 0)).any(1)
     if bad.any():
-        raise ValueError(f"{agent!r} returned an invalid distribution for observation row {int(np.flatnonzero(bad)[0])}; expected non-negative probabilities on legal actions summing to 1")
+        raise ValueError(
+            f"{agent!r} returned an invalid distribution for observation row {int(np.flatnonzero(bad)[0])}; expected non-negative probabilities on legal actions summing to 1"
+        )
     return probs
 
 
@@ -377,8 +394,15 @@ def evaluate(profile: Any, config: GameConfig, tree: GameTree | None = None) -> 
     terminal = ~decision
     joint = tree.chance * reach.prod(0)
     policy_values = (joint[terminal, None] * tree.returns[terminal]).sum(0)
-    best = np.array([_best_response_value(tree, levels, seat, tree.chance * np.prod(np.delete(reach, seat, 0), axis=0)) for seat in range(n)])
-    return ExactEvaluation(policy_values=policy_values, best_response_values=best, seconds=time.perf_counter() - started)
+    best = np.array(
+        [
+            _best_response_value(tree, levels, seat, tree.chance * np.prod(np.delete(reach, seat, 0), axis=0))
+            for seat in range(n)
+        ]
+    )
+    return ExactEvaluation(
+        policy_values=policy_values, best_response_values=best, seconds=time.perf_counter() - started
+    )
 
 
 def _best_response_value(tree: GameTree, levels: list[np.ndarray], seat: int, others: np.ndarray) -> float:
@@ -399,7 +423,9 @@ def _best_response_value(tree: GameTree, levels: list[np.ndarray], seat: int, ot
         sets = tree.infoset[tree.parent[mine]]
         local, inverse = np.unique(sets, return_inverse=True)
         q = np.full((len(local), num_actions), -np.inf)
-        totals = np.bincount(inverse * num_actions + tree.action[mine], weights=value[mine], minlength=len(local) * num_actions)
+        totals = np.bincount(
+            inverse * num_actions + tree.action[mine], weights=value[mine], minlength=len(local) * num_actions
+        )
         present = np.zeros(len(local) * num_actions, bool)
         present[inverse * num_actions + tree.action[mine]] = True
         q.reshape(-1)[present] = totals[present]
@@ -428,7 +454,10 @@ def efg_string(tree: GameTree) -> str:
         local[mine] = np.arange(1, len(mine) + 1)
     players = " ".join(f'"player_{s}"' for s in range(n))
     roots = np.flatnonzero(tree.parent < 0)
-    lines = [f'EFG 2 R "cockroach poker" {{ {players} }} ""', 'c "deal" 1 "" { ' + " ".join(f'"d{k}" {float(tree.chance[r])!r}' for k, r in enumerate(roots)) + " } 0"]
+    lines = [
+        f'EFG 2 R "cockroach poker" {{ {players} }} ""',
+        'c "deal" 1 "" { ' + " ".join(f'"d{k}" {float(tree.chance[r])!r}' for k, r in enumerate(roots)) + " } 0",
+    ]
     outcome = 0
     stack = list(reversed(roots.tolist()))
     player, infoset, action, returns = tree.player.tolist(), tree.infoset.tolist(), tree.action.tolist(), tree.returns

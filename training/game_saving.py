@@ -29,16 +29,24 @@ class GameSaver:
         if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
             raise ValueError(f"--save-games count {count!r} is not allowed; expected a positive integer")
         if os.path.exists(directory) and not os.path.isdir(directory):
-            raise ValueError(f"--save-games directory {directory!r} is a file; expected a directory (it is created if missing)")
+            raise ValueError(
+                f"--save-games directory {directory!r} is a file; expected a directory (it is created if missing)"
+            )
         parent = os.path.dirname(os.path.abspath(directory))
         if not os.path.isdir(parent):
             raise ValueError(f"--save-games directory {directory!r}: its parent {parent!r} does not exist")
         if not os.access(directory if os.path.isdir(directory) else parent, os.W_OK):
             raise ValueError(f"--save-games directory {directory!r} is not writable")
-        earlier = sorted(name for name in os.listdir(directory) if RECORD_NAME.fullmatch(name)) if os.path.isdir(directory) else []
+        earlier = (
+            sorted(name for name in os.listdir(directory) if RECORD_NAME.fullmatch(name))
+            if os.path.isdir(directory)
+            else []
+        )
         if earlier and not replace:
             shown = ", ".join(earlier[:3]) + (", ..." if len(earlier) > 3 else "")
-            raise ValueError(f"--save-games directory {directory!r} already holds {len(earlier)} game records ({shown}); pass --overwrite to replace them, or choose another directory")
+            raise ValueError(
+                f"--save-games directory {directory!r} already holds {len(earlier)} game records ({shown}); pass --overwrite to replace them, or choose another directory"
+            )
         self.count = int(count)
         self.directory = directory
         self.actions: dict[int, list[int]] = {}
@@ -58,14 +66,23 @@ class GameSaver:
         paths = []
         for scheduled in schedule(n, result.games, result.duplicate)[: self.count]:
             env = raw_env(config=config)
-            env.reset(options=_reset_options(deal_for(config, result.seed, scheduled.deal), config, env.possible_agents))
+            env.reset(
+                options=_reset_options(deal_for(config, result.seed, scheduled.deal), config, env.possible_agents)
+            )
             deal = deal_of(env)
             actions = self.actions.get(scheduled.index, [])
             for action in actions:
                 env.step(action)
             entries = seat_entries(n, scheduled.rotation)
             players = {agent: result.lineup[entries[seat]] for seat, agent in enumerate(env.possible_agents)}
-            meta = {"source": "cockroach-eval", "game": scheduled.index, "deal": scheduled.deal, "rotation": scheduled.rotation, "seed": result.seed, "engine": result.engine}
+            meta = {
+                "source": "cockroach-eval",
+                "game": scheduled.index,
+                "deal": scheduled.deal,
+                "rotation": scheduled.rotation,
+                "seed": result.seed,
+                "engine": result.engine,
+            }
             path = os.path.join(self.directory, f"game-{scheduled.index:05d}.json")
             save_record(game_record(env, deal, actions, players, meta), path)
             paths.append(path)

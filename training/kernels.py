@@ -71,7 +71,9 @@ if numba is not None:
             entropy[b] = log_total - weighted * scale  # -sum p log p, with log p = shifted - log_total
 
     @numba.njit(nogil=True, cache=True)
-    def _backward(logits, legal, action, lse, entropy, policy, grad_logprob, grad_entropy, out):  # pragma: no cover - compiled
+    def _backward(
+        logits, legal, action, lse, entropy, policy, grad_logprob, grad_entropy, out
+    ):  # pragma: no cover - compiled
         rows, cols = logits.shape
         for b in range(rows):
             g_lp = grad_logprob[b]
@@ -83,11 +85,15 @@ if numba is not None:
             out[b, action[b]] += g_lp
 
     @numba.njit(nogil=True, cache=True)
-    def _card_counting(obs, own, collections, claim, card, n, truth, true_total, deck, loss_count, max_copies, out):  # pragma: no cover - compiled
+    def _card_counting(
+        obs, own, collections, claim, card, n, truth, true_total, deck, loss_count, max_copies, out
+    ):  # pragma: no cover - compiled
         rows = obs.shape[0]
         identities, claims = truth.shape
         visible = np.empty(identities, np.float64)
-        claim_fit = np.empty(identities, np.float64)  # does identity i fit the claim in play (weighted by the claim one-hot)
+        claim_fit = np.empty(
+            identities, np.float64
+        )  # does identity i fit the claim in play (weighted by the claim one-hot)
         for b in range(rows):
             visible_total = 0.0
             own_fitting = 0.0
@@ -125,7 +131,6 @@ if numba is not None:
                     same += held * obs[b, card + i]
                 out[b, claims + 3 + s] = fitting / loss_count
                 out[b, claims + 3 + n + s] = same / loss_count
-
 
     @numba.njit(nogil=True, cache=True)
     def _sample(logits, legal, draws, action, logprob):  # pragma: no cover - compiled
@@ -178,7 +183,9 @@ class _MaskedLogprobEntropy(torch.autograd.Function):
         return torch.from_numpy(out), None, None
 
 
-def masked_logprob_entropy(logits: torch.Tensor, legal: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def masked_logprob_entropy(
+    logits: torch.Tensor, legal: torch.Tensor, action: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(log-probability of action, entropy)`` of the softmax over the legal logits, each (B,), differentiable in ``logits``.
 
     ``logits`` (B, A) float32 on the CPU (``available``), ``legal`` (B, A) bool with at
@@ -187,7 +194,9 @@ def masked_logprob_entropy(logits: torch.Tensor, legal: torch.Tensor, action: to
     if legal.dtype != torch.bool:
         raise TypeError(f"legal must be a boolean mask, got dtype {legal.dtype}")
     if logits.shape != legal.shape or action.shape != logits.shape[:1]:
-        raise ValueError(f"shapes do not match: logits {tuple(logits.shape)}, legal {tuple(legal.shape)}, action {tuple(action.shape)}; expected (B, A), (B, A), (B,)")
+        raise ValueError(
+            f"shapes do not match: logits {tuple(logits.shape)}, legal {tuple(legal.shape)}, action {tuple(action.shape)}; expected (B, A), (B, A), (B,)"
+        )
     return _MaskedLogprobEntropy.apply(logits, legal, action.to(torch.int64))
 
 

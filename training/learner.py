@@ -52,19 +52,30 @@ class Rollout:
         self.blocks.append((start, stop))
         return np.arange(start, stop)
 
-    def carry_into(self, other: "Rollout", pending: np.ndarray) -> None:
+    def carry_into(self, other: Rollout, pending: np.ndarray) -> None:
         """Copy the decisions still waiting for a successor into the (cleared) ``other``; renumber ``pending``."""
         waiting = pending[pending >= 0]
         if len(waiting) == 0:
             return
-        new = other.append(self.obs[waiting], self.mask[waiting], self.action[waiting], self.logprob[waiting], self.value[waiting])
+        new = other.append(
+            self.obs[waiting], self.mask[waiting], self.action[waiting], self.logprob[waiting], self.value[waiting]
+        )
         pending[pending >= 0] = new
 
 
 class Learner:
     """A network in training: its optimizer, its rollout, and each seat's decision still waiting for its successor."""
 
-    def __init__(self, model: ActorCritic, learning_rate: float, capacity: int, batch: int, n_players: int, obs_size: int, num_actions: int):
+    def __init__(
+        self,
+        model: ActorCritic,
+        learning_rate: float,
+        capacity: int,
+        batch: int,
+        n_players: int,
+        obs_size: int,
+        num_actions: int,
+    ):
         self.model = model
         self.learning_rate = learning_rate
         self.reset_optimizer()
@@ -94,7 +105,9 @@ class Learner:
         mask = torch.from_numpy(step.action_mask[rows].astype(bool)).to(device)
         action, logprob, value = self.model.sample(obs, mask, sampler)
         action = action.cpu().numpy()
-        index = self.rollout.append(step.observation[rows], mask.cpu().numpy(), action, logprob.cpu().numpy(), value.cpu().numpy())
+        index = self.rollout.append(
+            step.observation[rows], mask.cpu().numpy(), action, logprob.cpu().numpy(), value.cpu().numpy()
+        )
         previous = self.pending[rows, seat[rows]]
         linked = previous >= 0
         self.rollout.successor[previous[linked]] = index[linked]
@@ -109,7 +122,7 @@ class Learner:
         self.rollout.terminal[waiting[has]] = True
         self.pending[finished] = -1
 
-    def carry_over(self) -> "Rollout":
+    def carry_over(self) -> Rollout:
         """After a rollout: the decisions still waiting for a successor move into a fresh rollout; returns the finished one (for the update)."""
         self.spare.clear()
         self.rollout.carry_into(self.spare, self.pending)
@@ -138,7 +151,16 @@ def gae(rollout: Rollout, ppo) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return advantages, advantages + rollout.value[:size], np.flatnonzero(complete)
 
 
-def ppo_update(learner: Learner, rollout: Rollout, advantages: np.ndarray, returns: np.ndarray, train_rows: np.ndarray, ppo, rng: np.random.Generator, device) -> dict[str, float]:
+def ppo_update(
+    learner: Learner,
+    rollout: Rollout,
+    advantages: np.ndarray,
+    returns: np.ndarray,
+    train_rows: np.ndarray,
+    ppo,
+    rng: np.random.Generator,
+    device,
+) -> dict[str, float]:
     """Clipped PPO on a learner's complete decisions; returns the statistics of the last minibatch."""
     model, optimizer = learner.model, learner.optimizer
     model.train()
@@ -152,8 +174,12 @@ def ppo_update(learner: Learner, rollout: Rollout, advantages: np.ndarray, retur
     b_inputs = model.network_inputs(b_obs)  # once per update, not once per minibatch and epoch (the same values)
     magnet = learner.magnet
     if magnet is not None:
-        b_mask = mask_bias(b_mask)  # the magnet's KL takes the tensor path over all actions, with the mask as a bias, likewise once
-        with torch.no_grad():  # the frozen magnet's policy on these rows: once per update, not once per minibatch and epoch
+        b_mask = mask_bias(
+            b_mask
+        )  # the magnet's KL takes the tensor path over all actions, with the mask as a bias, likewise once
+        with (
+            torch.no_grad()
+        ):  # the frozen magnet's policy on these rows: once per update, not once per minibatch and epoch
             b_magnet_log_policy = torch.log_softmax(magnet.heads(b_inputs)[0] + b_mask, dim=-1)
     n_train = len(train_rows)
     minibatch = max(1, math.ceil(n_train / ppo.num_minibatches))
@@ -163,7 +189,9 @@ def ppo_update(learner: Learner, rollout: Rollout, advantages: np.ndarray, retur
         for start in range(0, n_train, minibatch):
             mb = order[start : start + minibatch]  # (index_select: several times faster than indexing with a tensor)
             mb_inputs, mb_mask = b_inputs.index_select(0, mb), b_mask.index_select(0, mb)
-            new_logprob, entropy, new_value, log_policy, policy = model.evaluate(mb_inputs, mb_mask, b_action.index_select(0, mb), full_policy=magnet is not None)
+            new_logprob, entropy, new_value, log_policy, policy = model.evaluate(
+                mb_inputs, mb_mask, b_action.index_select(0, mb), full_policy=magnet is not None
+            )
             log_ratio = new_logprob - b_logprob.index_select(0, mb)
             ratio = log_ratio.exp()
             with torch.no_grad():
@@ -172,7 +200,9 @@ def ppo_update(learner: Learner, rollout: Rollout, advantages: np.ndarray, retur
             mb_advantage = b_advantage.index_select(0, mb)
             if ppo.norm_adv and len(mb) > 1:
                 mb_advantage = (mb_advantage - mb_advantage.mean()) / (mb_advantage.std() + 1e-8)
-            pg_loss = torch.max(-mb_advantage * ratio, -mb_advantage * ratio.clamp(1 - ppo.clip_coef, 1 + ppo.clip_coef)).mean()
+            pg_loss = torch.max(
+                -mb_advantage * ratio, -mb_advantage * ratio.clamp(1 - ppo.clip_coef, 1 + ppo.clip_coef)
+            ).mean()
             mb_value, mb_return = b_value.index_select(0, mb), b_return.index_select(0, mb)
             if ppo.clip_vloss:
                 v_clipped = mb_value + (new_value - mb_value).clamp(-ppo.clip_coef, ppo.clip_coef)
@@ -192,7 +222,9 @@ def ppo_update(learner: Learner, rollout: Rollout, advantages: np.ndarray, retur
             break
     if not n_train:
         return {}
-    var_y = b_return.var().item() if n_train > 1 else 0.0  # (one sample has no variance: explained variance is undefined)
+    var_y = (
+        b_return.var().item() if n_train > 1 else 0.0
+    )  # (one sample has no variance: explained variance is undefined)
     return {
         "pg_loss": pg_loss.item(),
         "v_loss": v_loss.item(),

@@ -44,8 +44,9 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -78,7 +79,9 @@ class MetaGame:
         """Add the results of games at ``table`` (per member: seat-games and losses)."""
         table = tuple(sorted(table))
         if len(table) != self.num_players or any(not 0 <= m < self.size for m in table):
-            raise ValueError(f"table {table} is not allowed; expected {self.num_players} member indices from 0 to {self.size - 1}")
+            raise ValueError(
+                f"table {table} is not allowed; expected {self.num_players} member indices from 0 to {self.size - 1}"
+            )
         if set(seat_games) != set(table) or set(losses) != set(table):
             raise ValueError(f"results for members {sorted(seat_games)} do not match table {table}")
         games = self.seat_games.setdefault(table, {m: 0 for m in set(table)})
@@ -112,13 +115,20 @@ class MetaGame:
 
     def _opponent_terms(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``U[i, R]`` (payoff of ``i`` against opponents ``R``), the member counts of each ``R`` and its multinomial coefficient."""
-        key = (self.size, getattr(self, "_revision", 0))  # (not the number of tables: record may add games to a table already played)
+        key = (
+            self.size,
+            getattr(self, "_revision", 0),
+        )  # (not the number of tables: record may add games to a table already played)
         if getattr(self, "_cache_key", None) != key:
             missing = self.missing_tables()
             if missing:
-                raise ValueError(f"the meta-game of {self.size} members lacks the payoffs of tables {missing[:5]}{' ...' if len(missing) > 5 else ''}")
+                raise ValueError(
+                    f"the meta-game of {self.size} members lacks the payoffs of tables {missing[:5]}{' ...' if len(missing) > 5 else ''}"
+                )
             opponents, counts, coefficients = opponent_multisets(self.size, self.num_players - 1)
-            utilities = np.array([[self.payoff(tuple(sorted(rest + (i,))), i) for rest in opponents] for i in range(self.size)])
+            utilities = np.array(
+                [[self.payoff(tuple(sorted(rest + (i,))), i) for rest in opponents] for i in range(self.size)]
+            )
             self._cache = (utilities, counts, coefficients)
             self._cache_key = key
         return self._cache
@@ -130,13 +140,17 @@ class MetaGame:
             "num_players": self.num_players,
             "size": self.size,
             "tables": [
-                {"members": list(t), "seat_games": [self.seat_games[t][m] for m in sorted(set(t))], "losses": [self.losses[t][m] for m in sorted(set(t))]}
+                {
+                    "members": list(t),
+                    "seat_games": [self.seat_games[t][m] for m in sorted(set(t))],
+                    "losses": [self.losses[t][m] for m in sorted(set(t))],
+                }
                 for t in sorted(self.seat_games)
             ],
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "MetaGame":
+    def from_dict(cls, data: dict[str, Any]) -> MetaGame:
         game = cls(int(data["num_players"]), int(data["size"]))
         for entry in data["tables"]:
             table = tuple(entry["members"])
@@ -148,7 +162,8 @@ class MetaGame:
 @functools.lru_cache(maxsize=32)
 def opponent_multisets(size: int, seats: int) -> tuple[list[tuple[int, ...]], np.ndarray, np.ndarray]:
     """The multisets ``R`` of ``seats`` members out of ``size`` (in a fixed order), each one's member counts and its
-    multinomial coefficient: ``P(R | x) = coefficient * prod_i x_i ** counts_i`` when each seat draws from ``x``."""
+    multinomial coefficient: ``P(R | x) = coefficient * prod_i x_i ** counts_i`` when each seat draws from ``x``.
+    """
     multisets = list(itertools.combinations_with_replacement(range(size), seats))
     counts = np.zeros((len(multisets), size), np.float64)
     for r, rest in enumerate(multisets):
@@ -161,7 +176,9 @@ def opponent_multisets(size: int, seats: int) -> tuple[list[tuple[int, ...]], np
 # ---------------------------------------------------------------------------- solvers
 
 
-def projected_replicator_dynamics(game: MetaGame, iterations: int = 20_000, step: float = 0.5, floor: float = 1e-3) -> np.ndarray:
+def projected_replicator_dynamics(
+    game: MetaGame, iterations: int = 20_000, step: float = 0.5, floor: float = 1e-3
+) -> np.ndarray:
     """Replicator flow ``x_i += step * x_i (u(i|x) - x.u)``, projected onto ``{x >= floor/K, sum x = 1}``; the mean of the second half of the iterates.
 
     ``step`` is in payoff units of loss rate (payoffs lie in [-1, 0]).
@@ -292,7 +309,9 @@ class ExploiterGame:
         missing = [(j, r) for j in range(self.exploiters) for r in self.rests() if not self.seat_games[j].get(r)]
         if missing:
             raise ValueError(f"the exploiter game lacks the tables {missing[:5]}{' ...' if len(missing) > 5 else ''}")
-        return np.array([[self.losses[j][r] / self.seat_games[j][r] for r in self.rests()] for j in range(self.exploiters)])
+        return np.array(
+            [[self.losses[j][r] / self.seat_games[j][r] for r in self.rests()] for j in range(self.exploiters)]
+        )
 
     def draw_probabilities(self, x: np.ndarray) -> np.ndarray:
         """``P(R | x)`` for every ``R`` of ``rests()``, for each row of ``x`` (shape ``(..., K)``)."""
@@ -311,7 +330,7 @@ class ExploiterGame:
         }  # fmt: skip
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "ExploiterGame":
+    def from_dict(cls, data: dict[str, Any]) -> ExploiterGame:
         game = cls(int(data["num_players"]), int(data["size"]), int(data["exploiters"]))
         for entry in data["tables"]:
             game.record(int(entry["exploiter"]), tuple(entry["members"]), entry["seat_games"], entry["losses"])
@@ -342,7 +361,14 @@ def cap_weights(x: np.ndarray, max_weight: float) -> np.ndarray:
     return x
 
 
-def minimax_weights(game: ExploiterGame, costs: dict[str, np.ndarray] | None = None, limits: dict[str, float] | None = None, samples: int = 100_000, seed: int = 0, max_weight: float | None = None) -> np.ndarray:
+def minimax_weights(
+    game: ExploiterGame,
+    costs: dict[str, np.ndarray] | None = None,
+    limits: dict[str, float] | None = None,
+    samples: int = 100_000,
+    seed: int = 0,
+    max_weight: float | None = None,
+) -> np.ndarray:
     """The mixture ``x`` that maximises the smallest exploiter loss rate, ``max_x min_j L_j(x)``, with ``costs[b] . x <= limits[b]``
     and, with ``max_weight``, no member's weight above it.
 
@@ -357,7 +383,9 @@ def minimax_weights(game: ExploiterGame, costs: dict[str, np.ndarray] | None = N
     costs, limits = costs or {}, limits or {}
     k = game.size
     if max_weight is not None and not (0 < max_weight <= 1 and max_weight * k >= 1 - 1e-12):
-        raise ValueError(f"a largest member weight of {max_weight} is not allowed for {k} members; expected a value in [1/{k}, 1] = [{1 / k:.4g}, 1]")
+        raise ValueError(
+            f"a largest member weight of {max_weight} is not allowed for {k} members; expected a value in [1/{k}, 1] = [{1 / k:.4g}, 1]"
+        )
     capped = (lambda y: cap_weights(y, max_weight)) if max_weight is not None else (lambda y: y)
     rng = np.random.default_rng(seed)
     names = sorted(limits)
@@ -374,7 +402,9 @@ def minimax_weights(game: ExploiterGame, costs: dict[str, np.ndarray] | None = N
     if not np.isfinite(scores).any():
         best = {b: float(np.min(costs[b])) for b in names}
         cap = f" with no weight above {max_weight}" if max_weight is not None else ""
-        raise ValueError(f"no mixture of these members{cap} meets the limits {limits}; the lowest loss rate each allows is {best} (one member alone)")
+        raise ValueError(
+            f"no mixture of these members{cap} meets the limits {limits}; the lowest loss rate each allows is {best} (one member alone)"
+        )
     x, best = candidates[int(np.argmax(scores))], float(np.max(scores))
     for scale in np.geomspace(0.3, 0.003, 12):
         trial = np.abs(x + rng.normal(0.0, scale, size=(2000, k)))

@@ -18,23 +18,36 @@ play the member drawn last.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from cockroach_env.config import GameConfig
+
 
 class MixtureAgent:
     """An agent of the ``baselines`` protocol that plays one member of a weighted population per game."""
 
     supports_batch = True
 
-    def __init__(self, members: Sequence[Any], weights: Sequence[float], config: GameConfig, seed: int | None = None, name: str = "mixture"):
+    def __init__(
+        self,
+        members: Sequence[Any],
+        weights: Sequence[float],
+        config: GameConfig,
+        seed: int | None = None,
+        name: str = "mixture",
+    ):
         weights = np.asarray(weights, np.float64)
         if len(members) == 0 or len(weights) != len(members):
-            raise ValueError(f"a mixture needs one weight per member; got {len(members)} members and {len(weights)} weights")
+            raise ValueError(
+                f"a mixture needs one weight per member; got {len(members)} members and {len(weights)} weights"
+            )
         if (weights < 0).any() or not weights.sum() > 0 or not np.isfinite(weights).all():
-            raise ValueError(f"mixture weights {weights.tolist()} are not allowed; expected finite weights >= 0 with a positive sum")
+            raise ValueError(
+                f"mixture weights {weights.tolist()} are not allowed; expected finite weights >= 0 with a positive sum"
+            )
         self.members = list(members)
         self.weights = weights / weights.sum()
         self.config = config
@@ -45,7 +58,8 @@ class MixtureAgent:
     @property
     def rng(self) -> np.random.Generator:
         """The generator of the member draws. Setting it (as ``MaskedSelfPlayEnv.reset(seed=...)`` does to reseed an
-        agent) also reseeds every member that samples with its own ``rng``, from it, so that a reseeded mixture replays."""
+        agent) also reseeds every member that samples with its own ``rng``, from it, so that a reseeded mixture replays.
+        """
         return self._rng
 
     @rng.setter

@@ -36,12 +36,25 @@ from typing import Any
 import numpy as np
 
 from training import checkpoint as ckpt
+from training.arguments import positive_integer, unit_weight
+from training.arguments import seed as seed_argument
 from training.distributed import LocalExecutor, add_ray_option, add_torch_threads_option, executor, use_torch_threads
 from training.meta_solvers import SOLVERS, ExploiterGame, MetaGame, minimax_weights, solve
-from training.arguments import positive_integer, seed as seed_argument, unit_weight
 from training.output_paths import output_file_problem
 
-RECIPE_KEYS = ("name", "kind", "command", "commands", "base_run", "training_config", "step", "evaluation", "exported_from", "created", "psro")
+RECIPE_KEYS = (
+    "name",
+    "kind",
+    "command",
+    "commands",
+    "base_run",
+    "training_config",
+    "step",
+    "evaluation",
+    "exported_from",
+    "created",
+    "psro",
+)
 """What a checkpoint's metadata contributes to its recipe: a member's entry of ``mixture.recipes`` (one per member, in member
 order), or for a mixture without recipes of its own (PSRO's), its one entry of ``mixture.sources``, which its members' entries name."""
 SHARED_KEYS = ("game_config", "model", "observation_size", "num_actions", "layout_version")
@@ -49,33 +62,90 @@ SHARED_KEYS = ("game_config", "model", "observation_size", "num_actions", "layou
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="cockroach-mixture", description=__doc__.split("\n\n")[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="cockroach-mixture",
+        description=__doc__.split("\n\n")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("output", help="the mixture checkpoint to write (OUTPUT.json and its tensor file)")
-    parser.add_argument("members", nargs="+", metavar="MEMBER", help="checkpoint paths or shipped names (agents, runs or mixtures) of one rule set and one network shape")
+    parser.add_argument(
+        "members",
+        nargs="+",
+        metavar="MEMBER",
+        help="checkpoint paths or shipped names (agents, runs or mixtures) of one rule set and one network shape",
+    )
     weighting = parser.add_mutually_exclusive_group()
-    weighting.add_argument("--weights", nargs="+", metavar="W", help="one weight per MEMBER (>= 0, positive sum; normalised); a mixture MEMBER shares its weight among its members")
-    weighting.add_argument("--meta-solver", choices=sorted(SOLVERS), default="uniform", help="solve the members' meta-game for the weights (default uniform: an equal weight per MEMBER, a mixture sharing its weight among its members by theirs; nothing played)")
-    weighting.add_argument("--exploiters", nargs="+", metavar="BR", help="weights that leave these exploiters (checkpoints, e.g. cockroach-exploit's best responses) the least: max over mixtures of the smallest exploiter loss rate")
-    parser.add_argument("--max-loss", action="append", default=[], metavar="BASELINE=RATE", help="with --exploiters: the mixture's loss rate against N-1 copies of BASELINE stays <= RATE (repeatable; e.g. random=0.027)")
-    parser.add_argument("--max-weight", type=unit_weight, metavar="W", help="with --exploiters: no member's weight above W (spreads the mixture over at least 1/W members; W in [1/MEMBERS, 1])")
-    parser.add_argument("--baseline-games", type=positive_integer, default=4000, help="with --max-loss: games of each member against each limited baseline (default 4000)")
-    parser.add_argument("--payoff-games", type=positive_integer, default=400, help="with --meta-solver or --exploiters: games per table (default 400)")
+    weighting.add_argument(
+        "--weights",
+        nargs="+",
+        metavar="W",
+        help="one weight per MEMBER (>= 0, positive sum; normalised); a mixture MEMBER shares its weight among its members",
+    )
+    weighting.add_argument(
+        "--meta-solver",
+        choices=sorted(SOLVERS),
+        default="uniform",
+        help="solve the members' meta-game for the weights (default uniform: an equal weight per MEMBER, a mixture sharing its weight among its members by theirs; nothing played)",
+    )
+    weighting.add_argument(
+        "--exploiters",
+        nargs="+",
+        metavar="BR",
+        help="weights that leave these exploiters (checkpoints, e.g. cockroach-exploit's best responses) the least: max over mixtures of the smallest exploiter loss rate",
+    )
+    parser.add_argument(
+        "--max-loss",
+        action="append",
+        default=[],
+        metavar="BASELINE=RATE",
+        help="with --exploiters: the mixture's loss rate against N-1 copies of BASELINE stays <= RATE (repeatable; e.g. random=0.027)",
+    )
+    parser.add_argument(
+        "--max-weight",
+        type=unit_weight,
+        metavar="W",
+        help="with --exploiters: no member's weight above W (spreads the mixture over at least 1/W members; W in [1/MEMBERS, 1])",
+    )
+    parser.add_argument(
+        "--baseline-games",
+        type=positive_integer,
+        default=4000,
+        help="with --max-loss: games of each member against each limited baseline (default 4000)",
+    )
+    parser.add_argument(
+        "--payoff-games",
+        type=positive_integer,
+        default=400,
+        help="with --meta-solver or --exploiters: games per table (default 400)",
+    )
     parser.add_argument(
         "--prune-below", type=unit_weight, default=0.0, metavar="W",
         help="drop the members whose weight (solved, given or equal) is below W and share their weight among the rest; "
         "the dropped members and the weights before pruning are kept in the metadata (default 0: keep every member)",
     )  # fmt: skip
-    add_torch_threads_option(parser, 1, "the small networks gain little from more, and builds side by side then do not oversubscribe the cores; "
-                             "with --ray, in every task")
+    add_torch_threads_option(
+        parser,
+        1,
+        "the small networks gain little from more, and builds side by side then do not oversubscribe the cores; "
+        "with --ray, in every task",
+    )
     parser.add_argument(
         "--payoff-cache", metavar="PATH",
         help="with --exploiters: a JSON file of the tables already played (the exploiter and the members known by their weights, "
         "with --payoff-games, --baseline-games and --seed); read if it exists, extended and rewritten atomically after each exploiter, "
         "so a later round of a double oracle, or a build stopped part-way, plays only the tables it lacks",
     )  # fmt: skip
-    add_ray_option(parser, "with --exploiters or --meta-solver: play the tables (one task per exploiter, per meta-game table, per member and limited "
-                   "baseline; the same tables and weights as in one process)")
-    parser.add_argument("--seed", type=seed_argument, default=0, help="with --meta-solver or --exploiters: seed of the games and of the search (default 0)")
+    add_ray_option(
+        parser,
+        "with --exploiters or --meta-solver: play the tables (one task per exploiter, per meta-game table, per member and limited "
+        "baseline; the same tables and weights as in one process)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=seed_argument,
+        default=0,
+        help="with --meta-solver or --exploiters: seed of the games and of the search (default 0)",
+    )
     parser.add_argument("--name", help="the mixture's name in its metadata (default: OUTPUT's file name)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing checkpoint at OUTPUT")
     return parser
@@ -107,16 +177,22 @@ def load_members(sources: list[str]) -> list[tuple[str, ckpt.Checkpoint]]:
     for source in sources:
         path = ckpt.resolve(source).resolve()
         if path in seen:
-            raise ValueError(f"MEMBER {source!r} is the checkpoint {seen[path]!r} again ({path}); give each member once and weight it with --weights")
+            raise ValueError(
+                f"MEMBER {source!r} is the checkpoint {seen[path]!r} again ({path}); give each member once and weight it with --weights"
+            )
         seen[path] = source
         checkpoint = ckpt.load_checkpoint(source)
         if checkpoint.metadata["kind"] == "solver":
-            raise ValueError(f"MEMBER {source!r} is a CFR solver checkpoint (kind 'solver'); expected an agent, run or mixture checkpoint with a network")
+            raise ValueError(
+                f"MEMBER {source!r} is a CFR solver checkpoint (kind 'solver'); expected an agent, run or mixture checkpoint with a network"
+            )
         loaded.append((source, checkpoint))
     first_source, first = loaded[0]
     for source, checkpoint in loaded[1:]:
         if checkpoint.game_config != first.game_config:
-            raise ValueError(f"MEMBER {source!r} was trained for {checkpoint.game_config} but {first_source!r} for {first.game_config}; expected members of one rule set")
+            raise ValueError(
+                f"MEMBER {source!r} was trained for {checkpoint.game_config} but {first_source!r} for {first.game_config}; expected members of one rule set"
+            )
         for key in SHARED_KEYS[1:]:
             if checkpoint.metadata.get(key) != first.metadata.get(key):
                 raise ValueError(
@@ -126,7 +202,9 @@ def load_members(sources: list[str]) -> list[tuple[str, ckpt.Checkpoint]]:
     return loaded
 
 
-def flatten(loaded: list[tuple[str, ckpt.Checkpoint]], weights: np.ndarray) -> tuple[list[Any], np.ndarray, list[str], list[dict[str, Any]], dict[str, dict[str, Any]]]:
+def flatten(
+    loaded: list[tuple[str, ckpt.Checkpoint]], weights: np.ndarray
+) -> tuple[list[Any], np.ndarray, list[str], list[dict[str, Any]], dict[str, dict[str, Any]]]:
     """Every member network with its weight, name and recipe, and the recipes of the mixtures it came from (by source).
 
     A mixture source contributes each of its members, sharing its weight by theirs. A mixture built by this command
@@ -146,11 +224,17 @@ def flatten(loaded: list[tuple[str, ckpt.Checkpoint]], weights: np.ndarray) -> t
                 sources.update(meta["mixture"].get("sources") or {})
             else:
                 sources[source] = recipe
-            for k, (model, inner_name, inner_weight) in enumerate(zip(ckpt.member_models(checkpoint), inner_names, inner)):
+            for k, (model, inner_name, inner_weight) in enumerate(
+                zip(ckpt.member_models(checkpoint), inner_names, inner)
+            ):
                 models.append(model)
                 member_weights.append(weight * inner_weight)
                 names.append(inner_name)
-                recipes.append({**inner_recipes[k], "via": source} if own_recipes else {"source": source, "member": k, "name": inner_name, "recipe": "in mixture.sources"})
+                recipes.append(
+                    {**inner_recipes[k], "via": source}
+                    if own_recipes
+                    else {"source": source, "member": k, "name": inner_name, "recipe": "in mixture.sources"}
+                )
         else:
             models.append(ckpt.build_model_from(checkpoint, "model"))
             member_weights.append(weight)
@@ -164,21 +248,29 @@ def flatten(loaded: list[tuple[str, ckpt.Checkpoint]], weights: np.ndarray) -> t
     return models, np.asarray(member_weights, np.float64), names, recipes, sources
 
 
-def play_tables(networks: dict[int, dict], tables: list[tuple[tuple[int, ...], dict[int, int], int]], games: int, threads: int) -> list[tuple[dict[int, int], dict[int, int]]]:
+def play_tables(
+    networks: dict[int, dict], tables: list[tuple[tuple[int, ...], dict[int, int], int]], games: int, threads: int
+) -> list[tuple[dict[int, int], dict[int, int]]]:
     """Play ``tables`` between portable ``networks`` (``ActorCritic.portable``, by id) for ``games`` games each
     (``training.psro.play_table``). A table is ``(seats, players, seed)``: the player index at each seat, the network id of
     each player index, and its seed; its result is per player index, seat-games and losses. The unit of work that
-    ``--ray`` sends to a task; every input is plain data or tensors, so it computes the same anywhere."""
+    ``--ray`` sends to a task; every input is plain data or tensors, so it computes the same anywhere.
+    """
     import training.psro as psro
     from training.model import ActorCritic
 
     use_torch_threads(threads)
     models = {n: ActorCritic.from_portable(data) for n, data in networks.items()}
     game = next(iter(models.values())).game_config
-    return [psro.play_table({k: models[n] for k, n in players.items()}, game, seats, games, table_seed) for seats, players, table_seed in tables]
+    return [
+        psro.play_table({k: models[n] for k, n in players.items()}, game, seats, games, table_seed)
+        for seats, players, table_seed in tables
+    ]
 
 
-def play_baseline(network: dict, baseline: str, games: int, seed: int, agent_seed: int, threads: int) -> tuple[int, int]:
+def play_baseline(
+    network: dict, baseline: str, games: int, seed: int, agent_seed: int, threads: int
+) -> tuple[int, int]:
     """A portable network in one seat against N-1 copies of ``baseline`` (arena, duplicate deals, seat rotation): seat-games and losses."""
     from training.arena import play_match
     from training.model import ActorCritic, PolicyAgent
@@ -199,10 +291,21 @@ def play_meta_game(models: list[Any], game, games: int, seed: int, workers=None,
     jobs = []
     for table in tables:
         table_seed = int(np.random.SeedSequence([seed, 2, *table]).generate_state(1)[0] % 2**31)
-        jobs.append(({m: models[m].portable() for m in set(table)}, [(table, {m: m for m in set(table)}, table_seed)], games, threads))
+        jobs.append(
+            (
+                {m: models[m].portable() for m in set(table)},
+                [(table, {m: m for m in set(table)}, table_seed)],
+                games,
+                threads,
+            )
+        )
     for index, (table, [(seat_games, losses)]) in enumerate(zip(tables, workers.map(play_tables, jobs))):
         meta_game.record(table, seat_games, losses)
-        print(f"meta-game table {index + 1}/{len(tables)} {list(table)}: loss rates " + ", ".join(f"member {m} {losses[m] / seat_games[m]:.3f}" for m in sorted(seat_games)), file=sys.stderr)
+        print(
+            f"meta-game table {index + 1}/{len(tables)} {list(table)}: loss rates "
+            + ", ".join(f"member {m} {losses[m] / seat_games[m]:.3f}" for m in sorted(seat_games)),
+            file=sys.stderr,
+        )
     return meta_game
 
 
@@ -213,7 +316,9 @@ def _limits(items: list[str]) -> dict[str, float]:
     for item in items:
         name, sep, text = item.partition("=")
         if not sep or name not in baselines.names():
-            raise ValueError(f"--max-loss {item!r} is not allowed; expected BASELINE=RATE with BASELINE one of {baselines.names()}")
+            raise ValueError(
+                f"--max-loss {item!r} is not allowed; expected BASELINE=RATE with BASELINE one of {baselines.names()}"
+            )
         try:
             rate = float(text)
         except ValueError:
@@ -263,14 +368,31 @@ class PayoffCache:
         except FileNotFoundError:
             return {}
         except (OSError, ValueError) as error:  # (UnicodeDecodeError and JSONDecodeError are ValueErrors)
-            raise ValueError(f"{where} cannot be read as a payoff cache ({error}); expected a JSON file written by cockroach-mixture, or a path that does not exist yet") from None
-        if not isinstance(data, dict) or data.get("format") != PAYOFF_CACHE_FORMAT or not isinstance(data.get("entries"), dict):
-            raise ValueError(f"{where} is not a payoff cache (format {data.get('format') if isinstance(data, dict) else type(data).__name__!r}); expected format {PAYOFF_CACHE_FORMAT!r} with an 'entries' object")
+            raise ValueError(
+                f"{where} cannot be read as a payoff cache ({error}); expected a JSON file written by cockroach-mixture, or a path that does not exist yet"
+            ) from None
+        if (
+            not isinstance(data, dict)
+            or data.get("format") != PAYOFF_CACHE_FORMAT
+            or not isinstance(data.get("entries"), dict)
+        ):
+            raise ValueError(
+                f"{where} is not a payoff cache (format {data.get('format') if isinstance(data, dict) else type(data).__name__!r}); expected format {PAYOFF_CACHE_FORMAT!r} with an 'entries' object"
+            )
         if data.get("game_config") != self.game:
-            raise ValueError(f"{where} holds tables of {data.get('game_config')}, but the members play {self.game}; expected a cache of one rule set: choose another path")
+            raise ValueError(
+                f"{where} holds tables of {data.get('game_config')}, but the members play {self.game}; expected a cache of one rule set: choose another path"
+            )
         for key, value in data["entries"].items():
-            if not (isinstance(value, list) and len(value) == 2 and all(type(v) is int for v in value) and 0 <= value[1] <= value[0]):
-                raise ValueError(f"{where}: entry {key!r} is {value!r}; expected [seat_games, losses] with 0 <= losses <= seat_games")
+            if not (
+                isinstance(value, list)
+                and len(value) == 2
+                and all(type(v) is int for v in value)
+                and 0 <= value[1] <= value[0]
+            ):
+                raise ValueError(
+                    f"{where}: entry {key!r} is {value!r}; expected [seat_games, losses] with 0 <= losses <= seat_games"
+                )
         return data["entries"]
 
     def __contains__(self, key: str) -> bool:
@@ -299,7 +421,9 @@ class PayoffCache:
             return
         with _exclusive_lock(self.path.parent / f".{self.path.name}.lock"):
             merged = {**self._read(), **self.entries}
-            text = json.dumps({"format": PAYOFF_CACHE_FORMAT, "game_config": self.game, "entries": merged}, indent=0, sort_keys=True)
+            text = json.dumps(
+                {"format": PAYOFF_CACHE_FORMAT, "game_config": self.game, "entries": merged}, indent=0, sort_keys=True
+            )
             ckpt.write_file_atomically(self.path, text.encode())
         self.entries = merged
 
@@ -326,12 +450,23 @@ def load_exploiters(sources: list[str], game) -> list[Any]:
     for source in sources:
         checkpoint = ckpt.load_checkpoint(source, game=game)
         if checkpoint.metadata["kind"] not in ("agent", "run"):
-            raise ValueError(f"--exploiters {source!r} is a {checkpoint.metadata['kind']!r} checkpoint; expected an agent or run checkpoint (one network, such as a cockroach-exploit best response)")
+            raise ValueError(
+                f"--exploiters {source!r} is a {checkpoint.metadata['kind']!r} checkpoint; expected an agent or run checkpoint (one network, such as a cockroach-exploit best response)"
+            )
         models.append(ckpt.build_model_from(checkpoint, "model"))
     return models
 
 
-def play_exploiter_game(models: list[Any], exploiters: list[Any], game, games: int, seed: int, cache: PayoffCache | None = None, workers=None, threads: int = 1) -> ExploiterGame:
+def play_exploiter_game(
+    models: list[Any],
+    exploiters: list[Any],
+    game,
+    games: int,
+    seed: int,
+    cache: PayoffCache | None = None,
+    workers=None,
+    threads: int = 1,
+) -> ExploiterGame:
     """Every exploiter against every multiset of ``N - 1`` members (``play_tables``), through ``cache``.
 
     A table is played in a canonical order, the exploiter first and the members by digest, with a seed of its content:
@@ -357,14 +492,25 @@ def play_exploiter_game(models: list[Any], exploiters: list[Any], game, games: i
         chosen = range(first, min(first + batch, len(exploiters)))
         jobs, missing = [], []
         for j in chosen:
-            lacking = list({key: (key, order, table_seed) for _, key, order, table_seed in plans[j] if key not in cache}.values())
+            lacking = list(
+                {key: (key, order, table_seed) for _, key, order, table_seed in plans[j] if key not in cache}.values()
+            )
             tables = []
             for _, order, table_seed in lacking:
                 local = {m: 1 + k for k, m in enumerate(dict.fromkeys(order))}  # player 0 is the exploiter (network -1)
-                tables.append(((0, *(local[m] for m in order)), {0: -1, **{k: m for m, k in local.items()}}, table_seed))
+                tables.append(
+                    ((0, *(local[m] for m in order)), {0: -1, **{k: m for m, k in local.items()}}, table_seed)
+                )
             if tables:
                 members = sorted({m for _, order, _ in lacking for m in order})
-                jobs.append(({-1: exploiters[j].portable(), **{m: models[m].portable() for m in members}}, tables, games, threads))
+                jobs.append(
+                    (
+                        {-1: exploiters[j].portable(), **{m: models[m].portable() for m in members}},
+                        tables,
+                        games,
+                        threads,
+                    )
+                )
             missing.append(lacking)
         outcomes = iter(workers.map(play_tables, jobs))
         for j, lacking in zip(chosen, missing):
@@ -373,23 +519,43 @@ def play_exploiter_game(models: list[Any], exploiters: list[Any], game, games: i
             fresh = {key for key, _, _ in lacking}
             for rest, key, _, _ in plans[j]:
                 result.record(j, rest, *(cache.entries[key] if key in fresh else cache.served(key)))
-            print(f"exploiter {j + 1}/{len(exploiters)}: {len(plans[j])} tables ({len(lacking)} played, {len(plans[j]) - len(lacking)} from the payoff cache)", file=sys.stderr)
+            print(
+                f"exploiter {j + 1}/{len(exploiters)}: {len(plans[j])} tables ({len(lacking)} played, {len(plans[j]) - len(lacking)} from the payoff cache)",
+                file=sys.stderr,
+            )
         cache.save()
     return result
 
 
-def baseline_costs(models: list[Any], game, limits: dict[str, float], games: int, seed: int, cache: PayoffCache | None = None, workers=None, threads: int = 1) -> dict[str, np.ndarray]:
+def baseline_costs(
+    models: list[Any],
+    game,
+    limits: dict[str, float],
+    games: int,
+    seed: int,
+    cache: PayoffCache | None = None,
+    workers=None,
+    threads: int = 1,
+) -> dict[str, np.ndarray]:
     """Each member's loss rate in one seat against N-1 copies of each limited baseline (``play_baseline``), through ``cache``;
-    the matches the cache lacks go to ``workers``, one task each, as many at once as it has workers, the cache saved after each batch."""
+    the matches the cache lacks go to ``workers``, one task each, as many at once as it has workers, the cache saved after each batch.
+    """
     cache = cache or PayoffCache(None, game)
     workers = workers or LocalExecutor()
     digests = [model_digest(m) for m in models]
-    keys = {(name, k): f"baseline {name} vs {digests[k]} games={games} seed={seed}" for name in sorted(limits) for k in range(len(models))}
+    keys = {
+        (name, k): f"baseline {name} vs {digests[k]} games={games} seed={seed}"
+        for name in sorted(limits)
+        for k in range(len(models))
+    }
     lacking = list({key: (name, k) for (name, k), key in keys.items() if key not in cache}.items())  # one match per key
     batch = max(1, workers.workers)
     for first in range(0, len(lacking), batch):
         chosen = lacking[first : first + batch]
-        jobs = [(models[k].portable(), name, games, seed, content_seed(seed, "baseline", digests[k]), threads) for _, (name, k) in chosen]
+        jobs = [
+            (models[k].portable(), name, games, seed, content_seed(seed, "baseline", digests[k]), threads)
+            for _, (name, k) in chosen
+        ]
         for (key, _), (seat_games, losses) in zip(chosen, workers.map(play_baseline, jobs)):
             cache.record(key, seat_games, losses)
         cache.save()
@@ -402,7 +568,10 @@ def baseline_costs(models: list[Any], game, limits: dict[str, float], games: int
             seat_games, losses = cache.entries[key] if key in fresh else cache.served(key)
             rates.append(losses / seat_games)
         costs[name] = np.asarray(rates)
-        print(f"members against {game.num_players - 1} {name}: loss rates {np.round(costs[name], 4).tolist()}", file=sys.stderr)
+        print(
+            f"members against {game.num_players - 1} {name}: loss rates {np.round(costs[name], 4).tolist()}",
+            file=sys.stderr,
+        )
     return costs
 
 
@@ -420,15 +589,25 @@ def main(argv: list[str] | None = None) -> int:
         weights = _weights(args.weights, len(args.members))
         limits = _limits(args.max_loss)
         if limits and not args.exploiters:
-            raise ValueError("--max-loss needs --exploiters (the limits constrain the weights that --exploiters solves for)")
+            raise ValueError(
+                "--max-loss needs --exploiters (the limits constrain the weights that --exploiters solves for)"
+            )
         if args.max_weight is not None and not args.exploiters:
             raise ValueError("--max-weight needs --exploiters (it caps the weights that --exploiters solves for)")
         if args.payoff_cache is not None and not args.exploiters:
-            raise ValueError("--payoff-cache needs --exploiters (it keeps the exploiter tables and baseline games that --exploiters plays)")
+            raise ValueError(
+                "--payoff-cache needs --exploiters (it keeps the exploiter tables and baseline games that --exploiters plays)"
+            )
         if args.ray is not None and not args.exploiters and (args.weights is not None or args.meta_solver == "uniform"):
-            raise ValueError("--ray plays the payoff tables; add --exploiters or --meta-solver (equal or given weights play nothing)")
+            raise ValueError(
+                "--ray plays the payoff tables; add --exploiters or --meta-solver (equal or given weights play nothing)"
+            )
         cache_problem = output_file_problem("--payoff-cache", args.payoff_cache)
-        if cache_problem is None and args.payoff_cache is not None and Path(args.payoff_cache).resolve() == meta_path.resolve():
+        if (
+            cache_problem is None
+            and args.payoff_cache is not None
+            and Path(args.payoff_cache).resolve() == meta_path.resolve()
+        ):
             cache_problem = f"--payoff-cache {args.payoff_cache!r} is OUTPUT's metadata file {str(meta_path)!r}, which the build writes; expected another path"
         if cache_problem:
             raise ValueError(cache_problem)
@@ -451,16 +630,32 @@ def main(argv: list[str] | None = None) -> int:
         workers.close()
 
 
-def _build(args, output: Path, loaded, game, exploiters: list[Any], cache: PayoffCache, limits: dict[str, float], weights, workers, argv) -> int:
+def _build(
+    args,
+    output: Path,
+    loaded,
+    game,
+    exploiters: list[Any],
+    cache: PayoffCache,
+    limits: dict[str, float],
+    weights,
+    workers,
+    argv,
+) -> int:
     models, member_weights, names, recipes, sources = flatten(loaded, weights)
     solver = "given" if args.weights is not None else "minimax_exploiters" if exploiters else args.meta_solver
     mixture: dict[str, Any] = {"meta_solver": solver, "recipes": recipes, **({"sources": sources} if sources else {})}
     if exploiters:
         if args.max_weight is not None and args.max_weight * len(models) < 1 - 1e-12:
-            print(f"error: --max-weight {args.max_weight} is not allowed for {len(models)} members (weights sum to 1); expected W of at least 1/{len(models)} = {1 / len(models):.4g}", file=sys.stderr)
+            print(
+                f"error: --max-weight {args.max_weight} is not allowed for {len(models)} members (weights sum to 1); expected W of at least 1/{len(models)} = {1 / len(models):.4g}",
+                file=sys.stderr,
+            )
             return 2
         started = time.perf_counter()
-        exploiter_game = play_exploiter_game(models, exploiters, game, args.payoff_games, args.seed, cache, workers, args.torch_threads)
+        exploiter_game = play_exploiter_game(
+            models, exploiters, game, args.payoff_games, args.seed, cache, workers, args.torch_threads
+        )
         costs = baseline_costs(models, game, limits, args.baseline_games, args.seed, cache, workers, args.torch_threads)
         try:
             member_weights = minimax_weights(exploiter_game, costs, limits, seed=args.seed, max_weight=args.max_weight)
@@ -482,24 +677,49 @@ def _build(args, output: Path, loaded, game, exploiters: list[Any], cache: Payof
         started = time.perf_counter()
         meta_game = play_meta_game(models, game, args.payoff_games, args.seed, workers, args.torch_threads)
         member_weights = solve(args.meta_solver, meta_game)
-        mixture.update(meta_game=meta_game.to_dict(), payoff_games=args.payoff_games, seed=args.seed, meta_nash_conv=round(meta_game.nash_conv(member_weights), 5))
-        print(f"meta-game of {len(models)} members solved by {args.meta_solver} in {time.perf_counter() - started:.0f} s: NashConv {100 * mixture['meta_nash_conv']:.2f} points", file=sys.stderr)
+        mixture.update(
+            meta_game=meta_game.to_dict(),
+            payoff_games=args.payoff_games,
+            seed=args.seed,
+            meta_nash_conv=round(meta_game.nash_conv(member_weights), 5),
+        )
+        print(
+            f"meta-game of {len(models)} members solved by {args.meta_solver} in {time.perf_counter() - started:.0f} s: NashConv {100 * mixture['meta_nash_conv']:.2f} points",
+            file=sys.stderr,
+        )
     member_weights = member_weights / member_weights.sum()
     if args.prune_below > 0:
         keep = member_weights >= args.prune_below
         if not keep.any():
-            print(f"error: --prune-below {args.prune_below} drops every member; the weights are {dict(zip(names, member_weights.round(4).tolist()))}; expected W at most the largest weight", file=sys.stderr)
+            print(
+                f"error: --prune-below {args.prune_below} drops every member; the weights are {dict(zip(names, member_weights.round(4).tolist()))}; expected W at most the largest weight",
+                file=sys.stderr,
+            )
             return 2
         kept = np.where(keep, member_weights, 0.0) / member_weights[keep].sum()
         mixture["pruned"] = {
             "below": args.prune_below,
-            "members": [{"name": n, "weight": round(float(w), 6)} for n, w, k in zip(names, member_weights, keep) if not k],
-            "names_before": list(names), "weights_before": [round(float(w), 6) for w in member_weights],
-            **({"exploiter_loss_rates": [round(float(r), 5) for r in exploiter_game.exploiter_loss_rates(kept)]} if exploiters else {}),
+            "members": [
+                {"name": n, "weight": round(float(w), 6)} for n, w, k in zip(names, member_weights, keep) if not k
+            ],
+            "names_before": list(names),
+            "weights_before": [round(float(w), 6) for w in member_weights],
+            **(
+                {"exploiter_loss_rates": [round(float(r), 5) for r in exploiter_game.exploiter_loss_rates(kept)]}
+                if exploiters
+                else {}
+            ),
         }  # fmt: skip  (the exploiter tables index the members before pruning: names_before)
-        models, names, recipes = [m for m, k in zip(models, keep) if k], [n for n, k in zip(names, keep) if k], [r for r, k in zip(recipes, keep) if k]
+        models, names, recipes = (
+            [m for m, k in zip(models, keep) if k],
+            [n for n, k in zip(names, keep) if k],
+            [r for r, k in zip(recipes, keep) if k],
+        )
         member_weights, mixture["recipes"] = kept[keep], recipes
-        print(f"pruned {int((~keep).sum())} members below weight {args.prune_below}: {[entry['name'] for entry in mixture['pruned']['members']]}", file=sys.stderr)
+        print(
+            f"pruned {int((~keep).sum())} members below weight {args.prune_below}: {[entry['name'] for entry in mixture['pruned']['members']]}",
+            file=sys.stderr,
+        )
     first = loaded[0][1].metadata
     metadata = {
         **{k: first[k] for k in SHARED_KEYS},
@@ -512,7 +732,9 @@ def _build(args, output: Path, loaded, game, exploiters: list[Any], cache: Payof
     path = ckpt.save_mixture_checkpoint(output, models, member_weights, names, metadata)
     for name, weight in zip(names, member_weights):
         print(f"  {weight:.4f}  {name}")
-    print(f"mixture of {len(models)} members: {path}  (load with training.load_agent({str(output)!r}) or cockroach-eval)")
+    print(
+        f"mixture of {len(models)} members: {path}  (load with training.load_agent({str(output)!r}) or cockroach-eval)"
+    )
     return 0
 
 

@@ -140,12 +140,23 @@ class Evaluation(NamedTuple):
 class ActorCritic(nn.Module):
     """MLP trunk shared by a masked policy head (``num_actions`` logits) and a value head."""
 
-    def __init__(self, config: GameConfig, hidden_sizes: list[int] = (256, 256), activation: str = "tanh", card_counting: bool = False, seed: int | None = None):
+    def __init__(
+        self,
+        config: GameConfig,
+        hidden_sizes: list[int] = (256, 256),
+        activation: str = "tanh",
+        card_counting: bool = False,
+        seed: int | None = None,
+    ):
         """``card_counting`` adds the ``CardCounting`` inputs; ``seed`` makes the (orthogonal) initialization reproducible."""
         super().__init__()
         generator = torch.Generator().manual_seed(seed) if seed is not None else None
         self.game_config = config
-        self.spec = {"hidden_sizes": [int(h) for h in hidden_sizes], "activation": activation, "card_counting": bool(card_counting)}
+        self.spec = {
+            "hidden_sizes": [int(h) for h in hidden_sizes],
+            "activation": activation,
+            "card_counting": bool(card_counting),
+        }
         """The constructor's network arguments, as a checkpoint's ``model`` entry records them."""
         self.card_counting = CardCounting(config) if card_counting else None
         enc = encoding_for(config)
@@ -164,11 +175,16 @@ class ActorCritic(nn.Module):
 
     def portable(self) -> dict:
         """Everything needed to rebuild this network elsewhere (another process, a Ray task): rules, shape and weights, as
-        plain data and tensors; ``ActorCritic.from_portable`` is the inverse."""
-        return {"game_config": self.game_config.to_dict(), "spec": dict(self.spec), "weights": {k: v.detach().cpu().clone() for k, v in self.state_dict().items()}}
+        plain data and tensors; ``ActorCritic.from_portable`` is the inverse.
+        """
+        return {
+            "game_config": self.game_config.to_dict(),
+            "spec": dict(self.spec),
+            "weights": {k: v.detach().cpu().clone() for k, v in self.state_dict().items()},
+        }
 
     @classmethod
-    def from_portable(cls, data: dict) -> "ActorCritic":
+    def from_portable(cls, data: dict) -> ActorCritic:
         spec = data["spec"]
         model = cls(GameConfig(**data["game_config"]), spec["hidden_sizes"], spec["activation"], spec["card_counting"])
         model.load_state_dict(data["weights"])
@@ -211,7 +227,9 @@ class ActorCritic(nn.Module):
         logits, value = self.heads(self.network_inputs(obs))
         draw = torch.rand((len(logits), 1), generator=generator, device=logits.device)
         if mask.dtype == torch.bool and kernels.available(logits):
-            action, logprob = kernels.sample_masked(logits, mask, draw[:, 0])  # the same draw in one compiled pass per row
+            action, logprob = kernels.sample_masked(
+                logits, mask, draw[:, 0]
+            )  # the same draw in one compiled pass per row
             return action, logprob, value
         logits = logits + (mask_bias(mask) if mask.dtype == torch.bool else mask)
         log_policy = torch.log_softmax(logits, dim=-1)
@@ -219,7 +237,9 @@ class ActorCritic(nn.Module):
         action = torch.searchsorted(cumulative, draw * cumulative[:, -1:], right=True).squeeze(1)
         return action, log_policy.gather(1, action[:, None]).squeeze(1), value
 
-    def evaluate(self, inputs: torch.Tensor, legal: torch.Tensor, action: torch.Tensor, full_policy: bool = False) -> "Evaluation":
+    def evaluate(
+        self, inputs: torch.Tensor, legal: torch.Tensor, action: torch.Tensor, full_policy: bool = False
+    ) -> Evaluation:
         """Log-probabilities of ``action``, policy entropies and values of ``network_inputs`` rows, with gradients.
 
         ``legal`` is the boolean mask (or, with ``full_policy``, its ``mask_bias``,
@@ -250,7 +270,9 @@ class PolicyAgent(LogitsAgent):
     own seeded ``numpy.random.Generator`` (``greedy=True`` plays the most likely move).
     """
 
-    def __init__(self, model: ActorCritic, config: GameConfig, seed: int | None = None, name: str = "ppo", greedy: bool = False):
+    def __init__(
+        self, model: ActorCritic, config: GameConfig, seed: int | None = None, name: str = "ppo", greedy: bool = False
+    ):
         super().__init__(config, seed)
         self.model = model.eval()
         self.name = name
@@ -264,4 +286,6 @@ class PolicyAgent(LogitsAgent):
             return logits.cpu().numpy()
 
     def __repr__(self) -> str:
-        return f"PolicyAgent(name={self.name!r}, {self.config.num_players}p {self.config.edition}, greedy={self.greedy})"
+        return (
+            f"PolicyAgent(name={self.name!r}, {self.config.num_players}p {self.config.edition}, greedy={self.greedy})"
+        )

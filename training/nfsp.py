@@ -76,7 +76,8 @@ class Reservoir:
 
     def add(self, obs: np.ndarray, mask: np.ndarray, action: np.ndarray, rng: np.random.Generator) -> None:
         """Add decisions (rows of ``obs``, ``mask``, ``action``): decision ``t`` (counting from 0 over all ever added) takes a free
-        slot while there is one, and afterwards slot ``j``, uniform in ``[0, t]``, if ``j < capacity`` (else it is not kept)."""
+        slot while there is one, and afterwards slot ``j``, uniform in ``[0, t]``, if ``j < capacity`` (else it is not kept).
+        """
         n = len(action)
         if n == 0:
             return
@@ -87,7 +88,9 @@ class Reservoir:
         slots = np.concatenate([np.arange(self.size, self.size + free), rng.integers(0, t + 1)])
         items = np.flatnonzero(slots < self.capacity)
         slots = slots[items]
-        last = len(slots) - 1 - np.unique(slots[::-1], return_index=True)[1]  # two items of one batch on a slot: the later one stays
+        last = (
+            len(slots) - 1 - np.unique(slots[::-1], return_index=True)[1]
+        )  # two items of one batch on a slot: the later one stays
         slots, items = slots[last], items[last]
         self.obs[slots] = obs[items]
         self.mask[slots] = np.packbits(np.asarray(mask[items], bool), axis=1)
@@ -104,7 +107,9 @@ class Reservoir:
     def tensors(self, prefix: str) -> dict[str, torch.Tensor]:
         """The decisions held, for a checkpoint (``prefix.obs``, ``prefix.mask``, ``prefix.action``)."""
         held = slice(0, self.size)
-        return {f"{prefix}.{name}": torch.from_numpy(getattr(self, name)[held].copy()) for name in ("obs", "mask", "action")}
+        return {
+            f"{prefix}.{name}": torch.from_numpy(getattr(self, name)[held].copy()) for name in ("obs", "mask", "action")
+        }
 
     def restore(self, tensors: dict[str, torch.Tensor], size: int, seen: int, where: str) -> None:
         """Hold what ``tensors`` (from ``tensors()``, without the prefix) held; ``CheckpointError`` if it does not fit this reservoir."""
@@ -114,7 +119,9 @@ class Reservoir:
         if not 0 <= size <= min(seen, self.capacity):
             problems.append(f"size {size} with {seen} decisions seen and capacity {self.capacity}")
         if problems:
-            raise ckpt.CheckpointError(f"{where}: the average policy's reservoir does not fit nfsp.reservoir_size={self.capacity}: {'; '.join(problems)}")
+            raise ckpt.CheckpointError(
+                f"{where}: the average policy's reservoir does not fit nfsp.reservoir_size={self.capacity}: {'; '.join(problems)}"
+            )
         obs = tensors["obs"].numpy()
         if obs.dtype != np.uint8:
             self.obs = self.obs.astype(np.float32)
@@ -126,7 +133,8 @@ class Reservoir:
 
 class AveragePolicy:
     """NFSP's average policy: a network, its Adam state and its reservoir of best-response decisions (what ``training.ppo`` trains
-    beside its policy when ``train`` is given one)."""
+    beside its policy when ``train`` is given one).
+    """
 
     def __init__(self, model: ActorCritic, settings: NFSPConfig, obs_size: int, num_actions: int, seed: int):
         self.model = model.train()
@@ -150,7 +158,12 @@ class AveragePolicy:
         device = next(self.model.parameters()).device
         if self.reservoir.size >= self.settings.sl_batch_size:
             for _ in range(self.settings.sl_steps):
-                obs, mask, action = (t.to(device) for t in self.reservoir.sample(self.rng.integers(0, self.reservoir.size, self.settings.sl_batch_size)))
+                obs, mask, action = (
+                    t.to(device)
+                    for t in self.reservoir.sample(
+                        self.rng.integers(0, self.reservoir.size, self.settings.sl_batch_size)
+                    )
+                )
                 logits = self.model.heads(self.model.network_inputs(obs))[0] + mask_bias(mask)
                 loss = torch.nn.functional.cross_entropy(logits, action)
                 self.optimizer.zero_grad()
@@ -175,18 +188,28 @@ class AveragePolicy:
     def restore(self, checkpoint: ckpt.Checkpoint) -> None:
         """Load what ``state`` saved in ``checkpoint`` (everything is checked before anything is loaded)."""
         record = checkpoint.metadata.get(AVERAGE)
-        if not isinstance(record, dict) or not all(isinstance(record.get(k), dict) for k in ("reservoir", "rng")) or f"{AVERAGE}.optimizer" not in checkpoint.metadata:
-            raise ckpt.CheckpointError(f"{checkpoint.path}: no average policy (metadata {AVERAGE!r} with reservoir and rng, and {AVERAGE + '.optimizer'!r}); not a run checkpoint of algorithm: nfsp")
+        if (
+            not isinstance(record, dict)
+            or not all(isinstance(record.get(k), dict) for k in ("reservoir", "rng"))
+            or f"{AVERAGE}.optimizer" not in checkpoint.metadata
+        ):
+            raise ckpt.CheckpointError(
+                f"{checkpoint.path}: no average policy (metadata {AVERAGE!r} with reservoir and rng, and {AVERAGE + '.optimizer'!r}); not a run checkpoint of algorithm: nfsp"
+            )
         ckpt.check_shapes(checkpoint, f"{AVERAGE}.model")
         held = record["reservoir"]
         size, seen = held.get("size"), held.get("seen")
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in (size, seen)):
-            raise ckpt.CheckpointError(f"{checkpoint.path}: metadata {AVERAGE}.reservoir is {held!r}; expected integer size and seen")
+            raise ckpt.CheckpointError(
+                f"{checkpoint.path}: metadata {AVERAGE}.reservoir is {held!r}; expected integer size and seen"
+            )
         rng = ckpt.restore_numpy_rng(record["rng"])
         self.reservoir.restore(checkpoint.group(f"{AVERAGE}.reservoir"), size, seen, str(checkpoint.path))
         self.model.load_state_dict(checkpoint.group(f"{AVERAGE}.model"))
         ckpt.restore_optimizer(self.optimizer, checkpoint, prefix=f"{AVERAGE}.optimizer")
-        for group in self.optimizer.param_groups:  # the config's rate: it may change on resume (training.ppo.RESUMABLE_CHANGES)
+        for (
+            group
+        ) in self.optimizer.param_groups:  # the config's rate: it may change on resume (training.ppo.RESUMABLE_CHANGES)
             group["lr"] = self.settings.sl_learning_rate
         self.rng = rng
         self.loss = math.nan if record.get("loss") is None else float(record["loss"])
@@ -209,10 +232,25 @@ def train(
         raise ValueError(f"config.algorithm={config.algorithm!r}; training.nfsp.train runs algorithm: nfsp")
     game = config.game_config()
     enc = encoding_for(game)
-    model = ActorCritic(game, config.model.hidden_sizes, config.model.activation, config.model.card_counting, seed=config.seed)  # β's initial weights
+    model = ActorCritic(
+        game, config.model.hidden_sizes, config.model.activation, config.model.card_counting, seed=config.seed
+    )  # β's initial weights
     if initial_weights is not None:
         model.load_state_dict(initial_weights)
-    average = AveragePolicy(model.to(torch.device(config.device)), config.nfsp, enc.observation.size, enc.num_actions, config.seed)
-    path = train_ppo(config, resume=resume, command=command, progress_bar=progress_bar, initial_weights=initial_weights, base_run=base_run, average=average)
-    print(f"average policy: {average.reservoir.seen:,} best-response decisions seen, {average.reservoir.size:,} in the reservoir, {average.seconds:.0f} s of supervised steps", file=sys.stderr)
+    average = AveragePolicy(
+        model.to(torch.device(config.device)), config.nfsp, enc.observation.size, enc.num_actions, config.seed
+    )
+    path = train_ppo(
+        config,
+        resume=resume,
+        command=command,
+        progress_bar=progress_bar,
+        initial_weights=initial_weights,
+        base_run=base_run,
+        average=average,
+    )
+    print(
+        f"average policy: {average.reservoir.seen:,} best-response decisions seen, {average.reservoir.size:,} in the reservoir, {average.seconds:.0f} s of supervised steps",
+        file=sys.stderr,
+    )
     return path

@@ -10,7 +10,9 @@ import tempfile
 from pathlib import Path
 
 
-def output_file_problem(option: str, path: str | os.PathLike | None, checkpoint: bool = False, replace: bool = True) -> str | None:
+def output_file_problem(
+    option: str, path: str | os.PathLike | None, checkpoint: bool = False, replace: bool = True
+) -> str | None:
     """Why ``path`` (the value of ``option``) cannot be written, or None; creates nothing that stays.
 
     Refused: an existing directory, a missing or non-directory parent, a parent where no
@@ -42,13 +44,16 @@ def output_file_problem(option: str, path: str | os.PathLike | None, checkpoint:
 
 def write_json_report(path: str | os.PathLike, data, indent: int = 1) -> None:
     """Write a command's ``--json`` report (checked first by ``output_file_problem``): to stdout for ``-``, else
-    through a temporary file and one rename, so that a kill never leaves a torn report."""
+    through a temporary file and one rename, so that a kill never leaves a torn report.
+    """
     text = json.dumps(data, indent=indent) + "\n"
     if str(path) == "-":
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    from training.checkpoint import write_file_atomically  # here: training.checkpoint is heavy, and most callers only check paths
+    from training.checkpoint import (
+        write_file_atomically,
+    )  # here: training.checkpoint is heavy, and most callers only check paths
 
     write_file_atomically(path, text.encode())
 
@@ -79,12 +84,17 @@ def run_dir_problem(run_dir: Path, resume: bool, overwrite: bool) -> str | None:
         shown = ", ".join(existing[:8]) + (", ..." if len(existing) > 8 else "")
         return f"{run_dir} already holds a run ({shown}); pass --resume to continue it, --overwrite to start again (replacing its files), or --set name=..."
     why = _unwritable(run_dir)
-    return None if why is None else f"cannot write to the run directory {run_dir}: {why} (check output_dir={str(run_dir.parent)!r} and its permissions)"
+    return (
+        None
+        if why is None
+        else f"cannot write to the run directory {run_dir}: {why} (check output_dir={str(run_dir.parent)!r} and its permissions)"
+    )
 
 
 def new_directory_problem(option: str, directory: Path) -> str | None:
     """Why ``directory`` (the value of ``option``) cannot take a command's new files, or None, having created it:
-    it must be new or empty, so that earlier files there are kept and never mixed with the new ones."""
+    it must be new or empty, so that earlier files there are kept and never mixed with the new ones.
+    """
     try:
         if directory.exists() and not directory.is_dir():
             return f"{option} {str(directory)!r} is a file; expected a new or empty directory"

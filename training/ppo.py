@@ -140,9 +140,13 @@ class Population:
     def __post_init__(self):
         weights = np.asarray(self.weights, np.float64)
         if len(self.models) == 0 or len(weights) != len(self.models) or len(self.names) != len(self.models):
-            raise ValueError(f"a population needs one weight and one name per member; got {len(self.models)} members, {len(weights)} weights, {len(self.names)} names")
+            raise ValueError(
+                f"a population needs one weight and one name per member; got {len(self.models)} members, {len(weights)} weights, {len(self.names)} names"
+            )
         if (weights < 0).any() or not weights.sum() > 0:
-            raise ValueError(f"population weights {weights.tolist()} are not allowed; expected weights >= 0 with a positive sum")
+            raise ValueError(
+                f"population weights {weights.tolist()} are not allowed; expected weights >= 0 with a positive sum"
+            )
         self.weights = weights / weights.sum()
         self.models = [frozen_copy(m) for m in self.models]
 
@@ -159,25 +163,31 @@ def checkpoint_kind(name: str) -> str:
 class FixedOpponents:
     """The frozen networks of the ``population`` table kind (given by the caller) and of each ``opponents.checkpoints``
     entry: one flat list of models, and for each table kind the members it draws from (``Tables.owner`` code
-    ``POPULATION_SEAT - m`` is model ``m``)."""
+    ``POPULATION_SEAT - m`` is model ``m``).
+    """
 
     def __init__(self, population: Population | None, checkpoints: dict[str, tuple[Population, dict[str, Any]]]):
         self.groups: list[tuple[str, int, np.ndarray]] = []
         """``(kind, first model index, member weights)``; the caller's population first (so its draws are those of a run without checkpoints)."""
         self.models: list[ActorCritic] = []
-        for kind, group in ([(POPULATION, population)] if population is not None else []) + [(checkpoint_kind(k), g) for k, (g, _) in checkpoints.items()]:
+        for kind, group in ([(POPULATION, population)] if population is not None else []) + [
+            (checkpoint_kind(k), g) for k, (g, _) in checkpoints.items()
+        ]:
             self.groups.append((kind, len(self.models), group.weights))
             self.models += group.models
 
     def act(self, member: int, obs: np.ndarray, masks: np.ndarray, sampler, device) -> np.ndarray:
-        action, _, _ = self.models[member].sample(torch.from_numpy(obs).to(device), torch.from_numpy(masks.astype(bool)).to(device), sampler)
+        action, _, _ = self.models[member].sample(
+            torch.from_numpy(obs).to(device), torch.from_numpy(masks.astype(bool)).to(device), sampler
+        )
         return action.cpu().numpy()
 
 
 def load_checkpoint_opponents(config: TrainConfig, game: GameConfig) -> dict[str, tuple[Population, dict[str, Any]]]:
     """Each ``opponents.checkpoints`` entry as a ``Population`` (a mixture's members and weights; an agent or a run alone)
     and its record (resolved metadata path, tensor sha256). ``CheckpointError`` names the entry that fails to load or
-    was trained for other rules."""
+    was trained for other rules.
+    """
     loaded = {}
     for name in config.opponents.checkpoints:
         try:
@@ -186,10 +196,17 @@ def load_checkpoint_opponents(config: TrainConfig, game: GameConfig) -> dict[str
                 names, weights = ckpt.mixture_weights(checkpoint)
                 group = Population(ckpt.member_models(checkpoint), weights, names)
             else:
-                group = Population([ckpt.build_model(checkpoint)], np.ones(1), [checkpoint.metadata.get("name") or checkpoint.path.stem])
+                group = Population(
+                    [ckpt.build_model(checkpoint)],
+                    np.ones(1),
+                    [checkpoint.metadata.get("name") or checkpoint.path.stem],
+                )
         except ckpt.CheckpointError as error:
             raise ckpt.CheckpointError(f"opponents.checkpoints: {name!r}: {error}") from None
-        loaded[name] = (group, {"path": str(checkpoint.path), "sha256": checkpoint.metadata["tensors"]["sha256"], "members": group.record})
+        loaded[name] = (
+            group,
+            {"path": str(checkpoint.path), "sha256": checkpoint.metadata["tensors"]["sha256"], "members": group.record},
+        )
     return loaded
 
 
@@ -207,7 +224,14 @@ class Tables:
         self.checkpoint_seats = mix.checkpoint_seats
         self.kinds = [SELF, SNAPSHOT, *exploiter, *members, *mix.baselines, *map(checkpoint_kind, mix.checkpoints)]
         weights = np.array(
-            [mix.self_play, mix.snapshots, *[mix.exploiter for _ in exploiter], *[mix.population for _ in members], *mix.baselines.values(), *mix.checkpoints.values()],
+            [
+                mix.self_play,
+                mix.snapshots,
+                *[mix.exploiter for _ in exploiter],
+                *[mix.population for _ in members],
+                *mix.baselines.values(),
+                *mix.checkpoints.values(),
+            ],
             np.float64,
         )
         self.weights = weights / weights.sum()
@@ -217,7 +241,9 @@ class Tables:
         self.learner_seats = np.full(batch, self.n, np.int64)
         """Number of seats of the policy in each game."""
 
-    def draw(self, games: np.ndarray, rng: np.random.Generator, baseline_index: dict[str, int], snapshot_indices: list[int]) -> None:
+    def draw(
+        self, games: np.ndarray, rng: np.random.Generator, baseline_index: dict[str, int], snapshot_indices: list[int]
+    ) -> None:
         """Draw new tables for ``games`` (indices)."""
         if len(games) == 0:
             return
@@ -226,7 +252,8 @@ class Tables:
         picks = rng.integers(0, max(len(snapshot_indices), 1), size=len(games))
         seat_counts = rng.choice(self.learner_seat_counts, size=len(games))
         member_codes = {  # each seat's member, for the tables of each fixed group (drawn only with one, so that other runs draw as they always did)
-            kind: POPULATION_SEAT - first - rng.choice(len(weights), size=(len(games), self.n), p=weights) for kind, first, weights in self.fixed_groups
+            kind: POPULATION_SEAT - first - rng.choice(len(weights), size=(len(games), self.n), p=weights)
+            for kind, first, weights in self.fixed_groups
         }
         for i, (b, k, order, pick, count) in enumerate(zip(games, kinds, seat_order, picks, seat_counts)):
             name = self.kinds[k]
@@ -240,7 +267,13 @@ class Tables:
                     self.owner[b, order[0]] = EXPLOITER_SEAT
                     self.learner_seats[b] = self.n - 1
                 continue
-            opponent = member_codes[name][i] if name in member_codes else snapshot_indices[pick] if name == SNAPSHOT else baseline_index[name]
+            opponent = (
+                member_codes[name][i]
+                if name in member_codes
+                else snapshot_indices[pick]
+                if name == SNAPSHOT
+                else baseline_index[name]
+            )
             if self.checkpoint_seats and name in self.checkpoint_kinds:
                 count = self.n - self.checkpoint_seats
             self.owner[b] = opponent
@@ -266,7 +299,8 @@ class Interrupted(Exception):
 
 class _StopSignals:
     """While training: the first SIGINT/SIGTERM asks the loop to stop after the current update;
-    a second one interrupts at once (``KeyboardInterrupt``; the last checkpoint on disk is intact)."""
+    a second one interrupts at once (``KeyboardInterrupt``; the last checkpoint on disk is intact).
+    """
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -274,7 +308,7 @@ class _StopSignals:
         self.received: int | None = None
         self._previous: dict[int, Any] = {}
 
-    def __enter__(self) -> "_StopSignals":
+    def __enter__(self) -> _StopSignals:
         if threading.current_thread() is threading.main_thread():  # handlers can only be set there
             for signum in self.SIGNALS:
                 self._previous[signum] = signal.signal(signum, self._handle)
@@ -284,7 +318,10 @@ class _StopSignals:
         if self.received is not None:
             raise KeyboardInterrupt(f"second {signal.Signals(signum).name}")
         self.received = signum
-        print(f"\n{signal.Signals(signum).name} received: finishing the current update, then saving (send it again to stop at once)", file=sys.stderr)
+        print(
+            f"\n{signal.Signals(signum).name} received: finishing the current update, then saving (send it again to stop at once)",
+            file=sys.stderr,
+        )
 
     def __exit__(self, *exc) -> None:
         for signum, handler in self._previous.items():
@@ -316,26 +353,42 @@ def train(
     checkpoint and raises ``Interrupted`` (its ``exit_code`` is 130 or 143).
     """
     with _StopSignals() as signals, contextlib.ExitStack() as stack:
-        return _train(config, resume, command, progress_bar, initial_weights, base_run, population, average, signals, stack)
+        return _train(
+            config, resume, command, progress_bar, initial_weights, base_run, population, average, signals, stack
+        )
 
 
 def _train(
-    config: TrainConfig, resume: bool, command: str | None, progress_bar: bool, initial_weights: dict | None, base_run: dict | None, population: Population | None,
-    average: AveragePolicy | None, signals: "_StopSignals", stack: contextlib.ExitStack,
+    config: TrainConfig,
+    resume: bool,
+    command: str | None,
+    progress_bar: bool,
+    initial_weights: dict | None,
+    base_run: dict | None,
+    population: Population | None,
+    average: AveragePolicy | None,
+    signals: _StopSignals,
+    stack: contextlib.ExitStack,
 ) -> Path:
     from tqdm import tqdm
 
     if average is not None:
         if population is not None:
-            raise ValueError("train() takes a population or an average policy for the opponents.population tables, not both")
-        population = Population([average.model], np.ones(1), ["average policy"])  # (its weights follow the average policy's after each update)
+            raise ValueError(
+                "train() takes a population or an average policy for the opponents.population tables, not both"
+            )
+        population = Population(
+            [average.model], np.ones(1), ["average policy"]
+        )  # (its weights follow the average policy's after each update)
     if bool(config.opponents.population) != (population is not None):
         raise ValueError(
             f"opponents.population={config.opponents.population} needs a Population passed to train()" if population is None
             else "a Population was passed to train() but opponents.population is 0; give it a positive weight"
         )  # fmt: skip
     game = config.game_config()
-    checkpoint_opponents = load_checkpoint_opponents(config, game)  # (before anything is written: a bad entry changes nothing)
+    checkpoint_opponents = load_checkpoint_opponents(
+        config, game
+    )  # (before anything is written: a bad entry changes nothing)
     checkpoint_records = {name: record for name, (_, record) in checkpoint_opponents.items()} or None
     enc = encoding_for(game)
     n_players = game.num_players
@@ -351,11 +404,17 @@ def _train(
     command = command or " ".join(["cockroach-train", *sys.argv[1:]])
 
     def new_learner(seed: int | None, learning_rate: float) -> Learner:
-        model = ActorCritic(game, config.model.hidden_sizes, config.model.activation, config.model.card_counting, seed=seed).to(device)
+        model = ActorCritic(
+            game, config.model.hidden_sizes, config.model.activation, config.model.card_counting, seed=seed
+        ).to(device)
         return Learner(model, learning_rate, B * T + B * n_players, B, n_players, enc.observation.size, enc.num_actions)
 
     policy = new_learner(config.seed, ppo.learning_rate)
-    exploiter = new_learner(None, config.opponents.exploiter_learning_rate or ppo.learning_rate) if config.opponents.exploiter else None
+    exploiter = (
+        new_learner(None, config.opponents.exploiter_learning_rate or ppo.learning_rate)
+        if config.opponents.exploiter
+        else None
+    )
     learners = {POLICY_SEAT: policy, **({EXPLOITER_SEAT: exploiter} if exploiter else {})}
     sampler = torch.Generator(device=device).manual_seed(config.seed)
     """Action sampling of the learners and the snapshots."""
@@ -364,14 +423,21 @@ def _train(
     pool: list[Snapshot] = []
     state = Progress()
     if resume:
-        state, rng = _restore(run_dir, config, policy, exploiter, sampler, pool, device, average)  # the whole checkpoint is checked before any file is touched
+        state, rng = _restore(
+            run_dir, config, policy, exploiter, sampler, pool, device, average
+        )  # the whole checkpoint is checked before any file is touched
         finished = _finished_agent(run_dir, state, config) if state.update >= num_updates else None
         if finished is not None:
-            print(f"{run_dir} is already finished at update {state.update}; its agent checkpoint is {finished} (raise schedule.total_decisions to train on)", file=sys.stderr)
+            print(
+                f"{run_dir} is already finished at update {state.update}; its agent checkpoint is {finished} (raise schedule.total_decisions to train on)",
+                file=sys.stderr,
+            )
             return finished
         print(f"resuming {run_dir} at update {state.update} ({state.decisions:,} decisions)", file=sys.stderr)
         if population is not None and state.population != population.record:
-            raise ckpt.CheckpointError(f"{run_dir}: cannot resume against another population; the run trained against {state.population}, given {population.record}")
+            raise ckpt.CheckpointError(
+                f"{run_dir}: cannot resume against another population; the run trained against {state.population}, given {population.record}"
+            )
         saved, now = ({k: v["sha256"] for k, v in (r or {}).items()} for r in (state.checkpoints, checkpoint_records))
         changed = [name for name in set(saved) | set(now) if saved.get(name) != now.get(name)]
         if changed:
@@ -393,8 +459,14 @@ def _train(
     state.commands.append(command)
     for name in (CHECKPOINT_NAME, AGENT_NAME, *([BEST_RESPONSE_NAME] if average else [])):
         ckpt.remove_stale(run_dir / name)  # temporary files of killed saves, tensors of replaced generations
-    if not resume:  # started again (--overwrite): the replaced run's checkpoints go before the new run writes anything, so that
-        for name in (CHECKPOINT_NAME, AGENT_NAME, BEST_RESPONSE_NAME):  # a stop before its first save leaves none of them to resume or load
+    if (
+        not resume
+    ):  # started again (--overwrite): the replaced run's checkpoints go before the new run writes anything, so that
+        for name in (
+            CHECKPOINT_NAME,
+            AGENT_NAME,
+            BEST_RESPONSE_NAME,
+        ):  # a stop before its first save leaves none of them to resume or load
             ckpt.remove_checkpoint(run_dir / name)
     _prune_kept_agents(run_dir / KEPT_AGENTS, state.update if resume else -1)
     logs = RunLogs(run_dir, config, resume_update=state.update if resume else None, average=average is not None)
@@ -407,7 +479,19 @@ def _train(
     evaluated = average.model if average is not None else policy.model
     """The network evaluated and saved as the run's agent: the policy, or NFSP's average policy."""
     baseline_names = list(config.opponents.baselines)
-    rollout_args = _RolloutArgs(learners, tables, games, pool, baseline_names, fixed, sampler, rng, device, T, shared_reward=config.opponents.shared_reward)
+    rollout_args = _RolloutArgs(
+        learners,
+        tables,
+        games,
+        pool,
+        baseline_names,
+        fixed,
+        sampler,
+        rng,
+        device,
+        T,
+        shared_reward=config.opponents.shared_reward,
+    )
     prefetched = None
     """With ``ppo.overlap``: the next rollout's ``(step, outcomes)``, collected during the update."""
     worker = None
@@ -417,7 +501,14 @@ def _train(
         for code, learner in learners.items():
             worker.push(code, learner)
     started = time.perf_counter() - state.wall_seconds
-    bar = tqdm(total=num_updates * decisions_per_update, initial=state.decisions, unit="dec", unit_scale=True, dynamic_ncols=True, disable=not progress_bar)
+    bar = tqdm(
+        total=num_updates * decisions_per_update,
+        initial=state.decisions,
+        unit="dec",
+        unit_scale=True,
+        dynamic_ncols=True,
+        disable=not progress_bar,
+    )
     bar.set_postfix_str(_eval_summary(state.evaluations))
     stop_reason = None
     first_update = state.update
@@ -428,7 +519,9 @@ def _train(
             # New segment: fresh games and baseline opponents from seeds derived from (seed, update).
             segment_seed = int(np.random.SeedSequence([config.seed, update]).generate_state(1)[0])
             step = games.reset(seed=segment_seed)
-            rollout_args.opponents = [None] + [baselines.make(name, game, seed=segment_seed + i) for i, name in enumerate(baseline_names)]
+            rollout_args.opponents = [None] + [
+                baselines.make(name, game, seed=segment_seed + i) for i, name in enumerate(baseline_names)
+            ]
             for learner in learners.values():
                 learner.restart()
             tables.draw(np.arange(B), rng, _baseline_index(baseline_names), _snapshot_indices(pool, baseline_names))
@@ -459,8 +552,12 @@ def _train(
         else:  # the update process trains; the next rollout is collected meanwhile, with the weights from before this update
             # (this process's networks take the new weights only once that rollout is done, so it needs no frozen copy)
             lrs = {code: learner.optimizer.param_groups[0]["lr"] for code, learner in learners.items()}
-            worker.submit({code: training_rows(*batches[code], lrs[code]) for code in learners}, [config.seed, update])  # (the shuffles: their own generator)
-            if (update + 1) % config.schedule.checkpoint_every != 0 and update + 1 < num_updates:  # (a new segment's first rollout waits)
+            worker.submit(
+                {code: training_rows(*batches[code], lrs[code]) for code in learners}, [config.seed, update]
+            )  # (the shuffles: their own generator)
+            if (
+                (update + 1) % config.schedule.checkpoint_every != 0 and update + 1 < num_updates
+            ):  # (a new segment's first rollout waits)
                 prefetched = _rollout(rollout_args, step)
             if average is not None:  # (while the update process trains the policy)
                 stats.update(_train_average(average, batches[POLICY_SEAT], fixed))
@@ -502,24 +599,33 @@ def _train(
         bar.update(decisions_per_update)
 
         last = state.update == num_updates
-        out_of_time = config.schedule.time_limit_minutes is not None and state.wall_seconds > 60 * config.schedule.time_limit_minutes
+        out_of_time = (
+            config.schedule.time_limit_minutes is not None
+            and state.wall_seconds > 60 * config.schedule.time_limit_minutes
+        )
         if out_of_time and not last:
             stop_reason = f"time limit of {config.schedule.time_limit_minutes} minutes reached"
         if signals.received is not None:
             stop_reason = f"{signal.Signals(signals.received).name} received"
         if config.evaluation.every and state.update % config.evaluation.every == 0 and not last and not stop_reason:
-            results = evaluate_model(evaluated, game, config.evaluation.opponents, config.evaluation.games, seed=config.seed + state.update)
+            results = evaluate_model(
+                evaluated, game, config.evaluation.opponents, config.evaluation.games, seed=config.seed + state.update
+            )
             _record_evaluation(state, logs, results)
             bar.set_postfix_str(_eval_summary(state.evaluations))
         if config.schedule.keep_agent_every and state.update % config.schedule.keep_agent_every == 0:
             # before the run checkpoint of the same update: a kill between the two leaves the agent after the checkpoint, written again on resume
             state.wall_seconds = time.perf_counter() - started
-            save_agent_checkpoint(run_dir / KEPT_AGENTS / f"update_{state.update:07d}", config, evaluated, state, command)
+            save_agent_checkpoint(
+                run_dir / KEPT_AGENTS / f"update_{state.update:07d}", config, evaluated, state, command
+            )
         if state.update % config.schedule.checkpoint_every == 0 or last or stop_reason:
             state.wall_seconds = time.perf_counter() - started
             for code, learner in learners.items() if worker is not None else ():
                 worker.pull(code, learner)  # the Adam states, from the update process
-            save_run_checkpoint(run_dir / CHECKPOINT_NAME, config, policy, exploiter, sampler, rng, pool, state, command, average)
+            save_run_checkpoint(
+                run_dir / CHECKPOINT_NAME, config, policy, exploiter, sampler, rng, pool, state, command, average
+            )
         if stop_reason:
             break
     bar.close()
@@ -531,16 +637,22 @@ def _train(
 
     # ---------------------------------------------------------------- final evaluation, agent checkpoint, plots
     if config.evaluation.final_games:
-        results = evaluate_model(evaluated, game, config.evaluation.opponents, config.evaluation.final_games, seed=config.seed + 10**6)
+        results = evaluate_model(
+            evaluated, game, config.evaluation.opponents, config.evaluation.final_games, seed=config.seed + 10**6
+        )
         _record_evaluation(state, logs, results, final=True)
         print("final evaluation: " + _eval_summary(state.evaluations), file=sys.stderr)
     if stop_reason:
         print(f"stopped early: {stop_reason}; continue with --resume", file=sys.stderr)
     # ``final`` last: it marks the run finished for --resume, so a kill before it leaves everything else to be written again
     if average is not None:
-        save_agent_checkpoint(run_dir / BEST_RESPONSE_NAME, config, policy.model, state, command, network="best response")
+        save_agent_checkpoint(
+            run_dir / BEST_RESPONSE_NAME, config, policy.model, state, command, network="best response"
+        )
     logs.close()
-    plot_learning_curves(run_dir / "eval.csv", run_dir / "learning_curves.png", title=f"{config.name}: {n_players}-player {game.edition}")
+    plot_learning_curves(
+        run_dir / "eval.csv", run_dir / "learning_curves.png", title=f"{config.name}: {n_players}-player {game.edition}"
+    )
     return save_agent_checkpoint(run_dir / AGENT_NAME, config, evaluated, state, command)
 
 
@@ -579,16 +691,29 @@ def _rollout(args: _RolloutArgs, step):
                 actions[rows] = learner.act(step, rows, seat, args.sampler, args.device)
         for who in np.unique(owner[owner > 0]):
             rows = np.flatnonzero(owner == who)
-            actions[rows] = _act(args.opponents, args.pool, args.baseline_names, who, step.observation[rows], step.action_mask[rows], args.sampler, args.device)
+            actions[rows] = _act(
+                args.opponents,
+                args.pool,
+                args.baseline_names,
+                who,
+                step.observation[rows],
+                step.action_mask[rows],
+                args.sampler,
+                args.device,
+            )
         for code in np.unique(owner[owner <= POPULATION_SEAT]):
             rows = np.flatnonzero(owner == code)
-            actions[rows] = args.fixed.act(POPULATION_SEAT - code, step.observation[rows], step.action_mask[rows], args.sampler, args.device)
+            actions[rows] = args.fixed.act(
+                POPULATION_SEAT - code, step.observation[rows], step.action_mask[rows], args.sampler, args.device
+            )
 
         step = args.games.step(actions)
 
         finished = np.flatnonzero(step.done)
         if len(finished):
-            policy_rewards = shared_rewards(step.rewards, finished, args.tables.owner) if args.shared_reward else step.rewards
+            policy_rewards = (
+                shared_rewards(step.rewards, finished, args.tables.owner) if args.shared_reward else step.rewards
+            )
             for code, learner in args.learners.items():
                 learner.finish(finished, policy_rewards if code == POLICY_SEAT else step.rewards)
             for b in finished:
@@ -597,13 +722,19 @@ def _rollout(args: _RolloutArgs, step):
                     outcomes[kind][0] += 1
                     outcomes[kind][1] += int(args.tables.learner_seats[b])
                     outcomes[kind][2] += int(args.tables.owner[b, step.loser[b]] == POLICY_SEAT)
-            args.tables.draw(finished, args.rng, _baseline_index(args.baseline_names), _snapshot_indices(args.pool, args.baseline_names))
+            args.tables.draw(
+                finished,
+                args.rng,
+                _baseline_index(args.baseline_names),
+                _snapshot_indices(args.pool, args.baseline_names),
+            )
     return step, outcomes
 
 
 def _train_average(average: AveragePolicy, batch: tuple, fixed: FixedOpponents) -> dict[str, float]:
     """NFSP: the policy's decisions that this update trained on enter the average policy's reservoir, the average policy takes
-    its supervised steps, and the seats that play it take its new weights (from the next rollout on)."""
+    its supervised steps, and the seats that play it take its new weights (from the next rollout on).
+    """
     rollout, _, _, train_rows = batch
     average.observe(rollout, train_rows)
     stats = average.update()
@@ -613,7 +744,8 @@ def _train_average(average: AveragePolicy, batch: tuple, fixed: FixedOpponents) 
 
 def shared_rewards(rewards: np.ndarray, finished: np.ndarray, owner: np.ndarray) -> np.ndarray:
     """``rewards`` (games, seats) with the policy's seats of each ``finished`` game that has another agent at its table
-    given their mean reward (``opponents.shared_reward``); other rows and seats are unchanged."""
+    given their mean reward (``opponents.shared_reward``); other rows and seats are unchanged.
+    """
     out = rewards.copy()
     policy = owner[finished] == POLICY_SEAT
     mixed = policy & ~policy.all(axis=1, keepdims=True)
@@ -644,11 +776,15 @@ def _act(opponents, pool, baseline_names, who, obs, masks, sampler, device) -> n
     if who <= len(baseline_names):
         return opponents[who].act_batch(obs, masks)
     snapshot = pool[who - 1 - len(baseline_names)]
-    action, _, _ = snapshot.model.sample(torch.from_numpy(obs).to(device), torch.from_numpy(masks.astype(bool)).to(device), sampler)
+    action, _, _ = snapshot.model.sample(
+        torch.from_numpy(obs).to(device), torch.from_numpy(masks.astype(bool)).to(device), sampler
+    )
     return action.cpu().numpy()
 
 
-def _add_snapshot(pool: list[Snapshot], state: Progress, model: ActorCritic, config: TrainConfig, source: str = "policy") -> None:
+def _add_snapshot(
+    pool: list[Snapshot], state: Progress, model: ActorCritic, config: TrainConfig, source: str = "policy"
+) -> None:
     """A frozen copy of ``model`` enters the pool (the oldest leaves past ``max_snapshots``)."""
     snapshot = Snapshot(state.next_snapshot_id, state.update, frozen_copy(model), source)
     if len(pool) < config.opponents.max_snapshots:
@@ -663,14 +799,20 @@ def _add_snapshot(pool: list[Snapshot], state: Progress, model: ActorCritic, con
 # ---------------------------------------------------------------------------- evaluation
 
 
-def evaluate_model(model: ActorCritic, game: GameConfig, opponents: list[str], num_games: int, seed: int) -> list[dict[str, Any]]:
+def evaluate_model(
+    model: ActorCritic, game: GameConfig, opponents: list[str], num_games: int, seed: int
+) -> list[dict[str, Any]]:
     """The policy in one seat against each baseline in all the others, in the arena (seat rotation, duplicate deals)."""
-    results = evaluate_agent(lambda i: PolicyAgent(model, game, seed=seed + 7919 * i, name="policy"), game, opponents, num_games, seed)
+    results = evaluate_agent(
+        lambda i: PolicyAgent(model, game, seed=seed + 7919 * i, name="policy"), game, opponents, num_games, seed
+    )
     model.train()
     return results
 
 
-def evaluate_agent(make_agent, game: GameConfig, opponents: list[str], num_games: int, seed: int) -> list[dict[str, Any]]:
+def evaluate_agent(
+    make_agent, game: GameConfig, opponents: list[str], num_games: int, seed: int
+) -> list[dict[str, Any]]:
     """``make_agent(i)`` (an agent named ``policy``) in one seat against baseline ``opponents[i]`` in all the others, in the arena.
 
     Each result holds the policy's loss rate and its behaviour (``false_offer_rate``,
@@ -688,7 +830,9 @@ def evaluate_agent(make_agent, game: GameConfig, opponents: list[str], num_games
         report = match.report("policy")
         behaviour = report.behaviour
         others = [agent for agent in match.agents if agent is not report]
-        theirs = behaviour_summary({k: sum(a.counts[k] for a in others) for k in report.counts}, sum(a.games for a in others))
+        theirs = behaviour_summary(
+            {k: sum(a.counts[k] for a in others) for k in report.counts}, sum(a.games for a in others)
+        )
         results.append(
             {
                 "opponent": name,
@@ -707,8 +851,14 @@ def evaluate_agent(make_agent, game: GameConfig, opponents: list[str], num_games
     return results
 
 
-def _record_evaluation(state: Progress, logs: "RunLogs", results: list[dict[str, Any]], final: bool = False) -> None:
-    entry = {"update": state.update, "decisions": state.decisions, "wall_seconds": round(state.wall_seconds, 1), "final": final, "results": results}
+def _record_evaluation(state: Progress, logs: RunLogs, results: list[dict[str, Any]], final: bool = False) -> None:
+    entry = {
+        "update": state.update,
+        "decisions": state.decisions,
+        "wall_seconds": round(state.wall_seconds, 1),
+        "final": final,
+        "results": results,
+    }
     state.evaluations.append(entry)
     logs.eval_rows(entry)
 
@@ -729,26 +879,48 @@ def _metadata(config: TrainConfig, state: Progress, command: str, kind: str) -> 
         "kind": kind,
         "name": config.name,
         "game_config": game.to_dict(),
-        "model": {"hidden_sizes": list(config.model.hidden_sizes), "activation": config.model.activation, "card_counting": config.model.card_counting},
+        "model": {
+            "hidden_sizes": list(config.model.hidden_sizes),
+            "activation": config.model.activation,
+            "card_counting": config.model.card_counting,
+        },
         "training_config": config.to_dict(),
         "command": command,
         "commands": state.commands,
         **({"base_run": state.base_run} if state.base_run else {}),
-        "step": {"update": state.update, "decisions": state.decisions, "samples": state.samples, "games": state.games, "wall_seconds": round(state.wall_seconds, 1)},
+        "step": {
+            "update": state.update,
+            "decisions": state.decisions,
+            "samples": state.samples,
+            "games": state.games,
+            "wall_seconds": round(state.wall_seconds, 1),
+        },
         "evaluation": state.evaluations[-1] if state.evaluations else None,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
 
 
 def save_run_checkpoint(
-    path: Path, config, policy: Learner, exploiter: Learner | None, sampler, rng, pool: list[Snapshot], state: Progress, command: str, average: AveragePolicy | None = None,
+    path: Path,
+    config,
+    policy: Learner,
+    exploiter: Learner | None,
+    sampler,
+    rng,
+    pool: list[Snapshot],
+    state: Progress,
+    command: str,
+    average: AveragePolicy | None = None,
 ) -> Path:
     """Everything ``--resume`` needs: weights, Adam state (of the policy and the exploiter), magnet, pool, RNG states, counters;
-    with NFSP, the average policy's weights, Adam state, reservoir and generator."""
+    with NFSP, the average policy's weights, Adam state, reservoir and generator.
+    """
     tensors, optimizers = {}, {}
     for prefix, learner in _prefixed(policy, exploiter):
         tensors.update({f"{prefix}model.{k}": v for k, v in learner.model.state_dict().items()})
-        optimizer_tensors, optimizers[f"{prefix}optimizer"] = ckpt.optimizer_state(learner.optimizer, prefix=f"{prefix}optimizer")
+        optimizer_tensors, optimizers[f"{prefix}optimizer"] = ckpt.optimizer_state(
+            learner.optimizer, prefix=f"{prefix}optimizer"
+        )
         tensors.update(optimizer_tensors)
     if policy.magnet is not None:
         tensors.update({f"magnet.{k}": v for k, v in policy.magnet.state_dict().items()})
@@ -772,12 +944,13 @@ def save_run_checkpoint(
 def _prune_kept_agents(directory: Path, update: int) -> None:
     """Remove the kept agents (``schedule.keep_agent_every``) after ``update``: on resume those of the continuation that the
     checkpoint does not hold (the resumed run writes its own at those updates), on a fresh start (``update=-1``, with
-    ``--overwrite``) all of the replaced run's; tidy the others' stale files."""
+    ``--overwrite``) all of the replaced run's; tidy the others' stale files.
+    """
     if not directory.is_dir():
         return
     for meta in sorted(directory.glob("update_*.json")):
         stem = meta.with_suffix("")
-        kept = stem.name[len("update_"):]
+        kept = stem.name[len("update_") :]
         if kept.isdigit() and int(kept) > update:
             for path in [meta, *directory.glob(f"{stem.name}.*.safetensors")]:
                 path.unlink(missing_ok=True)
@@ -785,9 +958,12 @@ def _prune_kept_agents(directory: Path, update: int) -> None:
             ckpt.remove_stale(stem)
 
 
-def save_agent_checkpoint(path: Path, config: TrainConfig, model: ActorCritic, state: Progress, command: str, network: str | None = None) -> Path:
+def save_agent_checkpoint(
+    path: Path, config: TrainConfig, model: ActorCritic, state: Progress, command: str, network: str | None = None
+) -> Path:
     """The weights only (small), with the metadata users and the arena need. ``network``: which of an NFSP run's networks
-    it is, if not the evaluated one (``best response``: recorded, without the evaluations, which are the average policy's)."""
+    it is, if not the evaluated one (``best response``: recorded, without the evaluations, which are the average policy's).
+    """
     tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
     metadata = _metadata(config, state, command, "agent")
     metadata["evaluations"] = state.evaluations
@@ -810,9 +986,18 @@ settle, e.g. a lower ``nfsp.sl_learning_rate`` late in a run; the reservoir's si
 
 
 def _restore(
-    run_dir: Path, config: TrainConfig, policy: Learner, exploiter: Learner | None, sampler, pool: list[Snapshot], device, average: AveragePolicy | None = None,
+    run_dir: Path,
+    config: TrainConfig,
+    policy: Learner,
+    exploiter: Learner | None,
+    sampler,
+    pool: list[Snapshot],
+    device,
+    average: AveragePolicy | None = None,
 ) -> tuple[Progress, np.random.Generator]:
-    checkpoint = ckpt.load_checkpoint(run_dir / CHECKPOINT_NAME, game=config.game_config(), kind="run", schema=ckpt.RUN_SCHEMA)
+    checkpoint = ckpt.load_checkpoint(
+        run_dir / CHECKPOINT_NAME, game=config.game_config(), kind="run", schema=ckpt.RUN_SCHEMA
+    )
     try:
         return _restore_from(checkpoint, config, policy, exploiter, sampler, pool, device, average)
     except ckpt.CheckpointError:
@@ -821,11 +1006,20 @@ def _restore(
         raise ckpt.CheckpointError(f"{checkpoint.path}: its training config is not valid here: {error}") from None
     except (KeyError, TypeError, ValueError, RuntimeError, IndexError, AttributeError) as error:
         # Everything was validated against RUN_SCHEMA; what is left is a checkpoint altered in a way the schema cannot see.
-        raise ckpt.CheckpointError(f"{checkpoint.path}: the run state cannot be restored ({type(error).__name__}: {error}); the checkpoint is inconsistent") from None
+        raise ckpt.CheckpointError(
+            f"{checkpoint.path}: the run state cannot be restored ({type(error).__name__}: {error}); the checkpoint is inconsistent"
+        ) from None
 
 
 def _restore_from(
-    checkpoint, config: TrainConfig, policy: Learner, exploiter: Learner | None, sampler, pool: list[Snapshot], device, average: AveragePolicy | None = None,
+    checkpoint,
+    config: TrainConfig,
+    policy: Learner,
+    exploiter: Learner | None,
+    sampler,
+    pool: list[Snapshot],
+    device,
+    average: AveragePolicy | None = None,
 ) -> tuple[Progress, np.random.Generator]:
     meta = checkpoint.metadata
     saved = config_from_dict(meta["training_config"], where=str(checkpoint.path))
@@ -834,11 +1028,17 @@ def _restore_from(
         raise ckpt.CheckpointError(
             f"{checkpoint.path}: cannot resume with a different config; changed: {differences} (only {list(RESUMABLE_CHANGES)} may change)"
         )
-    for prefix in [f"{p}model" for p, _ in _prefixed(policy, exploiter)] + (["magnet"] if config.ppo.magnet_coef else []) + [f"pool.{e['id']}" for e in meta["pool"]]:
+    for prefix in (
+        [f"{p}model" for p, _ in _prefixed(policy, exploiter)]
+        + (["magnet"] if config.ppo.magnet_coef else [])
+        + [f"pool.{e['id']}" for e in meta["pool"]]
+    ):
         ckpt.check_shapes(checkpoint, prefix)  # before anything is loaded: a refused resume changes nothing
     progress_keys = {f.name for f in dataclasses.fields(Progress)}
     if set(meta["progress"]) - progress_keys:
-        raise ckpt.CheckpointError(f"{checkpoint.path}: metadata field 'progress' has unknown entries {sorted(set(meta['progress']) - progress_keys)}; expected some of {sorted(progress_keys)}")
+        raise ckpt.CheckpointError(
+            f"{checkpoint.path}: metadata field 'progress' has unknown entries {sorted(set(meta['progress']) - progress_keys)}; expected some of {sorted(progress_keys)}"
+        )
     if average is not None:
         average.restore(checkpoint)  # (checks its part of the checkpoint before it loads it)
     for prefix, learner in _prefixed(policy, exploiter):
@@ -850,9 +1050,13 @@ def _restore_from(
     sampler.set_state(checkpoint.tensors["rng.sampler"])
     game = config.game_config()
     for entry in meta["pool"]:
-        frozen = ActorCritic(game, config.model.hidden_sizes, config.model.activation, config.model.card_counting).to(device)
+        frozen = ActorCritic(game, config.model.hidden_sizes, config.model.activation, config.model.card_counting).to(
+            device
+        )
         frozen.load_state_dict(checkpoint.group(f"pool.{entry['id']}"))
-        pool.append(Snapshot(entry["id"], entry["update"], frozen.eval().requires_grad_(False), entry.get("source", "policy")))
+        pool.append(
+            Snapshot(entry["id"], entry["update"], frozen.eval().requires_grad_(False), entry.get("source", "policy"))
+        )
     state = Progress(**meta["progress"])
     return state, ckpt.restore_numpy_rng(meta["rng"]["numpy"])
 
@@ -865,7 +1069,11 @@ def _finished_agent(run_dir: Path, state: Progress, config: TrainConfig) -> Path
         return None
     step = meta.get("step") or {}
     evaluated = not config.evaluation.final_games or bool((meta.get("evaluation") or {}).get("final"))
-    return Path(meta["_path"]) if step.get("update") == state.update and step.get("decisions") == state.decisions and evaluated else None
+    return (
+        Path(meta["_path"])
+        if step.get("update") == state.update and step.get("decisions") == state.decisions and evaluated
+        else None
+    )
 
 
 def _diff(a: Any, b: Any, prefix: str = "") -> list[str]:
@@ -885,7 +1093,13 @@ class RunLogs:
         self.run_dir = run_dir
         exploiter = [EXPLOITER] if config.opponents.exploiter else []
         members = [POPULATION] if config.opponents.population else []
-        self.opponent_kinds = [SNAPSHOT, *exploiter, *members, *config.opponents.baselines, *map(checkpoint_kind, config.opponents.checkpoints)]
+        self.opponent_kinds = [
+            SNAPSHOT,
+            *exploiter,
+            *members,
+            *config.opponents.baselines,
+            *map(checkpoint_kind, config.opponents.checkpoints),
+        ]
         stats = ["pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac", "explained_variance"]
         self.metrics_columns = [
             "update", "decisions", "samples", "games", "wall_seconds", "decisions_per_second", "learning_rate",
@@ -914,13 +1128,21 @@ class RunLogs:
         }  # fmt: skip
         for kind in self.opponent_kinds:
             _, seat_games, losses = outcomes.get(kind, (0, 0, 0))
-            row[f"train_loss_rate_vs_{kind}"] = round(losses / seat_games, 4) if seat_games else ""  # per learner seat; parity 1/N
-        if EXPLOITER in outcomes:  # the exploiter loses the games that the policy's seats do not: an online exploitability estimate
+            row[f"train_loss_rate_vs_{kind}"] = (
+                round(losses / seat_games, 4) if seat_games else ""
+            )  # per learner seat; parity 1/N
+        if (
+            EXPLOITER in outcomes
+        ):  # the exploiter loses the games that the policy's seats do not: an online exploitability estimate
             games, _, policy_losses = outcomes[EXPLOITER]
             row["exploiter_loss_rate"] = round(1 - policy_losses / games, 4) if games else ""
         _append_csv(self.run_dir / "metrics.csv", self.metrics_columns, row)
         for key, value in row.items():
-            if key not in ("update", "decisions") and value != "" and not (isinstance(value, float) and math.isnan(value)):
+            if (
+                key not in ("update", "decisions")
+                and value != ""
+                and not (isinstance(value, float) and math.isnan(value))
+            ):
                 self.writer.add_scalar(f"train/{key}", value, state.update)
 
     def eval_rows(self, entry: dict) -> None:
@@ -949,13 +1171,18 @@ class _NoWriter:
 def _prepare_csv(path: Path, columns: list[str], resume_update: int | None, key: str = "update") -> None:
     """Start a fresh CSV, or on resume keep the rows up to the checkpoint (by the ``key`` column; final evaluations
     are dropped: they come after the checkpoint and are made again). Written to a temporary
-    file and renamed, so a kill never leaves a half-written log."""
+    file and renamed, so a kill never leaves a half-written log.
+    """
     for stale in path.parent.glob(f".{path.name}.*.tmp"):  # left by a killed rewrite
         stale.unlink(missing_ok=True)
     rows = []
     if resume_update is not None and path.exists():
         with path.open(newline="") as handle:
-            rows = [r for r in csv.DictReader(handle) if _row_update(r, key) <= resume_update and r.get("final") not in ("1", "True")]
+            rows = [
+                r
+                for r in csv.DictReader(handle)
+                if _row_update(r, key) <= resume_update and r.get("final") not in ("1", "True")
+            ]
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", newline="") as handle:

@@ -50,7 +50,16 @@ from training.distributed import executor
 from training.meta_solvers import MetaGame, solve
 from training.mixture import MixtureAgent
 from training.model import ActorCritic, PolicyAgent
-from training.ppo import AGENT_NAME, CHECKPOINT_NAME, RESUMABLE_CHANGES, Population, _append_csv, _diff, _prepare_csv, evaluate_agent
+from training.ppo import (
+    AGENT_NAME,
+    CHECKPOINT_NAME,
+    RESUMABLE_CHANGES,
+    Population,
+    _append_csv,
+    _diff,
+    _prepare_csv,
+    evaluate_agent,
+)
 from training.ppo import train as train_ppo
 
 PSRO_RESUMABLE_CHANGES = (*RESUMABLE_CHANGES, "psro.iterations", "psro.meta_solver")
@@ -109,22 +118,34 @@ def train(
         if saved_solver != psro.meta_solver:  # the meta-game does not depend on the solver: solve it again
             state.meta_strategy = [float(v) for v in solve(psro.meta_solver, meta_game)]
             resolved = True
-            print(f"meta-solver {saved_solver} -> {psro.meta_solver}: meta-strategy {np.round(state.meta_strategy, 4).tolist()}", file=sys.stderr)
+            print(
+                f"meta-solver {saved_solver} -> {psro.meta_solver}: meta-strategy {np.round(state.meta_strategy, 4).tolist()}",
+                file=sys.stderr,
+            )
     else:
         if initial_population:
-            members = [_model(config, game, weights).state_dict() for _, weights in initial_population]  # (checks the shapes)
+            members = [
+                _model(config, game, weights).state_dict() for _, weights in initial_population
+            ]  # (checks the shapes)
             names = [name for name, _ in initial_population]
         else:
-            first = ActorCritic(game, config.model.hidden_sizes, config.model.activation, config.model.card_counting, seed=config.seed)
+            first = ActorCritic(
+                game, config.model.hidden_sizes, config.model.activation, config.model.card_counting, seed=config.seed
+            )
             if initial_weights is not None:
                 first.load_state_dict(initial_weights)
             members, names = [first.state_dict()], ["member_0"]
         meta_game = MetaGame(game.num_players, size=len(members))
         _play_new_tables(workers, config, members, meta_game, iteration=0)
         x = solve(psro.meta_solver, meta_game) if len(members) > 1 else np.ones(1)
-        state = PSROState(names=names, meta_strategy=[float(v) for v in x], base_run=base_run, meta_game=meta_game.to_dict())
+        state = PSROState(
+            names=names, meta_strategy=[float(v) for v in x], base_run=base_run, meta_game=meta_game.to_dict()
+        )
         if len(members) > 1:
-            print(f"psro: a population of {len(members)} from --init-from, meta-strategy {np.round(x, 4).tolist()}", file=sys.stderr)
+            print(
+                f"psro: a population of {len(members)} from --init-from, meta-strategy {np.round(x, 4).tolist()}",
+                file=sys.stderr,
+            )
     state.commands.append(command)
     if not resume:  # started again (--overwrite): a stop before the first save leaves none of the replaced run's checkpoints to resume or load
         for name in (CHECKPOINT_NAME, AGENT_NAME):
@@ -145,7 +166,9 @@ def train(
         for k in range(psro.best_responses_per_iteration):
             br_config = _best_response_config(config, iteration, k, run_dir)
             start = members[-1] if psro.warm_start else None
-            jobs.append((br_config.to_dict(), members, x.tolist(), state.names, start, command, iteration == resumed_iteration))
+            jobs.append(
+                (br_config.to_dict(), members, x.tolist(), state.names, start, command, iteration == resumed_iteration)
+            )
         responses = workers.map(train_best_response, jobs)
         best_response_seconds = time.perf_counter() - t0
         previous = len(members)
@@ -161,7 +184,9 @@ def train(
 
         # ------------------------------------------------------------ 3. meta-strategy
         padded = np.concatenate([x, np.zeros(len(responses))])
-        gain = float(max(meta_game.expected_payoffs(padded)[previous:]) - np.dot(padded, meta_game.expected_payoffs(padded)))
+        gain = float(
+            max(meta_game.expected_payoffs(padded)[previous:]) - np.dot(padded, meta_game.expected_payoffs(padded))
+        )
         x = solve(psro.meta_solver, meta_game)
         state.meta_strategy = [float(v) for v in x]
         state.meta_game = meta_game.to_dict()
@@ -186,10 +211,21 @@ def train(
     evaluation = None
     if config.evaluation.final_games and config.evaluation.opponents:
         models = [_model(config, game, weights) for weights in members]
-        make = lambda i: MixtureAgent([PolicyAgent(m, game, seed=config.seed + 7919 * i + j) for j, m in enumerate(models)], state.meta_strategy, game, seed=config.seed + 7919 * i, name="policy")  # noqa: E731
-        results = evaluate_agent(make, game, config.evaluation.opponents, config.evaluation.final_games, seed=config.seed + 10**6)
+        make = lambda i: MixtureAgent(
+            [PolicyAgent(m, game, seed=config.seed + 7919 * i + j) for j, m in enumerate(models)],
+            state.meta_strategy,
+            game,
+            seed=config.seed + 7919 * i,
+            name="policy",
+        )  # noqa: E731
+        results = evaluate_agent(
+            make, game, config.evaluation.opponents, config.evaluation.final_games, seed=config.seed + 10**6
+        )
         evaluation = {"iteration": state.iteration, "final": True, "results": results}
-        print("final evaluation: " + ", ".join(f"vs {r['opponent']} {100 * r['loss_rate']:.1f}%" for r in results), file=sys.stderr)
+        print(
+            "final evaluation: " + ", ".join(f"vs {r['opponent']} {100 * r['loss_rate']:.1f}%" for r in results),
+            file=sys.stderr,
+        )
     if stop_reason:
         print(f"stopped early: {stop_reason}; continue with --resume", file=sys.stderr)
     workers.close()
@@ -199,7 +235,15 @@ def train(
 # ---------------------------------------------------------------------------- the pieces (module-level: they run as Ray tasks too)
 
 
-def train_best_response(config_data: dict, members: list[dict], weights: list[float], names: list[str], start: dict | None, command: str, may_resume: bool = False) -> dict:
+def train_best_response(
+    config_data: dict,
+    members: list[dict],
+    weights: list[float],
+    names: list[str],
+    start: dict | None,
+    command: str,
+    may_resume: bool = False,
+) -> dict:
     """Train one best response (a PPO run) against ``members`` mixed by ``weights``; return its weights.
 
     With ``may_resume``, an interrupted run in its directory is resumed from its own checkpoint.
@@ -210,11 +254,20 @@ def train_best_response(config_data: dict, members: list[dict], weights: list[fl
         torch.set_num_threads(config.torch_threads)
     population = Population([_model(config, game, m) for m in members], np.asarray(weights), list(names))
     resume = may_resume and (config.run_dir / f"{CHECKPOINT_NAME}.json").exists()
-    path = train_ppo(config, resume=resume, command=f"{command} (best response {config.name})", progress_bar=False, initial_weights=None if resume else start, population=population)
+    path = train_ppo(
+        config,
+        resume=resume,
+        command=f"{command} (best response {config.name})",
+        progress_bar=False,
+        initial_weights=None if resume else start,
+        population=population,
+    )
     return {k: v.clone() for k, v in ckpt.load_checkpoint(path).group("model").items()}
 
 
-def evaluate_table(config_data: dict, table: tuple[int, ...], members: dict[int, dict], games: int, seed: int) -> tuple[tuple[int, ...], dict[int, int], dict[int, int]]:
+def evaluate_table(
+    config_data: dict, table: tuple[int, ...], members: dict[int, dict], games: int, seed: int
+) -> tuple[tuple[int, ...], dict[int, int], dict[int, int]]:
     """Play ``games`` at ``table`` (member indices, weights in ``members``) in the batched arena: per member, seat-games and losses."""
     config = config_from_dict(config_data, where="payoff config")
     game = config.game_config()
@@ -224,7 +277,9 @@ def evaluate_table(config_data: dict, table: tuple[int, ...], members: dict[int,
     return table, seat_games, losses
 
 
-def play_table(models: dict[int, ActorCritic], game: GameConfig, table: tuple[int, ...], games: int, seed: int) -> tuple[dict[int, int], dict[int, int]]:
+def play_table(
+    models: dict[int, ActorCritic], game: GameConfig, table: tuple[int, ...], games: int, seed: int
+) -> tuple[dict[int, int], dict[int, int]]:
     """One meta-game table: ``games`` in the batched arena (duplicate deals, seat rotation) between the members ``table`` names; per member, seat-games and losses."""
     from training.arena import play_match
 
@@ -247,7 +302,8 @@ def _play_new_tables(workers, config: TrainConfig, members: list[dict], meta_gam
 
 def _best_response_config(config: TrainConfig, iteration: int, k: int, run_dir: Path) -> TrainConfig:
     """The PPO run of best response ``k`` of ``iteration``: the config's PPO and model, the population in every other seat
-    (in ``psro.population_share`` of its tables; the config's opponent mix in the rest)."""
+    (in ``psro.population_share`` of its tables; the config's opponent mix in the rest).
+    """
     data = config.to_dict()
     data.update(
         algorithm="ppo",
@@ -263,14 +319,24 @@ def _best_response_config(config: TrainConfig, iteration: int, k: int, run_dir: 
         }  # fmt: skip
     else:  # a robust best response: the config's opponent mix in the rest of its tables
         mix = data["opponents"]
-        rest = mix["self_play"] + mix["snapshots"] + mix["exploiter"] + sum(mix["baselines"].values()) + sum(mix["checkpoints"].values())
+        rest = (
+            mix["self_play"]
+            + mix["snapshots"]
+            + mix["exploiter"]
+            + sum(mix["baselines"].values())
+            + sum(mix["checkpoints"].values())
+        )
         scale = (1 - share) / rest
         data["opponents"] = {
             **mix, "self_play": mix["self_play"] * scale, "snapshots": mix["snapshots"] * scale, "exploiter": mix["exploiter"] * scale,
             "baselines": {name: weight * scale for name, weight in mix["baselines"].items()},
             "checkpoints": {name: weight * scale for name, weight in mix["checkpoints"].items()}, "population": share,
         }  # fmt: skip
-    data["schedule"] = {**data["schedule"], "total_decisions": config.psro.best_response_decisions, "time_limit_minutes": None}
+    data["schedule"] = {
+        **data["schedule"],
+        "total_decisions": config.psro.best_response_decisions,
+        "time_limit_minutes": None,
+    }
     data["evaluation"] = {**data["evaluation"], "every": 0, "final_games": 0}
     return config_from_dict(data, where=f"best-response config {iteration}/{k}")
 
@@ -284,21 +350,34 @@ def _model(config: TrainConfig, game: GameConfig, weights: dict) -> ActorCritic:
 # ---------------------------------------------------------------------------- checkpoints
 
 
-def _save(path: Path, config: TrainConfig, members: list[dict], state: PSROState, command: str, evaluation: dict | None = None) -> Path:
+def _save(
+    path: Path, config: TrainConfig, members: list[dict], state: PSROState, command: str, evaluation: dict | None = None
+) -> Path:
     game = config.game_config()
     models = [_model(config, game, weights) for weights in members]
     metadata = {
         "name": config.name,
         "game_config": game.to_dict(),
-        "model": {"hidden_sizes": list(config.model.hidden_sizes), "activation": config.model.activation, "card_counting": config.model.card_counting},
+        "model": {
+            "hidden_sizes": list(config.model.hidden_sizes),
+            "activation": config.model.activation,
+            "card_counting": config.model.card_counting,
+        },
         "training_config": config.to_dict(),
         "command": command,
         "commands": state.commands,
         **({"base_run": state.base_run} if state.base_run else {}),
-        "step": {"iteration": state.iteration, "members": len(members), "decisions": state.decisions, "wall_seconds": round(state.wall_seconds, 1)},
+        "step": {
+            "iteration": state.iteration,
+            "members": len(members),
+            "decisions": state.decisions,
+            "wall_seconds": round(state.wall_seconds, 1),
+        },
         "evaluation": evaluation,
         "mixture": {"meta_solver": config.psro.meta_solver},
-        "psro": {k: v for k, v in state.__dict__.items() if k not in ("commands", "base_run", "names", "meta_strategy")},
+        "psro": {
+            k: v for k, v in state.__dict__.items() if k not in ("commands", "base_run", "names", "meta_strategy")
+        },
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     return save_mixture_checkpoint(path, models, state.meta_strategy, state.names, metadata)
@@ -308,12 +387,24 @@ def _restore(run_dir: Path, config: TrainConfig) -> tuple[list[dict], PSROState,
     checkpoint = ckpt.load_checkpoint(run_dir / CHECKPOINT_NAME, game=config.game_config())
     meta = checkpoint.metadata
     if meta["kind"] != "mixture" or "psro" not in meta:
-        raise ckpt.CheckpointError(f"{checkpoint.path}: not a PSRO run checkpoint (kind {meta['kind']!r}, no 'psro' entry); cannot resume it with algorithm: psro")
+        raise ckpt.CheckpointError(
+            f"{checkpoint.path}: not a PSRO run checkpoint (kind {meta['kind']!r}, no 'psro' entry); cannot resume it with algorithm: psro"
+        )
     saved = config_from_dict(meta["training_config"], where=str(checkpoint.path))
-    differences = [key for key in _diff(saved.to_dict(), config.to_dict()) if not key.startswith(PSRO_RESUMABLE_CHANGES)]
+    differences = [
+        key for key in _diff(saved.to_dict(), config.to_dict()) if not key.startswith(PSRO_RESUMABLE_CHANGES)
+    ]
     if differences:
-        raise ckpt.CheckpointError(f"{checkpoint.path}: cannot resume with a different config; changed: {differences} (only {list(PSRO_RESUMABLE_CHANGES)} may change)")
+        raise ckpt.CheckpointError(
+            f"{checkpoint.path}: cannot resume with a different config; changed: {differences} (only {list(PSRO_RESUMABLE_CHANGES)} may change)"
+        )
     members = [m.state_dict() for m in member_models(checkpoint)]
     entries = meta["mixture"]["members"]
-    state = PSROState(**meta["psro"], names=[m["name"] for m in entries], meta_strategy=[m["weight"] for m in entries], commands=meta["commands"], base_run=meta.get("base_run"))
+    state = PSROState(
+        **meta["psro"],
+        names=[m["name"] for m in entries],
+        meta_strategy=[m["weight"] for m in entries],
+        commands=meta["commands"],
+        base_run=meta.get("base_run"),
+    )
     return members, state, MetaGame.from_dict(state.meta_game), saved.psro.meta_solver

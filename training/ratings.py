@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 Z95 = 1.959963984540054
 """Two-sided 95% quantile of the standard normal distribution."""
@@ -17,7 +17,9 @@ def wilson_interval(successes: int, trials: int, z: float = Z95) -> tuple[float,
     near 0 or 1 and small samples. ``trials == 0`` gives the uninformative ``(0, 1)``.
     """
     if trials < 0 or not 0 <= successes <= trials:
-        raise ValueError(f"wilson_interval({successes!r}, {trials!r}) is not allowed; expected 0 <= successes <= trials")
+        raise ValueError(
+            f"wilson_interval({successes!r}, {trials!r}) is not allowed; expected 0 <= successes <= trials"
+        )
     if trials == 0:
         return 0.0, 1.0
     p = successes / trials
@@ -32,7 +34,8 @@ def wilson_interval(successes: int, trials: int, z: float = Z95) -> tuple[float,
 @dataclass
 class Rating:
     """An agent's OpenSkill rating: mean skill ``mu``, uncertainty ``sigma`` and the
-    conservative ``ordinal`` (``mu - 3 sigma``) used to rank."""
+    conservative ``ordinal`` (``mu - 3 sigma``) used to rank.
+    """
 
     name: str
     mu: float

@@ -37,13 +37,21 @@ ALGORITHMS = ("MaskablePPO", "PPO", "A2C", "DQN")
 class SB3Agent(LogitsAgent):
     """An agent of the baselines protocol playing an SB3 policy (``act``, vectorized ``act_batch``, ``action_probabilities``)."""
 
-    def __init__(self, model: Any, config: GameConfig, seed: int | None = None, name: str = "sb3", deterministic: bool = False):
+    def __init__(
+        self, model: Any, config: GameConfig, seed: int | None = None, name: str = "sb3", deterministic: bool = False
+    ):
         import torch
 
         super().__init__(config, seed)
         policy = getattr(model, "policy", model)
-        if not isinstance(policy, torch.nn.Module) or not callable(getattr(policy, "get_distribution", None)) and not callable(getattr(policy, "q_net", None)):
-            raise ValueError(f"model={model!r} is not allowed; expected a Stable-Baselines3 model or policy (PPO, MaskablePPO, A2C, DQN)")
+        if (
+            not isinstance(policy, torch.nn.Module)
+            or not callable(getattr(policy, "get_distribution", None))
+            and not callable(getattr(policy, "q_net", None))
+        ):
+            raise ValueError(
+                f"model={model!r} is not allowed; expected a Stable-Baselines3 model or policy (PPO, MaskablePPO, A2C, DQN)"
+            )
         enc = self.encoding
         obs_shape = getattr(policy.observation_space, "shape", None)
         n_actions = getattr(policy.action_space, "n", None)
@@ -71,7 +79,13 @@ class SB3Agent(LogitsAgent):
         return f"SB3Agent(name={self.name!r}, {self.config.num_players}p {self.config.edition}, deterministic={self.deterministic})"
 
 
-def load_sb3_agent(path: str | os.PathLike, config: GameConfig, seed: int | None = None, algorithm: str | None = None, deterministic: bool = False) -> SB3Agent:
+def load_sb3_agent(
+    path: str | os.PathLike,
+    config: GameConfig,
+    seed: int | None = None,
+    algorithm: str | None = None,
+    deterministic: bool = False,
+) -> SB3Agent:
     """Load an SB3 ``.zip`` model as an agent; ``algorithm`` defaults to trying each of ``ALGORITHMS``."""
     path = os.fspath(path)
     if not os.path.isfile(path):
@@ -88,7 +102,10 @@ def load_sb3_agent(path: str | os.PathLike, config: GameConfig, seed: int | None
             continue
         stem = os.path.splitext(os.path.basename(path))[0]
         return SB3Agent(model, config, seed=seed, name=stem, deterministic=deterministic)
-    raise ValueError(f"cannot load SB3 model {path!r} as any of {[algorithm] if algorithm else list(ALGORITHMS)}: " + "; ".join(errors))
+    raise ValueError(
+        f"cannot load SB3 model {path!r} as any of {[algorithm] if algorithm else list(ALGORITHMS)}: "
+        + "; ".join(errors)
+    )
 
 
 def _algorithm_class(name: str):
@@ -131,17 +148,21 @@ class SelfPlayOpponents:
         self.refreshes = 0
         self._rng = np.random.default_rng(seed)
 
-    def attach(self, model: Any) -> "SelfPlayOpponents":
+    def attach(self, model: Any) -> SelfPlayOpponents:
         self.model = model
         return self
 
     def __call__(self, episode: int) -> Any:
         if self.model is None:
             if self.first is None:
-                raise ValueError("SelfPlayOpponents has no model yet and no first agent; call attach(model) before model.learn()")
+                raise ValueError(
+                    "SelfPlayOpponents has no model yet and no first agent; call attach(model) before model.learn()"
+                )
             return self.first
         if self.frozen is None or episode % self.refresh_every == 0:
             policy = copy.deepcopy(self.model.policy).eval()
-            self.frozen = SB3Agent(policy, self.config, seed=int(self._rng.integers(2**63)), name=f"frozen-{self.refreshes}")
+            self.frozen = SB3Agent(
+                policy, self.config, seed=int(self._rng.integers(2**63)), name=f"frozen-{self.refreshes}"
+            )
             self.refreshes += 1
         return self.frozen

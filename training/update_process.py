@@ -55,7 +55,9 @@ class UpdateProcess:
 
     def __init__(self, config, codes: list[int]):
         if os.name != "posix":
-            raise UpdateProcessError(f"ppo.overlap runs the updates in a second process, which needs a POSIX system (this one is {os.name!r}); set ppo.overlap=false")
+            raise UpdateProcessError(
+                f"ppo.overlap runs the updates in a second process, which needs a POSIX system (this one is {os.name!r}); set ppo.overlap=false"
+            )
         parent, child = socket.socketpair()
         bootstrap = "import sys, json; sys.path[:0] = json.loads(sys.argv[1]); from training.update_process import _main; _main(int(sys.argv[2]))"
         try:
@@ -71,9 +73,12 @@ class UpdateProcess:
     # ------------------------------------------------------------------ calls
     def push(self, code: int, learner, optimizer: bool = True) -> None:
         """The update process takes ``learner``'s weights and magnet, and its Adam state unless ``optimizer=False``
-        (the main process's copy of the Adam state is only current after ``pull``)."""
+        (the main process's copy of the Adam state is only current after ``pull``).
+        """
         magnet = None if learner.magnet is None else learner.magnet.state_dict()
-        self._call("push", code, learner.model.state_dict(), learner.optimizer.state_dict() if optimizer else None, magnet)
+        self._call(
+            "push", code, learner.model.state_dict(), learner.optimizer.state_dict() if optimizer else None, magnet
+        )
 
     def pull(self, code: int, learner) -> None:
         """``learner``'s optimizer takes the update process's Adam state (before a checkpoint)."""
@@ -107,7 +112,7 @@ class UpdateProcess:
             self._process.wait()
         self._process = None
 
-    def __enter__(self) -> "UpdateProcess":
+    def __enter__(self) -> UpdateProcess:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -122,7 +127,9 @@ class UpdateProcess:
         try:
             _put(self._conn, message)
         except (OSError, EOFError) as error:
-            raise UpdateProcessError(f"the PPO update process is gone (exit code {self._process.poll()}): {error}") from None
+            raise UpdateProcessError(
+                f"the PPO update process is gone (exit code {self._process.poll()}): {error}"
+            ) from None
 
     def _receive(self):
         try:
@@ -147,7 +154,9 @@ def _get(conn: Connection):
     return pickle.loads(conn.recv_bytes())
 
 
-def training_rows(rollout, advantages: np.ndarray, returns: np.ndarray, train_rows: np.ndarray, lr: float) -> dict[str, Any]:
+def training_rows(
+    rollout, advantages: np.ndarray, returns: np.ndarray, train_rows: np.ndarray, lr: float
+) -> dict[str, Any]:
     """One learner's job for ``UpdateProcess.submit``: what ``training.learner.ppo_update`` reads, at ``train_rows`` only."""
     job = {name: getattr(rollout, name)[train_rows] for name in JOB_FIELDS}
     job.update(advantages=advantages[train_rows], returns=returns[train_rows], lr=lr)
@@ -157,7 +166,9 @@ def training_rows(rollout, advantages: np.ndarray, returns: np.ndarray, train_ro
 def _main(fd: int) -> None:  # pragma: no cover - runs in the update process (covered by the overlap tests)
     """The update process's entry point: serve the connection on file descriptor ``fd``."""
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, signal.SIG_IGN)  # the main process stops the run; this one follows when the connection closes
+        signal.signal(
+            signum, signal.SIG_IGN
+        )  # the main process stops the run; this one follows when the connection closes
     conn = Connection(fd)
     try:
         command, config, codes = _get(conn)
@@ -171,8 +182,8 @@ def _serve(conn, config, codes: list[int]) -> None:  # pragma: no cover - runs i
     """The learners' networks and optimizers, serving the main process's calls until ``stop`` or EOF."""
     import torch
 
-    from training.model import ActorCritic
     from training.learner import Learner, frozen_copy, ppo_update
+    from training.model import ActorCritic
 
     if config.torch_threads:
         torch.set_num_threads(config.torch_threads)
@@ -180,8 +191,12 @@ def _serve(conn, config, codes: list[int]) -> None:  # pragma: no cover - runs i
     game = config.game_config()
     learners = {}
     for code in codes:
-        model = ActorCritic(game, config.model.hidden_sizes, config.model.activation, config.model.card_counting).to(device)
-        learners[code] = Learner(model, config.ppo.learning_rate, 0, 0, game.num_players, model.observation_size, model.num_actions)
+        model = ActorCritic(game, config.model.hidden_sizes, config.model.activation, config.model.card_counting).to(
+            device
+        )
+        learners[code] = Learner(
+            model, config.ppo.learning_rate, 0, 0, game.num_players, model.observation_size, model.num_actions
+        )
     while True:
         try:
             message = _get(conn)
@@ -214,7 +229,16 @@ def _serve(conn, config, codes: list[int]) -> None:  # pragma: no cover - runs i
                     learner = learners[code]
                     learner.optimizer.param_groups[0]["lr"] = job["lr"]
                     rows = SimpleNamespace(**{name: job[name] for name in JOB_FIELDS})
-                    stats = ppo_update(learner, rows, job["advantages"], job["returns"], np.arange(len(job["action"])), config.ppo, shuffle, device)
+                    stats = ppo_update(
+                        learner,
+                        rows,
+                        job["advantages"],
+                        job["returns"],
+                        np.arange(len(job["action"])),
+                        config.ppo,
+                        shuffle,
+                        device,
+                    )
                     reply[code] = ({k: v.detach().clone() for k, v in learner.model.state_dict().items()}, stats)
             else:
                 raise ValueError(f"unknown command {command!r}")

@@ -107,12 +107,19 @@ behind ``GameConfig.recall``; ``random_legal.py`` ``random_legal_actions``; ``ga
 the ``BatchedGames`` front.
 """
 
-
 from cockroach_env.batched.deals import deal_orders, deals_from_orders
 from cockroach_env.batched.games import BatchedGames
 from cockroach_env.batched.layout import BACKENDS, BatchStep
 from cockroach_env.batched.numba_kernels import CHUNK, PARALLEL_MIN_GAMES
 from cockroach_env.batched.random_legal import random_legal_actions
 
-
-__all__ = ["BatchStep", "BatchedGames", "random_legal_actions", "deal_orders", "deals_from_orders", "BACKENDS", "CHUNK", "PARALLEL_MIN_GAMES"]
+__all__ = [
+    "BatchStep",
+    "BatchedGames",
+    "random_legal_actions",
+    "deal_orders",
+    "deals_from_orders",
+    "BACKENDS",
+    "CHUNK",
+    "PARALLEL_MIN_GAMES",
+]

@@ -1,10 +1,11 @@
 """Deals for the batched engine: random blocks drawn ahead, explicit ``engine.Deal``s checked
-and converted, and the queue the games are dealt from, in order."""
+and converted, and the queue the games are dealt from, in order.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import Sequence
 
 import numpy as np
 
@@ -40,10 +41,10 @@ class _Deals:
         )
 
     @staticmethod
-    def concatenate(blocks: Sequence["_Deals"]) -> "_Deals":
+    def concatenate(blocks: Sequence[_Deals]) -> _Deals:
         return _Deals(*(np.concatenate([getattr(b, f.name) for b in blocks]) for f in fields(_Deals)))
 
-    def slice(self, start: int) -> "_Deals":
+    def slice(self, start: int) -> _Deals:
         return _Deals(*(getattr(self, f.name)[start:] for f in fields(_Deals)))
 
 
@@ -59,7 +60,8 @@ def deal_orders(config: GameConfig, rng: np.random.Generator, count: int) -> tup
 def _deck_positions(config: GameConfig, deck_size: int) -> tuple[int, int, int, int]:
     """How ``engine.random_deal`` uses a shuffled deck, front to back: cards removed,
     penalty deck, opening cards (round-robin from the starter), cards dealt to hands
-    (round-robin from the starter); the Royal leftovers after them go under the penalty deck."""
+    (round-robin from the starter); the Royal leftovers after them go under the penalty deck.
+    """
     n = config.num_players
     opening = config.opening_cards * n
     rest = deck_size - config.discard - config.penalty_deck_size - opening
@@ -67,7 +69,9 @@ def _deck_positions(config: GameConfig, deck_size: int) -> tuple[int, int, int, 
     return config.discard, config.penalty_deck_size, opening, dealt
 
 
-def deals_from_orders(config: GameConfig, starters: np.ndarray, orders: np.ndarray, penalty_capacity: int | None = None) -> _Deals:
+def deals_from_orders(
+    config: GameConfig, starters: np.ndarray, orders: np.ndarray, penalty_capacity: int | None = None
+) -> _Deals:
     """Deal shuffled decks as ``engine.random_deal`` does (same positions, same seats)."""
     n, i = config.num_players, len(config.cards.identities)
     count, size = orders.shape
@@ -80,7 +84,9 @@ def deals_from_orders(config: GameConfig, starters: np.ndarray, orders: np.ndarr
 
     discard, penalty_size, opening, dealt = _deck_positions(config, size)
     position = discard
-    removed = np.bincount((rows * i + orders[:, :position]).ravel(), minlength=count * i).reshape(count, i).astype(np.int8)
+    removed = (
+        np.bincount((rows * i + orders[:, :position]).ravel(), minlength=count * i).reshape(count, i).astype(np.int8)
+    )
     penalty = orders[:, position : position + penalty_size]
     position += penalty_size
     seats = (starters[:, None] + np.arange(opening)) % n
@@ -97,7 +103,7 @@ def deals_from_orders(config: GameConfig, starters: np.ndarray, orders: np.ndarr
     )
 
 
-def _random_deals(config: GameConfig, rules: "_Rules", rng: np.random.Generator, count: int) -> _Deals:
+def _random_deals(config: GameConfig, rules: _Rules, rng: np.random.Generator, count: int) -> _Deals:
     """``count`` random deals: ``deals_from_orders(deal_orders(...))``, dealt by compiled code when numba is there."""
     starters, orders = deal_orders(config, rng, count)
     if numba is None:
@@ -107,7 +113,9 @@ def _random_deals(config: GameConfig, rules: "_Rules", rng: np.random.Generator,
         np.zeros(count, np.int8), np.zeros((count, n, i), np.int8), np.zeros((count, n, i), np.int8),
         np.zeros((count, i), np.int8), np.zeros((count, rules.penalty_capacity), np.int8), np.zeros(count, np.int8),
     )  # fmt: skip
-    _deal_orders_compiled(starters, orders, *_deck_positions(config, orders.shape[1]), *(getattr(block, f.name) for f in fields(_Deals)))
+    _deal_orders_compiled(
+        starters, orders, *_deck_positions(config, orders.shape[1]), *(getattr(block, f.name) for f in fields(_Deals))
+    )
     return block
 
 
@@ -125,29 +133,47 @@ def _deals_from_engine(config: GameConfig, rules: _Rules, deals: Sequence[Deal])
         if not isinstance(deal, Deal):
             raise ValueError(f"{where}={deal!r} is not allowed; expected an engine.Deal")
         hands, collections = _counts(where, "hands", deal.hands), _counts(where, "collections", deal.collections)
-        removed, penalty = _counts(where, "removed", deal.removed), _counts(where, "penalty_deck", deal.penalty_deck).reshape(-1)
+        removed, penalty = (
+            _counts(where, "removed", deal.removed),
+            _counts(where, "penalty_deck", deal.penalty_deck).reshape(-1),
+        )
         if hands.shape != (n, i) or collections.shape != (n, i) or removed.shape != (i,):
-            raise ValueError(f"{where} has hands {hands.shape}, collections {collections.shape}, removed {removed.shape}; expected ({n}, {i}), ({n}, {i}), ({i},)")
+            raise ValueError(
+                f"{where} has hands {hands.shape}, collections {collections.shape}, removed {removed.shape}; expected ({n}, {i}), ({n}, {i}), ({i},)"
+            )
         if min(hands.min(), collections.min(), removed.min()) < 0:
             raise ValueError(f"{where} has a negative card count; expected counts >= 0")
         if penalty.size > p or (penalty.size and not (0 <= penalty.min() and penalty.max() < i)):
-            raise ValueError(f"{where} has a penalty deck {deal.penalty_deck!r}; expected at most {p} card indices in [0, {i})")
+            raise ValueError(
+                f"{where} has a penalty deck {deal.penalty_deck!r}; expected at most {p} card indices in [0, {i})"
+            )
         used = hands.sum(0) + collections.sum(0) + removed + np.bincount(penalty, minlength=i)
         if (used > copies).any():
             card = int(np.argmax(used > copies))
-            raise ValueError(f"{where} uses {used[card]} cards of {config.cards.identities[card]!r}; the deck holds {copies[card]}")
+            raise ValueError(
+                f"{where} uses {used[card]} cards of {config.cards.identities[card]!r}; the deck holds {copies[card]}"
+            )
         if (used != copies).any():
             card = int(np.argmax(used != copies))
             raise ValueError(
                 f"{where} places {int(used.sum())} of the {int(copies.sum())} cards ({used[card]} of the {copies[card]} {config.cards.identities[card]!r}); "
                 "expected every card in a hand, a collection, the penalty deck or removed (as engine.explicit_deal deals)"
             )
-        if isinstance(deal.starter, (bool, np.bool_)) or not (isinstance(deal.starter, (int, np.integer)) and 0 <= deal.starter < n):
+        if isinstance(deal.starter, (bool, np.bool_)) or not (
+            isinstance(deal.starter, (int, np.integer)) and 0 <= deal.starter < n
+        ):
             raise ValueError(f"{where}.starter={deal.starter!r} is not allowed; expected a seat from 0 to {n - 1}")
         check_recall_deal(config, int(hands.sum()), where)
         if Game(config, deal).over:  # raises ValueError for a collection that already loses
-            raise ValueError(f"{where} makes seat {deal.starter} start with an empty hand; expected a game that is not over at the start")
-        block.starter[k], block.hands[k], block.collections[k], block.removed[k] = deal.starter, hands, collections, removed
+            raise ValueError(
+                f"{where} makes seat {deal.starter} start with an empty hand; expected a game that is not over at the start"
+            )
+        block.starter[k], block.hands[k], block.collections[k], block.removed[k] = (
+            deal.starter,
+            hands,
+            collections,
+            removed,
+        )
         block.penalty[k, : penalty.size], block.penalty_size[k] = penalty, penalty.size
     return block
 

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Sequence
 
 import numpy as np
 
 from cockroach_env.batched.deals import _DealQueue, _deals_from_engine
-from cockroach_env.batched.layout import BACKENDS, CURRENT, OFFER, PASS, PHASE, PLACE, RESPOND, BatchStep, _clear_outcome, _Rules
+from cockroach_env.batched.layout import (
+    BACKENDS,
+    CURRENT,
+    OFFER,
+    PASS,
+    PHASE,
+    PLACE,
+    RESPOND,
+    BatchStep,
+    _clear_outcome,
+    _Rules,
+)
 from cockroach_env.batched.numba_backend import _NumbaBackend
 from cockroach_env.batched.numba_kernels import numba
 from cockroach_env.batched.numpy_backend import _NumpyBackend
@@ -35,7 +46,14 @@ class BatchedGames:
     wake too slowly for millisecond kernels).
     """
 
-    def __init__(self, config: GameConfig, batch_size: int, seed: int | None = None, backend: str = "auto", parallel: bool = False):
+    def __init__(
+        self,
+        config: GameConfig,
+        batch_size: int,
+        seed: int | None = None,
+        backend: str = "auto",
+        parallel: bool = False,
+    ):
         if not isinstance(config, GameConfig):
             raise ValueError(f"config={config!r} is not allowed; expected a GameConfig")
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
@@ -54,7 +72,11 @@ class BatchedGames:
         self._state = _State(self.rules, self.batch_size)
         self._rng = np.random.default_rng(seed)
         self._queue = _DealQueue(config, self.rules, self._rng, max(64, self.batch_size))
-        self._backend = _NumbaBackend(self.rules, self._state, parallel) if backend == "numba" else _NumpyBackend(self.rules, self._state)
+        self._backend = (
+            _NumbaBackend(self.rules, self._state, parallel)
+            if backend == "numba"
+            else _NumpyBackend(self.rules, self._state)
+        )
         self._recall = _RecallLog(self.rules, self.encoding, self.batch_size) if config.recall else None
         """``GameConfig.recall``: the move logs behind the recall segments (``recall.py``); None without recall."""
         self._started = False
@@ -98,10 +120,14 @@ class BatchedGames:
         block = None
         if deals is not None:
             if isinstance(deals, (str, bytes, Deal)) or not hasattr(deals, "__iter__"):
-                raise ValueError(f"deals={deals!r} is not allowed; expected a sequence of engine.Deal, at least batch_size={self.batch_size}")
+                raise ValueError(
+                    f"deals={deals!r} is not allowed; expected a sequence of engine.Deal, at least batch_size={self.batch_size}"
+                )
             deals = list(deals)
             if len(deals) < self.batch_size:
-                raise ValueError(f"reset got {len(deals)} deals; expected at least batch_size={self.batch_size} (one per game, extra ones are queued)")
+                raise ValueError(
+                    f"reset got {len(deals)} deals; expected at least batch_size={self.batch_size} (one per game, extra ones are queued)"
+                )
             block = _deals_from_engine(self.config, self.rules, deals)
         if seed is not None:
             self._rng = np.random.default_rng(seed)
@@ -171,7 +197,9 @@ class BatchedGames:
         b, r = self.batch_size, self.rules
         return BatchStep(
             to_act=np.empty(b, np.int64),
-            observation=np.empty((b, r.observation_size), np.float32) if self._recall is None else np.zeros((b, self.encoding.observation.size), np.float32),
+            observation=np.empty((b, r.observation_size), np.float32)
+            if self._recall is None
+            else np.zeros((b, self.encoding.observation.size), np.float32),
             action_mask=np.empty((b, r.num_actions), np.int8),
             rewards=np.empty((b, r.n), np.float32),
             done=np.empty(b, bool),
@@ -202,12 +230,16 @@ class BatchedGames:
         """Shape and dtype; the range is checked with the legality of each action."""
         array = np.asarray(actions)
         if array.shape != (self.batch_size,):
-            raise ValueError(f"actions of shape {array.shape} are not allowed; expected ({self.batch_size},), one action per game")
+            raise ValueError(
+                f"actions of shape {array.shape} are not allowed; expected ({self.batch_size},), one action per game"
+            )
         if array.dtype.kind not in "iu":
             raise ValueError(f"actions of dtype {array.dtype} are not allowed; expected integers")
         if array.dtype == np.uint64 and array.max(initial=0) > np.iinfo(np.int64).max:
             b = int(np.argmax(array > np.iinfo(np.int64).max))
-            raise ValueError(f"game {b}: action {int(array[b])} is out of range; expected an integer in [0, {self.num_actions})")
+            raise ValueError(
+                f"game {b}: action {int(array[b])} is out of range; expected an integer in [0, {self.num_actions})"
+            )
         return np.ascontiguousarray(array, dtype=np.int64)
 
     def _first_illegal(self, actions: np.ndarray) -> int:
@@ -216,9 +248,17 @@ class BatchedGames:
 
     def describe_action(self, game: int, action: int) -> str:
         """The move ``action`` means for the seat to act in ``game``, in words."""
-        if isinstance(game, (bool, np.bool_)) or not isinstance(game, (int, np.integer)) or not 0 <= game < self.batch_size:
+        if (
+            isinstance(game, (bool, np.bool_))
+            or not isinstance(game, (int, np.integer))
+            or not 0 <= game < self.batch_size
+        ):
             raise ValueError(f"game={game!r} is not allowed; expected a game from 0 to {self.batch_size - 1}")
-        if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)) or not 0 <= action < self.num_actions:
+        if (
+            isinstance(action, (bool, np.bool_))
+            or not isinstance(action, (int, np.integer))
+            or not 0 <= action < self.num_actions
+        ):
             raise ValueError(f"action={action!r} is not allowed; expected an integer in [0, {self.num_actions})")
         enc, cards, n = self.encoding, self.config.cards, self.rules.n
         seat = int(self._state.info[game, CURRENT])

@@ -1,6 +1,7 @@
 """The batched engine's layout: phase and column codes, the state and observation segments it
 knows (the kernels' and the recall tail's), the per-config rules tables (``_Rules``,
-``_Dims``) and the ``BatchStep`` outputs."""
+``_Dims``) and the ``BatchStep`` outputs.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import numpy as np
 from cockroach_env.config import GameConfig
 from cockroach_env.encoding import PHASES, RECALL_SEGMENTS, Encoding, max_decisions, public_moves
 from cockroach_env.engine import LOSS_REASONS, STAT_NAMES, Phase
-
 
 BACKENDS = ("auto", "numba", "numpy")
 
@@ -201,7 +201,9 @@ class _Rules:
         self.is_special = np.array(cards.is_special, dtype=bool)
         self.specials = np.flatnonzero(self.is_special)
         if self.specials.size not in (0, 2):
-            raise ValueError(f"the {cards.edition} card set has {self.specials.size} special cards; the batched engine expects 0 or 2")
+            raise ValueError(
+                f"the {cards.edition} card set has {self.specials.size} special cards; the batched engine expects 0 or 2"
+            )
         self.special_row = np.full(i, -1, np.int64)
         self.special_row[self.specials] = np.arange(self.specials.size)
         # members[card, group]: 1 where the card counts toward the group (specials toward none).
@@ -213,19 +215,31 @@ class _Rules:
         self.penalty_capacity = max(16, config.penalty_deck_size + n) if self.royal else 0
         self.deck = np.repeat(np.arange(i, dtype=np.int8), cards.copies)
         enc = encoding
-        self.offer_size, self.respond_start, self.pass_start, self.place_start = enc.offer_size, enc.respond_start, enc.pass_start, enc.place_start
+        self.offer_size, self.respond_start, self.pass_start, self.place_start = (
+            enc.offer_size,
+            enc.respond_start,
+            enc.pass_start,
+            enc.place_start,
+        )
         self.num_actions = enc.num_actions
         self.recall_length = max_decisions(config) if config.recall else 0
         """``GameConfig.recall``: slots of the move log (``encoding.max_decisions``), 0 without recall."""
         self.recall_moves = public_moves(config) if config.recall else 0
         self.recall_state = self._recall_starts(encoding.state.segments.values(), RECALL_STATE_SEGMENTS, "state")
-        self.recall_observation = self._recall_starts(encoding.observation.segments.values(), RECALL_OBSERVATION_SEGMENTS, "observation")
+        self.recall_observation = self._recall_starts(
+            encoding.observation.segments.values(), RECALL_OBSERVATION_SEGMENTS, "observation"
+        )
         """``{name: start}`` of the recall segments in the state and observation vectors (empty without recall)."""
         self.state_size = min(self.recall_state.values(), default=enc.state.size)
         self.observation_size = min(self.recall_observation.values(), default=enc.observation.size)
         """Sizes of what the backends write: everything before the recall segments (the whole vectors without recall)."""
         self.segments = self._segment_starts(encoding)
-        index = np.stack([np.stack([encoding.observation_index(v, seen)[: self.observation_size] for seen in (False, True)]) for v in range(n)])
+        index = np.stack(
+            [
+                np.stack([encoding.observation_index(v, seen)[: self.observation_size] for seen in (False, True)])
+                for v in range(n)
+            ]
+        )
         self.observation_index = np.where(index == encoding.zero_slot, self.state_size, index).astype(np.intp)
         """``(N, 2, O)``: ``Encoding.observation_index(viewer, has_seen_card)`` over the backends' part (zero slot: ``state_size``)."""
         self.state_position = np.append(np.arange(self.state_size, dtype=np.int32), -1)
@@ -257,14 +271,18 @@ class _Rules:
             return starts
         tail = [seg for seg in segments if seg.start >= min(starts.values())]
         if [seg.name for seg in tail] != [name for name in known if name in starts]:
-            raise ValueError(f"the {vector} layout ends with {[seg.name for seg in tail]}; the batched engine expects the recall segments {list(known)} (those present) last, in that order")
+            raise ValueError(
+                f"the {vector} layout ends with {[seg.name for seg in tail]}; the batched engine expects the recall segments {list(known)} (those present) last, in that order"
+            )
         for seg in tail:
             shape = known[seg.name][0] if vector == "observation" else known[seg.name]
             expected = tuple(extent.get(d, d) for d in shape)
             described = (expected,) + tuple(known[seg.name][1:]) if vector == "observation" else expected
             found = (tuple(seg.shape), seg.seat_axis, seg.visibility) if vector == "observation" else tuple(seg.shape)
             if found != described:
-                raise ValueError(f"{vector} segment {seg.name!r} is {found}; the batched engine writes it as {described}")
+                raise ValueError(
+                    f"{vector} segment {seg.name!r} is {found}; the batched engine writes it as {described}"
+                )
         return starts
 
     def _segment_starts(self, encoding: Encoding) -> np.ndarray:
@@ -275,10 +293,14 @@ class _Rules:
             if seg.name in self.recall_state:
                 continue
             if seg.name not in STATE_SEGMENTS:
-                raise ValueError(f"state segment {seg.name!r} is unknown to the batched engine; expected only {list(SEGMENT_NAMES)} (update cockroach_env/batched/layout.py with the layout)")
+                raise ValueError(
+                    f"state segment {seg.name!r} is unknown to the batched engine; expected only {list(SEGMENT_NAMES)} (update cockroach_env/batched/layout.py with the layout)"
+                )
             expected = tuple(extent.get(d, d) for d in STATE_SEGMENTS[seg.name])
             if tuple(seg.shape) != expected:
-                raise ValueError(f"state segment {seg.name!r} has shape {seg.shape}; the batched engine expects {expected}")
+                raise ValueError(
+                    f"state segment {seg.name!r} has shape {seg.shape}; the batched engine expects {expected}"
+                )
             starts[SEGMENT_NAMES.index(seg.name)] = seg.start
         return starts
 
@@ -290,16 +312,29 @@ class _Rules:
             if seg.name in self.recall_observation:
                 continue
             if seg.name not in OBSERVATION_SEGMENTS:
-                raise ValueError(f"observation segment {seg.name!r} is unknown to the batched engine; expected only {list(OBSERVATION_SEGMENTS)} (update cockroach_env/batched/layout.py with the layout)")
+                raise ValueError(
+                    f"observation segment {seg.name!r} is unknown to the batched engine; expected only {list(OBSERVATION_SEGMENTS)} (update cockroach_env/batched/layout.py with the layout)"
+                )
             shape, seat_axis, visibility = OBSERVATION_SEGMENTS[seg.name]
             expected = (tuple(extent.get(d, d) for d in shape), seat_axis, visibility)
             if (tuple(seg.shape), seg.seat_axis, seg.visibility) != expected:
-                raise ValueError(f"observation segment {seg.name!r} is {(seg.shape, seg.seat_axis, seg.visibility)}; the batched engine writes it as (shape, seat axis, visibility) {expected}")
+                raise ValueError(
+                    f"observation segment {seg.name!r} is {(seg.shape, seg.seat_axis, seg.visibility)}; the batched engine writes it as (shape, seat axis, visibility) {expected}"
+                )
             starts[seg.name] = seg.start
-        counts = {"own_hand": 0, "collections": self.i, "hand_sizes": self.i + self.n * self.i, "history": self.i + self.n * self.i + self.n}
+        counts = {
+            "own_hand": 0,
+            "collections": self.i,
+            "hand_sizes": self.i + self.n * self.i,
+            "history": self.i + self.n * self.i + self.n,
+        }
         end = counts["history"] + self.n * self.k
-        if any(starts[name] != at for name, at in counts.items()) or any(0 <= at < end for name, at in starts.items() if name not in counts):
-            raise ValueError(f"the observation layout does not lead with {list(counts)} at {list(counts.values())}; the batched engine writes them first, eight entries at a time")
+        if any(starts[name] != at for name, at in counts.items()) or any(
+            0 <= at < end for name, at in starts.items() if name not in counts
+        ):
+            raise ValueError(
+                f"the observation layout does not lead with {list(counts)} at {list(counts.values())}; the batched engine writes them first, eight entries at a time"
+            )
         return starts
 
 

@@ -20,7 +20,11 @@ class _NumbaBackend:
             raise ValueError("backend='numba' needs numba; install it with pip install numba, or use backend='numpy'")
         self.rules, self.state = rules, state
         self.kernels = _kernels_for(rules.dims)
-        self.threaded = _kernels_for(rules.dims._replace(parallel=1)) if parallel and len(state.info) >= PARALLEL_MIN_GAMES else self.kernels
+        self.threaded = (
+            _kernels_for(rules.dims._replace(parallel=1))
+            if parallel and len(state.info) >= PARALLEL_MIN_GAMES
+            else self.kernels
+        )
         self.scratch = np.zeros((-(-state.info.shape[0] // CHUNK), rules.observation_size + 8), np.float32)
         """One observation row per chunk of games (and room for ``_nb_widen8`` to spill), written in cache before it is copied out."""
 
@@ -47,6 +51,17 @@ class _NumbaBackend:
     def states(self, out: np.ndarray) -> np.ndarray:
         s, r = self.state, self.rules
         _write_states_compiled(
-            s.hands, s.collections, s.stats, s.seat_claim, s.seen, s.removed, s.penalty, s.info, r.segments, r.params, r.state_position, out
+            s.hands,
+            s.collections,
+            s.stats,
+            s.seat_claim,
+            s.seen,
+            s.removed,
+            s.penalty,
+            s.info,
+            r.segments,
+            r.params,
+            r.state_position,
+            out,
         )
         return out

@@ -5,11 +5,59 @@ from __future__ import annotations
 import numpy as np
 
 from cockroach_env.batched.layout import (
-    CARD, CLAIM, CURRENT, EMPTY_HAND, GROUP, HOLDER, OFFER, OFFERER, OVER, P_ANIMAL_GROUPS, P_C, P_I, P_K, P_LOSS_COUNT,
-    P_MAX_STEPS, P_N, P_RAINBOW, PASS, PASSER, PENALTY_END, PENALTY_TOP, PHASE, PLACE, PLACE_CLAIM, PLACE_REMAINING, RAINBOW,
-    RESPOND, ROYAL, S_CHAIN_CARD, S_CHAIN_CLAIM, S_CHAIN_CLAIMS, S_CHAIN_HOLDER, S_CHAIN_LATEST_PASSER, S_CHAIN_SEEN,
-    S_COLLECTIONS, S_HAND_SIZES, S_HANDS, S_HISTORY, S_PENALTY_HIDDEN, S_PENALTY_SIZE, S_PENALTY_TOP, S_PHASE, S_PLACE_CLAIM,
-    S_PLACE_REMAINING, S_REMOVED, S_SPECIAL_HOLDER, S_TO_ACT, SAME_TYPE, SPECIAL, SPECIAL_HOLDER, SPECIAL_ROW, TRUTH, _Dims,
+    CARD,
+    CLAIM,
+    CURRENT,
+    EMPTY_HAND,
+    GROUP,
+    HOLDER,
+    OFFER,
+    OFFERER,
+    OVER,
+    P_ANIMAL_GROUPS,
+    P_C,
+    P_I,
+    P_K,
+    P_LOSS_COUNT,
+    P_MAX_STEPS,
+    P_N,
+    P_RAINBOW,
+    PASS,
+    PASSER,
+    PENALTY_END,
+    PENALTY_TOP,
+    PHASE,
+    PLACE,
+    PLACE_CLAIM,
+    PLACE_REMAINING,
+    RAINBOW,
+    RESPOND,
+    ROYAL,
+    S_CHAIN_CARD,
+    S_CHAIN_CLAIM,
+    S_CHAIN_CLAIMS,
+    S_CHAIN_HOLDER,
+    S_CHAIN_LATEST_PASSER,
+    S_CHAIN_SEEN,
+    S_COLLECTIONS,
+    S_HAND_SIZES,
+    S_HANDS,
+    S_HISTORY,
+    S_PENALTY_HIDDEN,
+    S_PENALTY_SIZE,
+    S_PENALTY_TOP,
+    S_PHASE,
+    S_PLACE_CLAIM,
+    S_PLACE_REMAINING,
+    S_REMOVED,
+    S_SPECIAL_HOLDER,
+    S_TO_ACT,
+    SAME_TYPE,
+    SPECIAL,
+    SPECIAL_HOLDER,
+    SPECIAL_ROW,
+    TRUTH,
+    _Dims,
 )  # fmt: skip
 from cockroach_env.engine import FALSE_CLAIMS, PEEKS, RIGHT_CALLS, TRUTHFUL_CLAIMS, WRONG_CALLS
 
@@ -50,7 +98,9 @@ if numba is not None:
         """The position of the lowest set bit of a nonzero uint64 (one instruction)."""
         if word != types.uint64:
             return None
-        return types.uint64(types.uint64), lambda context, builder, signature, args: builder.cttz(args[0], ir.Constant(ir.IntType(1), 0))
+        return types.uint64(types.uint64), lambda context, builder, signature, args: builder.cttz(
+            args[0], ir.Constant(ir.IntType(1), 0)
+        )
 
     @intrinsic
     def _nb_nonzero_bits(typingctx, array, row, start):
@@ -60,12 +110,24 @@ if numba is not None:
         ``array[row, start]`` on: the caller keeps them inside the array's buffer and
         drops the bits past the row's end.
         """
-        if not (isinstance(array, types.Array) and array.ndim == 2 and array.layout == "C" and array.dtype in (types.int8, types.uint8)):
+        if not (
+            isinstance(array, types.Array)
+            and array.ndim == 2
+            and array.layout == "C"
+            and array.dtype in (types.int8, types.uint8)
+        ):
             return None
 
         def codegen(context, builder, signature, args):
             array_type = signature.args[0]
-            pointer = cgutils.get_item_pointer(context, builder, array_type, context.make_array(array_type)(context, builder, args[0]), args[1:], wraparound=False)
+            pointer = cgutils.get_item_pointer(
+                context,
+                builder,
+                array_type,
+                context.make_array(array_type)(context, builder, args[0]),
+                args[1:],
+                wraparound=False,
+            )
             bytes64 = ir.VectorType(ir.IntType(8), 64)
             loaded = builder.load(builder.bitcast(pointer, bytes64.as_pointer()), align=1)
             return builder.bitcast(builder.icmp_unsigned("!=", loaded, ir.Constant(bytes64, None)), ir.IntType(64))
@@ -89,7 +151,9 @@ if numba is not None:
             source_type, out_type = signature.args[0], signature.args[4]
             source_array = context.make_array(source_type)(context, builder, args[0])
             out_array = context.make_array(out_type)(context, builder, args[4])
-            source_at = cgutils.get_item_pointer(context, builder, source_type, source_array, args[1:4], wraparound=False)
+            source_at = cgutils.get_item_pointer(
+                context, builder, source_type, source_array, args[1:4], wraparound=False
+            )
             out_at = cgutils.get_item_pointer(context, builder, out_type, out_array, args[5:7], wraparound=False)
             counts = builder.load(builder.bitcast(source_at, ir.VectorType(ir.IntType(8), 8).as_pointer()), align=1)
             floats = ir.VectorType(ir.FloatType(), 8)
@@ -108,7 +172,9 @@ if numba is not None:
         def codegen(context, builder, signature, args):
             source_type = signature.args[0]
             source_array = context.make_array(source_type)(context, builder, args[0])
-            source_at = cgutils.get_item_pointer(context, builder, source_type, source_array, args[1:4], wraparound=False)
+            source_at = cgutils.get_item_pointer(
+                context, builder, source_type, source_array, args[1:4], wraparound=False
+            )
             return builder.load(builder.bitcast(source_at, ir.IntType(64).as_pointer()), align=1)
 
         return types.uint64(source, types.intp, types.intp, types.intp), codegen
@@ -219,7 +285,9 @@ def _nb_start_round(d, hands, info, loser, loss_reason, b, starter):
 
 
 @_jit
-def _nb_apply_one(d, hands, collections, stats, seat_claim, seen, penalty, info, steps, card_table, params, loser, loss_reason, b, a):
+def _nb_apply_one(
+    d, hands, collections, stats, seat_claim, seen, penalty, info, steps, card_table, params, loser, loss_reason, b, a
+):
     n, c = d.n, d.c
     steps[b] += 1
     loser[b] = -1
@@ -237,7 +305,13 @@ def _nb_apply_one(d, hands, collections, stats, seat_claim, seen, penalty, info,
         return
     if a >= d.pass_start and a < d.place_start:
         target, claim = (current + (a - d.pass_start) // c + 1) % n, (a - d.pass_start) % c
-        info[b, PASSER], info[b, CLAIM], info[b, HOLDER], info[b, CURRENT], info[b, PHASE] = current, claim, target, target, RESPOND
+        info[b, PASSER], info[b, CLAIM], info[b, HOLDER], info[b, CURRENT], info[b, PHASE] = (
+            current,
+            claim,
+            target,
+            target,
+            RESPOND,
+        )
         seat_claim[b, current] = claim
         return
     if a == d.respond_start + 2:  # peek
@@ -387,7 +461,23 @@ def _nb_write_observation(d, hands, collections, stats, seat_claim, seen, penalt
 
 
 @_jit
-def _nb_emit_one(d, hands, collections, stats, seat_claim, seen, penalty, info, card_table, b, to_act, observation, action_mask, scratch, row):
+def _nb_emit_one(
+    d,
+    hands,
+    collections,
+    stats,
+    seat_claim,
+    seen,
+    penalty,
+    info,
+    card_table,
+    b,
+    to_act,
+    observation,
+    action_mask,
+    scratch,
+    row,
+):
     to_act[b] = info[b, CURRENT]
     _nb_write_mask(d, hands, seen, info, card_table, b, action_mask)
     _nb_write_observation(d, hands, collections, stats, seat_claim, seen, penalty, info, b, scratch, row)
@@ -400,7 +490,9 @@ def _nb_emit_one(d, hands, collections, stats, seat_claim, seen, penalty, info, 
 _nb_emit_called = numba.njit(cache=True, _nrt=False)(_nb_emit_one.py_func) if numba is not None else _nb_emit_one
 
 
-def _nb_deal_orders(starters, orders, discard, penalty_size, opening, dealt, starter, hands, collections, removed, penalty, sizes):
+def _nb_deal_orders(
+    starters, orders, discard, penalty_size, opening, dealt, starter, hands, collections, removed, penalty, sizes
+):
     """``deals_from_orders`` as a loop, into zeroed arrays (``_Deals`` fields, in order); see ``_deck_positions``."""
     n = hands.shape[1]
     for k in range(orders.shape[0]):
@@ -469,7 +561,9 @@ def _nb_put(out, position, index, value):
 
 
 @_jit
-def _nb_write_view(hands, collections, stats, seat_claim, seen, removed, penalty, info, segments, params, b, position, out):
+def _nb_write_view(
+    hands, collections, stats, seat_claim, seen, removed, penalty, info, segments, params, b, position, out
+):
     """Game ``b``'s state vector, or the part of it a viewer sees, into ``out``.
 
     ``position`` maps every state entry to its place in ``out`` (-1: not visible); the
@@ -563,16 +657,64 @@ def _compile(d: _Dims) -> dict:
                 return -1 - b
         for chunk in numba.prange(scratch.shape[0]):
             for b in range(chunk * CHUNK, min(games, (chunk + 1) * CHUNK)):
-                _nb_apply_one(d, hands, collections, stats, seat_claim, seen, penalty, info, steps, card_table, params, loser, loss_reason, b, actions[b])
+                _nb_apply_one(
+                    d,
+                    hands,
+                    collections,
+                    stats,
+                    seat_claim,
+                    seen,
+                    penalty,
+                    info,
+                    steps,
+                    card_table,
+                    params,
+                    loser,
+                    loss_reason,
+                    b,
+                    actions[b],
+                )
                 _nb_outcome(d, params, info, steps, loser, b, rewards, done, truncated)
                 if not done[b]:
-                    _nb_emit_one(d, hands, collections, stats, seat_claim, seen, penalty, info, card_table, b, to_act, observation, action_mask, scratch, chunk)
+                    _nb_emit_one(
+                        d,
+                        hands,
+                        collections,
+                        stats,
+                        seat_claim,
+                        seen,
+                        penalty,
+                        info,
+                        card_table,
+                        b,
+                        to_act,
+                        observation,
+                        action_mask,
+                        scratch,
+                        chunk,
+                    )
         slot = first_slot  # finished games take the queued deals in game order
         for b in range(games):
             if done[b]:
                 _nb_redeal(hands, collections, stats, seat_claim, seen, removed, penalty, info, steps, b,
                            slot, deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty, deal_penalty_size)  # fmt: skip
-                _nb_emit_called(d, hands, collections, stats, seat_claim, seen, penalty, info, card_table, b, to_act, observation, action_mask, scratch, 0)
+                _nb_emit_called(
+                    d,
+                    hands,
+                    collections,
+                    stats,
+                    seat_claim,
+                    seen,
+                    penalty,
+                    info,
+                    card_table,
+                    b,
+                    to_act,
+                    observation,
+                    action_mask,
+                    scratch,
+                    0,
+                )
                 slot += 1
         return slot - first_slot
 
@@ -587,14 +729,34 @@ def _compile(d: _Dims) -> dict:
                 if slot_of[b] >= 0:
                     _nb_redeal(hands, collections, stats, seat_claim, seen, removed, penalty, info, steps, b,
                                slot_of[b], deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty, deal_penalty_size)  # fmt: skip
-                _nb_emit_called(d, hands, collections, stats, seat_claim, seen, penalty, info, card_table, b, to_act, observation, action_mask, scratch, chunk)
+                _nb_emit_called(
+                    d,
+                    hands,
+                    collections,
+                    stats,
+                    seat_claim,
+                    seen,
+                    penalty,
+                    info,
+                    card_table,
+                    b,
+                    to_act,
+                    observation,
+                    action_mask,
+                    scratch,
+                    chunk,
+                )
 
     return {"first_illegal": first_illegal, "step": step, "deal": deal}
 
 
-def _nb_write_states(hands, collections, stats, seat_claim, seen, removed, penalty, info, segments, params, position, out):
+def _nb_write_states(
+    hands, collections, stats, seat_claim, seen, removed, penalty, info, segments, params, position, out
+):
     for b in range(info.shape[0]):
-        _nb_write_view(hands, collections, stats, seat_claim, seen, removed, penalty, info, segments, params, b, position, out[b])
+        _nb_write_view(
+            hands, collections, stats, seat_claim, seen, removed, penalty, info, segments, params, b, position, out[b]
+        )
 
 
 _write_states_compiled = numba.njit(cache=True, _nrt=False)(_nb_write_states) if numba is not None else None

@@ -6,8 +6,30 @@ import numpy as np
 
 from cockroach_env.batched.deals import _DealQueue
 from cockroach_env.batched.layout import (
-    CARD, CLAIM, CURRENT, EMPTY_HAND, HOLDER, OFFER, OFFERER, OVER, PASS, PASSER, PENALTY_END, PENALTY_TOP, PHASE, PLACE,
-    PLACE_CLAIM, PLACE_REMAINING, RAINBOW, RESPOND, SAME_TYPE, SEGMENT_NAMES, SPECIAL_HOLDER, BatchStep, _clear_outcome, _Rules,
+    CARD,
+    CLAIM,
+    CURRENT,
+    EMPTY_HAND,
+    HOLDER,
+    OFFER,
+    OFFERER,
+    OVER,
+    PASS,
+    PASSER,
+    PENALTY_END,
+    PENALTY_TOP,
+    PHASE,
+    PLACE,
+    PLACE_CLAIM,
+    PLACE_REMAINING,
+    RAINBOW,
+    RESPOND,
+    SAME_TYPE,
+    SEGMENT_NAMES,
+    SPECIAL_HOLDER,
+    BatchStep,
+    _clear_outcome,
+    _Rules,
 )  # fmt: skip
 from cockroach_env.batched.state import _State
 from cockroach_env.engine import FALSE_CLAIMS, PEEKS, RIGHT_CALLS, TRUTHFUL_CLAIMS, WRONG_CALLS
@@ -82,7 +104,9 @@ class _NumpyBackend:
         info = s.info.astype(np.int64)
         phase, current = info[:, PHASE], info[:, CURRENT]
         legal = np.zeros(len(actions), bool)
-        a = np.where((actions >= 0) & (actions < r.num_actions), actions, r.num_actions)  # out of range: matches no kind below
+        a = np.where(
+            (actions >= 0) & (actions < r.num_actions), actions, r.num_actions
+        )  # out of range: matches no kind below
         offer = a < r.offer_size
         card = np.where(offer, a // ((r.n - 1) * r.c), 0)
         legal |= offer & (phase == OFFER) & (s.hands[rows, current, card] > 0)
@@ -138,7 +162,12 @@ class _NumpyBackend:
             card, offset, claim = act // ((n - 1) * c), (act // c) % (n - 1) + 1, act % c
             target = (current + offset) % n
             s.hands[games, current, card] -= 1
-            info[games, CARD], info[games, OFFERER], info[games, PASSER], info[games, CLAIM] = card, current, current, claim
+            info[games, CARD], info[games, OFFERER], info[games, PASSER], info[games, CLAIM] = (
+                card,
+                current,
+                current,
+                claim,
+            )
             info[games, HOLDER], info[games, CURRENT], info[games, PHASE] = target, target, RESPOND
             s.seen[games] = False
             s.seen[games, current] = True
@@ -156,7 +185,12 @@ class _NumpyBackend:
         if games.size:
             act, holder = a[games] - r.pass_start, info[games, HOLDER].astype(np.int64)
             target, claim = (holder + act // c + 1) % n, act % c
-            info[games, PASSER], info[games, CLAIM], info[games, HOLDER], info[games, CURRENT] = holder, claim, target, target
+            info[games, PASSER], info[games, CLAIM], info[games, HOLDER], info[games, CURRENT] = (
+                holder,
+                claim,
+                target,
+                target,
+            )
             info[games, PHASE] = RESPOND
             s.seat_claim[games, holder] = claim
 

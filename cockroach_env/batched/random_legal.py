@@ -104,9 +104,13 @@ def random_legal_actions(mask: np.ndarray, rng: np.random.Generator, parallel: b
         raise ValueError(f"rng={rng!r} is not allowed; expected a numpy.random.Generator (np.random.default_rng(seed))")
     mask = np.ascontiguousarray(mask)
     if mask.ndim != 2:
-        raise ValueError(f"a mask of shape {mask.shape} is not allowed; expected (B, A), one row of legal actions per game")
+        raise ValueError(
+            f"a mask of shape {mask.shape} is not allowed; expected (B, A), one row of legal actions per game"
+        )
     if mask.dtype.kind not in "biuf":
-        raise ValueError(f"a mask of dtype {mask.dtype} is not allowed; expected 0/1 integers or bools (any nonzero entry is legal)")
+        raise ValueError(
+            f"a mask of dtype {mask.dtype} is not allowed; expected 0/1 integers or bools (any nonzero entry is legal)"
+        )
     if mask.dtype.kind == "f" and np.isnan(mask).any():
         raise ValueError(f"the mask holds NaN (game {int(np.isnan(mask).any(1).argmax())}); expected 0/1 entries")
     if numba is None:

@@ -51,7 +51,16 @@ class _RecallLog:
         """The actions that reveal the card in play (believe, disbelieve)."""
 
     def arrays(self) -> tuple[np.ndarray, ...]:
-        arrays = (self.dealt_hands, self.starter, self.opening_collections, self.count, self.actor, self.public, self.revealed, self.top)
+        arrays = (
+            self.dealt_hands,
+            self.starter,
+            self.opening_collections,
+            self.count,
+            self.actor,
+            self.public,
+            self.revealed,
+            self.top,
+        )
         return tuple(a for a in arrays if a is not None)
 
     @property
@@ -71,13 +80,17 @@ class _RecallLog:
         """What a step's slot needs from the state before it: the seat to act and the card in play."""
         return state.info[:, CURRENT].astype(np.int64), state.info[:, CARD].copy()
 
-    def record(self, actions: np.ndarray, before: tuple[np.ndarray, np.ndarray], done: np.ndarray, state: _State) -> None:
+    def record(
+        self, actions: np.ndarray, before: tuple[np.ndarray, np.ndarray], done: np.ndarray, state: _State
+    ) -> None:
         """Log the step's decision of every game that did not end in it (``actions`` were all legal)."""
         actor, card = before
         games = np.flatnonzero(~done)
         slot = self.count[games]
         if slot.size and slot.max() >= self.length:  # encoding.max_decisions bounds a game's decisions
-            raise RuntimeError(f"game {int(games[np.argmax(slot)])} made more than max_decisions={self.length} decisions; the bound in cockroach_env.encoding is wrong")
+            raise RuntimeError(
+                f"game {int(games[np.argmax(slot)])} made more than max_decisions={self.length} decisions; the bound in cockroach_env.encoding is wrong"
+            )
         act = actions[games]
         self.actor[games, slot] = actor[games]
         self.public[games, slot] = self.public_move[act]
@@ -111,7 +124,9 @@ class _RecallLog:
             out[:, at["dealt_hands"] : at["dealt_hands"] + n * i] = self.dealt_hands.reshape(b, -1)
         out[rows, at["starter"] + (self.starter - viewer) % n] = 1.0
         if self.opening:
-            out[:, at["opening_collections"] : at["opening_collections"] + n * i] = self.opening_collections[rows[:, None], seats].reshape(b, -1)
+            out[:, at["opening_collections"] : at["opening_collections"] + n * i] = self.opening_collections[
+                rows[:, None], seats
+            ].reshape(b, -1)
         game, slot = np.nonzero(np.arange(self.length) < self.count[:, None])  # every logged slot of every game
         flat = out.reshape(-1)  # a view: out is C-contiguous (checked above)
         base = game * width

@@ -5,7 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from cockroach_env.batched.deals import _Deals
-from cockroach_env.batched.layout import CURRENT, INFO_COLUMNS, OFFER, PENALTY_END, PENALTY_TOP, PHASE, PLACE_REMAINING, _Rules
+from cockroach_env.batched.layout import (
+    CURRENT,
+    INFO_COLUMNS,
+    OFFER,
+    PENALTY_END,
+    PENALTY_TOP,
+    PHASE,
+    PLACE_REMAINING,
+    _Rules,
+)
 
 
 def _padded(shape: tuple[int, ...], dtype) -> np.ndarray:
@@ -31,7 +40,17 @@ class _State:
         self.steps = np.zeros(b, np.int16)
 
     def arrays(self) -> tuple[np.ndarray, ...]:
-        return (self.hands, self.collections, self.stats, self.seat_claim, self.seen, self.removed, self.penalty, self.info, self.steps)
+        return (
+            self.hands,
+            self.collections,
+            self.stats,
+            self.seat_claim,
+            self.seen,
+            self.removed,
+            self.penalty,
+            self.info,
+            self.steps,
+        )
 
     @property
     def bytes_per_game(self) -> int:

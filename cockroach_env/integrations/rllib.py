@@ -35,7 +35,8 @@ This module imports Ray; ``import cockroach_env`` does not.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import gymnasium
 import numpy as np
@@ -57,11 +58,15 @@ class RLlibMultiAgentEnv(MultiAgentEnv):
     def __init__(self, env_config: Mapping[str, Any] | None = None):
         super().__init__()
         if env_config is not None and not isinstance(env_config, Mapping):
-            raise ValueError(f"env_config={env_config!r} is not allowed; expected a dict of GameConfig options (or config) and illegal_action, or None")
+            raise ValueError(
+                f"env_config={env_config!r} is not allowed; expected a dict of GameConfig options (or config) and illegal_action, or None"
+            )
         options = dict(env_config or {})  # an EnvContext is a dict with runner attributes
         unknown = sorted(set(options) - set(ENV_OPTIONS) - set(GameConfig.__dataclass_fields__) - {"render_mode"})
         if unknown:
-            raise ValueError(f"env_config has unknown key(s) {unknown}; expected GameConfig fields ({sorted(GameConfig.__dataclass_fields__)}) or {list(ENV_OPTIONS) + ['render_mode']}")
+            raise ValueError(
+                f"env_config has unknown key(s) {unknown}; expected GameConfig fields ({sorted(GameConfig.__dataclass_fields__)}) or {list(ENV_OPTIONS) + ['render_mode']}"
+            )
         options.setdefault("illegal_action", "penalize")
         self.game = raw_env(**options)
         self.config: GameConfig = self.game.config
@@ -92,7 +97,9 @@ class RLlibMultiAgentEnv(MultiAgentEnv):
         if self._over:
             raise RuntimeError("step() called after the episode ended; call reset() first")
         if agent not in action_dict or len(action_dict) != 1:
-            raise ValueError(f"action_dict={dict(action_dict)!r} is not allowed; expected exactly one action, for {agent!r}, the agent to act")
+            raise ValueError(
+                f"action_dict={dict(action_dict)!r} is not allowed; expected exactly one action, for {agent!r}, the agent to act"
+            )
         self.game.step(action_dict[agent])
         game = self.game
         terminated = all(game.terminations.values())
@@ -103,9 +110,21 @@ class RLlibMultiAgentEnv(MultiAgentEnv):
             rewards = {a: float(game._cumulative_rewards[a]) for a in agents}
             infos = {a: dict(game.infos[a]) for a in agents}
             self._over = True  # ``agents`` keeps every seat: RLlib checks the final dicts against it
-            return observations, rewards, {**{a: terminated for a in agents}, "__all__": terminated}, {**{a: truncated for a in agents}, "__all__": truncated}, infos
+            return (
+                observations,
+                rewards,
+                {**{a: terminated for a in agents}, "__all__": terminated},
+                {**{a: truncated for a in agents}, "__all__": truncated},
+                infos,
+            )
         following = game.agent_selection
-        return {following: self._observe(following)}, {agent: 0.0}, {"__all__": False}, {"__all__": False}, {following: dict(game.infos[following])}
+        return (
+            {following: self._observe(following)},
+            {agent: 0.0},
+            {"__all__": False},
+            {"__all__": False},
+            {following: dict(game.infos[following])},
+        )
 
     def render(self) -> str | np.ndarray | None:
         """The public table (``render_mode`` "ansi", "human" or "rgb_array"); never the hidden cards."""
@@ -113,10 +132,19 @@ class RLlibMultiAgentEnv(MultiAgentEnv):
 
     def _observe(self, agent: str) -> dict[str, np.ndarray]:
         observation = self.game.observe(agent)
-        return {"observations": observation["observation"], "action_mask": observation["action_mask"].astype(np.float32)}
+        return {
+            "observations": observation["observation"],
+            "action_mask": observation["action_mask"].astype(np.float32),
+        }
 
 
-def ppo_config(env_config: Mapping[str, Any] | None = None, *, hidden: tuple[int, ...] = (256, 256), num_env_runners: int = 0, **training: Any):
+def ppo_config(
+    env_config: Mapping[str, Any] | None = None,
+    *,
+    hidden: tuple[int, ...] = (256, 256),
+    num_env_runners: int = 0,
+    **training: Any,
+):
     """A ``PPOConfig`` training one shared masked policy for every seat of ``RLlibMultiAgentEnv(env_config)``.
 
     ``hidden`` sets the policy and value heads' layer sizes; ``training`` goes to
@@ -128,11 +156,20 @@ def ppo_config(env_config: Mapping[str, Any] | None = None, *, hidden: tuple[int
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
     from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
 
-    if not isinstance(hidden, (tuple, list)) or not hidden or not all(isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in hidden):
-        raise ValueError(f"hidden={hidden!r} is not allowed; expected a non-empty tuple of positive layer sizes, e.g. (256, 256)")
+    if (
+        not isinstance(hidden, (tuple, list))
+        or not hidden
+        or not all(isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in hidden)
+    ):
+        raise ValueError(
+            f"hidden={hidden!r} is not allowed; expected a non-empty tuple of positive layer sizes, e.g. (256, 256)"
+        )
     RLlibMultiAgentEnv(env_config)  # validate the options here, not inside a remote runner
     env_config = dict(env_config or {})
-    module = RLModuleSpec(module_class=ActionMaskingTorchRLModule, model_config={"head_fcnet_hiddens": list(hidden), "head_fcnet_activation": "relu"})
+    module = RLModuleSpec(
+        module_class=ActionMaskingTorchRLModule,
+        model_config={"head_fcnet_hiddens": list(hidden), "head_fcnet_activation": "relu"},
+    )
     config = (
         PPOConfig()
         .environment(RLlibMultiAgentEnv, env_config=env_config)

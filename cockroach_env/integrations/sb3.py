@@ -47,7 +47,8 @@ game ends, −1 for the learner). An opponent's illegal action always raises
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import gymnasium
 import numpy as np
@@ -64,7 +65,14 @@ class MaskedSelfPlayEnv(gymnasium.Env):
 
     metadata = {"render_modes": list(raw_env.metadata["render_modes"]), "render_fps": 1}
 
-    def __init__(self, opponents: Any, seed: int | None = None, illegal_action: str = "raise", render_mode: str | None = None, **game_options: Any):
+    def __init__(
+        self,
+        opponents: Any,
+        seed: int | None = None,
+        illegal_action: str = "raise",
+        render_mode: str | None = None,
+        **game_options: Any,
+    ):
         seed = check_seed("seed", seed)
         self.game = raw_env(render_mode=render_mode, illegal_action=illegal_action, **game_options)
         self.config: GameConfig = self.game.config
@@ -92,17 +100,25 @@ class MaskedSelfPlayEnv(gymnasium.Env):
         if isinstance(opponents, (list, tuple)):
             lineup = list(opponents)
             if len(lineup) != n - 1:
-                raise ValueError(f"{what} has {len(lineup)} agents; expected one agent or a list of {n - 1} (one per other seat of a {n}-player game)")
+                raise ValueError(
+                    f"{what} has {len(lineup)} agents; expected one agent or a list of {n - 1} (one per other seat of a {n}-player game)"
+                )
         else:
             lineup = [opponents] * (n - 1)
         for i, agent in enumerate(lineup):
             if isinstance(agent, type):
-                raise ValueError(f"{what}[{i}]={agent!r} is a class, not an agent; expected an instance, e.g. {agent.__name__}(config) or baselines.make(name, config)")
+                raise ValueError(
+                    f"{what}[{i}]={agent!r} is a class, not an agent; expected an instance, e.g. {agent.__name__}(config) or baselines.make(name, config)"
+                )
             if not callable(getattr(agent, "act", None)):
-                raise ValueError(f"{what}[{i}]={agent!r} is not an agent; expected an object with act(observation_dict) -> int (see baselines.agent)")
+                raise ValueError(
+                    f"{what}[{i}]={agent!r} is not an agent; expected an object with act(observation_dict) -> int (see baselines.agent)"
+                )
             built_for = getattr(agent, "config", None)
             if isinstance(built_for, GameConfig) and built_for != self.config:
-                raise ValueError(f"{what}[{i}] ({_name(agent)}) was built for {built_for}, but this env plays {self.config}")
+                raise ValueError(
+                    f"{what}[{i}] ({_name(agent)}) was built for {built_for}, but this env plays {self.config}"
+                )
         return lineup
 
     def _opponents_for_episode(self) -> list[Any]:
@@ -154,7 +170,9 @@ class MaskedSelfPlayEnv(gymnasium.Env):
         if self._done:
             raise RuntimeError("step() called after the episode ended; call reset() first")
         if self.game.agent_selection != self._learner:
-            raise RuntimeError(f"internal error: {self.game.agent_selection} is to act, not the learner {self._learner}")
+            raise RuntimeError(
+                f"internal error: {self.game.agent_selection} is to act, not the learner {self._learner}"
+            )
         self.game.step(_as_action(action))  # raises IllegalActionError unless illegal_action="penalize"
         self._play_opponents()
         learner = self._learner
@@ -195,8 +213,12 @@ class MaskedSelfPlayEnv(gymnasium.Env):
                 index = int(action)
             except (TypeError, ValueError):
                 index = -1
-            if not (0 <= index < observation["action_mask"].size and observation["action_mask"][index]) or isinstance(action, bool):
-                raise ValueError(f"opponent {_name(agent)} (seat {game.agent_selection}) returned {action!r}, which is not a legal action; an agent must return one of the actions its action_mask allows")
+            if not (0 <= index < observation["action_mask"].size and observation["action_mask"][index]) or isinstance(
+                action, bool
+            ):
+                raise ValueError(
+                    f"opponent {_name(agent)} (seat {game.agent_selection}) returned {action!r}, which is not a legal action; an agent must return one of the actions its action_mask allows"
+                )
             game.step(index)
 
 

@@ -42,19 +42,27 @@ class EverySeatRewarded(EpisodeRolloutHook):
     def __init__(self, env: Any):
         agents = getattr(env, "agents", None)
         if not isinstance(agents, (list, tuple)) or not agents:
-            raise ValueError(f"env={env!r} is not allowed; expected a tianshou.env.PettingZooEnv (its agents list the seats)")
+            raise ValueError(
+                f"env={env!r} is not allowed; expected a tianshou.env.PettingZooEnv (its agents list the seats)"
+            )
         self.agents = list(agents)
 
     def __call__(self, episode_batch: Any) -> dict[str, np.ndarray]:
         rew = np.asarray(episode_batch.rew, dtype=np.float64)
         if rew.ndim != 2 or rew.shape[1] != len(self.agents):
-            raise ValueError(f"episode rewards of shape {rew.shape} do not fit {len(self.agents)} seats; expected (T, {len(self.agents)}) from PettingZooEnv")
+            raise ValueError(
+                f"episode rewards of shape {rew.shape} do not fit {len(self.agents)} seats; expected (T, {len(self.agents)}) from PettingZooEnv"
+            )
         acted = np.asarray(episode_batch.obs.agent_id)
         moved = np.zeros_like(rew)
         for seat, agent in enumerate(self.agents):
             own = np.flatnonzero(acted == agent)
             moved[own[-1] if own.size else -1, seat] = rew[:, seat].sum()
-        return {"rew": moved.astype(rew.dtype if np.issubdtype(np.asarray(episode_batch.rew).dtype, np.floating) else np.float64)}
+        return {
+            "rew": moved.astype(
+                rew.dtype if np.issubdtype(np.asarray(episode_batch.rew).dtype, np.floating) else np.float64
+            )
+        }
 
 
 __all__ = ["EverySeatRewarded"]
