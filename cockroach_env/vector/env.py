@@ -100,7 +100,7 @@ class SelfPlayVectorEnv(VectorEnv):
 
     def step(self, actions: Any) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray, dict]:
         step = self.games.step(actions)
-        info = self._info(step.info, running=True)
+        info = self._info({**step.info, "learner_seat": step.learner_seat}, running=True)
         done = step.done
         final_obs = np.full(self.num_envs, None, dtype=object)
         mask = np.zeros_like(step.action_mask[0])

@@ -20,7 +20,8 @@ from cockroach_env.batched.layout import BatchStep
 from cockroach_env.batched.numpy_backend import _NumpyBackend, _write_states
 from cockroach_env.batched.state import _State
 from cockroach_env.config import GameConfig, check_seed
-from cockroach_env.env import ILLEGAL_ACTION_MODES, IllegalActionError
+from cockroach_env.engine import Deal
+from cockroach_env.env import ILLEGAL_ACTION_MODES, IllegalActionError, raw_env
 from cockroach_env.vector.opponents import Opponents
 
 REDEALS = 100
@@ -47,7 +48,9 @@ class SeatStep:
     final_observation: np.ndarray
     """(B, O) float32: where ``done``, the learner's observation of the final state of the game that ended."""
     info: dict[str, np.ndarray]
-    """``INFO_KEYS``, each (B,) int64 (``illegal_move`` bool)."""
+    """``INFO_KEYS``, each (B,) int64 (``illegal_move`` bool): where ``done``, of the game that ended."""
+    learner_seat: np.ndarray
+    """(B,) int64: the learner's seat in the game it now plays (the new one where ``done``)."""
 
     @property
     def done(self) -> np.ndarray:
@@ -55,14 +58,8 @@ class SeatStep:
 
 
 def game_config(config: GameConfig | None, options: dict[str, Any]) -> GameConfig:
-    """``config`` or ``GameConfig(**options)`` (not both), as the env takes them."""
-    if config is not None:
-        if not isinstance(config, GameConfig):
-            raise ValueError(f"config={config!r} is not allowed; expected a GameConfig")
-        if options:
-            raise ValueError(f"pass either config or game options, not both; got config and {sorted(options)}")
-        return config
-    return GameConfig(**options)
+    """The rules ``config`` and the game options (``preset``, ``num_players``, ...) name, exactly as the env reads them."""
+    return raw_env(config=config, **options).config
 
 
 class SeatedGames:
@@ -128,6 +125,7 @@ class SeatedGames:
         self._member = np.full((b, n), -1, np.int64)
         self._rng = np.random.default_rng(self.seed)
         self._started = False
+        self._dealt: list[tuple[np.ndarray, np.ndarray, Any]] = []
         self._endings: list[tuple[np.ndarray, list[np.ndarray], np.ndarray, np.ndarray]] = []
         """Games that ended in the current step, as they were before their last move (for ``_final_observations``)."""
 
@@ -147,6 +145,14 @@ class SeatedGames:
         """(B,) int64: the learner's seat in each game."""
         return self._learner.copy()
 
+    @property
+    def last_deals(self) -> dict[int, Deal]:
+        """``{game: engine.Deal}`` of the games dealt by the latest ``reset`` or ``step`` (the last deal of each)."""
+        out: dict[int, Deal] = {}
+        for games, slots, deals in self._dealt:
+            out.update({int(g): deals.deal(int(k)) for g, k in zip(games, slots)})
+        return out
+
     def reset(self, seed: int | None = None) -> SeatStep:
         """Deal every game afresh; the opponents move until the learner is to act in each. ``seed`` reseeds everything."""
         seed = check_seed("seed", seed)
@@ -154,6 +160,7 @@ class SeatedGames:
             self._rng = np.random.default_rng([seed, 1])
             self.opponents.reseed(seed)
         first = self.games.reset(seed=seed)
+        self._dealt = [(np.arange(self.num_envs), self.games._dealt_slots, self.games._dealt_from)]
         self._to_act[:] = first.to_act
         self._observation[:] = first.observation
         self._mask[:] = first.action_mask
@@ -172,7 +179,7 @@ class SeatedGames:
         actions = self._check_actions(actions)
         b = self.num_envs
         out = self._empty_step()
-        self._endings = []
+        self._endings, self._dealt = [], []
         legal = self._mask[np.arange(b), np.clip(actions, 0, self.rules.num_actions - 1)] > 0
         legal &= (actions >= 0) & (actions < self.rules.num_actions)
         if not legal.all():
@@ -215,10 +222,8 @@ class SeatedGames:
             return IllegalActionError(
                 agent, action, None, f"out of range; expected an integer in [0, {self.rules.num_actions})"
             )
-        legal = int(np.count_nonzero(self._mask[env]))
-        return IllegalActionError(
-            agent, action, self.describe_action(env, action), f"the action mask allows {legal} action(s) now"
-        )
+        why = self.games._illegal_message(env, action).partition(" is illegal: ")[2]  # the engine's reason
+        return IllegalActionError(agent, action, self.describe_action(env, action), why)
 
     def _empty_step(self) -> SeatStep:
         b = self.num_envs
@@ -232,13 +237,16 @@ class SeatedGames:
             truncated=np.zeros(b, bool),
             final_observation=np.zeros((b, self.rules.observation_size), np.float32),
             info=info,
+            learner_seat=np.empty(0, np.int64),
         )
 
     def _finish(self, out: SeatStep) -> SeatStep:
         self._final_observations(out)
         out.observation = self._observation.copy()
         out.action_mask = self._mask.copy()
-        out.info["learner_seat"] = self._learner.copy()
+        out.learner_seat = self._learner.copy()
+        done = out.done
+        out.info["learner_seat"][~done] = out.learner_seat[~done]
         return out
 
     def _new_games(self, rows: np.ndarray) -> None:
@@ -297,6 +305,7 @@ class SeatedGames:
                 settle, j = ended[first], done[first]
                 seat = self._learner[settle]
                 out.reward[settle] = step.rewards[j, seat]
+                out.info["learner_seat"][settle] = seat
                 out.truncated[settle] = step.truncated[j]
                 out.terminated[settle] = ~step.truncated[j]
                 out.info["loser"][settle] = step.loser[j]
@@ -308,7 +317,10 @@ class SeatedGames:
             ended = _NO_GAMES
         for full, piece in zip(whole, part.arrays()):
             full[rows] = piece
-        self.games._remember_deals(ended, queue.take(dealt))
+        slots = queue.take(dealt)
+        self.games._remember_deals(ended, slots)
+        if dealt:
+            self._dealt.append((ended, slots, queue.deals))
         self._to_act[rows] = step.to_act
         self._observation[rows] = step.observation
         self._mask[rows] = step.action_mask
@@ -353,6 +365,7 @@ class SeatedGames:
         out.terminated[rows] = True
         out.info["illegal_move"][rows] = True
         out.info["offender"][rows] = seat
+        out.info["learner_seat"][rows] = seat
         out.final_observation[rows] = self._observation[rows]
         k = rows.size
         part = self._part(k)
@@ -365,6 +378,7 @@ class SeatedGames:
         for whole, piece in zip(self.games._state.arrays(), part.arrays()):
             whole[rows] = piece
         self.games._remember_deals(rows, slots)
+        self._dealt.append((rows, slots, queue.deals))
         self._to_act[rows] = step.to_act
         self._observation[rows] = step.observation
         self._mask[rows] = step.action_mask
