@@ -53,7 +53,7 @@ sys.path.insert(0, str(ROOT))
 from baselines.agent import LogitsAgent  # noqa: E402
 from cockroach_env import GameConfig  # noqa: E402
 
-LIBRARIES = ("rllib", "sb3", "tianshou", "torchrl")
+LIBRARIES = ("rllib", "sb3", "tianshou", "torchrl", "gymnasium")
 CONFIG = GameConfig(num_players=4)
 
 
@@ -233,7 +233,7 @@ def throughput(libraries: list[str], seconds: float, rounds: int) -> list[dict]:
 
     warnings.filterwarnings("ignore")
     rows = []
-    for library in libraries:
+    for library in [name for name in libraries if name in LOOPS]:
         try:
             loops = {name: LOOPS[library](name) for name in ("cockroach", "leduc")}
         except (
@@ -257,10 +257,262 @@ def throughput(libraries: list[str], seconds: float, rounds: int) -> list[dict]:
             row[name + "_wall"] = steps / wall
         rows.append(row)
         print(
-            f"{library}: cockroach {row['cockroach']:,.0f} steps/CPU s, leduc {row['leduc']:,.0f}, ratio {row['ratio']:.2f}",
+            f"{library}: cockroach {row['cockroach']:,.0f} steps/CPU s, leduc {row['leduc']:,.0f}, "
+            f"ratio {row['ratio']:.2f}",
             flush=True,
         )
     return rows
+
+
+# ---------------------------------------------------------------------------- batched routes
+BATCHED = ("gymnasium", "sb3", "torchrl")
+"""The libraries with a batched route (``cockroach_env.vector``) beside their one-game route."""
+
+
+def _random_legal(masks, rng):
+    from cockroach_env.batched import random_legal_actions
+
+    return random_legal_actions(np.asarray(masks), rng)
+
+
+class GymnasiumOneGame(Loop):
+    """``gymnasium.vector.SyncVectorEnv`` over ``MaskedSelfPlayEnv`` (one game per sub-environment)."""
+
+    def __init__(self, num_envs: int):
+        import gymnasium
+
+        import baselines
+        from cockroach_env.integrations.sb3 import MaskedSelfPlayEnv
+
+        def make(i):
+            return lambda: MaskedSelfPlayEnv(baselines.make("random", CONFIG, seed=i), seed=i, config=CONFIG)
+
+        self.envs = gymnasium.vector.SyncVectorEnv([make(i) for i in range(num_envs)])
+        self.envs.reset(seed=0)
+        self.rng, self.num_envs = np.random.default_rng(0), num_envs
+
+    def chunk(self) -> int:
+        self.envs.step(_random_legal(np.stack(self.envs.call("action_masks")), self.rng))
+        return self.num_envs
+
+
+class GymnasiumBatched(Loop):
+    def __init__(self, num_envs: int):
+        from cockroach_env.vector import SelfPlayVectorEnv
+
+        self.envs = SelfPlayVectorEnv(num_envs, "random", seed=0, config=CONFIG)
+        self.obs, _ = self.envs.reset()
+        self.rng, self.num_envs = np.random.default_rng(0), num_envs
+
+    def chunk(self) -> int:
+        self.obs, *_ = self.envs.step(_random_legal(self.obs["action_mask"], self.rng))
+        return self.num_envs
+
+
+class SB3OneGame(Loop):
+    """``DummyVecEnv`` over ``MaskedSelfPlayEnv``, masks through ``get_action_masks``."""
+
+    def __init__(self, num_envs: int):
+        from stable_baselines3.common.vec_env import DummyVecEnv
+
+        import baselines
+        from cockroach_env.integrations.sb3 import MaskedSelfPlayEnv
+
+        def make(i):
+            return lambda: MaskedSelfPlayEnv(baselines.make("random", CONFIG, seed=i), seed=i, config=CONFIG)
+
+        self.venv = DummyVecEnv([make(i) for i in range(num_envs)])
+        self.venv.reset()
+        self.rng, self.num_envs = np.random.default_rng(0), num_envs
+
+    def chunk(self) -> int:
+        from sb3_contrib.common.maskable.utils import get_action_masks
+
+        self.venv.step(_random_legal(get_action_masks(self.venv), self.rng))
+        return self.num_envs
+
+
+class SB3Batched(SB3OneGame):
+    def __init__(self, num_envs: int):
+        from cockroach_env.integrations.sb3 import MaskedSelfPlayVecEnv
+
+        self.venv = MaskedSelfPlayVecEnv(num_envs, "random", seed=0, config=CONFIG)
+        self.venv.reset()
+        self.rng, self.num_envs = np.random.default_rng(0), num_envs
+
+
+class TorchRLOneGame(TorchRLLoop):
+    def __init__(self, num_envs: int):
+        super().__init__("cockroach")
+
+
+class TorchRLBatched(Loop):
+    def __init__(self, num_envs: int):
+        from cockroach_env.integrations.torchrl import BatchedCockroachEnv
+
+        self.env = BatchedCockroachEnv(batch_size=[num_envs], opponents="random", seed=0, config=CONFIG)
+
+    def chunk(self) -> int:
+        return int(self.env.rollout(10, break_when_any_done=False).numel())
+
+
+ROUTES = {
+    "gymnasium": (GymnasiumOneGame, GymnasiumBatched, "SyncVectorEnv(MaskedSelfPlayEnv) vs SelfPlayVectorEnv"),
+    "sb3": (SB3OneGame, SB3Batched, "DummyVecEnv(MaskedSelfPlayEnv) vs MaskedSelfPlayVecEnv"),
+    "torchrl": (TorchRLOneGame, TorchRLBatched, "PettingZooWrapper.rollout vs BatchedCockroachEnv.rollout"),
+}
+
+
+def batched(libraries: list[str], seconds: float, rounds: int, num_envs: int) -> list[dict]:
+    """Each library's one-game route and batched route, interleaved over ``rounds``: steps per wall second and ratio."""
+    import warnings
+
+    import torch
+
+    warnings.filterwarnings("ignore")
+    torch.set_num_threads(1)
+    rows = []
+    for library in [name for name in libraries if name in BATCHED]:
+        one, many, what = ROUTES[library]
+        try:
+            loops = {"one": one(num_envs), "batched": many(num_envs)}
+        except ImportError as error:
+            print(f"{library}: skipped ({error}); pip install '.[{library}]'", flush=True)
+            continue
+        totals = {name: [0, 0.0, 0.0] for name in loops}
+        ratios = []
+        for _ in range(rounds):
+            rates = {}
+            for name, loop in loops.items():
+                steps, wall, cpu = loop.run(seconds / rounds)
+                totals[name] = [totals[name][0] + steps, totals[name][1] + wall, totals[name][2] + cpu]
+                rates[name] = steps / max(wall, 1e-9)
+            ratios.append(rates["batched"] / rates["one"])
+        row = {"library": library, "routes": what, "ratio": statistics.median(ratios), "ratio_min": min(ratios)}
+        for name, (steps, wall, _) in totals.items():
+            row[name] = steps / wall
+        row["share"] = env_share(library, num_envs, seconds)
+        rows.append(row)
+        print(
+            f"{library}: one-game {row['one']:,.0f} steps/s, batched {row['batched']:,.0f} steps/s, "
+            f"ratio {row['ratio']:.1f}; env share of the training loop {100 * row['share']:.1f}%",
+            flush=True,
+        )
+    return rows
+
+
+class _Clock:
+    """Seconds spent inside the wrapped calls."""
+
+    def __init__(self):
+        self.seconds = 0.0
+
+    def wrap(self, function):
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - start
+
+        return timed
+
+
+def env_share(library: str, num_envs: int, seconds: float) -> float:
+    """The env's share of the wall time of the library's own training loop on the batched route (masked PPO)."""
+    clock, start = _Clock(), time.perf_counter()
+    {"gymnasium": _share_gymnasium, "sb3": _share_sb3, "torchrl": _share_torchrl}[library](num_envs, seconds, clock)
+    return clock.seconds / (time.perf_counter() - start)
+
+
+def _share_gymnasium(num_envs: int, seconds: float, clock: _Clock) -> None:
+    """The CleanRL-style masked PPO loop of docs/integrations.md, cut to ``seconds``."""
+    import torch
+
+    from cockroach_env.vector import SelfPlayVectorEnv
+
+    envs = SelfPlayVectorEnv(num_envs, "random", seed=0, config=CONFIG)
+    envs.step = clock.wrap(envs.step)
+    size, actions = envs.single_observation_space["observation"].shape[0], envs.single_action_space.n
+    net = torch.nn.Sequential(torch.nn.Linear(size, 128), torch.nn.Tanh(), torch.nn.Linear(128, actions + 1))
+    optimizer = torch.optim.Adam(net.parameters(), lr=3e-4)
+    obs, _ = envs.reset(seed=0)
+    deadline, steps = time.perf_counter() + seconds, 16
+    while time.perf_counter() < deadline:
+        batch = []
+        with torch.no_grad():
+            for _ in range(steps):
+                x, mask = torch.as_tensor(obs["observation"]), torch.as_tensor(obs["action_mask"]).bool()
+                out = net(x)
+                dist = torch.distributions.Categorical(logits=out[:, :-1].masked_fill(~mask, -1e9))
+                action = dist.sample()
+                obs, reward, terminated, truncated, _ = envs.step(action.numpy())
+                batch.append((x, mask, action, dist.log_prob(action), out[:, -1], torch.as_tensor(reward)))
+        x, mask, action, logp, value, reward = (torch.cat(part) for part in zip(*batch))
+        advantage = reward - value  # a one-step estimate: the share of time is what is measured here
+        for index in torch.randperm(len(x)).split(1024):
+            out = net(x[index])
+            dist = torch.distributions.Categorical(logits=out[:, :-1].masked_fill(~mask[index], -1e9))
+            ratio = (dist.log_prob(action[index]) - logp[index]).exp()
+            loss = -(ratio * advantage[index]).mean() + ((out[:, -1] - reward[index]) ** 2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+
+def _share_sb3(num_envs: int, seconds: float, clock: _Clock) -> None:
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    from cockroach_env.integrations.sb3 import MaskedSelfPlayVecEnv
+
+    class Deadline(BaseCallback):
+        def _on_step(self) -> bool:
+            return time.perf_counter() < deadline
+
+    env = MaskedSelfPlayVecEnv(num_envs, "random", seed=0, config=CONFIG)
+    env.step_wait = clock.wrap(env.step_wait)
+    env.reset = clock.wrap(env.reset)
+    model = MaskablePPO("MlpPolicy", env, n_steps=16, batch_size=1024, n_epochs=4, seed=0)
+    deadline = time.perf_counter() + seconds
+    model.learn(10**12, callback=Deadline())
+
+
+def _share_torchrl(num_envs: int, seconds: float, clock: _Clock) -> None:
+    import torch
+    from tensordict.nn import TensorDictModule
+    from torchrl.modules import MLP, MaskedCategorical, ProbabilisticActor, ValueOperator
+    from torchrl.objectives import ClipPPOLoss
+    from torchrl.objectives.value import GAE
+
+    from cockroach_env.integrations.torchrl import BatchedCockroachEnv
+
+    env = BatchedCockroachEnv(batch_size=[num_envs], opponents="random", seed=0, config=CONFIG)
+    env._step = clock.wrap(env._step)
+    env._reset = clock.wrap(env._reset)
+    size, actions = env.observation_spec["observation"].shape[-1], env.action_spec.space.n
+    policy = ProbabilisticActor(
+        TensorDictModule(MLP(in_features=size, out_features=actions, num_cells=[128]), ["observation"], ["logits"]),
+        in_keys={"logits": "logits", "mask": "action_mask"},
+        distribution_class=MaskedCategorical,
+        return_log_prob=True,
+    )
+    critic = ValueOperator(MLP(in_features=size, out_features=1, num_cells=[128]), in_keys=["observation"])
+    loss = ClipPPOLoss(policy, critic)
+    advantage = GAE(gamma=1.0, lmbda=0.95, value_network=critic)
+    optimizer = torch.optim.Adam(loss.parameters(), lr=3e-4)
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        with torch.no_grad():
+            batch = env.rollout(16, policy, break_when_any_done=False)
+            advantage(batch)
+        batch = batch.reshape(-1)
+        for _ in range(4):
+            for index in torch.randperm(len(batch)).split(1024):
+                losses = loss(batch[index])
+                optimizer.zero_grad()
+                (losses["loss_objective"] + losses["loss_critic"] + losses["loss_entropy"]).backward()
+                optimizer.step()
 
 
 # ---------------------------------------------------------------------------- strength
@@ -483,7 +735,10 @@ def train_tianshou(minutes: float) -> tuple[object, dict]:
 
 
 def _seat_decisions(game, seat: str):
-    """One seat's decisions in a one-game TorchRL rollout as a flat sequence: what it saw, did, and got until its next decision."""
+    """One seat's decisions in a one-game TorchRL rollout as a flat sequence.
+
+    Each is what the seat saw and did, and what it got until its next decision.
+    """
     import torch
     from tensordict import TensorDict
 
@@ -599,7 +854,9 @@ def strength(libraries: list[str], minutes: float, games: int) -> list[dict]:
             row = {"route": name, **info, **evaluate(agent, games)}
             rows.append(row)
             print(
-                f"{name}: {row['trained']} in {row['seconds'] / 60:.1f} min; loss rate against three heuristic {100 * row['loss_rate']:.1f}% [{100 * row['ci'][0]:.1f}, {100 * row['ci'][1]:.1f}] ({row['games']} games)",
+                f"{name}: {row['trained']} in {row['seconds'] / 60:.1f} min; loss rate against three heuristic "
+                f"{100 * row['loss_rate']:.1f}% [{100 * row['ci'][0]:.1f}, {100 * row['ci'][1]:.1f}] "
+                f"({row['games']} games)",
                 flush=True,
             )
     return rows
@@ -613,7 +870,10 @@ def main(argv: list[str] | None = None) -> None:
         "--minutes", type=float, default=10.0, help="strength: wall-time budget of every route (default 10)"
     )
     parser.add_argument("--games", type=int, default=1000, help="strength: arena games against three heuristic")
-    parser.add_argument("--only", choices=("throughput", "strength"), default=None)
+    parser.add_argument("--only", choices=("throughput", "batched", "strength"), default=None)
+    parser.add_argument(
+        "--num-envs", type=int, default=1024, help="batched: sub-environments of both routes of each library"
+    )
     parser.add_argument(
         "--libraries", default=",".join(LIBRARIES), help="comma-separated subset of " + ",".join(LIBRARIES)
     )
@@ -622,14 +882,15 @@ def main(argv: list[str] | None = None) -> None:
     unknown = sorted(set(libraries) - set(LIBRARIES))
     if unknown:
         parser.error(f"--libraries has unknown name(s) {unknown}; expected some of {list(LIBRARIES)}")
-    if args.minutes <= 0 or args.seconds <= 0 or args.rounds < 1 or args.games < 4:
-        parser.error("--minutes and --seconds must be > 0, --rounds >= 1, --games >= 4")
+    if args.minutes <= 0 or args.seconds <= 0 or args.rounds < 1 or args.games < 4 or args.num_envs < 1:
+        parser.error("--minutes and --seconds must be > 0, --rounds >= 1, --games >= 4, --num-envs >= 1")
     load = os.getloadavg()[0]
     print(f"bench_integrations {time.strftime('%Y-%m-%d %H:%M')} load average {load:.2f}", flush=True)
-    if args.only != "strength":
+    if args.only in (None, "throughput"):
         rows = throughput(libraries, args.seconds, args.rounds)
         print(
-            "\n| library | loop | cockroach 4p steps / CPU s | leduc_holdem_v4 steps / CPU s | ratio (median of rounds) |"
+            "\n| library | loop | cockroach 4p steps / CPU s | leduc_holdem_v4 steps / CPU s "
+            "| ratio (median of rounds) |"
         )
         print("|---|---|---|---|---|")
         loops = {
@@ -640,15 +901,29 @@ def main(argv: list[str] | None = None) -> None:
         }
         for row in rows:
             print(
-                f"| {row['library']} | {loops[row['library']]} | {row['cockroach']:,.0f} | {row['leduc']:,.0f} | {row['ratio']:.2f}× (min {row['ratio_min']:.2f}) |"
+                f"| {row['library']} | {loops[row['library']]} | {row['cockroach']:,.0f} | {row['leduc']:,.0f} "
+                f"| {row['ratio']:.2f}× (min {row['ratio_min']:.2f}) |"
             )
-    if args.only != "throughput":
+    if args.only in (None, "batched"):
+        rows = batched(libraries, args.seconds, args.rounds, args.num_envs)
+        print(
+            f"\n| library | routes ({args.num_envs} sub-environments each) | one-game route steps / s | "
+            "batched route steps / s | ratio (median of rounds) | env share of the training loop |"
+        )
+        print("|---|---|---|---|---|---|")
+        for row in rows:
+            print(
+                f"| {row['library']} | {row['routes']} | {row['one']:,.0f} | {row['batched']:,.0f} | "
+                f"{row['ratio']:.1f}× (min {row['ratio_min']:.1f}) | {100 * row['share']:.1f}% |"
+            )
+    if args.only in (None, "strength"):
         rows = strength(libraries, args.minutes, args.games)
         print(f"\n| route ({args.minutes:g} min wall time) | trained | loss rate against three heuristic | 95% CI |")
         print("|---|---|---|---|")
         for row in rows:
             print(
-                f"| {row['route']} | {row['trained']} | {100 * row['loss_rate']:.1f}% | [{100 * row['ci'][0]:.1f}, {100 * row['ci'][1]:.1f}] |"
+                f"| {row['route']} | {row['trained']} | {100 * row['loss_rate']:.1f}% "
+                f"| [{100 * row['ci'][0]:.1f}, {100 * row['ci'][1]:.1f}] |"
             )
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
 

@@ -113,18 +113,21 @@ class MaskedSelfPlayEnv(gymnasium.Env):
             lineup = list(opponents)
             if len(lineup) != n - 1:
                 raise ValueError(
-                    f"{what} has {len(lineup)} agents; expected one agent or a list of {n - 1} (one per other seat of a {n}-player game)"
+                    f"{what} has {len(lineup)} agents; expected one agent or a list of {n - 1} "
+                    f"(one per other seat of a {n}-player game)"
                 )
         else:
             lineup = [opponents] * (n - 1)
         for i, agent in enumerate(lineup):
             if isinstance(agent, type):
                 raise ValueError(
-                    f"{what}[{i}]={agent!r} is a class, not an agent; expected an instance, e.g. {agent.__name__}(config) or baselines.make(name, config)"
+                    f"{what}[{i}]={agent!r} is a class, not an agent; expected an instance, "
+                    f"e.g. {agent.__name__}(config) or baselines.make(name, config)"
                 )
             if not callable(getattr(agent, "act", None)):
                 raise ValueError(
-                    f"{what}[{i}]={agent!r} is not an agent; expected an object with act(observation_dict) -> int (see baselines.agent)"
+                    f"{what}[{i}]={agent!r} is not an agent; "
+                    "expected an object with act(observation_dict) -> int (see baselines.agent)"
                 )
             built_for = getattr(agent, "config", None)
             if isinstance(built_for, GameConfig) and built_for != self.config:
@@ -173,8 +176,9 @@ class MaskedSelfPlayEnv(gymnasium.Env):
             self._play_opponents()
         else:
             raise ValueError(
-                f"the learner's seat {self._learner} had no decision in {REDEALS} deals in a row (max_steps={self.config.max_steps}, "
-                f"starter={self.config.starter}, reset options {options!r}); expected a table where every seat gets to decide"
+                f"the learner's seat {self._learner} had no decision in {REDEALS} deals in a row "
+                f"(max_steps={self.config.max_steps}, starter={self.config.starter}, reset options {options!r}); "
+                "expected a table where every seat gets to decide"
             )
         return self._observation(), dict(self.game.infos[self._learner])
 
@@ -229,7 +233,8 @@ class MaskedSelfPlayEnv(gymnasium.Env):
                 action, bool
             ):
                 raise ValueError(
-                    f"opponent {_name(agent)} (seat {game.agent_selection}) returned {action!r}, which is not a legal action; an agent must return one of the actions its action_mask allows"
+                    f"opponent {_name(agent)} (seat {game.agent_selection}) returned {action!r}, which is not a "
+                    "legal action; an agent must return one of the actions its action_mask allows"
                 )
             game.step(index)
 
@@ -243,7 +248,7 @@ def MaskedSelfPlayVecEnv(
     illegal_action: str = "raise",
     **game_options: Any,
 ):
-    """A Stable-Baselines3 ``VecEnv`` of ``num_envs`` learner seats over the batched engine (see the module docstring)."""
+    """A Stable-Baselines3 ``VecEnv`` of ``num_envs`` learner seats over the batched engine (module docstring)."""
     return _vec_env_class()(
         num_envs, opponents, seed=seed, learner_seat=learner_seat, illegal_action=illegal_action, **game_options
     )
@@ -323,7 +328,8 @@ def _vec_env_class() -> type:
 
         def set_attr(self, attr_name: str, value: Any, indices=None) -> None:
             raise AttributeError(
-                f"set_attr({attr_name!r}) is not supported: the sub-environments are rows of one batch; set it on the VecEnv"
+                f"set_attr({attr_name!r}) is not supported: the sub-environments are rows of one batch; "
+                "set it on the VecEnv"
             )
 
         def env_method(self, method_name: str, *method_args, indices=None, **method_kwargs) -> list[Any]:

@@ -157,7 +157,8 @@ def _batch_shape(batch_size: Any) -> torch.Size:
         or any(isinstance(d, bool) for d in (batch_size if isinstance(batch_size, (list, tuple)) else []))
     ):
         raise ValueError(
-            f"batch_size={batch_size!r} is not allowed; expected one dimension with a positive number of games, e.g. [1024]"
+            f"batch_size={batch_size!r} is not allowed; "
+            "expected one dimension with a positive number of games, e.g. [1024]"
         )
     return shape
 

@@ -1,10 +1,14 @@
 """Vector environments over the batched engine: one learner seat per game, the other seats played inside.
 
-| entry point | library |
+| library | entry point |
 |---|---|
-| ``cockroach_env.vector.SelfPlayVectorEnv(num_envs, opponents, *, seed=None, learner_seat=None, **game_options)`` | Gymnasium (``VectorEnv``) |
-| ``cockroach_env.integrations.sb3.MaskedSelfPlayVecEnv(num_envs, opponents, ...)`` | Stable-Baselines3 (``VecEnv``) |
-| ``cockroach_env.integrations.torchrl.BatchedCockroachEnv(batch_size=[B], opponents=..., ...)`` | TorchRL (``EnvBase``) |
+| Gymnasium (``VectorEnv``) | ``SelfPlayVectorEnv(num_envs, opponents, *, seed=None, learner_seat=None, **options)`` |
+| Stable-Baselines3 (``VecEnv``) | ``cockroach_env.integrations.sb3.MaskedSelfPlayVecEnv(num_envs, opponents, ...)`` |
+| TorchRL (``EnvBase``) | ``cockroach_env.integrations.torchrl.BatchedCockroachEnv(batch_size=[B], opponents=...)`` |
+
+The three share the keyword arguments ``seed``, ``learner_seat``, ``illegal_action``
+(``"raise"`` or ``"penalize"``) and the game options (``config=GameConfig(...)`` or
+``num_players``, ``preset``, ...), and play the same games from the same seed.
 
 All three drive ``SeatedGames`` (``seated.py``): sub-environment ``i`` is one learner seat
 in game ``i`` of a ``BatchedGames``; the other seats are played inside ``step`` until the

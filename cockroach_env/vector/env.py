@@ -14,7 +14,8 @@ agent moving in one batch call over every game where one of its seats is to act.
 
 | space | value |
 |---|---|
-| ``single_observation_space`` | the env's ``Dict(observation=Box(0, high, (O,), float32), action_mask=Box(0, 1, (A,), int8))`` |
+| ``single_observation_space`` | the env's: ``Dict(observation=Box(0, high, (O,), float32),`` |
+| | ``action_mask=Box(0, 1, (A,), int8))`` |
 | ``single_action_space`` | ``Discrete(A)`` |
 | reward | the learner's terminal reward: -1 for losing, +1/(N-1) otherwise, 0 before the end |
 
@@ -139,7 +140,10 @@ class SelfPlayVectorEnv(VectorEnv):
         return None
 
     def __repr__(self) -> str:
-        return f"SelfPlayVectorEnv({self.num_envs}, {self.config.num_players}p {self.config.edition}, opponents={self.games.opponents.names})"
+        config = self.config
+        return (
+            f"SelfPlayVectorEnv({self.num_envs}, {config.num_players}p {config.edition}, {self.games.opponents.names})"
+        )
 
 
 __all__ = ["SelfPlayVectorEnv"]

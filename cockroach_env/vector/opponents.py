@@ -108,13 +108,13 @@ class Opponents:
         return agent
 
     def reseed(self, seed: int) -> None:
-        """Give every pooled agent that owns a ``numpy.random.Generator`` as ``rng`` a generator derived from ``seed``."""
+        """Give every pooled agent that owns a ``numpy.random.Generator`` as ``rng`` one derived from ``seed``."""
         for k, agent in enumerate(self.pool):
             if isinstance(getattr(agent, "rng", None), np.random.Generator):
                 agent.rng = np.random.default_rng([seed, 7919, k])
 
     def draw(self, rng: np.random.Generator, games: int, seats: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(entrant, member)``, both ``(games, seats)`` int64: the pooled agent of each seat and its mixture member (-1: none)."""
+        """``(entrant, member)``, both ``(games, seats)`` int64: each seat's pooled agent and mixture member (or -1)."""
         entrant = rng.integers(len(self.pool), size=(games, seats)) if len(self.pool) > 1 else np.zeros((games, seats))
         entrant = entrant.astype(np.int64)
         member = np.full((games, seats), -1, np.int64)
@@ -125,43 +125,38 @@ class Opponents:
                 member[mine] = rng.choice(len(agent.members), size=int(mine.sum()), p=weights / weights.sum())
         return entrant, member
 
-    def act(
-        self,
-        entrant: np.ndarray,
-        member: np.ndarray,
-        observations: np.ndarray,
-        masks: np.ndarray,
-        where: Callable[[int], str],
-    ) -> np.ndarray:
-        """One legal action per row: each (agent, member) group moves in one batch call. ``where(j)`` names row ``j``."""
-        actions = np.zeros(len(entrant), np.int64)
+    def act(self, entrant: np.ndarray, member: np.ndarray, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """One action per row: each (agent, member) group moves in one batch call (the engine checks legality)."""
         if self._single:
-            groups = [np.arange(len(entrant))]
-        else:
-            key = entrant * self._stride + member + 1
-            groups = [np.flatnonzero(key == group) for group in np.unique(key)]
-        for rows in groups:
+            return self._checked_batch(0, self.pool[0], observations, masks)
+        actions = np.zeros(len(entrant), np.int64)
+        key = entrant * self._stride + member + 1
+        for group in np.unique(key):
+            rows = np.flatnonzero(key == group)
             k, m = int(entrant[rows[0]]), int(member[rows[0]])
             agent = self.pool[k] if m < 0 else self.pool[k].members[m]
-            chosen = np.asarray(_act_batch(agent, observations[rows], masks[rows])).reshape(-1)
-            if chosen.shape != rows.shape or chosen.dtype.kind not in "iu":
-                raise ValueError(
-                    f"opponent {self.names[k]} returned {chosen!r} for {rows.size} observations; expected ({rows.size},) integers"
-                )
-            legal = masks[rows, np.clip(chosen, 0, masks.shape[1] - 1)] > 0
-            if not legal.all() or chosen.min(initial=0) < 0 or chosen.max(initial=0) >= masks.shape[1]:
-                legal &= (chosen >= 0) & (chosen < masks.shape[1])
-                j = int(np.flatnonzero(~legal)[0])
-                raise ValueError(
-                    f"opponent {self.names[k]} ({where(int(rows[j]))}) returned action {int(chosen[j])}, which its action mask "
-                    f"does not allow; an agent must return one of the actions its action_mask allows"
-                )
-            actions[rows] = chosen
+            actions[rows] = self._checked_batch(k, agent, observations[rows], masks[rows])
         return actions
+
+    def _checked_batch(self, k: int, agent: Any, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        chosen = np.asarray(_act_batch(agent, observations, masks))
+        if chosen.shape != (len(masks),) or chosen.dtype.kind not in "iu":
+            raise ValueError(
+                f"opponent {self.names[k]} returned {chosen!r} for {len(masks)} observations; "
+                f"expected ({len(masks)},) integers"
+            )
+        return chosen
+
+    def name_of(self, entrant: int, member: int) -> str:
+        """The opponent's name (and its mixture member's) for messages."""
+        agent = self.pool[entrant]
+        if member < 0:
+            return self.names[entrant]
+        return f"{self.names[entrant]} (member {_name(agent.members[member])})"
 
 
 def _act_batch(agent: Any, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
-    """The agent's vectorised move: ``act_batch`` where it is vectorised, else sampled from ``action_probabilities_batch``."""
+    """The agent's vectorised move: ``act_batch`` if vectorised, else a draw from ``action_probabilities_batch``."""
     if getattr(agent, "supports_batch", False) and callable(getattr(agent, "act_batch", None)):
         return agent.act_batch(observations, masks)
     probabilities = getattr(agent, "action_probabilities_batch", None)

@@ -58,7 +58,7 @@ class SeatStep:
 
 
 def game_config(config: GameConfig | None, options: dict[str, Any]) -> GameConfig:
-    """The rules ``config`` and the game options (``preset``, ``num_players``, ...) name, exactly as the env reads them."""
+    """The rules that ``config`` and the game options (``preset``, ``num_players``, ...) name, as the env reads them."""
     return raw_env(config=config, **options).config
 
 
@@ -91,7 +91,8 @@ class SeatedGames:
         n = self.config.num_players
         if self.config.recall:
             raise ValueError(
-                "recall=True is not supported by the vector envs; expected a rule set without recall (use cockroach_env.env)"
+                "recall=True is not supported by the vector envs; "
+                "expected a rule set without recall (use cockroach_env.env)"
             )
         if learner_seat is not None and (
             isinstance(learner_seat, (bool, np.bool_))
@@ -116,6 +117,7 @@ class SeatedGames:
             type(engine)(self.rules, scratch, False) if engine.name == "numba" else _NumpyBackend(self.rules, scratch)
         )
         self._scratch = scratch
+        self._parts: dict[int, _State] = {}
         b, o, a = self.num_envs, self.rules.observation_size, self.rules.num_actions
         self._to_act = np.zeros(b, np.int64)
         self._observation = np.zeros((b, o), np.float32)
@@ -154,7 +156,7 @@ class SeatedGames:
         return out
 
     def reset(self, seed: int | None = None) -> SeatStep:
-        """Deal every game afresh; the opponents move until the learner is to act in each. ``seed`` reseeds everything."""
+        """Deal every game afresh; opponents move until the learner is to act in each. ``seed`` reseeds everything."""
         seed = check_seed("seed", seed)
         if seed is not None:
             self._rng = np.random.default_rng([seed, 1])
@@ -206,7 +208,8 @@ class SeatedGames:
             array = array.reshape(self.num_envs)
         if array.shape != (self.num_envs,):
             raise ValueError(
-                f"actions of shape {array.shape} are not allowed; expected ({self.num_envs},), one action per sub-environment"
+                f"actions of shape {array.shape} are not allowed; "
+                f"expected ({self.num_envs},), one action per sub-environment"
             )
         if array.dtype.kind not in "iu":
             if array.dtype.kind == "f" and np.all(np.isfinite(array)) and np.all(array == np.round(array)):
@@ -267,24 +270,38 @@ class SeatedGames:
             if rows.size == 0:
                 return
             seats = self._to_act[rows]
-            actions = self.opponents.act(
-                self._entrant[rows, seats],
-                self._member[rows, seats],
-                self._observation[rows],
-                self._mask[rows],
-                lambda j, rows=rows, seats=seats: f"sub-environment {rows[j]}, seat {seats[j]}",
-            )
+            entrant, member = self._entrant[rows, seats], self._member[rows, seats]
+            actions = self.opponents.act(entrant, member, self._observation[rows], self._mask[rows])
+            bad = self._first_illegal(rows, actions)
+            if bad >= 0:
+                g, action = int(rows[bad]), int(actions[bad])
+                move = f" = {self.describe_action(g, action)}" if 0 <= action < self.rules.num_actions else ""
+                raise ValueError(
+                    f"opponent {self.opponents.name_of(int(entrant[bad]), int(member[bad]))} (sub-environment {g}, "
+                    f"seat {int(seats[bad])}) returned action {action}{move}, which its action mask does not allow; "
+                    "an agent must return one of the actions its action_mask allows"
+                )
             ended = self._step_rows(rows, actions, out, reported)
             endings[ended] += 1
             if endings.max(initial=0) > REDEALS:
                 g = int(np.argmax(endings))
                 raise ValueError(
                     f"sub-environment {g}: the learner had no decision in {REDEALS} games in a row (max_steps="
-                    f"{self.config.max_steps}, starter={self.config.starter}); expected a table where every seat gets to decide"
+                    f"{self.config.max_steps}, starter={self.config.starter}); "
+                    "expected a table where every seat gets to decide"
                 )
 
+    def _first_illegal(self, rows: np.ndarray, actions: np.ndarray) -> int:
+        """The first row whose action the seat to act may not play now, or -1."""
+        a = self.rules.num_actions
+        if actions.min(initial=0) >= 0 and actions.max(initial=0) < a and self._mask[rows, actions].all():
+            return -1
+        legal = (actions >= 0) & (actions < a)
+        legal[legal] = self._mask[rows[legal], actions[legal]] > 0
+        return int(np.flatnonzero(~legal)[0])
+
     def _step_rows(self, rows: np.ndarray, actions: np.ndarray, out: SeatStep, reported: np.ndarray) -> np.ndarray:
-        """Step the games ``rows`` with ``actions``; settle the learner's result of games that end; returns those games."""
+        """Step the games ``rows`` with ``actions``; settle the learner's result of games that end; return them."""
         k = rows.size
         whole, part = self.games._state.arrays(), self._part(k)
         for full, piece in zip(whole, part.arrays()):
@@ -330,9 +347,11 @@ class SeatedGames:
 
     def _part(self, k: int) -> _State:
         """The first ``k`` rows of the scratch batch, as a ``_State`` the backends step."""
-        part = object.__new__(_State)
-        for name, array in vars(self._scratch).items():
-            setattr(part, name, array[:k])
+        part = self._parts.get(k)
+        if part is None:
+            part = self._parts[k] = object.__new__(_State)
+            for name, array in vars(self._scratch).items():
+                setattr(part, name, array[:k])
         return part
 
     def _backend_step(self, part: _State, actions: np.ndarray, step: BatchStep) -> tuple[int, int]:
@@ -340,7 +359,7 @@ class SeatedGames:
         return self._backend.step(np.ascontiguousarray(actions, np.int64), step, self.games._queue)
 
     def _final_observations(self, out: SeatStep) -> None:
-        """The learner's observation of the final state of the games that ended: their last move replayed without the re-deal."""
+        """The learner's observation of the final state of the games that ended (their last move, not dealt again)."""
         if not self._endings:
             return
         rows = np.concatenate([e[0] for e in self._endings])
