@@ -27,9 +27,11 @@ updates its action spec's mask), ``ActionMask()`` works on it, and a policy read
 ``action_mask`` into ``MaskedCategorical(logits, mask=...)``.
 
 Autoreset as TorchRL defines it: a step that ends a game returns the learner's
-observation of the final state (with an all-False ``action_mask``) and ``done``; the
-next ``reset`` with ``"_reset"`` (what ``rollout`` and collectors call) returns the new
-game's first decision, which the engine has already dealt. ``set_seed(s)`` seeds the
+observation of the final state and ``done``; the next ``reset`` with ``"_reset"`` (what
+``rollout`` and collectors call) returns the new game's first decision, which the engine
+has already dealt. The ``action_mask`` of a step is always the legal actions of the
+entry's next decision (the new game's where ``done``): what ``rand_action`` and
+``ActionMask`` read right after the step, before the reset. ``set_seed(s)`` seeds the
 next full reset as ``SelfPlayVectorEnv.reset(seed=s)`` does: the same games.
 """
 
@@ -105,8 +107,7 @@ class BatchedCockroachEnv(EnvBase):
         step: SeatStep = self.games.step(action.detach().cpu().numpy())
         done = step.done
         observation = np.where(done[:, None], step.final_observation, step.observation)
-        mask = np.where(done[:, None], 0, step.action_mask)
-        out = self._outputs(observation, mask, step.info)
+        out = self._outputs(observation, step.action_mask, step.info)
         self.action_spec.update_mask(torch.as_tensor(step.action_mask, dtype=torch.bool, device=self.device))
         out.update(
             {
