@@ -37,6 +37,7 @@ for every route.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import subprocess
@@ -379,6 +380,10 @@ def batched(libraries: list[str], seconds: float, rounds: int, num_envs: int) ->
         except ImportError as error:
             print(f"{library}: skipped ({error}); pip install '.[{library}]'", flush=True)
             continue
+        # The one-game route holds num_envs envs of many Python objects each: without this, every full
+        # garbage collection walks them all, slowing both routes alike by whatever the other allocates.
+        gc.collect()
+        gc.freeze()
         totals = {name: [0, 0.0, 0.0] for name in loops}
         ratios = []
         for _ in range(rounds):
@@ -391,6 +396,9 @@ def batched(libraries: list[str], seconds: float, rounds: int, num_envs: int) ->
         row = {"library": library, "routes": what, "ratio": statistics.median(ratios), "ratio_min": min(ratios)}
         for name, (steps, wall, _) in totals.items():
             row[name] = steps / wall
+        del loops
+        gc.unfreeze()
+        gc.collect()
         row["share"] = env_share(library, num_envs, seconds)
         rows.append(row)
         print(
@@ -426,38 +434,57 @@ def env_share(library: str, num_envs: int, seconds: float) -> float:
 
 
 def _share_gymnasium(num_envs: int, seconds: float, clock: _Clock) -> None:
-    """The CleanRL-style masked PPO loop of docs/integrations.md, cut to ``seconds``."""
+    """The CleanRL-style masked PPO loop of docs/integrations.md (its settings), cut to ``seconds``."""
     import torch
+    from torch import nn
 
     from cockroach_env.vector import SelfPlayVectorEnv
 
     envs = SelfPlayVectorEnv(num_envs, "random", seed=0, config=CONFIG)
     envs.step = clock.wrap(envs.step)
-    size, actions = envs.single_observation_space["observation"].shape[0], envs.single_action_space.n
-    net = torch.nn.Sequential(torch.nn.Linear(size, 128), torch.nn.Tanh(), torch.nn.Linear(128, actions + 1))
-    optimizer = torch.optim.Adam(net.parameters(), lr=3e-4)
+    size, num_actions, num_steps = envs.single_observation_space["observation"].shape[0], envs.single_action_space.n, 32
+    actor = nn.Sequential(nn.Linear(size, 128), nn.Tanh(), nn.Linear(128, num_actions))
+    critic = nn.Sequential(nn.Linear(size, 128), nn.Tanh(), nn.Linear(128, 1))
+    optimizer = torch.optim.Adam([*actor.parameters(), *critic.parameters()], lr=3e-4, eps=1e-5)
+
+    def act(x, mask, action=None):
+        dist = torch.distributions.Categorical(logits=actor(x).masked_fill(~mask, -1e9))
+        action = dist.sample() if action is None else action
+        return action, dist.log_prob(action), dist.entropy(), critic(x).squeeze(-1)
+
     obs, _ = envs.reset(seed=0)
-    deadline, steps = time.perf_counter() + seconds, 16
+    deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline:
         batch = []
+        for _ in range(num_steps):
+            x, mask = torch.as_tensor(obs["observation"]), torch.as_tensor(obs["action_mask"]).bool()
+            with torch.no_grad():
+                action, logprob, _, value = act(x, mask)
+            obs, reward, terminated, truncated, _ = envs.step(action.numpy())
+            done = torch.as_tensor(terminated | truncated, dtype=torch.float32)
+            batch.append((x, mask, action, logprob, value, torch.as_tensor(reward), done))
+        x, mask, action, logprob, value, reward, done = (torch.stack(part) for part in zip(*batch))
         with torch.no_grad():
-            for _ in range(steps):
-                x, mask = torch.as_tensor(obs["observation"]), torch.as_tensor(obs["action_mask"]).bool()
-                out = net(x)
-                dist = torch.distributions.Categorical(logits=out[:, :-1].masked_fill(~mask, -1e9))
-                action = dist.sample()
-                obs, reward, terminated, truncated, _ = envs.step(action.numpy())
-                batch.append((x, mask, action, dist.log_prob(action), out[:, -1], torch.as_tensor(reward)))
-        x, mask, action, logp, value, reward = (torch.cat(part) for part in zip(*batch))
-        advantage = reward - value  # a one-step estimate: the share of time is what is measured here
-        for index in torch.randperm(len(x)).split(1024):
-            out = net(x[index])
-            dist = torch.distributions.Categorical(logits=out[:, :-1].masked_fill(~mask[index], -1e9))
-            ratio = (dist.log_prob(action[index]) - logp[index]).exp()
-            loss = -(ratio * advantage[index]).mean() + ((out[:, -1] - reward[index]) ** 2).mean()
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+            following = critic(torch.as_tensor(obs["observation"])).squeeze(-1)
+        advantage, last = torch.zeros_like(reward), 0.0
+        for t in reversed(range(num_steps)):
+            delta = reward[t] + following * (1 - done[t]) - value[t]
+            advantage[t] = last = delta + 0.95 * (1 - done[t]) * last
+            following = value[t]
+        returns = (advantage + value).reshape(-1)
+        x, mask, action, logprob, advantage = (
+            t.reshape(num_steps * num_envs, *t.shape[2:]) for t in (x, mask, action, logprob, advantage)
+        )
+        for _ in range(4):
+            for index in torch.randperm(len(x)).split(512):
+                _, new_logprob, entropy, new_value = act(x[index], mask[index], action[index])
+                ratio = (new_logprob - logprob[index]).exp()
+                a = (advantage[index] - advantage[index].mean()) / (advantage[index].std() + 1e-8)
+                policy_loss = torch.max(-a * ratio, -a * ratio.clamp(0.8, 1.2)).mean()
+                loss = policy_loss - 0.01 * entropy.mean() + 0.25 * ((new_value - returns[index]) ** 2).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
 
 
 def _share_sb3(num_envs: int, seconds: float, clock: _Clock) -> None:

@@ -292,7 +292,7 @@ def _vec_env_class() -> type:
             if seed is None:
                 seed = int(self._rng.integers(2**63))
             step = self.games.reset(seed=seed)
-            self.reset_infos = [self._info(step.info, i) for i in range(self.num_envs)]
+            self.reset_infos = self._infos(step.info)
             return step.observation
 
         def step_async(self, actions: np.ndarray) -> None:
@@ -303,7 +303,7 @@ def _vec_env_class() -> type:
                 raise RuntimeError("step_wait() called without step_async(actions)")
             actions, self._actions = self._actions, None
             step = self.games.step(actions)
-            infos = [self._info(step.info, i) for i in range(self.num_envs)]
+            infos = self._infos(step.info)
             for i in np.flatnonzero(step.done):
                 infos[i]["terminal_observation"] = step.final_observation[i]
                 infos[i]["TimeLimit.truncated"] = bool(step.truncated[i])
@@ -313,8 +313,9 @@ def _vec_env_class() -> type:
             """(B, A) bool: the learner's legal actions in every sub-environment."""
             return self.games.action_mask.astype(bool)
 
-        def _info(self, info: dict[str, np.ndarray], i: int) -> dict[str, Any]:
-            return {key: info[key][i].item() for key in INFO_KEYS}
+        def _infos(self, info: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+            """One info dict per sub-environment, plain Python numbers (SB3 keeps infos as a list of dicts)."""
+            return [dict(zip(INFO_KEYS, values)) for values in zip(*(info[key].tolist() for key in INFO_KEYS))]
 
         def close(self) -> None:
             return None
