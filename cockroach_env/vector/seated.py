@@ -23,6 +23,7 @@ from cockroach_env.config import GameConfig, check_seed
 from cockroach_env.engine import Deal
 from cockroach_env.env import ILLEGAL_ACTION_MODES, IllegalActionError, raw_env
 from cockroach_env.vector.opponents import Opponents
+from cockroach_env.vector.rows import byte_rows, gather, scatter
 
 REDEALS = 100
 """How many games in a row one slot may deal that end before the learner's first decision before a step refuses."""
@@ -117,6 +118,8 @@ class SeatedGames:
             type(engine)(self.rules, scratch, False) if engine.name == "numba" else _NumpyBackend(self.rules, scratch)
         )
         self._scratch = scratch
+        self._whole_bytes, self._scratch_bytes = byte_rows(self.games._state), byte_rows(scratch)
+        """The engine's state arrays and the scratch batch's as byte rows (``rows.py``): gathered and scattered."""
         self._parts: dict[int, _State] = {}
         b, o, a = self.num_envs, self.rules.observation_size, self.rules.num_actions
         self._to_act = np.zeros(b, np.int64)
@@ -304,8 +307,7 @@ class SeatedGames:
         """Step the games ``rows`` with ``actions``; settle the learner's result of games that end; return them."""
         k = rows.size
         whole, part = self.games._state.arrays(), self._part(k)
-        for full, piece in zip(whole, part.arrays()):
-            np.take(full, rows, axis=0, out=piece)
+        gather(rows, self._whole_bytes, self._scratch_bytes)
         step = _batch_step(self.rules, k)
         queue = self.games._queue
         queue.ensure(self.num_envs)
@@ -316,9 +318,7 @@ class SeatedGames:
             done = np.flatnonzero(step.done)
             ended = rows[done]
             first = ~reported[ended]
-            if (
-                first.any()
-            ):  # the whole state still holds these games before the move: keep it for the final observation
+            if first.any():  # the whole state still holds these games before the move, for the final observation
                 settle, j = ended[first], done[first]
                 seat = self._learner[settle]
                 out.reward[settle] = step.rewards[j, seat]
@@ -332,8 +332,7 @@ class SeatedGames:
                 reported[settle] = True
         else:
             ended = _NO_GAMES
-        for full, piece in zip(whole, part.arrays()):
-            full[rows] = piece
+        scatter(rows, self._scratch_bytes, self._whole_bytes)
         slots = queue.take(dealt)
         self.games._remember_deals(ended, slots)
         if dealt:
@@ -394,8 +393,7 @@ class SeatedGames:
         step = _batch_step(self.rules, k)
         self._backend.state = part
         self._backend.deal(step, queue, slots.astype(np.int64))
-        for whole, piece in zip(self.games._state.arrays(), part.arrays()):
-            whole[rows] = piece
+        scatter(rows, self._scratch_bytes, self._whole_bytes)
         self.games._remember_deals(rows, slots)
         self._dealt.append((rows, slots, queue.deals))
         self._to_act[rows] = step.to_act
