@@ -1,7 +1,8 @@
 """The cost of each RL-library route: env throughput beside PettingZoo's Leduc, and strength per wall time.
 
     python benchmarks/bench_integrations.py [--seconds 20] [--rounds 5] [--minutes 10] [--games 1000]
-                                            [--only throughput|strength] [--libraries rllib,sb3,tianshou,torchrl]
+                                            [--only throughput|batched|strength] [--num-envs 1024]
+                                            [--libraries rllib,sb3,tianshou,torchrl,gymnasium]
 
 **Throughput.** Each library's own loop with random legal actions, on 4-player
 Cockroach Poker and on PettingZoo's ``leduc_holdem_v4``, interleaved in short slices
@@ -17,6 +18,24 @@ of the per-round ratios of steps per CPU second of this process:
   ``PettingZooEnv(env)`` in a ``DummyVectorEnv`` (one step = one decision);
 - TorchRL: ``PettingZooWrapper(env, use_mask=True).rollout`` with random actions from
   the masked spec (one step = one decision).
+
+**Batched.** For Gymnasium, SB3 and TorchRL, the one-game route beside the batched
+route (``cockroach_env.vector``), both with ``--num-envs`` sub-environments, one learner
+seat against three ``random`` in each, random legal learner actions, interleaved over
+``--rounds`` rounds; the ratio is the median of the per-round ratios of steps per wall
+second:
+
+- Gymnasium: ``SyncVectorEnv`` of ``MaskedSelfPlayEnv`` vs ``SelfPlayVectorEnv``;
+- SB3: ``DummyVecEnv`` of ``MaskedSelfPlayEnv`` vs ``MaskedSelfPlayVecEnv`` (masks
+  through ``get_action_masks``; one step = one learner decision in each sub-environment);
+- TorchRL: ``PettingZooWrapper(env, use_mask=True).rollout`` (one step = one decision of
+  any seat, one game) vs ``BatchedCockroachEnv.rollout`` (one step = one learner decision).
+
+Then the env's share of the wall time of each library's own masked PPO loop on the
+batched route, for ``--seconds``: the CleanRL-style loop of ``docs/integrations.md``
+(its settings), ``MaskablePPO.learn`` (``n_steps=16``, ``batch_size=1024``) and a TorchRL
+loop of ``rollout`` + ``GAE`` + ``ClipPPOLoss``; the env's time is that of its
+``step``/``reset`` calls. Tianshou and RLlib have no batched route here.
 
 **Strength.** What each route's agent reaches in the same ``--minutes`` of wall time as
 ``cockroach-train`` (``configs/ppo_4p.yaml`` cut to that time): the loss rate of one

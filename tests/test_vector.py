@@ -305,3 +305,25 @@ def test_the_learner_sees_only_its_own_seats_observation():
                     hidden += not np.array_equal(theirs[: len(mine)], mine)
         obs, _, _, _, info = envs.step(random_actions(obs["action_mask"], rng))
     assert hidden > 0
+
+
+def test_the_compiled_and_numpy_row_copies_agree():
+    from cockroach_env.batched.layout import _Rules
+    from cockroach_env.batched.state import _State
+    from cockroach_env.encoding import encoding_for
+    from cockroach_env.vector import rows as copies
+
+    rules = _Rules(CONFIG, encoding_for(CONFIG))
+    source, rng = _State(rules, 50), np.random.default_rng(0)
+    for array in source.arrays():
+        array[...] = rng.integers(0, 3, array.shape).astype(array.dtype)
+    rows = rng.permutation(50)[:17]
+    results = []
+    for gather, scatter in ((copies.gather, copies.scatter), (copies._gather_numpy, copies._scatter_numpy)):
+        part, back = _State(rules, 50), _State(rules, 50)
+        gather(rows, copies.byte_rows(source), copies.byte_rows(part))
+        scatter(rows, copies.byte_rows(part), copies.byte_rows(back))
+        for whole, piece, returned in zip(source.arrays(), part.arrays(), back.arrays()):
+            assert np.array_equal(piece[:17], whole[rows]) and np.array_equal(returned[rows], whole[rows])
+        results.append([a.copy() for a in back.arrays()])
+    assert all(np.array_equal(a, b) for a, b in zip(*results))
