@@ -327,3 +327,9 @@ def test_the_compiled_and_numpy_row_copies_agree():
             assert np.array_equal(piece[:17], whole[rows]) and np.array_equal(returned[rows], whole[rows])
         results.append([a.copy() for a in back.arrays()])
     assert all(np.array_equal(a, b) for a, b in zip(*results))
+
+
+def test_a_table_where_the_learner_never_decides_is_refused_by_name():
+    envs = SelfPlayVectorEnv(2, "random", seed=0, learner_seat=3, max_steps=1, starter=0)
+    with pytest.raises(ValueError, match=r"sub-environment 0: the learner had no decision in 100 games in a row"):
+        envs.reset()

@@ -285,8 +285,10 @@ class SeatedGames:
                     "an agent must return one of the actions its action_mask allows"
                 )
             ended = self._step_rows(rows, actions, out, reported)
+            if ended.size == 0:
+                continue
             endings[ended] += 1
-            if endings.max(initial=0) > REDEALS:
+            if endings[ended].max() > REDEALS:
                 g = int(np.argmax(endings))
                 raise ValueError(
                     f"sub-environment {g}: the learner had no decision in {REDEALS} games in a row (max_steps="
