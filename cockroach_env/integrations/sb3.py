@@ -37,7 +37,7 @@ sub-environment). ``opponents`` there may also be names (``"random"``,
 autoreset convention: a game that ends is dealt again in the same step, the returned
 observation is the new game's, and ``infos[i]["terminal_observation"]`` is the learner's
 observation of the final state (``infos[i]["TimeLimit.truncated"]`` where ``max_steps``
-cut it). It imports Stable-Baselines3 (the ``[sb3]`` extra) when first constructed.
+cut it). Importing the name ``MaskedSelfPlayVecEnv`` imports Stable-Baselines3 (the ``[sb3]`` extra).
 
 ``MaskedSelfPlayEnv`` imports neither Stable-Baselines3 nor ``baselines``/``training``:
 the user passes the agents in. Observations are the env's float32 vector (a bounded
@@ -239,19 +239,11 @@ class MaskedSelfPlayEnv(gymnasium.Env):
             game.step(index)
 
 
-def MaskedSelfPlayVecEnv(
-    num_envs: int,
-    opponents: Any,
-    *,
-    seed: int | None = None,
-    learner_seat: int | None = None,
-    illegal_action: str = "raise",
-    **game_options: Any,
-):
-    """A Stable-Baselines3 ``VecEnv`` of ``num_envs`` learner seats over the batched engine (module docstring)."""
-    return _vec_env_class()(
-        num_envs, opponents, seed=seed, learner_seat=learner_seat, illegal_action=illegal_action, **game_options
-    )
+def __getattr__(name: str) -> Any:
+    """``MaskedSelfPlayVecEnv``, a subclass of SB3's ``VecEnv``, is defined on first access (SB3 is imported then)."""
+    if name == "MaskedSelfPlayVecEnv":
+        return _vec_env_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 _VEC_ENV_CLASS: list[type] = []
@@ -266,9 +258,21 @@ def _vec_env_class() -> type:
     from cockroach_env.vector.seated import INFO_KEYS, SeatedGames
 
     class MaskedSelfPlayVecEnv(VecEnv):
-        """Learner seats of batched games as an SB3 ``VecEnv``; ``env_method("action_masks")`` for MaskablePPO."""
+        """``num_envs`` learner seats of batched games as an SB3 ``VecEnv`` (see the module docstring).
 
-        def __init__(self, num_envs, opponents, *, seed=None, learner_seat=None, illegal_action="raise", **options):
+        ``env_method("action_masks")`` gives one mask per sub-environment, for MaskablePPO.
+        """
+
+        def __init__(
+            self,
+            num_envs: int,
+            opponents: Any,
+            *,
+            seed: int | None = None,
+            learner_seat: int | None = None,
+            illegal_action: str = "raise",
+            **options: Any,
+        ):
             self.games = SeatedGames(
                 num_envs, opponents, seed=seed, learner_seat=learner_seat, illegal_action=illegal_action, **options
             )
@@ -350,6 +354,7 @@ def _vec_env_class() -> type:
         def __repr__(self) -> str:
             return f"MaskedSelfPlayVecEnv({self.num_envs}, {self.config.num_players}p {self.config.edition})"
 
+    MaskedSelfPlayVecEnv.__module__ = __name__
     _VEC_ENV_CLASS.append(MaskedSelfPlayVecEnv)
     return MaskedSelfPlayVecEnv
 
@@ -370,4 +375,4 @@ def _name(agent: Any) -> str:
     return repr(getattr(agent, "name", None) or type(agent).__name__)
 
 
-__all__ = ["MaskedSelfPlayEnv", "MaskedSelfPlayVecEnv", "IllegalActionError"]
+__all__ = ["MaskedSelfPlayEnv", "IllegalActionError"]  # MaskedSelfPlayVecEnv: on access only (it imports SB3)
