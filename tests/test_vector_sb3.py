@@ -70,8 +70,12 @@ def test_it_plays_the_same_games_as_the_gymnasium_route_from_the_same_seed():
         obs, rewards, dones, infos = sb3.step(actions)
         reference, reward, terminated, truncated, info = gym.step(actions)
         assert np.array_equal(rewards, reward) and np.array_equal(dones, terminated | truncated)
-        for i in np.flatnonzero(dones):
-            assert np.array_equal(infos[i]["terminal_observation"], info["final_obs"][i]["observation"])
+        for i, sb3_info in enumerate(infos):
+            if dones[i]:  # the ended game's info, as Gymnasium's final_info
+                assert np.array_equal(sb3_info["terminal_observation"], info["final_obs"][i]["observation"])
+                assert all(sb3_info[key] == info["final_info"][key][i] for key in INFO_KEYS)
+            else:
+                assert all(sb3_info[key] == info[key][i] for key in INFO_KEYS)
 
 
 def test_an_illegal_action_is_refused_and_bad_arguments_are_named():

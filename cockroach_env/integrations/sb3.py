@@ -66,7 +66,7 @@ import gymnasium
 import numpy as np
 
 from cockroach_env.config import GameConfig, check_seed
-from cockroach_env.env import IllegalActionError, raw_env
+from cockroach_env.env import INFO_DEFAULTS, IllegalActionError, raw_env
 
 REDEALS = 100
 """How many deals in a row ``reset`` tries before it refuses a table where the learner never gets a decision."""
@@ -319,7 +319,14 @@ def _vec_env_class() -> type:
 
         def _infos(self, info: dict[str, np.ndarray]) -> list[dict[str, Any]]:
             """One info dict per sub-environment, plain Python numbers (SB3 keeps infos as a list of dicts)."""
-            return [dict(zip(INFO_KEYS, values)) for values in zip(*(info[key].tolist() for key in INFO_KEYS))]
+            # Most rows hold the defaults: copy a template, then write the few rows where a game ended.
+            template = {key: INFO_DEFAULTS.get(key, -1) for key in INFO_KEYS}
+            infos = [dict(template, learner_seat=seat) for seat in info["learner_seat"].tolist()]
+            others = [key for key in INFO_KEYS if key != "learner_seat"]
+            changed = np.any([info[key] != template[key] for key in others], axis=0)
+            for i in np.flatnonzero(changed).tolist():
+                infos[i].update({key: info[key][i].item() for key in others})
+            return infos
 
         def close(self) -> None:
             return None

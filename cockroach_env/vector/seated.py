@@ -121,6 +121,7 @@ class SeatedGames:
         self._whole_bytes, self._scratch_bytes = byte_rows(self.games._state), byte_rows(scratch)
         """The engine's state arrays and the scratch batch's as byte rows (``rows.py``): gathered and scattered."""
         self._parts: dict[int, _State] = {}
+        self._outputs: dict[int, BatchStep] = {}
         b, o, a = self.num_envs, self.rules.observation_size, self.rules.num_actions
         self._to_act = np.zeros(b, np.int64)
         self._observation = np.zeros((b, o), np.float32)
@@ -310,7 +311,9 @@ class SeatedGames:
         k = rows.size
         whole, part = self.games._state.arrays(), self._part(k)
         gather(rows, self._whole_bytes, self._scratch_bytes)
-        step = _batch_step(self.rules, k)
+        step = self._outputs.get(k)
+        if step is None:  # the backend writes every entry of its outputs, which are copied out below
+            step = self._outputs[k] = _batch_step(self.rules, k)
         queue = self.games._queue
         queue.ensure(self.num_envs)
         bad, dealt = self._backend_step(part, actions, step)
