@@ -17,7 +17,6 @@ from cockroach_env import GameConfig, IllegalActionError, raw_env
 from cockroach_env.batched import BatchedGames
 from cockroach_env.env import INFO_DEFAULTS
 from cockroach_env.vector import INFO_KEYS, SelfPlayVectorEnv, agent_sources, resolve_agent
-from training.arena import _reset_options
 
 CONFIG = GameConfig(num_players=4)
 
@@ -39,6 +38,21 @@ class Recorder:
         self.calls.append(len(actions))
         self.log.extend(actions.tolist())
         return actions
+
+
+def _reset_options(deal, config: GameConfig, agents) -> dict:
+    """AEC ``reset`` options that replay an ``engine.Deal`` exactly (cards not dealt are the removed ones)."""
+    names = config.cards.identities
+
+    def by_name(row):
+        return {names[c]: int(k) for c, k in enumerate(row) if k}
+
+    return {
+        "starter": agents[deal.starter],
+        "hands": {agent: by_name(row) for agent, row in zip(agents, deal.hands)},
+        "collections": {agent: by_name(row) for agent, row in zip(agents, deal.collections)},
+        "penalty_deck": [names[c] for c in deal.penalty_deck],
+    }
 
 
 def random_actions(masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -7,7 +7,7 @@ know. The project registers two in ``pyproject.toml``::
 
     [project.entry-points."cockroach_poker.agents"]
     baselines = "baselines.registry:make"             # "random", "heuristic", ...
-    checkpoints = "training.checkpoint:load_agent"    # a checkpoint path or a shipped name
+    checkpoints = "training:load_agent"               # a checkpoint path or a shipped name
 
 so this package names neither ``baselines`` nor ``training``: a name is tried on every
 plugin in the order of their names, the first agent returned wins, and a name no plugin
