@@ -110,7 +110,7 @@ def test_near_ties_of_the_heuristic_follow_the_jitter_exactly():
 @pytest.mark.parametrize("greedy", [False, True])
 def test_checkpoint_agent_probabilities_are_the_masked_softmax(greedy):
     torch = pytest.importorskip("torch")
-    from training.model import ActorCritic, PolicyAgent
+    from training.core.model import ActorCritic, PolicyAgent
 
     config = CONFIGS["mini-3p"]
     model = ActorCritic(config, [32], "tanh", card_counting=True, seed=3)

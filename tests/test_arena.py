@@ -14,8 +14,8 @@ import baselines
 from baselines import Agent
 from cockroach_env import GameConfig, raw_env
 from cockroach_env.engine import random_deal
-from training import eval_cli
-from training.arena import (
+from training.cli import eval as eval_cli
+from training.evaluation.arena import (
     ArenaError,
     Behaviour,
     _reset_options,
@@ -27,7 +27,7 @@ from training.arena import (
     schedule,
     seat_entries,
 )
-from training.ratings import plackett_luce_ratings, wilson_interval
+from training.evaluation.ratings import plackett_luce_ratings, wilson_interval
 
 needs_batched = pytest.mark.skipif(not batched_available(), reason="cockroach_env.batched is not available")
 
@@ -501,15 +501,15 @@ def test_cli_reports_bad_input_with_exit_status_2(capsys):
 
 
 def test_the_training_package_imports_no_torch():
-    code = "import sys, training, training.arena, training.eval_cli, training.ratings, baselines; sys.exit('torch' in sys.modules)"
+    code = "import sys, training, training.evaluation.arena, training.cli.eval, training.evaluation.ratings, baselines; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=".").returncode == 0
 
 
 @pytest.mark.slow
 def test_a_checkpoint_path_plays_in_the_arena_and_a_mismatched_one_is_refused(tmp_path):
     pytest.importorskip("torch")
-    from training.checkpoint import save_checkpoint
-    from training.model import ActorCritic
+    from training.core.checkpoint import save_checkpoint
+    from training.core.model import ActorCritic
 
     config = GameConfig(num_players=4)
     model = ActorCritic(config, [16], "tanh")

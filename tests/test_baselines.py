@@ -11,7 +11,7 @@ import baselines
 from baselines.agent import Agent, AgentProtocol, pick_uniform
 from baselines.counting import claim_posterior, read_table, rules_for
 from cockroach_env import GameConfig, Move, raw_env
-from training.arena import play_match
+from training.evaluation.arena import play_match
 
 BASELINES = ("random", "honest", "bluffer", "heuristic")
 

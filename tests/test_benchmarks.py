@@ -110,8 +110,8 @@ def _agent(path: Path, players: int, seed: int) -> Path:
     import torch
 
     from cockroach_env.config import GameConfig
-    from training import checkpoint as ckpt
-    from training.model import ActorCritic
+    from training.core import checkpoint as ckpt
+    from training.core.model import ActorCritic
 
     game = GameConfig(num_players=players)
     torch.manual_seed(seed)
@@ -198,7 +198,7 @@ def test_bench_exploit_seeds_summarises_every_start_and_seed(tmp_path):
 
 
 def test_bench_exploit_seeds_starts_heaviest_trains_one_best_response_per_seed_from_the_heaviest_member(tmp_path):
-    from training.checkpoint import load_checkpoint, mixture_weights
+    from training.core.checkpoint import load_checkpoint, mixture_weights
 
     names, weights = mixture_weights(load_checkpoint("classic-2p"))
     report = tmp_path / "heaviest.json"
@@ -232,7 +232,7 @@ def test_bench_exploit_seeds_start_from_adds_a_start_for_every_seed_and_refuses_
     """
     import torch
 
-    from training.checkpoint import build_model, load_checkpoint, save_checkpoint
+    from training.core.checkpoint import build_model, load_checkpoint, save_checkpoint
 
     mini = load_checkpoint("mini")
     model = build_model(mini)
@@ -282,7 +282,7 @@ def test_bench_exploit_seeds_keeps_the_best_responses_where_told(tmp_path):
     """``--keep-runs DIR``: every best response stays under DIR, named in the JSON (loadable: the next exploiters of a
     double oracle); a DIR that holds anything, or is a file, is refused before any training.
     """
-    from training.checkpoint import load_checkpoint
+    from training.core.checkpoint import load_checkpoint
 
     keep, report = tmp_path / "kept", tmp_path / "kept.json"
     bench(

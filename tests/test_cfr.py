@@ -13,12 +13,12 @@ torch = pytest.importorskip("torch")
 
 import baselines  # noqa: E402
 from cockroach_env import GameConfig  # noqa: E402
-from training.cfr import ObservationTablePolicy, average_policy, load_policy  # noqa: E402
-from training.cfr_solver import TreeSolver  # noqa: E402
-from training.checkpoint import CheckpointError, load_agent, load_checkpoint, read_metadata  # noqa: E402
-from training.cli import main as train_cli  # noqa: E402
-from training.config import ConfigError, load_config  # noqa: E402
-from training.exact import evaluate, game_tree  # noqa: E402
+from training.algorithms.cfr import ObservationTablePolicy, average_policy, load_policy  # noqa: E402
+from training.algorithms.cfr_solver import TreeSolver  # noqa: E402
+from training.cli.train import main as train_cli  # noqa: E402
+from training.core.checkpoint import CheckpointError, load_agent, load_checkpoint, read_metadata  # noqa: E402
+from training.core.config import ConfigError, load_config  # noqa: E402
+from training.evaluation.exact import evaluate, game_tree  # noqa: E402
 
 MICRO = {"num_players": 2, "num_types": 2, "copies_per_type": 2, "discard": 2, "loss_count": 2}
 MICRO_3 = {**MICRO, "num_types": 3, "discard": 4}
@@ -48,7 +48,7 @@ def _items(tmp_path: Path, game: dict, **cfr) -> list[str]:
 def test_solver_converges_like_openspiels_cfr_plus(variant):
     """On a micro deck, 64 iterations of the tree solver reach the NashConv of 64 iterations of OpenSpiel's C++ CFR+ (same tree, exported)."""
     pyspiel = pytest.importorskip("pyspiel")
-    from training.exact import efg_string
+    from training.evaluation.exact import efg_string
 
     config = GameConfig(**MICRO_3)
     tree = game_tree(config)
@@ -73,7 +73,7 @@ def test_each_variant_is_openspiels_solver_iterate_for_iterate(variant):
     pyspiel = pytest.importorskip("pyspiel")
     from open_spiel.python.algorithms import discounted_cfr
 
-    from training.exact import efg_string
+    from training.evaluation.exact import efg_string
 
     from .test_openspiel import _decision_states
 
@@ -159,7 +159,7 @@ def test_interrupted_and_resumed_run_equals_the_uninterrupted_one(tmp_path):
     fa, fb = (load_checkpoint(tmp_path / d / "cfr" / "final") for d in ("a", "b"))
     assert all(torch.equal(fa.tensors[k], fb.tensors[k]) for k in fa.tensors)
     # a resumption that would change the regrets is refused, naming the key
-    from training.cfr import train
+    from training.algorithms.cfr import train
 
     with pytest.raises(CheckpointError, match="cfr.variant"):
         train(load_config(None, _items(tmp_path / "b", game, variant="linear")), resume=True)
@@ -194,7 +194,7 @@ def test_overwrite_retires_the_replaced_runs_checkpoints_before_the_new_run_writ
     """A run started again with ``--overwrite`` and stopped before its first save leaves no checkpoint of the replaced run
     for ``--resume`` to continue (under the new run's ``cfr.csv``), nor its ``final`` to pass for the new agent.
     """
-    import training.cfr
+    import training.algorithms.cfr
 
     assert train_cli(_sets(tmp_path, MICRO, iterations=4)) == 0
     assert (tmp_path / "cfr" / "checkpoint.json").exists() and (tmp_path / "cfr" / "final.json").exists()
@@ -202,7 +202,7 @@ def test_overwrite_retires_the_replaced_runs_checkpoints_before_the_new_run_writ
     def killed(*args, **kwargs):
         raise KeyboardInterrupt("second SIGINT")
 
-    monkeypatch.setattr(training.cfr, "_save_solver", killed)
+    monkeypatch.setattr(training.algorithms.cfr, "_save_solver", killed)
     assert train_cli([*_sets(tmp_path, MICRO, iterations=4), "--overwrite"]) == 130
     monkeypatch.undo()
     assert not [p.name for p in (tmp_path / "cfr").iterdir() if p.name.startswith(("checkpoint", "final"))]
@@ -233,7 +233,7 @@ def test_observation_keys_and_the_distilled_network_match_their_table(tmp_path):
 
 @pytest.mark.parametrize("name", ["mini", pytest.param("mini-3p", marks=pytest.mark.slow)])
 def test_shipped_mini_agents_load_by_name_and_their_exact_nash_conv_is_the_recorded_one(name, capsys):
-    from training.exploitability import main as exploit
+    from training.cli.exploit import main as exploit
 
     agent = load_agent(name)
     config = GameConfig.from_options(preset=name)
@@ -246,15 +246,15 @@ def test_shipped_mini_agents_load_by_name_and_their_exact_nash_conv_is_the_recor
 
 
 def test_cockroach_eval_plays_the_shipped_mini_agent(capsys):
-    from training.eval_cli import main as eval_main
+    from training.cli.eval import main as eval_main
 
     assert eval_main(["mini", "random", "--preset", "mini", "--games", "20"]) == 0
     assert "mini" in capsys.readouterr().out
 
 
 def test_exploitability_descent_gradient_is_the_exact_nash_conv_and_lowers_it():
-    """``training.descent``: its objective equals training.exact's NashConv; a finite difference matches its gradient; steps lower it."""
-    from training.descent import ObservationDescent
+    """``training.algorithms.descent``: its objective equals training.evaluation.exact's NashConv; a finite difference matches its gradient; steps lower it."""
+    from training.algorithms.descent import ObservationDescent
 
     config = GameConfig(**MICRO_3)
     tree = game_tree(config)
@@ -269,8 +269,8 @@ def test_exploitability_descent_gradient_is_the_exact_nash_conv_and_lowers_it():
 
 def test_the_value_against_a_fixed_policy_and_its_gradient_are_exact():
     """``value_against_and_gradient``: the mean over seats of the exact value with the other seat fixed; a finite difference matches its gradient."""
-    from training.descent import ObservationDescent
-    from training.exact import _probabilities
+    from training.algorithms.descent import ObservationDescent
+    from training.evaluation.exact import _probabilities
 
     config = GameConfig(**MICRO_3)
     tree = game_tree(config)
@@ -316,7 +316,7 @@ def test_sigterm_saves_the_solver_and_exits_143_and_the_run_resumes(tmp_path):
     command = [
         sys.executable,
         "-m",
-        "training.cli",
+        "training.cli.train",
         *_sets(tmp_path, MICRO_3, iterations=10**6, evaluate_every=0, checkpoint_every=10**6),
     ]
     process = subprocess.Popen(
@@ -366,7 +366,7 @@ def test_the_shipped_mini_agents_play_in_the_browser_api(tmp_path, seats, preset
 def test_interrupted_names_its_unit_and_step():
     import signal
 
-    from training.ppo import Interrupted
+    from training.algorithms.ppo import Interrupted
 
     stop = Interrupted(signal.SIGTERM, Path("run/checkpoint"), 7, "iteration")
     assert (stop.step, stop.unit, stop.exit_code) == (7, "iteration", 143)

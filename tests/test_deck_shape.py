@@ -152,7 +152,7 @@ def test_batched_engine_plays_like_the_engine_on_smaller_decks(options, backend)
 def test_arena_plays_the_mini_presets(preset, lineup, engine, tmp_path):
     import json
 
-    from training.eval_cli import main
+    from training.cli.eval import main
 
     out = tmp_path / "result.json"
     assert main([*lineup, "--preset", preset, "--games", "120", "--engine", engine, "--quiet", "--json", str(out)]) == 0

@@ -1,4 +1,4 @@
-"""``training.edge``: a best response's edge split by decision (``cockroach-exploit --edge``)."""
+"""``training.evaluation.edge``: a best response's edge split by decision (``cockroach-exploit --edge``)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ pytest.importorskip("safetensors")
 
 from cockroach_env import GameConfig, raw_env  # noqa: E402
 from cockroach_env.encoding import encoding_for  # noqa: E402
-from training import checkpoint as ckpt  # noqa: E402
-from training.edge import PartialAgent, combine, edge_lines, edge_sources, partial_agent, partitions  # noqa: E402
-from training.mixture import MixtureAgent  # noqa: E402
-from training.model import ActorCritic, PolicyAgent  # noqa: E402
+from training.core import checkpoint as ckpt  # noqa: E402
+from training.core.mixture import MixtureAgent  # noqa: E402
+from training.core.model import ActorCritic, PolicyAgent  # noqa: E402
+from training.evaluation.edge import PartialAgent, combine, edge_lines, edge_sources, partial_agent, partitions  # noqa: E402
 
 GAME = GameConfig(num_players=4)
 SPEC = {"hidden_sizes": [16], "activation": "tanh", "card_counting": False}
@@ -205,7 +205,7 @@ def test_edge_sources_scores_each_part_against_the_checkpoints_copies(tmp_path):
 
 
 def test_cockroach_exploit_edge_adds_the_table_to_its_report(tmp_path, capsys):
-    from training.exploitability import main
+    from training.cli.exploit import main
 
     target = _save(tmp_path / "target", _model(0))
     report = tmp_path / "report.json"

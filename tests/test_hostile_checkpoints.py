@@ -24,8 +24,9 @@ pytest.importorskip("safetensors")
 from safetensors.torch import save as save_tensors  # noqa: E402
 
 from cockroach_env import GameConfig  # noqa: E402
-from training import checkpoint as ckpt  # noqa: E402
-from training.model import ActorCritic  # noqa: E402
+from training.cli import checkpoint as checkpoint_cli  # noqa: E402
+from training.core import checkpoint as ckpt  # noqa: E402
+from training.core.model import ActorCritic  # noqa: E402
 
 from .hostile import refused  # noqa: E402
 
@@ -251,7 +252,7 @@ def test_the_checkpoint_cli_names_the_problem_instead_of_a_traceback(tmp_path, c
     _save(tmp_path / "agent")
     _set(None, "tensors")(tmp_path / "agent")
     with pytest.raises(SystemExit) as exit_:
-        ckpt.main([str(tmp_path / "agent")])
+        checkpoint_cli.main([str(tmp_path / "agent")])
     assert "'tensors'" in str(exit_.value) and "agent.json" in str(exit_.value)
 
 
@@ -263,7 +264,7 @@ def test_an_export_to_a_place_that_cannot_hold_it_is_named_instead_of_a_tracebac
     (tmp_path / "notes.txt").write_text("x")
     before = sorted(p.name for p in tmp_path.iterdir())
     with pytest.raises(SystemExit) as exit_:
-        ckpt.main([str(tmp_path / "agent"), "--export", str(tmp_path / "notes.txt" / "small")])
+        checkpoint_cli.main([str(tmp_path / "agent"), "--export", str(tmp_path / "notes.txt" / "small")])
     assert "notes.txt" in str(exit_.value) and "cannot write" in str(exit_.value)
 
     def no_space(final, data):
@@ -271,7 +272,7 @@ def test_an_export_to_a_place_that_cannot_hold_it_is_named_instead_of_a_tracebac
 
     monkeypatch.setattr(ckpt, "_write_temporary", no_space)
     with pytest.raises(SystemExit) as exit_:
-        ckpt.main([str(tmp_path / "agent"), "--export", str(tmp_path / "small")])
+        checkpoint_cli.main([str(tmp_path / "agent"), "--export", str(tmp_path / "small")])
     assert "small" in str(exit_.value) and "No space left on device" in str(exit_.value)
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
@@ -365,8 +366,8 @@ def test_a_failure_at_any_step_of_a_save_keeps_the_previous_checkpoint_and_leave
 SAVER = """
 import sys, torch
 from cockroach_env import GameConfig
-from training import checkpoint as ckpt
-from training.model import ActorCritic
+from training.core import checkpoint as ckpt
+from training.core.model import ActorCritic
 game = GameConfig(num_players=3)
 print("ready", flush=True)
 for i in range(10**9):
@@ -405,7 +406,7 @@ def test_a_save_killed_at_random_instants_always_leaves_a_loadable_matching_pair
 KILLED_WRITER = """
 import os, signal, sys
 from pathlib import Path
-from training import checkpoint as ckpt
+from training.core import checkpoint as ckpt
 print(ckpt._write_temporary(Path(sys.argv[1]), b'{"half": '), flush=True)
 os.kill(os.getpid(), signal.SIGKILL)  # killed between the temporary and the replace
 """

@@ -21,9 +21,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("yaml")
 
-from training import checkpoint as ckpt  # noqa: E402
-from training.cli import main  # noqa: E402
-from training.config import ConfigError, load_config  # noqa: E402
+from training.cli.train import main  # noqa: E402
+from training.core import checkpoint as ckpt  # noqa: E402
+from training.core.config import ConfigError, load_config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = [
@@ -97,14 +97,14 @@ def test_overwrite_retires_the_replaced_runs_checkpoints_so_a_stop_before_the_fi
     """``--overwrite`` starts again: stopped (second Ctrl-C, kill) before its first checkpoint, the new run must not leave the
     replaced run's ``checkpoint`` for ``--resume`` to continue under the new run's logs, nor its ``final`` to pass for the new agent.
     """
-    import training.ppo
+    import training.algorithms.ppo
 
     run = _copy(finished_run, tmp_path)
 
     def second_ctrl_c(*args, **kwargs):
         raise KeyboardInterrupt("second SIGINT")
 
-    monkeypatch.setattr(training.ppo, "save_run_checkpoint", second_ctrl_c)
+    monkeypatch.setattr(training.algorithms.ppo, "save_run_checkpoint", second_ctrl_c)
     assert main(_argv(tmp_path, run.name, 4, "--overwrite")) == 130
     monkeypatch.undo()
     assert not (run / "checkpoint.json").exists() and not (run / "final.json").exists()
@@ -376,7 +376,7 @@ def test_a_full_disk_keeps_the_previous_checkpoint_and_exits_with_a_message(tmp_
 
 def _spawn(out: Path, name: str, updates: int, *extra: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    argv = [sys.executable, "-m", "training.cli", *_argv(out, name, updates, *extra)]
+    argv = [sys.executable, "-m", "training.cli.train", *_argv(out, name, updates, *extra)]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
 
 
@@ -409,7 +409,7 @@ def test_a_signal_saves_the_updates_so_far_says_how_to_resume_and_exits_128_plus
 def test_sigkill_at_random_instants_always_leaves_a_run_that_resumes_to_the_uninterrupted_result(
     finished_run, tmp_path
 ):
-    """Kill a real ``python -m training.cli`` again and again; each time continue it (``--resume``, or
+    """Kill a real ``python -m training.cli.train`` again and again; each time continue it (``--resume``, or
     ``--overwrite`` if no checkpoint was written yet). The result equals the uninterrupted run bitwise.
     """
     rng = np.random.default_rng(10)
@@ -455,7 +455,7 @@ def test_ctrl_c_to_the_process_group_of_an_overlapped_run_saves_resumes_and_leav
     """
     overlap = ["--set", "ppo.overlap=true", "--set", "schedule.checkpoint_every=1000"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    argv = [sys.executable, "-m", "training.cli", *_argv(tmp_path, "overlapped", 10_000, *overlap)]
+    argv = [sys.executable, "-m", "training.cli.train", *_argv(tmp_path, "overlapped", 10_000, *overlap)]
     process = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT, start_new_session=True
     )
@@ -481,7 +481,7 @@ def test_ctrl_c_to_the_process_group_of_an_overlapped_run_saves_resumes_and_leav
 
 
 def test_a_dead_update_process_is_a_clear_error_and_the_last_checkpoint_stays(tmp_path, capsys, monkeypatch):
-    from training.update_process import UpdateProcess
+    from training.core.update_process import UpdateProcess
 
     overlap = ["--set", "ppo.overlap=true", "--set", "schedule.checkpoint_every=2"]
     result = UpdateProcess.result
@@ -517,8 +517,8 @@ def test_a_script_without_a_main_guard_can_train_with_overlap(tmp_path):
     ]
     script.write_text(
         "import sys\n"
-        "from training.config import load_config\n"
-        "from training.ppo import train\n"
+        "from training.core.config import load_config\n"
+        "from training.algorithms.ppo import train\n"
         f"config = load_config({str(ROOT / 'configs' / 'quick.yaml')!r}, {sets!r})\n"
         "print('ran', flush=True)\n"
         "train(config, progress_bar=False)\n"

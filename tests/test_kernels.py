@@ -1,4 +1,4 @@
-"""The compiled passes of training.kernels against the tensor operations they replace: the masked log-probability and entropy (values and gradients), and the card-counting inputs."""
+"""The compiled passes of training.core.kernels against the tensor operations they replace: the masked log-probability and entropy (values and gradients), and the card-counting inputs."""
 
 import numpy as np
 import pytest
@@ -8,8 +8,8 @@ pytest.importorskip("numba")
 
 from cockroach_env import GameConfig  # noqa: E402
 from cockroach_env.batched import BatchedGames, random_legal_actions  # noqa: E402
-from training import kernels  # noqa: E402
-from training.model import ActorCritic, CardCounting, mask_bias  # noqa: E402
+from training.core import kernels  # noqa: E402
+from training.core.model import ActorCritic, CardCounting, mask_bias  # noqa: E402
 
 
 def _tensor_path(logits, legal, action):

@@ -8,9 +8,22 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from training._aliases import ALIASES
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("cockroach_env", "baselines", "training", "play")
-COMMAND_LINES = {"training.cli", "training.eval_cli", "training.exploitability", "training.mixture_cli", "play.cli"}
+COMMAND_LINES = {
+    "training.cli",
+    "training.cli.__main__",
+    "training.cli.train",
+    "training.cli.eval",
+    "training.cli.exploit",
+    "training.cli.mixture",
+    "training.cli.checkpoint",
+    "play.cli",
+}
+TRAINING_ROLES = ("training.core", "training.algorithms", "training.evaluation", "training.cli")
+"""The training package's folders: ``core`` imports none of the others, and only ``cli`` imports ``cli``."""
 
 
 def _module_name(path: Path) -> str:
@@ -35,7 +48,7 @@ def _imports(tree: ast.AST) -> set[str]:
             visit(child)
 
     visit(tree)
-    return {name for name in found if name.split(".")[0] in PACKAGES}
+    return {ALIASES.get(name, name) for name in found if name.split(".")[0] in PACKAGES}
 
 
 def _graph() -> dict[str, set[str]]:
@@ -72,3 +85,21 @@ def test_lower_layers_never_import_higher_ones():
             assert rank[dep.split(".")[0]] <= rank[module.split(".")[0]], f"{module} imports {dep}, a higher layer"
             if dep in COMMAND_LINES:
                 assert module in COMMAND_LINES, f"{module} imports the command line {dep}"
+
+
+def _role(module: str) -> str | None:
+    return next((role for role in TRAINING_ROLES if module == role or module.startswith(role + ".")), None)
+
+
+def test_core_imports_no_algorithm_evaluation_or_command_line():
+    for module, deps in _graph().items():
+        if _role(module) == "training.core":
+            higher = sorted(d for d in deps if _role(d) not in (None, "training.core"))
+            assert not higher, f"{module} (core) imports {higher}"
+
+
+def test_old_module_paths_name_modules_that_exist():
+    graph = _graph()
+    for old, new in ALIASES.items():
+        assert new in graph, f"{old} is an alias of {new}, which is no module"
+        assert not (ROOT / (old.replace(".", "/") + ".py")).exists(), f"{old} is both a file and an alias"

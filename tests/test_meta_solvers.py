@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from training.meta_solvers import SOLVERS, MetaGame, solve
+from training.algorithms.meta_solvers import SOLVERS, MetaGame, solve
 
 
 def _rock_paper_scissors(games: int = 100) -> MetaGame:
@@ -88,7 +88,7 @@ def test_bad_input_is_refused_by_name():
 
 
 def _exploiter_game(num_players: int, table: dict[tuple[int, tuple[int, ...]], float], size: int, exploiters: int):
-    from training.meta_solvers import ExploiterGame
+    from training.algorithms.meta_solvers import ExploiterGame
 
     game = ExploiterGame(num_players, size=size, exploiters=exploiters)
     for (j, rest), rate in table.items():
@@ -97,7 +97,7 @@ def _exploiter_game(num_players: int, table: dict[tuple[int, tuple[int, ...]], f
 
 
 def test_minimax_weights_balance_two_exploiters_that_each_beat_one_member():
-    from training.meta_solvers import minimax_weights
+    from training.algorithms.meta_solvers import minimax_weights
 
     # 2 players: exploiter 0 beats member 1 (loses 10%) but not member 0 (50%); exploiter 1 the other way round
     game = _exploiter_game(2, {(0, (0,)): 0.5, (0, (1,)): 0.1, (1, (0,)): 0.1, (1, (1,)): 0.5}, size=2, exploiters=2)
@@ -115,7 +115,7 @@ def test_minimax_weights_balance_two_exploiters_that_each_beat_one_member():
 
 
 def test_cap_weights_keeps_every_row_a_distribution_under_the_cap_and_leaves_rows_inside_alone():
-    from training.meta_solvers import cap_weights
+    from training.algorithms.meta_solvers import cap_weights
 
     rows = np.array([[1.0, 0.0, 0.0, 0.0], [0.7, 0.2, 0.1, 0.0], [0.25, 0.25, 0.25, 0.25], [0.3, 0.3, 0.3, 0.1]])
     capped = cap_weights(rows, 0.3)
@@ -136,7 +136,7 @@ def test_cap_weights_keeps_every_row_a_distribution_under_the_cap_and_leaves_row
 
 
 def test_minimax_weights_under_a_cap_spread_the_weight_and_refuse_a_cap_below_one_over_k():
-    from training.meta_solvers import minimax_weights
+    from training.algorithms.meta_solvers import minimax_weights
 
     # 2 players, 3 members: no exploiter beats member 0 (50%); exploiter 0 beats member 2 (10%) more than member 1 (40%),
     # exploiter 1 member 1 (10%) more than member 2 (20%)
@@ -161,7 +161,7 @@ def test_minimax_weights_under_a_cap_spread_the_weight_and_refuse_a_cap_below_on
 
 
 def test_an_exploiter_at_a_four_player_table_meets_multinomial_draws():
-    from training.meta_solvers import ExploiterGame
+    from training.algorithms.meta_solvers import ExploiterGame
 
     game = ExploiterGame(4, size=2, exploiters=1)
     for rest in game.rests():

@@ -12,10 +12,10 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("safetensors")
 
 from cockroach_env import GameConfig  # noqa: E402
-from training import checkpoint as ckpt  # noqa: E402
-from training.mixture import MixtureAgent  # noqa: E402
-from training.mixture_cli import main  # noqa: E402
-from training.model import ActorCritic  # noqa: E402
+from training.cli.mixture import main  # noqa: E402
+from training.core import checkpoint as ckpt  # noqa: E402
+from training.core.mixture import MixtureAgent  # noqa: E402
+from training.core.model import ActorCritic  # noqa: E402
 
 GAME = GameConfig.from_options(preset="mini")
 SPEC = {"hidden_sizes": [8], "activation": "tanh", "card_counting": False}
@@ -151,8 +151,8 @@ def test_a_solver_checkpoint_is_refused_as_a_member(tmp_path, capsys):
 
 
 def test_init_from_a_built_mixture_records_each_members_recipe(tmp_path):
-    from training.cli import _initial_weights
-    from training.config import load_config
+    from training.cli.train import _initial_weights
+    from training.core.config import load_config
 
     for s in range(2):
         _agent(tmp_path / f"a{s}", s)
@@ -169,7 +169,7 @@ def test_init_from_a_built_mixture_records_each_members_recipe(tmp_path):
 
 
 def test_a_psro_mixture_member_keeps_its_recipe_once(tmp_path):
-    from training.checkpoint import save_mixture_checkpoint
+    from training.core.checkpoint import save_mixture_checkpoint
 
     models = [ActorCritic(GAME, [8], seed=s) for s in range(3)]
     meta = {
@@ -364,7 +364,7 @@ def test_builds_sharing_a_payoff_cache_keep_each_others_tables(tmp_path):
     """Two builds on one ``--payoff-cache``: each save merges what the other saved since it read the file (none is lost),
     and a file replaced meanwhile by something that is not this rule set's cache is refused by name and left as it is.
     """
-    from training.mixture_cli import PayoffCache
+    from training.cli.mixture import PayoffCache
 
     path = tmp_path / "payoffs.json"
     first, second = PayoffCache(path, GAME), PayoffCache(path, GAME)  # both read the file before either saves
@@ -394,7 +394,7 @@ def test_processes_saving_one_payoff_cache_at_once_lose_no_table(tmp_path):
 
     path = tmp_path / "payoffs.json"
     script = (
-        "import sys; from cockroach_env import GameConfig; from training.mixture_cli import PayoffCache\n"
+        "import sys; from cockroach_env import GameConfig; from training.cli.mixture import PayoffCache\n"
         "path, who = sys.argv[1], sys.argv[2]\n"
         "for k in range(40):\n"
         "    cache = PayoffCache(path, GameConfig.from_options(preset='mini'))\n"
@@ -424,7 +424,7 @@ def test_a_payoff_cache_is_saved_after_each_exploiter_and_a_bad_one_is_refused(t
         "--payoff-cache",
         str(cache),
     ]
-    import training.psro as psro
+    import training.algorithms.psro as psro
 
     real, calls = psro.play_table, []
 

@@ -1,4 +1,4 @@
-"""NFSP (``algorithm: nfsp``, ``training.nfsp``): the reservoir, the average policy's supervised learning, and real runs that resume exactly."""
+"""NFSP (``algorithm: nfsp``, ``training.algorithms.nfsp``): the reservoir, the average policy's supervised learning, and real runs that resume exactly."""
 
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ pytest.importorskip("yaml")
 
 from cockroach_env import GameConfig  # noqa: E402
 from tests.test_training import _metrics, _train  # noqa: E402
-from training import checkpoint as ckpt  # noqa: E402
-from training.config import ConfigError, NFSPConfig, load_config  # noqa: E402
-from training.model import ActorCritic  # noqa: E402
-from training.nfsp import AveragePolicy, Reservoir  # noqa: E402
+from training.algorithms.nfsp import AveragePolicy, Reservoir  # noqa: E402
+from training.cli import checkpoint as checkpoint_cli  # noqa: E402
+from training.core import checkpoint as ckpt  # noqa: E402
+from training.core.config import ConfigError, NFSPConfig, load_config  # noqa: E402
+from training.core.model import ActorCritic  # noqa: E402
 
 NFSP = [
     "algorithm=nfsp",
@@ -124,7 +125,7 @@ def test_the_average_policy_learns_the_policy_whose_decisions_fill_its_reservoir
         np.int64
     )  # the action numbered by the first entry of the observation, among other legal ones
 
-    class Rollout:  # (what ``observe`` reads of a ``training.learner.Rollout``)
+    class Rollout:  # (what ``observe`` reads of a ``training.core.learner.Rollout``)
         pass
 
     rollout = Rollout()
@@ -273,7 +274,7 @@ def test_an_nfsp_runs_average_exports_averaged_with_its_kept_agents_and_bad_sour
     assert (
         not list(tmp_path.glob("refused*")) and ckpt.load_checkpoint(tmp_path / "soup").metadata == soup.metadata
     )  # unchanged
-    ckpt.main(
+    checkpoint_cli.main(
         [
             str(run / "checkpoint"),
             "--export",
@@ -286,7 +287,7 @@ def test_an_nfsp_runs_average_exports_averaged_with_its_kept_agents_and_bad_sour
     )
     assert ckpt.read_metadata(tmp_path / "cli")["averaged"] == soup.metadata["averaged"]
     with pytest.raises(SystemExit):
-        ckpt.main([str(run / "checkpoint"), "--average-with", str(kept[0].path)])  # without --export
+        checkpoint_cli.main([str(run / "checkpoint"), "--average-with", str(kept[0].path)])  # without --export
     assert "go with --export" in capsys.readouterr().err
 
 
@@ -312,9 +313,9 @@ def test_a_run_killed_between_its_two_agent_checkpoints_writes_both_on_resume(tm
     """``final`` (Π) marks a finished run: killed after one of ``final`` and ``best_response`` was written and before the
     other, ``--resume`` must not take the run for finished without its best response.
     """
-    import training.ppo
+    import training.algorithms.ppo
 
-    save = training.ppo.save_agent_checkpoint
+    save = training.algorithms.ppo.save_agent_checkpoint
     written = []
 
     def killed_after_the_first_agent(path, *args, **kwargs):
@@ -323,7 +324,7 @@ def test_a_run_killed_between_its_two_agent_checkpoints_writes_both_on_resume(tm
         written.append(path.name)
         return save(path, *args, **kwargs)
 
-    monkeypatch.setattr(training.ppo, "save_agent_checkpoint", killed_after_the_first_agent)
+    monkeypatch.setattr(training.algorithms.ppo, "save_agent_checkpoint", killed_after_the_first_agent)
     assert _nfsp(tmp_path, "run", 2) == 130
     monkeypatch.undo()
     assert _nfsp(tmp_path, "run", 2, "--resume") == 0

@@ -14,7 +14,7 @@ pyspiel = pytest.importorskip("pyspiel")
 import baselines  # noqa: E402
 import cockroach_env.openspiel as cos  # noqa: E402
 from cockroach_env import GameConfig, raw_env  # noqa: E402
-from training.exact import evaluate, game_tree  # noqa: E402
+from training.evaluation.exact import evaluate, game_tree  # noqa: E402
 
 MICRO = {"num_players": 2, "num_types": 2, "copies_per_type": 2, "discard": 2, "loss_count": 2}
 RULE_SETS = [
@@ -210,7 +210,7 @@ def test_cfr_average_policies_are_evaluated_like_openspiel():
     """Information-state policies (here OpenSpiel's CFR+ average policy) evaluate to OpenSpiel's NashConv."""
     from open_spiel.python.algorithms import cfr, exploitability
 
-    from training.exact import InformationSetPolicy
+    from training.evaluation.exact import InformationSetPolicy
 
     game = load({**MICRO, "num_types": 3, "discard": 4})
     solver = cfr.CFRPlusSolver(game)
@@ -225,7 +225,7 @@ def test_cfr_average_policies_are_evaluated_like_openspiel():
 
 def test_exported_tree_is_the_game_for_openspiels_cpp_solvers():
     """``efg_string``: the same game as a C++ OpenSpiel tree (uniform random and CFR+ NashConv agree with ours)."""
-    from training.exact import InformationSetPolicy, efg_string
+    from training.evaluation.exact import InformationSetPolicy, efg_string
 
     config = GameConfig(**{**MICRO, "num_types": 3, "discard": 4})
     tree = game_tree(config)

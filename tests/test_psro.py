@@ -16,12 +16,12 @@ pytest.importorskip("yaml")
 
 import baselines  # noqa: E402
 from cockroach_env import GameConfig  # noqa: E402
-from training import checkpoint as ckpt  # noqa: E402
-from training.arena import play_match  # noqa: E402
-from training.checkpoint import save_mixture_checkpoint  # noqa: E402
-from training.config import load_config  # noqa: E402
-from training.mixture import MixtureAgent  # noqa: E402
-from training.model import ActorCritic  # noqa: E402
+from training.core import checkpoint as ckpt  # noqa: E402
+from training.core.checkpoint import save_mixture_checkpoint  # noqa: E402
+from training.core.config import load_config  # noqa: E402
+from training.core.mixture import MixtureAgent  # noqa: E402
+from training.core.model import ActorCritic  # noqa: E402
+from training.evaluation.arena import play_match  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_PSRO = [
@@ -39,7 +39,7 @@ TINY_PSRO = [
 
 
 def _psro(tmp_path, name: str, iterations: int, *extra: str) -> int:
-    from training.cli import main
+    from training.cli.train import main
 
     sets = [*TINY_PSRO, f"name={name}", f"output_dir={tmp_path}", f"psro.iterations={iterations}"]
     return main(["--no-progress", *[a for s in sets for a in ("--set", s)], *extra])
@@ -49,7 +49,7 @@ def _psro(tmp_path, name: str, iterations: int, *extra: str) -> int:
 
 
 def test_population_tables_seat_the_learner_and_draw_every_other_seat_from_the_weights():
-    from training.ppo import POLICY_SEAT, POPULATION_SEAT, FixedOpponents, Population, Tables
+    from training.algorithms.ppo import POLICY_SEAT, POPULATION_SEAT, FixedOpponents, Population, Tables
 
     game = GameConfig(num_players=4)
     config = load_config(
@@ -70,7 +70,7 @@ def test_population_tables_seat_the_learner_and_draw_every_other_seat_from_the_w
 
 
 def test_a_population_is_refused_without_its_weight_and_with_bad_weights(tmp_path):
-    from training.ppo import Population, train
+    from training.algorithms.ppo import Population, train
 
     game = GameConfig(num_players=2)
     with pytest.raises(ValueError, match=r"population weights \[-1.0, 2.0\] are not allowed"):
@@ -174,10 +174,10 @@ def test_psro_trains_a_mixture_and_an_interrupted_run_resumes_exactly(tmp_path):
     assert rows(run / "psro.csv") == rows(tmp_path / "split" / "psro.csv")
 
     # the result plays in cockroach-eval and refuses a resume with another config
-    from training.eval_cli import main as evaluate
+    from training.cli.eval import main as evaluate
 
     assert evaluate([str(run / "final"), "random", "--preset", "mini", "--games", "8", "--quiet"]) == 0
-    from training.exploitability import main as exploit
+    from training.cli.exploit import main as exploit
 
     assert (
         exploit([str(run / "final"), "--exact", "--json", str(tmp_path / "exact.json")]) == 0
@@ -193,14 +193,14 @@ def test_overwrite_retires_the_replaced_runs_checkpoints_before_the_new_run_writ
     """A PSRO run started again with ``--overwrite`` and stopped in its first iteration leaves no checkpoint of the replaced
     run for ``--resume`` to continue (under the new run's ``psro.csv``), nor its ``final`` mixture: only the new run's own.
     """
-    import training.psro
+    import training.algorithms.psro
 
     assert _psro(tmp_path, "again", 2) == 0
 
     def killed(*args, **kwargs):
         raise KeyboardInterrupt("second SIGINT")
 
-    monkeypatch.setattr(training.psro, "train_best_response", killed)
+    monkeypatch.setattr(training.algorithms.psro, "train_best_response", killed)
     assert _psro(tmp_path, "again", 2, "--overwrite") == 130
     monkeypatch.undo()
     assert not (tmp_path / "again" / "final.json").exists()
@@ -216,10 +216,10 @@ def test_a_signal_during_the_first_iterations_best_response_leaves_a_run_that_re
     """
     import signal
 
-    import training.ppo
+    import training.algorithms.ppo
 
     assert _psro(tmp_path, "whole", 1) == 0
-    rollout, calls = training.ppo._rollout, []
+    rollout, calls = training.algorithms.ppo._rollout, []
 
     def ctrl_c_in_the_first_rollout(*args, **kwargs):
         calls.append(1)
@@ -227,7 +227,7 @@ def test_a_signal_during_the_first_iterations_best_response_leaves_a_run_that_re
             signal.raise_signal(signal.SIGINT)
         return rollout(*args, **kwargs)
 
-    monkeypatch.setattr(training.ppo, "_rollout", ctrl_c_in_the_first_rollout)
+    monkeypatch.setattr(training.algorithms.ppo, "_rollout", ctrl_c_in_the_first_rollout)
     assert _psro(tmp_path, "split", 1) == 130
     monkeypatch.undo()
     assert "--resume" in capsys.readouterr().err
@@ -280,7 +280,7 @@ def test_init_from_a_mixture_seeds_psro_with_every_member_and_ppo_with_the_heavi
             torch.equal(final.group(f"member.{k}.model")[key], value) for key, value in model.state_dict().items()
         )
     # anything else (PPO) starts from the heaviest member
-    from training.cli import _initial_weights
+    from training.cli.train import _initial_weights
 
     weights, population, base_run = _initial_weights(
         str(tmp_path / "seed"), load_config(None, ["game.preset=mini", "model.hidden_sizes=[16]"])
@@ -290,7 +290,7 @@ def test_init_from_a_mixture_seeds_psro_with_every_member_and_ppo_with_the_heavi
 
 
 def test_exact_evaluation_weights_a_mixture_by_reach():
-    from training.exact import nash_conv
+    from training.evaluation.exact import nash_conv
 
     game = GameConfig.from_options(preset="mini")
     members = [baselines.make("random", game, seed=0), baselines.make("honest", game, seed=0)]
@@ -300,7 +300,7 @@ def test_exact_evaluation_weights_a_mixture_by_reach():
 
 
 def test_the_psro_config_is_validated():
-    from training.config import ConfigError
+    from training.core.config import ConfigError
 
     with pytest.raises(
         ConfigError,
@@ -334,7 +334,7 @@ def test_the_psro_config_is_validated():
 
 
 def test_a_robust_best_response_keeps_the_configs_opponent_mix_beside_the_population(tmp_path):
-    from training.psro import _best_response_config
+    from training.algorithms.psro import _best_response_config
 
     sets = [
         "algorithm=psro",
@@ -359,7 +359,7 @@ def test_a_robust_best_response_keeps_the_configs_opponent_mix_beside_the_popula
 def ray_cluster():
     """One local Ray cluster of 2 CPUs for the Ray tests (``--ray`` and the executors use it)."""
     pytest.importorskip("ray")
-    from training.distributed import executor
+    from training.core.distributed import executor
 
     workers = executor("local", num_cpus=2)
     yield workers
@@ -382,14 +382,14 @@ def test_psro_on_a_local_ray_cluster_gives_the_single_process_result(tmp_path, r
 
 
 def test_ray_is_refused_for_ppo():
-    from training.cli import main
+    from training.cli.train import main
 
     assert main(["--ray", "--set", "algorithm=ppo", "--print-config"]) == 0  # printing needs no cluster
     assert main(["--ray", "--set", "schedule.total_decisions=10", "--set", "output_dir=/nonexistent-psro-test"]) == 2
 
 
 def test_cockroach_exploit_trains_against_a_mixture_drawn_per_seat_and_game(tmp_path, capsys):
-    from training.exploitability import main
+    from training.cli.exploit import main
 
     game = GameConfig(num_players=3)
     models = [ActorCritic(game, [8], seed=s) for s in range(2)]
@@ -477,7 +477,7 @@ def test_cockroach_exploit_trains_against_a_mixture_drawn_per_seat_and_game(tmp_
 
 def test_cockroach_exploit_starts_from_a_network_outside_the_mixture(tmp_path, capsys):
     """``--start-from CKPT``: one more start, from a network that is not a member, reported beside the members' starts."""
-    from training.exploitability import main
+    from training.cli.exploit import main
 
     game = GameConfig(num_players=3)
     spec = {"hidden_sizes": [8], "activation": "tanh", "card_counting": False}
@@ -602,7 +602,7 @@ def test_cockroach_exploit_starts_from_a_network_outside_the_mixture(tmp_path, c
 @pytest.mark.slow
 def test_a_league_on_a_local_ray_cluster_equals_the_league_here(ray_cluster):
     import baselines
-    from training.arena import play_league
+    from training.evaluation.arena import play_league
 
     game = GameConfig(num_players=2)
     pool = [
@@ -623,7 +623,7 @@ def test_cockroach_mixture_on_a_local_ray_cluster_plays_the_tables_of_one_proces
     """``cockroach-mixture --ray``: exploiter tables, baseline games and meta-game tables as Ray tasks give the same
     tables, weights and payoff cache as the single-process build; a cache written by one serves the other.
     """
-    from training.mixture_cli import main
+    from training.cli.mixture import main
 
     game = GameConfig.from_options(preset="mini-3p")
     spec = {"hidden_sizes": [8], "activation": "tanh", "card_counting": False}
@@ -711,7 +711,7 @@ def test_cockroach_exploit_on_a_local_ray_cluster_trains_every_start_at_once_wit
     tmp_path, capsys, ray_cluster
 ):
     """``cockroach-exploit --ray``: each start's best response is a Ray task; the reports and networks are those of the starts trained one after another."""
-    from training.exploitability import main
+    from training.cli.exploit import main
 
     game = GameConfig(num_players=3)
     spec = {"hidden_sizes": [8], "activation": "tanh", "card_counting": False}

@@ -14,7 +14,7 @@ from cockroach_env import raw_env
 from cockroach_env.config import GameConfig
 from cockroach_env.encoding import encoding_for, max_decisions, public_moves, recall_moves
 from cockroach_env.observation import decode_observation
-from training.exact import build_tree
+from training.evaluation.exact import build_tree
 
 from .conftest import legal_actions
 
@@ -125,7 +125,7 @@ def test_an_agent_without_recall_plays_the_same_rules_with_recall_and_is_just_as
     """``load_agent(name, config=rules with recall)`` reads the observation's prefix: same policy, same exact NashConv."""
     from baselines.agent import RecallPrefixAgent
     from training import load_agent
-    from training.exact import evaluate, game_tree
+    from training.evaluation.exact import evaluate, game_tree
 
     plain, recall = GameConfig.from_options("mini"), GameConfig.from_options("mini", recall=True)
     wrapped = load_agent("mini", config=recall)
@@ -140,9 +140,9 @@ def test_an_agent_without_recall_plays_the_same_rules_with_recall_and_is_just_as
 def test_the_shipped_recall_agent_meets_its_table_and_shares_it_with_an_agent_without_recall():
     """``mini-recall`` (CFR on the recall observation): exact NashConv under issue 13's 0.02; it plays ``mini`` at one table."""
     from training import load_agent
-    from training.arena import play_match
-    from training.checkpoint import read_metadata
-    from training.exact import evaluate, game_tree
+    from training.core.checkpoint import read_metadata
+    from training.evaluation.arena import play_match
+    from training.evaluation.exact import evaluate, game_tree
 
     recall = GameConfig.from_options("mini", recall=True)
     agent = load_agent("mini-recall", seed=0)

@@ -189,7 +189,7 @@ def test_the_arena_plays_recall_configs_on_both_engines(config):
     """Baselines read the observation by segment name: with recall they play the very same games, on either engine."""
     from dataclasses import replace
 
-    from training.arena import play_match
+    from training.evaluation.arena import play_match
 
     lineup = ["heuristic", "bluffer", "random"]
     batched = play_match(lineup, config, games=24, seed=3, engine="batched", batch_size=8)
@@ -230,10 +230,10 @@ def test_an_agent_trained_on_recall_observations_plays_in_the_arena(tmp_path):
     pytest.importorskip("yaml")
     from pathlib import Path
 
-    from training import checkpoint as ckpt
-    from training.arena import play_match
-    from training.cli import main as train
-    from training.eval_cli import main as evaluate
+    from training.cli.eval import main as evaluate
+    from training.cli.train import main as train
+    from training.core import checkpoint as ckpt
+    from training.evaluation.arena import play_match
 
     sets = [
         "game.recall=true", "ppo.num_envs=8", "ppo.num_steps=8", "ppo.num_minibatches=2", "ppo.update_epochs=1", "model.hidden_sizes=[16]",

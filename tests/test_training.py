@@ -17,9 +17,10 @@ pytest.importorskip("yaml")
 
 import baselines  # noqa: E402
 from cockroach_env import GameConfig, env  # noqa: E402
-from training import checkpoint as ckpt  # noqa: E402
-from training.config import ConfigError, load_config  # noqa: E402
-from training.model import ActorCritic, PolicyAgent  # noqa: E402
+from training.cli import checkpoint as checkpoint_cli  # noqa: E402
+from training.core import checkpoint as ckpt  # noqa: E402
+from training.core.config import ConfigError, load_config  # noqa: E402
+from training.core.model import ActorCritic, PolicyAgent  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
@@ -76,7 +77,7 @@ def test_overrides_use_dotted_keys_and_yaml_values():
 
 
 def test_help_lists_every_option_with_its_documentation():
-    from training.cli import build_parser
+    from training.cli.train import build_parser
 
     text = build_parser().format_help()
     for key in (
@@ -91,7 +92,7 @@ def test_help_lists_every_option_with_its_documentation():
 
 
 def test_importing_training_does_not_import_torch():
-    code = "import sys, training, training.arena; assert 'torch' not in sys.modules, 'torch imported'"
+    code = "import sys, training, training.evaluation.arena; assert 'torch' not in sys.modules, 'torch imported'"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
@@ -325,7 +326,7 @@ TINY = [
 
 
 def _train(tmp_path, name: str, updates: int, *extra: str) -> int:
-    from training.cli import main
+    from training.cli.train import main
 
     sets = [*TINY, f"name={name}", f"output_dir={tmp_path}", f"schedule.total_decisions={updates * 16 * 8}"]
     argv = [
@@ -366,12 +367,12 @@ def test_train_checkpoint_resume_load_and_evaluate_on_a_tiny_budget(tmp_path):
     assert _metrics(run / "metrics.csv") == _metrics(tmp_path / "split" / "metrics.csv")
 
     # The final agent loads as a protocol agent and plays in the arena.
-    from training.arena import play_match
+    from training.evaluation.arena import play_match
 
     agent = ckpt.load_agent(run / "final", seed=0)
     result = play_match([agent, "random*3"], GameConfig(num_players=4), games=40, seed=0)
     assert result.report("whole").games == 40
-    from training.eval_cli import main as evaluate
+    from training.cli.eval import main as evaluate
 
     assert evaluate([str(run / "final.safetensors"), "heuristic", "honest", "random", "--games", "8", "--quiet"]) == 0
     meta = ckpt.read_metadata(run / "final")
@@ -433,7 +434,7 @@ def test_a_run_with_an_exploiter_and_a_magnet_trains_both_networks_and_resumes_e
 
 
 def test_shared_reward_gives_the_policys_seats_their_mean_at_tables_with_another_agent():
-    from training.ppo import EXPLOITER_SEAT, POLICY_SEAT, shared_rewards
+    from training.algorithms.ppo import EXPLOITER_SEAT, POLICY_SEAT, shared_rewards
 
     P, X = POLICY_SEAT, EXPLOITER_SEAT
     owner = np.array([[P, P, P, P], [P, X, P, P], [P, 2, 2, 2], [P, P, 3, 3], [P, X, P, P]])
@@ -484,7 +485,7 @@ def test_a_run_with_shared_rewards_trains_another_policy_and_resumes_exactly(tmp
 
 def test_checkpoint_opponents_seat_the_learner_and_each_other_seat_draws_from_that_checkpoint(tmp_path):
     """``opponents.checkpoints``: a table of a saved agent puts it in every other seat; a mixture's seats draw their members."""
-    from training.ppo import (
+    from training.algorithms.ppo import (
         POLICY_SEAT,
         POPULATION_SEAT,
         FixedOpponents,
@@ -590,7 +591,7 @@ def test_resume_refuses_a_changed_config(tmp_path):
 
 
 def test_card_counting_inputs_are_derived_from_the_observation_and_round_trip(tmp_path):
-    from training.model import CardCounting
+    from training.core.model import CardCounting
 
     features = CardCounting(GAME)
     enc_obs = np.zeros((1, ActorCritic(GAME, [4]).observation_size), np.float32)
@@ -684,7 +685,7 @@ def test_a_portable_network_rebuilds_the_same_network_elsewhere():
 
 
 def test_exploitability_trains_a_best_response_against_a_frozen_checkpoint(tmp_path, capsys):
-    from training.exploitability import main
+    from training.cli.exploit import main
 
     _save(tmp_path / "target", _model())
     report = tmp_path / "report.json"
@@ -722,15 +723,15 @@ def test_a_stopped_best_response_continues_with_resume_to_the_uninterrupted_resu
     """
     import signal
 
-    import training.ppo
-    from training.exploitability import main
+    import training.algorithms.ppo
+    from training.cli.exploit import main
 
     _save(tmp_path / "target", _model())
     sets = ["ppo.num_envs=16", "ppo.num_steps=8", "evaluation.every=0", "schedule.checkpoint_every=2"]
     argv = lambda out: [str(tmp_path / "target"), "--decisions", "512", "--games", "20", "--output-dir", str(tmp_path / out), "--json", str(tmp_path / f"{out}.json"),  # noqa: E731
                         "--no-progress", *[a for s in sets for a in ("--set", s)]]  # fmt: skip
     assert main(argv("whole")) == 0
-    rollout, calls = training.ppo._rollout, []
+    rollout, calls = training.algorithms.ppo._rollout, []
 
     def ctrl_c_in_the_second_rollout(*args, **kwargs):
         calls.append(1)
@@ -738,7 +739,7 @@ def test_a_stopped_best_response_continues_with_resume_to_the_uninterrupted_resu
             signal.raise_signal(signal.SIGINT)
         return rollout(*args, **kwargs)
 
-    monkeypatch.setattr(training.ppo, "_rollout", ctrl_c_in_the_second_rollout)
+    monkeypatch.setattr(training.algorithms.ppo, "_rollout", ctrl_c_in_the_second_rollout)
     assert main(argv("split")) == 130
     monkeypatch.undo()
     assert "--resume" in capsys.readouterr().err
@@ -767,8 +768,8 @@ def test_a_stopped_best_response_continues_with_resume_to_the_uninterrupted_resu
 
 def test_an_evaluation_reports_the_opponents_behaviour_beside_the_policys():
     """``opponent_*``: the false offers, false passes and call accuracy of the opponents' seats together, as the arena counts them."""
-    from training.arena import play_match
-    from training.ppo import evaluate_agent
+    from training.algorithms.ppo import evaluate_agent
+    from training.evaluation.arena import play_match
 
     model = _model()
     make = lambda i: PolicyAgent(model, GAME, seed=11 + i, name="policy")  # noqa: E731
@@ -787,7 +788,7 @@ def test_an_evaluation_reports_the_opponents_behaviour_beside_the_policys():
 
 
 def test_best_response_runs_of_two_runs_final_checkpoints_get_different_names():
-    from training.exploitability import _label
+    from training.evaluation.exploitability import checkpoint_label as _label
 
     assert _label("runs/ppo_4p/final") == "ppo_4p-final" and _label("runs/other/final.json") == "other-final"
     assert _label("classic-4p") == "classic-4p" and _label("agents/mine.safetensors") == "mine"
@@ -838,13 +839,13 @@ def test_an_export_refuses_an_existing_destination_unless_overwrite(tmp_path, ca
         ckpt.export_agent(tmp_path / "b", tmp_path / "out")
     assert (tmp_path / "out.json").read_bytes() == before  # nothing changed
     with pytest.raises(SystemExit, match="already exists"):
-        ckpt.main([str(tmp_path / "b"), "--export", str(tmp_path / "out")])
+        checkpoint_cli.main([str(tmp_path / "b"), "--export", str(tmp_path / "out")])
     with pytest.raises(ckpt.CheckpointError, match="is its source"):
         ckpt.export_agent(tmp_path / "a", tmp_path / "a", overwrite=True)
-    ckpt.main([str(tmp_path / "b"), "--export", str(tmp_path / "out"), "--overwrite"])
+    checkpoint_cli.main([str(tmp_path / "b"), "--export", str(tmp_path / "out"), "--overwrite"])
     assert _same_weights(ckpt.build_model(ckpt.load_checkpoint(tmp_path / "out")), second)
     with pytest.raises(SystemExit):
-        ckpt.main([str(tmp_path / "b"), "--overwrite"])  # --overwrite without --export
+        checkpoint_cli.main([str(tmp_path / "b"), "--overwrite"])  # --overwrite without --export
     assert "go with --export" in capsys.readouterr().err
 
 
@@ -887,10 +888,10 @@ def test_a_run_exports_the_average_of_its_policy_and_its_late_policy_snapshots(t
         with pytest.raises(ckpt.CheckpointError, match=message):
             ckpt.export_agent(source, tmp_path / "refused", average_from=value)
     assert not list(tmp_path.glob("refused*"))
-    ckpt.main([str(tmp_path / "avg" / "checkpoint"), "--export", str(tmp_path / "cli"), "--average-from", "3"])
+    checkpoint_cli.main([str(tmp_path / "avg" / "checkpoint"), "--export", str(tmp_path / "cli"), "--average-from", "3"])
     assert ckpt.read_metadata(tmp_path / "cli")["averaged"] == agent.metadata["averaged"]
     with pytest.raises(SystemExit):
-        ckpt.main([str(tmp_path / "avg" / "checkpoint"), "--average-from", "3"])  # without --export
+        checkpoint_cli.main([str(tmp_path / "avg" / "checkpoint"), "--average-from", "3"])  # without --export
     assert "go with --export" in capsys.readouterr().err
 
 
@@ -925,7 +926,7 @@ def test_one_member_of_a_mixture_exports_as_an_agent_with_its_recipe(tmp_path):
     )
     assert left.metadata["commands"] == recipes[0]["commands"] and left.metadata["training_config"] == {"seed": 3}
     assert left.metadata["exported_member"] == {"name": "left", "index": 0, "weight": 0.25, "mixture": "mix"}
-    ckpt.main(
+    checkpoint_cli.main(
         [str(tmp_path / "mix"), "--export", str(tmp_path / "right"), "--member", "1"]
     )  # by index; no recipe recorded for it
     right = ckpt.load_checkpoint(tmp_path / "right")
@@ -939,9 +940,9 @@ def test_one_member_of_a_mixture_exports_as_an_agent_with_its_recipe(tmp_path):
 
 
 def test_printing_metadata_into_a_reader_that_stops_early_is_quiet():
-    """``python -m training.checkpoint classic-4p | head -1``: the closed pipe ends the command without a traceback."""
+    """``python -m training.core.checkpoint classic-4p | head -1``: the closed pipe ends the command without a traceback."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "training.checkpoint", "classic-4p"],
+        [sys.executable, "-m", "training.core.checkpoint", "classic-4p"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -973,7 +974,7 @@ def test_a_run_can_start_from_the_weights_of_another(tmp_path):
 
 def test_games_carry_on_across_updates_between_checkpoints(tmp_path):
     """A game is longer than one rollout here (8 decisions), so games end only if they continue from update to update."""
-    from training.cli import main
+    from training.cli.train import main
 
     sets = [
         *TINY,
@@ -1029,8 +1030,8 @@ def test_the_exploiter_learns_at_its_own_rate_annealed_like_the_policys(tmp_path
 
 def test_overlap_rollouts_play_the_weights_from_before_the_update_they_overlap(tmp_path, monkeypatch):
     """``ppo.overlap``: within a checkpoint segment, rollout k+1 is collected during update k (in the update process) with the weights update k started from; a segment's first rollout waits for the update before it."""
-    import training.ppo as ppo
-    from training.update_process import UpdateProcess
+    import training.algorithms.ppo as ppo
+    from training.core.update_process import UpdateProcess
 
     seen, before_update, order = [], [], []
     rollout, submit, result = ppo._rollout, UpdateProcess.submit, UpdateProcess.result
@@ -1168,8 +1169,8 @@ def test_the_magnets_kl_in_an_update_is_kl_of_the_policy_from_the_magnet_on_the_
     with the magnet's policy on that row. With learning rate 0 the reported KL (the last minibatch's) is computed directly.
     """
     from cockroach_env.batched import BatchedGames
-    from training.config import PPOConfig
-    from training.learner import Learner, ppo_update
+    from training.core.config import PPOConfig
+    from training.core.learner import Learner, ppo_update
 
     games = BatchedGames(GAME, 64, seed=5)
     step = games.reset()
@@ -1215,7 +1216,7 @@ def test_keep_agent_every_keeps_the_agent_at_those_updates_and_a_resume_rewrites
     """``schedule.keep_agent_every``: ``agents/update_<U>`` at every multiple (the run's agent at that update, the last one ``final``'s
     weights); a resumed run keeps those its checkpoint holds and writes its own after it, identical to the uninterrupted run's.
     """
-    from training.checkpoint import load_agent, load_checkpoint
+    from training.core.checkpoint import load_agent, load_checkpoint
 
     keep = ["--set", "schedule.keep_agent_every=1"]
     assert _train(tmp_path, "whole", 4, *keep) == 0
@@ -1270,9 +1271,9 @@ def test_advantages_match_a_reference_rebuilt_from_the_logged_games(
     import torch
 
     from cockroach_env.batched import BatchedGames
-    from training import ppo
-    from training.config import config_from_dict
-    from training.learner import Learner, gae
+    from training.algorithms import ppo
+    from training.core.config import config_from_dict
+    from training.core.learner import Learner, gae
 
     envs, steps, rollouts = 12, 30, 6
     options = {"num_players": players, **({"max_steps": max_steps} if max_steps else {})}
