@@ -18,12 +18,12 @@ from training.cli import eval as eval_cli
 from training.evaluation.arena import (
     ArenaError,
     Behaviour,
-    _reset_options,
     batched_available,
     deal_for,
     expand_lineup,
     play_league,
     play_match,
+    reset_options,
     schedule,
     seat_entries,
 )
@@ -124,7 +124,7 @@ def test_reset_options_replay_the_deal_exactly(options):
     deal = deal_for(config, seed=3, deal=7)
     assert deal == random_deal(config, np.random.default_rng([3, 7]))
     env = raw_env(config=config)
-    env.reset(options=_reset_options(deal, config, env.possible_agents))
+    env.reset(options=reset_options(deal, config, env.possible_agents))
     game = env.game
     assert (game.starter, game.hands, game.collections, game.removed, game.penalty_deck) == (
         deal.starter,

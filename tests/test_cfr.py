@@ -366,7 +366,7 @@ def test_the_shipped_mini_agents_play_in_the_browser_api(tmp_path, seats, preset
 def test_interrupted_names_its_unit_and_step():
     import signal
 
-    from training.algorithms.ppo import Interrupted
+    from training.core.runs import Interrupted
 
     stop = Interrupted(signal.SIGTERM, Path("run/checkpoint"), 7, "iteration")
     assert (stop.step, stop.unit, stop.exit_code) == (7, "iteration", 143)

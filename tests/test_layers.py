@@ -103,3 +103,40 @@ def test_old_module_paths_name_modules_that_exist():
     for old, new in ALIASES.items():
         assert new in graph, f"{old} is an alias of {new}, which is no module"
         assert not (ROOT / (old.replace(".", "/") + ".py")).exists(), f"{old} is both a file and an alias"
+
+
+def _private_uses(tree: ast.AST, graph: dict[str, set[str]]) -> list[str]:
+    """``from M import _name`` and ``alias._name`` (``alias`` a project module) of another module's private names."""
+    modules: dict[str, str] = {}  # local name -> project module
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            module = ALIASES.get(node.module, node.module)
+            if module.split(".")[0] not in PACKAGES:
+                continue
+            for alias in node.names:
+                submodule = ALIASES.get(f"{module}.{alias.name}", f"{module}.{alias.name}")
+                if submodule in graph:
+                    modules[alias.asname or alias.name] = submodule
+                elif alias.name.startswith("_"):
+                    found.append(f"from {node.module} import {alias.name}")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in PACKAGES and alias.asname:
+                    modules[alias.asname] = ALIASES.get(alias.name, alias.name)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            target = ast.unparse(node.value)
+            module = modules.get(target) or ALIASES.get(target, target)
+            if module in graph:
+                found.append(f"{target}.{node.attr}")
+    return found
+
+
+def test_no_module_uses_another_modules_private_names():
+    """Shared machinery is public (STYLE.md): what two modules use has a name without a leading underscore."""
+    graph = _graph()
+    for package in ("baselines", "training", "play"):
+        for path in (ROOT / package).rglob("*.py"):
+            uses = _private_uses(ast.parse(path.read_text(encoding="utf-8")), graph)
+            assert not uses, f"{_module_name(path)} uses private names of other modules: {uses}"

@@ -44,18 +44,18 @@ import numpy as np
 
 from cockroach_env.config import GameConfig
 from training.algorithms.cfr_solver import SolverState, TreeSolver
-from training.algorithms.ppo import (
+from training.algorithms.ppo import evaluate_agent
+from training.core import checkpoint as ckpt
+from training.core.config import TrainConfig, config_from_dict
+from training.core.runs import (
     AGENT_NAME,
     CHECKPOINT_NAME,
     Interrupted,
-    _append_csv,
-    _diff,
-    _prepare_csv,
-    _StopSignals,
-    evaluate_agent,
+    StopSignals,
+    append_csv,
+    config_diff,
+    prepare_csv,
 )
-from training.core import checkpoint as ckpt
-from training.core.config import TrainConfig, config_from_dict
 from training.evaluation.exact import DEFAULT_MAX_NODES, GameTree, InformationSetPolicy, build_tree, evaluate, game_tree
 
 CFR_RESUMABLE_CHANGES = ("cfr.iterations", "cfr.evaluate_every", "cfr.checkpoint_every", "cfr.distill_steps", "cfr.distill_learning_rate", "cfr.descent",
@@ -105,11 +105,11 @@ def train(
         raise ckpt.CheckpointError(
             "--init-from is not allowed with algorithm: cfr; a solver starts from zero regrets (resume a CFR run with --resume)"
         )
-    with _StopSignals() as signals:
+    with StopSignals() as signals:
         return _train(config, resume, command, signals)
 
 
-def _train(config: TrainConfig, resume: bool, command: str | None, signals: _StopSignals) -> Path:
+def _train(config: TrainConfig, resume: bool, command: str | None, signals: StopSignals) -> Path:
     game = config.game_config()
     settings = config.cfr
     run_dir = config.run_dir
@@ -129,7 +129,7 @@ def _train(config: TrainConfig, resume: bool, command: str | None, signals: _Sto
     if not resume:  # started again (--overwrite): a stop before the first save leaves none of the replaced run's checkpoints to resume or load
         for name in (CHECKPOINT_NAME, AGENT_NAME):
             ckpt.remove_checkpoint(run_dir / name)
-    _prepare_csv(run_dir / "cfr.csv", LOG_COLUMNS, state.iteration if resume else None, key="iteration")
+    prepare_csv(run_dir / "cfr.csv", LOG_COLUMNS, state.iteration if resume else None, key="iteration")
     started = time.perf_counter() - progress["wall_seconds"]
     limit = config.schedule.time_limit_minutes
     stop_reason = None
@@ -264,7 +264,7 @@ def _log(
     result = evaluate(average_policy(solver, state), game, tree)
     row = {"iteration": state.iteration, "wall_seconds": round(progress["wall_seconds"], 2), "solver_seconds": round(progress["solver_seconds"], 2),
            "nash_conv": f"{result.nash_conv:.6g}", "exploitability": f"{result.exploitability:.6g}"}  # fmt: skip
-    _append_csv(run_dir / "cfr.csv", LOG_COLUMNS, row)
+    append_csv(run_dir / "cfr.csv", LOG_COLUMNS, row)
     print(
         f"cfr iteration {state.iteration}: NashConv {result.nash_conv:.5f} ({progress['solver_seconds']:.1f} s solving)",
         file=sys.stderr,
@@ -273,7 +273,7 @@ def _log(
 
 def _write_descent_log(path: Path, history: list[tuple[int, float, float]]) -> None:
     """``descent.csv``: step, seconds, exact NashConv of the table over observations (rewritten whole: the descent reruns on resume)."""
-    _prepare_csv(path, ["step", "seconds", "nash_conv"], None, key="step")
+    prepare_csv(path, ["step", "seconds", "nash_conv"], None, key="step")
     with path.open("a", newline="") as handle:
         handle.writelines(f"{step},{seconds:.3f},{value:.6g}\n" for step, seconds, value in history)
 
@@ -356,7 +356,9 @@ def _restore(run_dir: Path, config: TrainConfig, solver: TreeSolver) -> tuple[So
         )
     ckpt.validate_metadata(meta, SOLVER_SCHEMA, checkpoint.path)
     saved = config_from_dict(meta["training_config"], where=str(checkpoint.path))
-    differences = [key for key in _diff(saved.to_dict(), config.to_dict()) if not key.startswith(CFR_RESUMABLE_CHANGES)]
+    differences = [
+        key for key in config_diff(saved.to_dict(), config.to_dict()) if not key.startswith(CFR_RESUMABLE_CHANGES)
+    ]
     if differences:
         raise ckpt.CheckpointError(
             f"{checkpoint.path}: cannot resume with a different config; changed: {differences} (only {list(CFR_RESUMABLE_CHANGES)} may change)"
@@ -385,7 +387,7 @@ def _distill_and_save(
     progress: dict,
     game: GameConfig,
     tree: GameTree,
-    signals: _StopSignals,
+    signals: StopSignals,
 ) -> Path:
     """The average strategy as a table over observations, refined by exploitability descent (``cfr.descent_steps``),
     fitted by the ``model`` network; each measured exactly; the agent checkpoint saved.

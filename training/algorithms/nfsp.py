@@ -50,10 +50,11 @@ import numpy as np
 import torch
 
 from cockroach_env.encoding import encoding_for
-from training.algorithms.ppo import train as train_ppo
+from training.algorithms import ppo
 from training.core import checkpoint as ckpt
 from training.core.config import NFSPConfig, TrainConfig
 from training.core.model import ActorCritic, mask_bias
+from training.core.runs import BEST_RESPONSE_NAME
 
 AVERAGE = ckpt.NFSP_AVERAGE
 """Prefix of the average policy's tensors and metadata in a run checkpoint."""
@@ -64,15 +65,15 @@ class Reservoir:
 
     def __init__(self, capacity: int, obs_size: int, num_actions: int):
         self.capacity, self.obs_size, self.num_actions = capacity, obs_size, num_actions
+        # Observations as bytes while every entry added is an integer from 0 to 255; float32 from the first that is not.
         self.obs = np.zeros((capacity, obs_size), np.uint8)
-        """Observations as bytes while every entry added is an integer from 0 to 255; float32 from the first that is not."""
+        # Legal-action masks, 8 actions to a byte (``np.packbits``).
         self.mask = np.zeros((capacity, (num_actions + 7) // 8), np.uint8)
-        """Legal-action masks, 8 actions to a byte (``np.packbits``)."""
         self.action = np.zeros(capacity, np.int16 if num_actions <= 2**15 else np.int32)
+        # Decisions held (at most ``capacity``).
         self.size = 0
-        """Decisions held (at most ``capacity``)."""
+        # Decisions added since the start.
         self.seen = 0
-        """Decisions added since the start."""
 
     def add(self, obs: np.ndarray, mask: np.ndarray, action: np.ndarray, rng: np.random.Generator) -> None:
         """Add decisions (rows of ``obs``, ``mask``, ``action``): decision ``t`` (counting from 0 over all ever added) takes a free
@@ -141,12 +142,12 @@ class AveragePolicy:
         self.settings = settings
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=settings.sl_learning_rate, eps=1e-5)
         self.reservoir = Reservoir(settings.reservoir_size, obs_size, num_actions)
+        # Reservoir slots and minibatch rows.
         self.rng = np.random.default_rng(np.random.SeedSequence([seed, 0x4E465350]))
-        """Reservoir slots and minibatch rows."""
+        # Cross-entropy of the last minibatch.
         self.loss = math.nan
-        """Cross-entropy of the last minibatch."""
+        # Wall time of the supervised steps in this process.
         self.seconds = 0.0
-        """Wall time of the supervised steps in this process."""
 
     def observe(self, rollout, rows: np.ndarray) -> None:
         """The best response's decisions ``rows`` of ``rollout`` (a ``training.core.learner.Rollout``) enter the reservoir."""
@@ -215,6 +216,55 @@ class AveragePolicy:
         self.loss = math.nan if record.get("loss") is None else float(record["loss"])
 
 
+class AveragePolicyHooks(ppo.PPOHooks):
+    """NFSP inside PPO's loop: the average policy plays the ``opponents.population`` tables, learns from the policy's
+    decisions after every update, is evaluated, checkpointed and saved as ``final`` (the policy, the best response, as
+    ``best_response``).
+    """
+
+    run_files = (BEST_RESPONSE_NAME,)
+    log_columns = ("sl_loss", "reservoir")
+
+    def __init__(self, average: AveragePolicy):
+        self.average = average
+
+    def population(self) -> ppo.Population:
+        """The average policy alone (its weights follow the average policy's after each update)."""
+        return ppo.Population([self.average.model], np.ones(1), ["average policy"])
+
+    def restore(self, checkpoint: ckpt.Checkpoint) -> None:
+        """The average policy's weights, Adam state, reservoir and generator."""
+        self.average.restore(checkpoint)
+
+    def start(self, fixed: ppo.FixedOpponents | None) -> None:
+        """The seats that play the average policy take its weights (restored on resume)."""
+        fixed.models[0].load_state_dict(self.average.model.state_dict())
+
+    def evaluated_model(self, policy: ActorCritic) -> ActorCritic:
+        """The average policy, the run's agent."""
+        return self.average.model
+
+    def after_update(self, batch: tuple, fixed: ppo.FixedOpponents | None) -> dict[str, float]:
+        """The policy's decisions that this update trained on enter the average policy's reservoir, the average policy
+        takes its supervised steps, and the seats that play it take its new weights (from the next rollout on).
+        """
+        rollout, _, _, train_rows = batch
+        self.average.observe(rollout, train_rows)
+        stats = self.average.update()
+        fixed.models[0].load_state_dict(self.average.model.state_dict())
+        return stats
+
+    def checkpoint_state(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The average policy's part of a run checkpoint (``AveragePolicy.state``)."""
+        return self.average.state()
+
+    def before_final(
+        self, run_dir: Path, config: TrainConfig, policy: ActorCritic, state: ppo.Progress, command: str
+    ) -> None:
+        """The best response, saved beside the run's agent."""
+        ppo.save_agent_checkpoint(run_dir / BEST_RESPONSE_NAME, config, policy, state, command, network="best response")
+
+
 def train(
     config: TrainConfig,
     resume: bool = False,
@@ -226,7 +276,7 @@ def train(
     """Run (or resume) NFSP for ``config``; return the path of the final agent checkpoint (the average policy).
 
     ``initial_weights`` start both networks (``--init-from``). The PPO loop (``training.algorithms.ppo.train``) runs the best response,
-    with the average policy at its ``opponents.population`` tables, and trains the average policy after each of its updates.
+    with the average policy at its ``opponents.population`` tables, and trains the average policy after each of its updates (``AveragePolicyHooks``).
     """
     if config.algorithm != "nfsp":
         raise ValueError(f"config.algorithm={config.algorithm!r}; training.algorithms.nfsp.train runs algorithm: nfsp")
@@ -240,14 +290,14 @@ def train(
     average = AveragePolicy(
         model.to(torch.device(config.device)), config.nfsp, enc.observation.size, enc.num_actions, config.seed
     )
-    path = train_ppo(
+    path = ppo.train(
         config,
         resume=resume,
         command=command,
         progress_bar=progress_bar,
         initial_weights=initial_weights,
         base_run=base_run,
-        average=average,
+        hooks=AveragePolicyHooks(average),
     )
     print(
         f"average policy: {average.reservoir.seen:,} best-response decisions seen, {average.reservoir.size:,} in the reservoir, {average.seconds:.0f} s of supervised steps",

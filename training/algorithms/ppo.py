@@ -41,18 +41,14 @@ holds everything else (weights, Adam state, pool, RNG states, counters), so
 from __future__ import annotations
 
 import contextlib
-import csv
 import dataclasses
 import math
-import os
 import signal
 import sys
-import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
@@ -65,10 +61,20 @@ from training.core import checkpoint as ckpt
 from training.core.config import ConfigError, TrainConfig, config_from_dict
 from training.core.learner import Learner, frozen_copy, gae, ppo_update
 from training.core.model import ActorCritic, PolicyAgent
+from training.core.runs import (
+    AGENT_NAME,
+    BEST_RESPONSE_NAME,
+    CHECKPOINT_NAME,
+    KEPT_AGENTS,
+    Interrupted,
+    StopSignals,
+    append_csv,
+    config_diff,
+    plot_learning_curves,
+    prepare_csv,
+    tensorboard_writer,
+)
 from training.core.update_process import UpdateProcess, training_rows
-
-if TYPE_CHECKING:
-    from training.algorithms.nfsp import AveragePolicy
 
 SELF = "self"
 SNAPSHOT = "snapshot"
@@ -80,14 +86,6 @@ EXPLOITER_SEAT = -1
 """``Tables.owner`` code of the seat played by the exploiter."""
 POPULATION_SEAT = -2
 """``Tables.owner`` code of a seat played by population member 0; member ``m`` is ``POPULATION_SEAT - m``."""
-BEST_RESPONSE_NAME = "best_response"
-"""An NFSP run's best response at the end (``training.algorithms.nfsp``; its ``final`` is the average policy): ``runs/<name>/best_response.{json,safetensors}``."""
-CHECKPOINT_NAME = "checkpoint"
-"""The run's latest full checkpoint (for ``--resume``): ``runs/<name>/checkpoint.{json,safetensors}``."""
-KEPT_AGENTS = "agents"
-"""The agents kept every ``schedule.keep_agent_every`` updates: ``runs/<name>/agents/update_<U>.{json,safetensors}``."""
-AGENT_NAME = "final"
-"""The run's final weights-only checkpoint (for ``load_agent`` and the arena): ``runs/<name>/final.{json,safetensors}``."""
 
 
 # ---------------------------------------------------------------------------- run state
@@ -167,8 +165,9 @@ class FixedOpponents:
     """
 
     def __init__(self, population: Population | None, checkpoints: dict[str, tuple[Population, dict[str, Any]]]):
+        # ``(kind, first model index, member weights)``; the caller's population first (so its draws are those of a run
+        # without checkpoints).
         self.groups: list[tuple[str, int, np.ndarray]] = []
-        """``(kind, first model index, member weights)``; the caller's population first (so its draws are those of a run without checkpoints)."""
         self.models: list[ActorCritic] = []
         for kind, group in ([(POPULATION, population)] if population is not None else []) + [
             (checkpoint_kind(k), g) for k, (g, _) in checkpoints.items()
@@ -236,10 +235,10 @@ class Tables:
         )
         self.weights = weights / weights.sum()
         self.owner = np.zeros((batch, self.n), np.int64)
+        # Index into ``kinds`` of each game's table.
         self.kind = np.zeros(batch, np.int64)
-        """Index into ``kinds`` of each game's table."""
+        # Number of seats of the policy in each game.
         self.learner_seats = np.full(batch, self.n, np.int64)
-        """Number of seats of the policy in each game."""
 
     def draw(
         self, games: np.ndarray, rng: np.random.Generator, baseline_index: dict[str, int], snapshot_indices: list[int]
@@ -281,54 +280,49 @@ class Tables:
             self.learner_seats[b] = count
 
 
-# ---------------------------------------------------------------------------- signals
+# ---------------------------------------------------------------------------- training
 
 
-class Interrupted(Exception):
-    """SIGINT or SIGTERM stopped training after the current update (a CFR run: iteration); the run checkpoint holds it."""
+class PPOHooks:
+    """The points at which an algorithm built on this loop joins it; each default does nothing.
 
-    def __init__(self, signum: int, checkpoint: Path, step: int, unit: str = "update"):
-        # ``step`` counts ``unit``s: PPO updates, or CFR iterations
-        self.signum, self.checkpoint, self.step, self.unit = signum, checkpoint, step, unit
-        super().__init__(f"{signal.Signals(signum).name} at {unit} {step}; the run is saved in {checkpoint}")
-
-    @property
-    def exit_code(self) -> int:
-        return 128 + self.signum  # the shell's convention: 130 for SIGINT, 143 for SIGTERM
-
-
-class _StopSignals:
-    """While training: the first SIGINT/SIGTERM asks the loop to stop after the current update;
-    a second one interrupts at once (``KeyboardInterrupt``; the last checkpoint on disk is intact).
+    NFSP (``training.algorithms.nfsp``) wraps PPO through these, as OpenSpiel's NFSP wraps DQN: PPO
+    knows nothing of NFSP. ``train`` calls them in this order: ``population`` (set-up), ``restore``
+    (on ``--resume``), ``start`` (the fixed opponents built), ``evaluated_model``, ``after_update``
+    (every update), ``checkpoint_state`` (every run checkpoint), ``before_final`` (before ``final``).
     """
 
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    run_files: tuple[str, ...] = ()
+    """Checkpoints it writes in the run directory besides ``checkpoint`` and ``final`` (tidied on start)."""
+    log_columns: tuple[str, ...] = ()
+    """Its statistics' columns in ``metrics.csv`` (the keys ``after_update`` returns)."""
 
-    def __init__(self):
-        self.received: int | None = None
-        self._previous: dict[int, Any] = {}
+    def population(self) -> Population | None:
+        """The opponents of the ``opponents.population`` tables, if it provides them."""
+        return None
 
-    def __enter__(self) -> _StopSignals:
-        if threading.current_thread() is threading.main_thread():  # handlers can only be set there
-            for signum in self.SIGNALS:
-                self._previous[signum] = signal.signal(signum, self._handle)
-        return self
+    def restore(self, checkpoint: ckpt.Checkpoint) -> None:
+        """Load its part of a run checkpoint (check it first: a refused resume changes nothing)."""
 
-    def _handle(self, signum: int, frame) -> None:
-        if self.received is not None:
-            raise KeyboardInterrupt(f"second {signal.Signals(signum).name}")
-        self.received = signum
-        print(
-            f"\n{signal.Signals(signum).name} received: finishing the current update, then saving (send it again to stop at once)",
-            file=sys.stderr,
-        )
+    def start(self, fixed: FixedOpponents | None) -> None:
+        """The fixed opponents are built (and the run restored): the loop is about to begin."""
 
-    def __exit__(self, *exc) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
+    def evaluated_model(self, policy: ActorCritic) -> ActorCritic:
+        """The network evaluated and saved as the run's agent (``final``); by default the policy."""
+        return policy
 
+    def after_update(self, batch: tuple, fixed: FixedOpponents | None) -> dict[str, float]:
+        """After the policy's update on ``batch`` (its rollout, advantages, returns and trained rows): statistics to log."""
+        return {}
 
-# ---------------------------------------------------------------------------- training
+    def checkpoint_state(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Tensors and top-level metadata entries to add to a run checkpoint."""
+        return {}, {}
+
+    def before_final(
+        self, run_dir: Path, config: TrainConfig, policy: ActorCritic, state: Progress, command: str
+    ) -> None:
+        """The run finished; called before its agent checkpoint ``final`` is written (which marks it finished)."""
 
 
 def train(
@@ -339,22 +333,29 @@ def train(
     initial_weights: dict | None = None,
     base_run: dict | None = None,
     population: Population | None = None,
-    average: AveragePolicy | None = None,
+    hooks: PPOHooks | None = None,
 ) -> Path:
     """Train (or resume) the run of ``config``; return the path of the final agent checkpoint.
 
     ``initial_weights``: a state dict to start a fresh run from (instead of a random network);
     ``base_run``: where those weights came from (recorded in every checkpoint's metadata);
     ``population``: the opponents of ``opponents.population`` (required when its weight is positive);
-    ``average``: NFSP's average policy (``training.algorithms.nfsp``, instead of ``population``): it plays the ``opponents.population``
-    tables, learns from the policy's decisions after every update, is evaluated, checkpointed and saved as ``final``
-    (the policy, the best response, as ``best_response``).
+    ``hooks``: what an algorithm built on this loop adds to it (``PPOHooks``; NFSP's average policy).
     SIGINT or SIGTERM (in the main thread) stops after the current update with a run
     checkpoint and raises ``Interrupted`` (its ``exit_code`` is 130 or 143).
     """
-    with _StopSignals() as signals, contextlib.ExitStack() as stack:
+    with StopSignals() as signals, contextlib.ExitStack() as stack:
         return _train(
-            config, resume, command, progress_bar, initial_weights, base_run, population, average, signals, stack
+            config,
+            resume,
+            command,
+            progress_bar,
+            initial_weights,
+            base_run,
+            population,
+            hooks or PPOHooks(),
+            signals,
+            stack,
         )
 
 
@@ -366,42 +367,141 @@ def _train(
     initial_weights: dict | None,
     base_run: dict | None,
     population: Population | None,
-    average: AveragePolicy | None,
-    signals: _StopSignals,
+    hooks: PPOHooks,
+    signals: StopSignals,
     stack: contextlib.ExitStack,
 ) -> Path:
-    from tqdm import tqdm
+    run = _set_up(config, command, _table_population(config, population, hooks), hooks)
+    if resume:
+        finished = _resume(run)  # the whole checkpoint is checked before any file is touched
+        if finished is not None:
+            return finished
+    else:
+        _start_fresh(run, initial_weights, base_run)
+    _tidy_run_dir(run, resume)
+    loop = _start_loop(run, resume, progress_bar, stack)
+    stop_reason = None
+    first_update = run.state.update
 
-    if average is not None:
+    for update in range(first_update, run.num_updates):
+        iteration_start = time.perf_counter()
+        if update % config.schedule.checkpoint_every == 0 or update == first_update:
+            _new_segment(run, loop, update)
+        _anneal_learning_rates(run, update)
+
+        # ------------------------------------------------------------ 1. rollout (with ppo.overlap: collected during
+        # the last update)
+        if loop.prefetched is None:
+            loop.step, outcomes = _rollout(loop.rollout_args, loop.step)
+        else:
+            (loop.step, outcomes), loop.prefetched = loop.prefetched, None
+        run.state.decisions += run.decisions_per_update
+        run.state.games += sum(games for games, _, _ in outcomes.values())
+
+        # ------------------------------------------------------------ 2. advantages (GAE) and 3. update, for each learner
+        stats = _advantages_and_update(run, loop, update)
+
+        # ------------------------------------------------------------ 4. snapshots, exploiter reset, evaluation, logs,
+        # checkpoints
+        run.state.update = update + 1
+        _refresh_pool(run, loop, outcomes)
+        _log_update(run, loop, iteration_start, stats, outcomes)
+        stop_reason = _stop_reason(run, signals) or stop_reason
+        _evaluate_and_save(run, loop, stop_reason)
+        if stop_reason:
+            break
+    return _finish(run, loop, signals, stop_reason)
+
+
+@dataclass
+class _Run:
+    """One training run while it trains: its config, networks, generators, opponent pool and counters."""
+
+    config: TrainConfig
+    game: GameConfig
+    command: str
+    hooks: PPOHooks
+    population: Population | None
+    """The opponents of the ``opponents.population`` tables (the caller's, or the hooks')."""
+    checkpoint_opponents: dict[str, tuple[Population, dict[str, Any]]]
+    checkpoint_records: dict[str, Any] | None
+    num_updates: int
+    device: torch.device
+    policy: Learner
+    exploiter: Learner | None
+    sampler: torch.Generator
+    """Action sampling of the learners and the snapshots."""
+    rng: np.random.Generator
+    """Table draws and minibatch shuffles."""
+    pool: list[Snapshot] = field(default_factory=list)
+    state: Progress = field(default_factory=Progress)
+
+    @property
+    def run_dir(self) -> Path:
+        return self.config.run_dir
+
+    @property
+    def decisions_per_update(self) -> int:
+        return self.config.ppo.num_envs * self.config.ppo.num_steps
+
+    @property
+    def learners(self) -> dict[int, Learner]:
+        return {POLICY_SEAT: self.policy, **({EXPLOITER_SEAT: self.exploiter} if self.exploiter else {})}
+
+
+@dataclass
+class _Loop:
+    """What the update loop advances besides the run: games, tables, the update process, logs and the progress bar."""
+
+    games: BatchedGames
+    tables: Tables
+    fixed: FixedOpponents | None
+    rollout_args: _RolloutArgs
+    logs: RunLogs
+    evaluated: ActorCritic
+    """The network evaluated and saved as the run's agent: the policy, or NFSP's average policy."""
+    started: float
+    """``perf_counter`` at the run's start, as if it had never stopped (for ``Progress.wall_seconds``)."""
+    bar: Any
+    worker: UpdateProcess | None = None
+    """With ``ppo.overlap``: the process that runs the updates (``training.core.update_process``)."""
+    step: Any = None
+    """The games' current step (``BatchedGames.reset`` or the last rollout's)."""
+    prefetched: tuple | None = None
+    """With ``ppo.overlap``: the next rollout's ``(step, outcomes)``, collected during the update."""
+
+
+def _table_population(config: TrainConfig, population: Population | None, hooks: PPOHooks) -> Population | None:
+    """The opponents of the ``opponents.population`` tables: the caller's or the hooks', checked against the config."""
+    hooked = hooks.population()
+    if hooked is not None:
         if population is not None:
             raise ValueError(
                 "train() takes a population or an average policy for the opponents.population tables, not both"
             )
-        population = Population(
-            [average.model], np.ones(1), ["average policy"]
-        )  # (its weights follow the average policy's after each update)
+        population = hooked
     if bool(config.opponents.population) != (population is not None):
         raise ValueError(
-            f"opponents.population={config.opponents.population} needs a Population passed to train()" if population is None
+            f"opponents.population={config.opponents.population} needs a Population passed to train()"
+            if population is None
             else "a Population was passed to train() but opponents.population is 0; give it a positive weight"
-        )  # fmt: skip
+        )
+    return population
+
+
+def _set_up(config: TrainConfig, command: str | None, population: Population | None, hooks: PPOHooks) -> _Run:
+    """The run's opponents, networks and generators, before anything is restored or trained."""
     game = config.game_config()
-    checkpoint_opponents = load_checkpoint_opponents(
-        config, game
-    )  # (before anything is written: a bad entry changes nothing)
-    checkpoint_records = {name: record for name, (_, record) in checkpoint_opponents.items()} or None
+    # (before anything is written: a bad entry changes nothing)
+    checkpoint_opponents = load_checkpoint_opponents(config, game)
     enc = encoding_for(game)
     n_players = game.num_players
     ppo = config.ppo
     B, T = ppo.num_envs, ppo.num_steps
-    decisions_per_update = B * T
-    num_updates = math.ceil(config.schedule.total_decisions / decisions_per_update)
-    run_dir = config.run_dir
-    run_dir.mkdir(parents=True, exist_ok=True)
+    config.run_dir.mkdir(parents=True, exist_ok=True)
     if config.torch_threads:
         torch.set_num_threads(config.torch_threads)
     device = torch.device(config.device)
-    command = command or " ".join(["cockroach-train", *sys.argv[1:]])
 
     def new_learner(seed: int | None, learning_rate: float) -> Learner:
         model = ActorCritic(
@@ -415,94 +515,123 @@ def _train(
         if config.opponents.exploiter
         else None
     )
-    learners = {POLICY_SEAT: policy, **({EXPLOITER_SEAT: exploiter} if exploiter else {})}
-    sampler = torch.Generator(device=device).manual_seed(config.seed)
-    """Action sampling of the learners and the snapshots."""
-    rng = np.random.default_rng(config.seed)
-    """Table draws and minibatch shuffles."""
-    pool: list[Snapshot] = []
-    state = Progress()
-    if resume:
-        state, rng = _restore(
-            run_dir, config, policy, exploiter, sampler, pool, device, average
-        )  # the whole checkpoint is checked before any file is touched
-        finished = _finished_agent(run_dir, state, config) if state.update >= num_updates else None
-        if finished is not None:
-            print(
-                f"{run_dir} is already finished at update {state.update}; its agent checkpoint is {finished} (raise schedule.total_decisions to train on)",
-                file=sys.stderr,
-            )
-            return finished
-        print(f"resuming {run_dir} at update {state.update} ({state.decisions:,} decisions)", file=sys.stderr)
-        if population is not None and state.population != population.record:
-            raise ckpt.CheckpointError(
-                f"{run_dir}: cannot resume against another population; the run trained against {state.population}, given {population.record}"
-            )
-        saved, now = ({k: v["sha256"] for k, v in (r or {}).items()} for r in (state.checkpoints, checkpoint_records))
-        changed = [name for name in set(saved) | set(now) if saved.get(name) != now.get(name)]
-        if changed:
-            raise ckpt.CheckpointError(
-                f"{run_dir}: cannot resume against other opponents.checkpoints: {sorted(changed)} differ from the run's (tensor sha256: "
-                f"trained against { {k: v[:12] for k, v in saved.items()} }, given { {k: v[:12] for k, v in now.items()} })"
-            )
-    else:
-        state.population = population.record if population is not None else None
-        state.checkpoints = checkpoint_records
-        if initial_weights is not None:
-            policy.model.load_state_dict(initial_weights)
-            state.base_run = base_run
-        if exploiter:
-            exploiter.model.load_state_dict(policy.model.state_dict())
-        if ppo.magnet_coef:
-            policy.refresh_magnet()
-        _add_snapshot(pool, state, policy.model, config)
-    state.commands.append(command)
-    for name in (CHECKPOINT_NAME, AGENT_NAME, *([BEST_RESPONSE_NAME] if average else [])):
-        ckpt.remove_stale(run_dir / name)  # temporary files of killed saves, tensors of replaced generations
-    if (
-        not resume
-    ):  # started again (--overwrite): the replaced run's checkpoints go before the new run writes anything, so that
-        for name in (
-            CHECKPOINT_NAME,
-            AGENT_NAME,
-            BEST_RESPONSE_NAME,
-        ):  # a stop before its first save leaves none of them to resume or load
-            ckpt.remove_checkpoint(run_dir / name)
-    _prune_kept_agents(run_dir / KEPT_AGENTS, state.update if resume else -1)
-    logs = RunLogs(run_dir, config, resume_update=state.update if resume else None, average=average is not None)
+    return _Run(
+        config=config,
+        game=game,
+        command=command or " ".join(["cockroach-train", *sys.argv[1:]]),
+        hooks=hooks,
+        population=population,
+        checkpoint_opponents=checkpoint_opponents,
+        checkpoint_records={name: record for name, (_, record) in checkpoint_opponents.items()} or None,
+        num_updates=math.ceil(config.schedule.total_decisions / (B * T)),
+        device=device,
+        policy=policy,
+        exploiter=exploiter,
+        sampler=torch.Generator(device=device).manual_seed(config.seed),
+        rng=np.random.default_rng(config.seed),
+    )
 
-    games = BatchedGames(game, batch_size=B, seed=config.seed)
-    fixed = FixedOpponents(population, checkpoint_opponents) if population is not None or checkpoint_opponents else None
-    tables = Tables(config, game, B, fixed)
-    if average is not None:
-        fixed.models[0].load_state_dict(average.model.state_dict())  # (restored on resume)
-    evaluated = average.model if average is not None else policy.model
-    """The network evaluated and saved as the run's agent: the policy, or NFSP's average policy."""
-    baseline_names = list(config.opponents.baselines)
+
+def _resume(run: _Run) -> Path | None:
+    """Restore the run from its checkpoint; the agent checkpoint if the run is already finished, else None."""
+    run_dir, population = run.run_dir, run.population
+    run.state, run.rng = _restore(
+        run_dir, run.config, run.policy, run.exploiter, run.sampler, run.pool, run.device, run.hooks
+    )
+    state = run.state
+    finished = _finished_agent(run_dir, state, run.config) if state.update >= run.num_updates else None
+    if finished is not None:
+        print(
+            f"{run_dir} is already finished at update {state.update}; its agent checkpoint is {finished} "
+            "(raise schedule.total_decisions to train on)",
+            file=sys.stderr,
+        )
+        return finished
+    print(f"resuming {run_dir} at update {state.update} ({state.decisions:,} decisions)", file=sys.stderr)
+    if population is not None and state.population != population.record:
+        raise ckpt.CheckpointError(
+            f"{run_dir}: cannot resume against another population; the run trained against {state.population}, "
+            f"given {population.record}"
+        )
+    saved, now = ({k: v["sha256"] for k, v in (r or {}).items()} for r in (state.checkpoints, run.checkpoint_records))
+    changed = [name for name in set(saved) | set(now) if saved.get(name) != now.get(name)]
+    if changed:
+        raise ckpt.CheckpointError(
+            f"{run_dir}: cannot resume against other opponents.checkpoints: {sorted(changed)} differ from the run's "
+            f"(tensor sha256: trained against { {k: v[:12] for k, v in saved.items()} }, "
+            f"given { {k: v[:12] for k, v in now.items()} })"
+        )
+    return None
+
+
+def _start_fresh(run: _Run, initial_weights: dict | None, base_run: dict | None) -> None:
+    """A new run: its opponents' records, its initial weights, the exploiter and magnet from them, the first snapshot."""
+    state, policy = run.state, run.policy
+    state.population = run.population.record if run.population is not None else None
+    state.checkpoints = run.checkpoint_records
+    if initial_weights is not None:
+        policy.model.load_state_dict(initial_weights)
+        state.base_run = base_run
+    if run.exploiter:
+        run.exploiter.model.load_state_dict(policy.model.state_dict())
+    if run.config.ppo.magnet_coef:
+        policy.refresh_magnet()
+    _add_snapshot(run.pool, state, policy.model, run.config)
+
+
+def _tidy_run_dir(run: _Run, resume: bool) -> None:
+    """Record the command; remove what killed saves left, and on a fresh start the replaced run's checkpoints."""
+    run_dir = run.run_dir
+    run.state.commands.append(run.command)
+    for name in (CHECKPOINT_NAME, AGENT_NAME, *run.hooks.run_files):
+        ckpt.remove_stale(run_dir / name)  # temporary files of killed saves, tensors of replaced generations
+    if not resume:
+        # started again (--overwrite): the replaced run's checkpoints go before the new run writes anything, so that
+        # a stop before its first save leaves none of them to resume or load
+        for name in (CHECKPOINT_NAME, AGENT_NAME, BEST_RESPONSE_NAME):
+            ckpt.remove_checkpoint(run_dir / name)
+    _prune_kept_agents(run_dir / KEPT_AGENTS, run.state.update if resume else -1)
+
+
+def _start_loop(run: _Run, resume: bool, progress_bar: bool, stack: contextlib.ExitStack) -> _Loop:
+    """The logs, games, tables, fixed opponents, update process and progress bar of the update loop."""
+    from tqdm import tqdm
+
+    config, state = run.config, run.state
+    logs = RunLogs(
+        run.run_dir, config, resume_update=state.update if resume else None, extra_columns=run.hooks.log_columns
+    )
+    B = config.ppo.num_envs
+    games = BatchedGames(run.game, batch_size=B, seed=config.seed)
+    fixed = (
+        FixedOpponents(run.population, run.checkpoint_opponents)
+        if run.population is not None or run.checkpoint_opponents
+        else None
+    )
+    tables = Tables(config, run.game, B, fixed)
+    run.hooks.start(fixed)
+    evaluated = run.hooks.evaluated_model(run.policy.model)
     rollout_args = _RolloutArgs(
-        learners,
+        run.learners,
         tables,
         games,
-        pool,
-        baseline_names,
+        run.pool,
+        list(config.opponents.baselines),
         fixed,
-        sampler,
-        rng,
-        device,
-        T,
+        run.sampler,
+        run.rng,
+        run.device,
+        config.ppo.num_steps,
         shared_reward=config.opponents.shared_reward,
     )
-    prefetched = None
-    """With ``ppo.overlap``: the next rollout's ``(step, outcomes)``, collected during the update."""
     worker = None
-    """With ``ppo.overlap``: the process that runs the updates (``training.core.update_process``)."""
-    if ppo.overlap:
-        worker = stack.enter_context(UpdateProcess(config, list(learners)))
-        for code, learner in learners.items():
+    if config.ppo.overlap:
+        worker = stack.enter_context(UpdateProcess(config, list(run.learners)))
+        for code, learner in run.learners.items():
             worker.push(code, learner)
     started = time.perf_counter() - state.wall_seconds
     bar = tqdm(
-        total=num_updates * decisions_per_update,
+        total=run.num_updates * run.decisions_per_update,
         initial=state.decisions,
         unit="dec",
         unit_scale=True,
@@ -510,150 +639,185 @@ def _train(
         disable=not progress_bar,
     )
     bar.set_postfix_str(_eval_summary(state.evaluations))
-    stop_reason = None
-    first_update = state.update
+    return _Loop(games, tables, fixed, rollout_args, logs, evaluated, started, bar, worker)
 
-    for update in range(first_update, num_updates):
-        iteration_start = time.perf_counter()
-        if update % config.schedule.checkpoint_every == 0 or update == first_update:
-            # New segment: fresh games and baseline opponents from seeds derived from (seed, update).
-            segment_seed = int(np.random.SeedSequence([config.seed, update]).generate_state(1)[0])
-            step = games.reset(seed=segment_seed)
-            rollout_args.opponents = [None] + [
-                baselines.make(name, game, seed=segment_seed + i) for i, name in enumerate(baseline_names)
-            ]
-            for learner in learners.values():
-                learner.restart()
-            tables.draw(np.arange(B), rng, _baseline_index(baseline_names), _snapshot_indices(pool, baseline_names))
-        for learner in learners.values():
-            if ppo.anneal_lr:
-                learner.optimizer.param_groups[0]["lr"] = learner.learning_rate * (1.0 - update / num_updates)
 
-        # ------------------------------------------------------------ 1. rollout (with ppo.overlap: collected during the last update)
-        if prefetched is None:
-            step, outcomes = _rollout(rollout_args, step)
-        else:
-            (step, outcomes), prefetched = prefetched, None
-        state.decisions += decisions_per_update
-        state.games += sum(games for games, _, _ in outcomes.values())
+def _new_segment(run: _Run, loop: _Loop, update: int) -> None:
+    """Fresh games and baseline opponents from seeds derived from (seed, update), and a fresh table draw."""
+    config, args = run.config, loop.rollout_args
+    segment_seed = int(np.random.SeedSequence([config.seed, update]).generate_state(1)[0])
+    loop.step = loop.games.reset(seed=segment_seed)
+    args.opponents = [None] + [
+        baselines.make(name, run.game, seed=segment_seed + i) for i, name in enumerate(args.baseline_names)
+    ]
+    for learner in run.learners.values():
+        learner.restart()
+    loop.tables.draw(
+        np.arange(config.ppo.num_envs),
+        run.rng,
+        _baseline_index(args.baseline_names),
+        _snapshot_indices(run.pool, args.baseline_names),
+    )
 
-        # ------------------------------------------------------------ 2. advantages (GAE) and 3. update, for each learner
-        batches = {}
+
+def _anneal_learning_rates(run: _Run, update: int) -> None:
+    for learner in run.learners.values():
+        if run.config.ppo.anneal_lr:
+            learner.optimizer.param_groups[0]["lr"] = learner.learning_rate * (1.0 - update / run.num_updates)
+
+
+def _advantages_and_update(run: _Run, loop: _Loop, update: int) -> dict[str, float]:
+    """GAE and the PPO update of every learner (here, or with ``ppo.overlap`` in the update process while the next
+    rollout is collected), then the hooks' step; the statistics to log.
+    """
+    config, ppo, learners, worker = run.config, run.config.ppo, run.learners, loop.worker
+    batches = {}
+    for code, learner in learners.items():
+        rollout = learner.rollout
+        batches[code] = (rollout, *gae(rollout, ppo))
+        learner.carry_over()  # the decisions still waiting continue in the next rollout
+    stats = {}
+    if worker is None:
         for code, learner in learners.items():
-            rollout = learner.rollout
-            batches[code] = (rollout, *gae(rollout, ppo))
-            learner.carry_over()  # the decisions still waiting continue in the next rollout
-        stats = {}
-        if worker is None:
-            for code, learner in learners.items():
-                stats.update(_prefixed_stats(code, ppo_update(learner, *batches[code], ppo, rng, device)))
-            if average is not None:
-                stats.update(_train_average(average, batches[POLICY_SEAT], fixed))
-        else:  # the update process trains; the next rollout is collected meanwhile, with the weights from before this update
-            # (this process's networks take the new weights only once that rollout is done, so it needs no frozen copy)
-            lrs = {code: learner.optimizer.param_groups[0]["lr"] for code, learner in learners.items()}
-            worker.submit(
-                {code: training_rows(*batches[code], lrs[code]) for code in learners}, [config.seed, update]
-            )  # (the shuffles: their own generator)
-            if (
-                (update + 1) % config.schedule.checkpoint_every != 0 and update + 1 < num_updates
-            ):  # (a new segment's first rollout waits)
-                prefetched = _rollout(rollout_args, step)
-            if average is not None:  # (while the update process trains the policy)
-                stats.update(_train_average(average, batches[POLICY_SEAT], fixed))
-            for code, (weights, learner_stats) in worker.result().items():
-                learners[code].model.load_state_dict(weights)
-                stats.update(_prefixed_stats(code, learner_stats))
-        state.samples += len(batches[POLICY_SEAT][3])
+            stats.update(_prefixed_stats(code, ppo_update(learner, *batches[code], ppo, run.rng, run.device)))
+        stats.update(run.hooks.after_update(batches[POLICY_SEAT], loop.fixed))
+    else:
+        # the update process trains; the next rollout is collected meanwhile, with the weights from before this update
+        # (this process's networks take the new weights only once that rollout is done, so it needs no frozen copy)
+        lrs = {code: learner.optimizer.param_groups[0]["lr"] for code, learner in learners.items()}
+        # (the shuffles: their own generator)
+        worker.submit({code: training_rows(*batches[code], lrs[code]) for code in learners}, [config.seed, update])
+        if (update + 1) % config.schedule.checkpoint_every != 0 and update + 1 < run.num_updates:
+            loop.prefetched = _rollout(loop.rollout_args, loop.step)  # (a new segment's first rollout waits)
+        stats.update(run.hooks.after_update(batches[POLICY_SEAT], loop.fixed))  # (while the update process trains)
+        for code, (weights, learner_stats) in worker.result().items():
+            learners[code].model.load_state_dict(weights)
+            stats.update(_prefixed_stats(code, learner_stats))
+    run.state.samples += len(batches[POLICY_SEAT][3])
+    return stats
 
-        # ------------------------------------------------------------ 4. snapshots, exploiter reset, evaluation, logs, checkpoints
-        state.update = update + 1
-        _, pool_seat_games, pool_losses = outcomes[SNAPSHOT]
-        state.pool_games += pool_seat_games
-        state.pool_losses += pool_losses
-        beats_pool = (
-            config.opponents.beat_pool_loss_rate > 0
-            and state.pool_games >= config.opponents.beat_pool_games
-            and state.pool_losses / state.pool_games < config.opponents.beat_pool_loss_rate / n_players
-        )
-        scheduled = config.opponents.snapshot_every and state.update % config.opponents.snapshot_every == 0
-        if beats_pool or scheduled:
-            _add_snapshot(pool, state, policy.model, config)
-        if ppo.magnet_coef and state.update % ppo.magnet_every == 0:
-            policy.refresh_magnet()
-            if worker is not None:
-                worker.push(POLICY_SEAT, policy, optimizer=False)
-        reset_every = config.opponents.exploiter_reset_every
-        if exploiter and reset_every and state.update % reset_every == 0:
-            # The exploiter joins the pool, and starts again from the current policy with a fresh optimizer.
-            _add_snapshot(pool, state, exploiter.model, config, source=EXPLOITER)
-            exploiter.model.load_state_dict(policy.model.state_dict())
-            exploiter.reset_optimizer()
-            if worker is not None:
-                worker.push(EXPLOITER_SEAT, exploiter)
 
-        now = time.perf_counter()
-        state.wall_seconds = now - started
-        sps = decisions_per_update / max(now - iteration_start, 1e-9)
-        logs.train_row(state, policy.optimizer.param_groups[0]["lr"], sps, stats, outcomes, len(pool))
-        bar.update(decisions_per_update)
+def _refresh_pool(run: _Run, loop: _Loop, outcomes: dict) -> None:
+    """Snapshots (on a schedule, or when the policy beats the pool), the magnet's refresh, the exploiter's reset."""
+    config, state, policy, exploiter, worker = run.config, run.state, run.policy, run.exploiter, loop.worker
+    _, pool_seat_games, pool_losses = outcomes[SNAPSHOT]
+    state.pool_games += pool_seat_games
+    state.pool_losses += pool_losses
+    beats_pool = (
+        config.opponents.beat_pool_loss_rate > 0
+        and state.pool_games >= config.opponents.beat_pool_games
+        and state.pool_losses / state.pool_games < config.opponents.beat_pool_loss_rate / run.game.num_players
+    )
+    scheduled = config.opponents.snapshot_every and state.update % config.opponents.snapshot_every == 0
+    if beats_pool or scheduled:
+        _add_snapshot(run.pool, state, policy.model, config)
+    if config.ppo.magnet_coef and state.update % config.ppo.magnet_every == 0:
+        policy.refresh_magnet()
+        if worker is not None:
+            worker.push(POLICY_SEAT, policy, optimizer=False)
+    reset_every = config.opponents.exploiter_reset_every
+    if exploiter and reset_every and state.update % reset_every == 0:
+        # The exploiter joins the pool, and starts again from the current policy with a fresh optimizer.
+        _add_snapshot(run.pool, state, exploiter.model, config, source=EXPLOITER)
+        exploiter.model.load_state_dict(policy.model.state_dict())
+        exploiter.reset_optimizer()
+        if worker is not None:
+            worker.push(EXPLOITER_SEAT, exploiter)
 
-        last = state.update == num_updates
-        out_of_time = (
-            config.schedule.time_limit_minutes is not None
-            and state.wall_seconds > 60 * config.schedule.time_limit_minutes
-        )
-        if out_of_time and not last:
-            stop_reason = f"time limit of {config.schedule.time_limit_minutes} minutes reached"
-        if signals.received is not None:
-            stop_reason = f"{signal.Signals(signals.received).name} received"
-        if config.evaluation.every and state.update % config.evaluation.every == 0 and not last and not stop_reason:
-            results = evaluate_model(
-                evaluated, game, config.evaluation.opponents, config.evaluation.games, seed=config.seed + state.update
-            )
-            _record_evaluation(state, logs, results)
-            bar.set_postfix_str(_eval_summary(state.evaluations))
-        if config.schedule.keep_agent_every and state.update % config.schedule.keep_agent_every == 0:
-            # before the run checkpoint of the same update: a kill between the two leaves the agent after the checkpoint, written again on resume
-            state.wall_seconds = time.perf_counter() - started
-            save_agent_checkpoint(
-                run_dir / KEPT_AGENTS / f"update_{state.update:07d}", config, evaluated, state, command
-            )
-        if state.update % config.schedule.checkpoint_every == 0 or last or stop_reason:
-            state.wall_seconds = time.perf_counter() - started
-            for code, learner in learners.items() if worker is not None else ():
-                worker.pull(code, learner)  # the Adam states, from the update process
-            save_run_checkpoint(
-                run_dir / CHECKPOINT_NAME, config, policy, exploiter, sampler, rng, pool, state, command, average
-            )
-        if stop_reason:
-            break
-    bar.close()
-    if worker is not None:
-        worker.close()
+
+def _log_update(run: _Run, loop: _Loop, iteration_start: float, stats: dict, outcomes: dict) -> None:
+    now = time.perf_counter()
+    run.state.wall_seconds = now - loop.started
+    sps = run.decisions_per_update / max(now - iteration_start, 1e-9)
+    loop.logs.train_row(run.state, run.policy.optimizer.param_groups[0]["lr"], sps, stats, outcomes, len(run.pool))
+    loop.bar.update(run.decisions_per_update)
+
+
+def _stop_reason(run: _Run, signals: StopSignals) -> str | None:
+    """Why the run stops after this update before its end (its time limit, a signal), or None."""
+    config, state = run.config, run.state
+    reason = None
+    last = state.update == run.num_updates
+    out_of_time = (
+        config.schedule.time_limit_minutes is not None and state.wall_seconds > 60 * config.schedule.time_limit_minutes
+    )
+    if out_of_time and not last:
+        reason = f"time limit of {config.schedule.time_limit_minutes} minutes reached"
     if signals.received is not None:
-        logs.close()
-        raise Interrupted(signals.received, run_dir / CHECKPOINT_NAME, state.update)
+        reason = f"{signal.Signals(signals.received).name} received"
+    return reason
 
-    # ---------------------------------------------------------------- final evaluation, agent checkpoint, plots
+
+def _evaluate_and_save(run: _Run, loop: _Loop, stop_reason: str | None) -> None:
+    """The scheduled evaluation, the kept agent and the run checkpoint of this update (each when due)."""
+    config, state = run.config, run.state
+    last = state.update == run.num_updates
+    if config.evaluation.every and state.update % config.evaluation.every == 0 and not last and not stop_reason:
+        results = evaluate_model(
+            loop.evaluated,
+            run.game,
+            config.evaluation.opponents,
+            config.evaluation.games,
+            seed=config.seed + state.update,
+        )
+        _record_evaluation(state, loop.logs, results)
+        loop.bar.set_postfix_str(_eval_summary(state.evaluations))
+    if config.schedule.keep_agent_every and state.update % config.schedule.keep_agent_every == 0:
+        # before the run checkpoint of the same update: a kill between the two leaves the agent after the checkpoint,
+        # written again on resume
+        state.wall_seconds = time.perf_counter() - loop.started
+        save_agent_checkpoint(
+            run.run_dir / KEPT_AGENTS / f"update_{state.update:07d}", config, loop.evaluated, state, run.command
+        )
+    if state.update % config.schedule.checkpoint_every == 0 or last or stop_reason:
+        state.wall_seconds = time.perf_counter() - loop.started
+        for code, learner in run.learners.items() if loop.worker is not None else ():
+            loop.worker.pull(code, learner)  # the Adam states, from the update process
+        save_run_checkpoint(
+            run.run_dir / CHECKPOINT_NAME,
+            config,
+            run.policy,
+            run.exploiter,
+            run.sampler,
+            run.rng,
+            run.pool,
+            state,
+            run.command,
+            run.hooks,
+        )
+
+
+def _finish(run: _Run, loop: _Loop, signals: StopSignals, stop_reason: str | None) -> Path:
+    """Stop the loop; after a signal raise ``Interrupted``, else the final evaluation, the plots and the agent."""
+    config, state, run_dir = run.config, run.state, run.run_dir
+    loop.bar.close()
+    if loop.worker is not None:
+        loop.worker.close()
+    if signals.received is not None:
+        loop.logs.close()
+        raise Interrupted(signals.received, run_dir / CHECKPOINT_NAME, state.update)
     if config.evaluation.final_games:
         results = evaluate_model(
-            evaluated, game, config.evaluation.opponents, config.evaluation.final_games, seed=config.seed + 10**6
+            loop.evaluated,
+            run.game,
+            config.evaluation.opponents,
+            config.evaluation.final_games,
+            seed=config.seed + 10**6,
         )
-        _record_evaluation(state, logs, results, final=True)
+        _record_evaluation(state, loop.logs, results, final=True)
         print("final evaluation: " + _eval_summary(state.evaluations), file=sys.stderr)
     if stop_reason:
         print(f"stopped early: {stop_reason}; continue with --resume", file=sys.stderr)
-    # ``final`` last: it marks the run finished for --resume, so a kill before it leaves everything else to be written again
-    if average is not None:
-        save_agent_checkpoint(
-            run_dir / BEST_RESPONSE_NAME, config, policy.model, state, command, network="best response"
-        )
-    logs.close()
+    # ``final`` last: it marks the run finished for --resume, so a kill before it leaves everything else to be
+    # written again
+    run.hooks.before_final(run_dir, config, run.policy.model, state, run.command)
+    loop.logs.close()
     plot_learning_curves(
-        run_dir / "eval.csv", run_dir / "learning_curves.png", title=f"{config.name}: {n_players}-player {game.edition}"
+        run_dir / "eval.csv",
+        run_dir / "learning_curves.png",
+        title=f"{config.name}: {run.game.num_players}-player {run.game.edition}",
     )
-    return save_agent_checkpoint(run_dir / AGENT_NAME, config, evaluated, state, command)
+    return save_agent_checkpoint(run_dir / AGENT_NAME, config, loop.evaluated, state, run.command)
 
 
 @dataclass
@@ -729,17 +893,6 @@ def _rollout(args: _RolloutArgs, step):
                 _snapshot_indices(args.pool, args.baseline_names),
             )
     return step, outcomes
-
-
-def _train_average(average: AveragePolicy, batch: tuple, fixed: FixedOpponents) -> dict[str, float]:
-    """NFSP: the policy's decisions that this update trained on enter the average policy's reservoir, the average policy takes
-    its supervised steps, and the seats that play it take its new weights (from the next rollout on).
-    """
-    rollout, _, _, train_rows = batch
-    average.observe(rollout, train_rows)
-    stats = average.update()
-    fixed.models[0].load_state_dict(average.model.state_dict())
-    return stats
 
 
 def shared_rewards(rewards: np.ndarray, finished: np.ndarray, owner: np.ndarray) -> np.ndarray:
@@ -910,10 +1063,10 @@ def save_run_checkpoint(
     pool: list[Snapshot],
     state: Progress,
     command: str,
-    average: AveragePolicy | None = None,
+    hooks: PPOHooks | None = None,
 ) -> Path:
     """Everything ``--resume`` needs: weights, Adam state (of the policy and the exploiter), magnet, pool, RNG states, counters;
-    with NFSP, the average policy's weights, Adam state, reservoir and generator.
+    and what ``hooks`` adds (NFSP: the average policy's weights, Adam state, reservoir and generator).
     """
     tensors, optimizers = {}, {}
     for prefix, learner in _prefixed(policy, exploiter):
@@ -934,10 +1087,10 @@ def save_run_checkpoint(
         progress={k: v for k, v in state.__dict__.items()},
         rng={"numpy": ckpt.numpy_rng_state(rng)},
     )
-    if average is not None:
-        average_tensors, average_metadata = average.state()
-        tensors.update(average_tensors)
-        metadata.update(average_metadata)
+    if hooks is not None:
+        hook_tensors, hook_metadata = hooks.checkpoint_state()
+        tensors.update(hook_tensors)
+        metadata.update(hook_metadata)
     return ckpt.save_checkpoint(path, tensors, metadata)
 
 
@@ -993,13 +1146,13 @@ def _restore(
     sampler,
     pool: list[Snapshot],
     device,
-    average: AveragePolicy | None = None,
+    hooks: PPOHooks,
 ) -> tuple[Progress, np.random.Generator]:
     checkpoint = ckpt.load_checkpoint(
         run_dir / CHECKPOINT_NAME, game=config.game_config(), kind="run", schema=ckpt.RUN_SCHEMA
     )
     try:
-        return _restore_from(checkpoint, config, policy, exploiter, sampler, pool, device, average)
+        return _restore_from(checkpoint, config, policy, exploiter, sampler, pool, device, hooks)
     except ckpt.CheckpointError:
         raise
     except ConfigError as error:
@@ -1019,11 +1172,13 @@ def _restore_from(
     sampler,
     pool: list[Snapshot],
     device,
-    average: AveragePolicy | None = None,
+    hooks: PPOHooks,
 ) -> tuple[Progress, np.random.Generator]:
     meta = checkpoint.metadata
     saved = config_from_dict(meta["training_config"], where=str(checkpoint.path))
-    differences = [key for key in _diff(saved.to_dict(), config.to_dict()) if not key.startswith(RESUMABLE_CHANGES)]
+    differences = [
+        key for key in config_diff(saved.to_dict(), config.to_dict()) if not key.startswith(RESUMABLE_CHANGES)
+    ]
     if differences:
         raise ckpt.CheckpointError(
             f"{checkpoint.path}: cannot resume with a different config; changed: {differences} (only {list(RESUMABLE_CHANGES)} may change)"
@@ -1039,8 +1194,7 @@ def _restore_from(
         raise ckpt.CheckpointError(
             f"{checkpoint.path}: metadata field 'progress' has unknown entries {sorted(set(meta['progress']) - progress_keys)}; expected some of {sorted(progress_keys)}"
         )
-    if average is not None:
-        average.restore(checkpoint)  # (checks its part of the checkpoint before it loads it)
+    hooks.restore(checkpoint)  # (checks its part of the checkpoint before it loads it)
     for prefix, learner in _prefixed(policy, exploiter):
         learner.model.load_state_dict(checkpoint.group(f"{prefix}model"))
         ckpt.restore_optimizer(learner.optimizer, checkpoint, prefix=f"{prefix}optimizer")
@@ -1076,20 +1230,15 @@ def _finished_agent(run_dir: Path, state: Progress, config: TrainConfig) -> Path
     )
 
 
-def _diff(a: Any, b: Any, prefix: str = "") -> list[str]:
-    if isinstance(a, dict) and isinstance(b, dict):
-        keys = sorted(set(a) | set(b))
-        return [d for k in keys for d in _diff(a.get(k), b.get(k), f"{prefix}.{k}" if prefix else k)]
-    return [] if a == b else [prefix]
-
-
 # ---------------------------------------------------------------------------- logs and plots
 
 
 class RunLogs:
     """``metrics.csv`` (one row per update), ``eval.csv`` (one row per opponent per evaluation) and TensorBoard."""
 
-    def __init__(self, run_dir: Path, config: TrainConfig, resume_update: int | None, average: bool = False):
+    def __init__(
+        self, run_dir: Path, config: TrainConfig, resume_update: int | None, extra_columns: tuple[str, ...] = ()
+    ):
         self.run_dir = run_dir
         exploiter = [EXPLOITER] if config.opponents.exploiter else []
         members = [POPULATION] if config.opponents.population else []
@@ -1103,7 +1252,7 @@ class RunLogs:
         stats = ["pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac", "explained_variance"]
         self.metrics_columns = [
             "update", "decisions", "samples", "games", "wall_seconds", "decisions_per_second", "learning_rate",
-            *stats, *(["magnet_kl"] if config.ppo.magnet_coef else []), *(["sl_loss", "reservoir"] if average else []), "pool_size", *[f"train_loss_rate_vs_{k}" for k in self.opponent_kinds],
+            *stats, *(["magnet_kl"] if config.ppo.magnet_coef else []), *extra_columns, "pool_size", *[f"train_loss_rate_vs_{k}" for k in self.opponent_kinds],
             *[f"exploiter_{k}" for s in exploiter for k in ("loss_rate", *stats)],
         ]  # fmt: skip
         self.eval_columns = [
@@ -1111,14 +1260,8 @@ class RunLogs:
             "false_offer_rate", "false_pass_rate", "call_accuracy",
         ]  # fmt: skip
         for name, columns in (("metrics.csv", self.metrics_columns), ("eval.csv", self.eval_columns)):
-            _prepare_csv(run_dir / name, columns, resume_update)
-        try:
-            from torch.utils.tensorboard import SummaryWriter
-        except ImportError:  # tensorboard is optional: the CSV files hold the same numbers
-            print("tensorboard is not installed; writing CSV logs only (pip install tensorboard)", file=sys.stderr)
-            self.writer = _NoWriter()
-        else:
-            self.writer = SummaryWriter(str(run_dir / "tensorboard"), purge_step=resume_update)
+            prepare_csv(run_dir / name, columns, resume_update)
+        self.writer = tensorboard_writer(run_dir, resume_update)
 
     def train_row(self, state: Progress, lr: float, sps: float, stats: dict, outcomes: dict, pool_size: int) -> None:
         row = {
@@ -1136,7 +1279,7 @@ class RunLogs:
         ):  # the exploiter loses the games that the policy's seats do not: an online exploitability estimate
             games, _, policy_losses = outcomes[EXPLOITER]
             row["exploiter_loss_rate"] = round(1 - policy_losses / games, 4) if games else ""
-        _append_csv(self.run_dir / "metrics.csv", self.metrics_columns, row)
+        append_csv(self.run_dir / "metrics.csv", self.metrics_columns, row)
         for key, value in row.items():
             if (
                 key not in ("update", "decisions")
@@ -1153,93 +1296,9 @@ class RunLogs:
                 "ci95_low": round(result["ci95"][0], 4), "ci95_high": round(result["ci95"][1], 4), "parity": round(result["parity"], 4),
                 **{k: ("" if result.get(k) is None else round(result[k], 4)) for k in ("false_offer_rate", "false_pass_rate", "call_accuracy")},
             }  # fmt: skip
-            _append_csv(self.run_dir / "eval.csv", self.eval_columns, row)
+            append_csv(self.run_dir / "eval.csv", self.eval_columns, row)
             self.writer.add_scalar(f"eval/loss_rate_vs_{result['opponent']}", result["loss_rate"], entry["update"])
         self.writer.flush()
 
     def close(self) -> None:
         self.writer.close()
-
-
-class _NoWriter:
-    def add_scalar(self, *args, **kwargs) -> None:
-        pass
-
-    flush = close = add_scalar
-
-
-def _prepare_csv(path: Path, columns: list[str], resume_update: int | None, key: str = "update") -> None:
-    """Start a fresh CSV, or on resume keep the rows up to the checkpoint (by the ``key`` column; final evaluations
-    are dropped: they come after the checkpoint and are made again). Written to a temporary
-    file and renamed, so a kill never leaves a half-written log.
-    """
-    for stale in path.parent.glob(f".{path.name}.*.tmp"):  # left by a killed rewrite
-        stale.unlink(missing_ok=True)
-    rows = []
-    if resume_update is not None and path.exists():
-        with path.open(newline="") as handle:
-            rows = [
-                r
-                for r in csv.DictReader(handle)
-                if _row_update(r, key) <= resume_update and r.get("final") not in ("1", "True")
-            ]
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", newline="") as handle:
-            writer = csv.DictWriter(handle, columns, extrasaction="ignore")
-            writer.writeheader()
-            writer.writerows(rows)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _row_update(row: dict, key: str = "update") -> int:
-    try:
-        return int(row[key])
-    except (KeyError, TypeError, ValueError):
-        return 2**62  # an unreadable row (a torn last line) is dropped
-
-
-def _append_csv(path: Path, columns: list[str], row: dict) -> None:
-    with path.open("a", newline="") as handle:
-        csv.DictWriter(handle, columns).writerow(row)
-
-
-def plot_learning_curves(eval_csv: Path, out: Path, title: str = "") -> Path | None:
-    """PNG of the loss rate against each baseline over training (with 95% intervals and parity)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    if not eval_csv.exists():
-        return None
-    with eval_csv.open(newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    if not rows:
-        return None
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for opponent in dict.fromkeys(r["opponent"] for r in rows):
-        mine = [r for r in rows if r["opponent"] == opponent]
-        x = [int(r["decisions"]) / 1e6 for r in mine]
-        y = [100 * float(r["loss_rate"]) for r in mine]
-        low = [100 * float(r["ci95_low"]) for r in mine]
-        high = [100 * float(r["ci95_high"]) for r in mine]
-        (line,) = ax.plot(x, y, marker="o", markersize=3, label=f"vs {opponent}")
-        ax.fill_between(x, low, high, color=line.get_color(), alpha=0.2)
-    parity = 100 * float(rows[0].get("parity") or 0)
-    if parity:
-        ax.axhline(parity, color="grey", linestyle="--", label="parity")
-    ax.set_xlabel("environment decisions (millions)")
-    ax.set_ylabel("loss rate of the trained agent (%)")
-    ax.set_title(title)
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out

@@ -44,16 +44,7 @@ import torch
 
 from cockroach_env.config import GameConfig
 from training.algorithms.meta_solvers import MetaGame, solve
-from training.algorithms.ppo import (
-    AGENT_NAME,
-    CHECKPOINT_NAME,
-    RESUMABLE_CHANGES,
-    Population,
-    _append_csv,
-    _diff,
-    _prepare_csv,
-    evaluate_agent,
-)
+from training.algorithms.ppo import RESUMABLE_CHANGES, Population, evaluate_agent
 from training.algorithms.ppo import train as train_ppo
 from training.core import checkpoint as ckpt
 from training.core.checkpoint import member_models, save_mixture_checkpoint
@@ -61,6 +52,7 @@ from training.core.config import TrainConfig, config_from_dict
 from training.core.distributed import executor
 from training.core.mixture import MixtureAgent
 from training.core.model import ActorCritic, PolicyAgent
+from training.core.runs import AGENT_NAME, CHECKPOINT_NAME, append_csv, config_diff, prepare_csv
 
 PSRO_RESUMABLE_CHANGES = (*RESUMABLE_CHANGES, "psro.iterations", "psro.meta_solver")
 """Config entries that may differ between a PSRO run and its resumption."""
@@ -113,123 +105,195 @@ def train(
 
     resolved = False
     if resume:
-        members, state, meta_game, saved_solver = _restore(run_dir, config)
-        print(f"resuming {run_dir} at iteration {state.iteration} ({len(members)} members)", file=sys.stderr)
-        if saved_solver != psro.meta_solver:  # the meta-game does not depend on the solver: solve it again
-            state.meta_strategy = [float(v) for v in solve(psro.meta_solver, meta_game)]
-            resolved = True
-            print(
-                f"meta-solver {saved_solver} -> {psro.meta_solver}: meta-strategy {np.round(state.meta_strategy, 4).tolist()}",
-                file=sys.stderr,
-            )
+        members, state, meta_game, resolved = _resume_population(run_dir, config)
     else:
-        if initial_population:
-            members = [
-                _model(config, game, weights).state_dict() for _, weights in initial_population
-            ]  # (checks the shapes)
-            names = [name for name, _ in initial_population]
-        else:
-            first = ActorCritic(
-                game, config.model.hidden_sizes, config.model.activation, config.model.card_counting, seed=config.seed
-            )
-            if initial_weights is not None:
-                first.load_state_dict(initial_weights)
-            members, names = [first.state_dict()], ["member_0"]
-        meta_game = MetaGame(game.num_players, size=len(members))
-        _play_new_tables(workers, config, members, meta_game, iteration=0)
-        x = solve(psro.meta_solver, meta_game) if len(members) > 1 else np.ones(1)
-        state = PSROState(
-            names=names, meta_strategy=[float(v) for v in x], base_run=base_run, meta_game=meta_game.to_dict()
-        )
-        if len(members) > 1:
-            print(
-                f"psro: a population of {len(members)} from --init-from, meta-strategy {np.round(x, 4).tolist()}",
-                file=sys.stderr,
-            )
+        members, state, meta_game = _first_population(workers, config, initial_weights, base_run, initial_population)
     state.commands.append(command)
-    if not resume:  # started again (--overwrite): a stop before the first save leaves none of the replaced run's checkpoints to resume or load
+    if not resume:
+        # started again (--overwrite): a stop before the first save leaves none of the replaced run's checkpoints to
+        # resume or load
         for name in (CHECKPOINT_NAME, AGENT_NAME):
             ckpt.remove_checkpoint(run_dir / name)
-    _prepare_csv(run_dir / "psro.csv", LOG_COLUMNS, state.iteration if resume else None, key="iteration")
+    prepare_csv(run_dir / "psro.csv", LOG_COLUMNS, state.iteration if resume else None, key="iteration")
     started = time.perf_counter() - state.wall_seconds
-    if not resume:  # the population before iteration 1: a stop inside it (its best responses save their own progress) resumes from here
+    if not resume:
+        # the population before iteration 1: a stop inside it (its best responses save their own progress) resumes
+        # from here
         _save(run_dir / CHECKPOINT_NAME, config, members, state, command)
     stop_reason = None
+    # The one iteration whose best-response runs may have been interrupted (and are resumed from their own
+    # checkpoints; not after a change of solver).
     resumed_iteration = state.iteration + 1 if resume and not resolved else None
-    """The one iteration whose best-response runs may have been interrupted (and are resumed from their own checkpoints; not after a change of solver)."""
 
     for iteration in range(state.iteration + 1, psro.iterations + 1):
-        x = np.asarray(state.meta_strategy)
-        # ------------------------------------------------------------ 1. best responses against the meta-strategy
-        t0 = time.perf_counter()
-        jobs = []
-        for k in range(psro.best_responses_per_iteration):
-            br_config = _best_response_config(config, iteration, k, run_dir)
-            start = members[-1] if psro.warm_start else None
-            jobs.append(
-                (br_config.to_dict(), members, x.tolist(), state.names, start, command, iteration == resumed_iteration)
-            )
-        responses = workers.map(train_best_response, jobs)
-        best_response_seconds = time.perf_counter() - t0
-        previous = len(members)
-        members += responses
-        state.names += [f"member_{previous + k}" for k in range(len(responses))]
-        state.decisions += len(responses) * psro.best_response_decisions
-
-        # ------------------------------------------------------------ 2. payoffs of the new tables
-        t0 = time.perf_counter()
-        meta_game.size = len(members)
-        new_tables = _play_new_tables(workers, config, members, meta_game, iteration)
-        payoff_seconds = time.perf_counter() - t0
-
-        # ------------------------------------------------------------ 3. meta-strategy
-        padded = np.concatenate([x, np.zeros(len(responses))])
-        gain = float(
-            max(meta_game.expected_payoffs(padded)[previous:]) - np.dot(padded, meta_game.expected_payoffs(padded))
+        gain = _iterate(
+            workers, config, members, state, meta_game, iteration, command, iteration == resumed_iteration, started
         )
-        x = solve(psro.meta_solver, meta_game)
-        state.meta_strategy = [float(v) for v in x]
-        state.meta_game = meta_game.to_dict()
-        state.iteration = iteration
-        state.wall_seconds = time.perf_counter() - started
-        row = {
-            "iteration": iteration, "members": len(members), "decisions": state.decisions, "wall_seconds": round(state.wall_seconds, 1),
-            "best_response_seconds": round(best_response_seconds, 1), "payoff_seconds": round(payoff_seconds, 1), "new_tables": new_tables,
-            "best_response_gain": round(gain, 5), "meta_nash_conv": round(meta_game.nash_conv(x), 5), "meta_strategy": " ".join(f"{v:.4f}" for v in x),
-        }  # fmt: skip
-        state.history.append(row)
-        _append_csv(run_dir / "psro.csv", LOG_COLUMNS, row)
-        print(f"psro iteration {iteration}/{psro.iterations}: {len(members)} members, best-response gain {100 * gain:+.1f} points, "
-              f"meta NashConv {100 * row['meta_nash_conv']:.2f} points, {state.wall_seconds:.0f} s", file=sys.stderr)  # fmt: skip
+        _log_iteration(run_dir, config, members, state, gain)
         _save(run_dir / CHECKPOINT_NAME, config, members, state, command)
         limit = config.schedule.time_limit_minutes
         if limit is not None and state.wall_seconds > 60 * limit and iteration < psro.iterations:
             stop_reason = f"time limit of {limit} minutes reached"
             break
 
-    # ---------------------------------------------------------------- the mixture agent, evaluated against the baselines
-    evaluation = None
-    if config.evaluation.final_games and config.evaluation.opponents:
-        models = [_model(config, game, weights) for weights in members]
-        make = lambda i: MixtureAgent(
+    evaluation = _final_evaluation(config, game, members, state)
+    if stop_reason:
+        print(f"stopped early: {stop_reason}; continue with --resume", file=sys.stderr)
+    workers.close()
+    return _save(run_dir / AGENT_NAME, config, members, state, command, evaluation=evaluation)
+
+
+def _resume_population(run_dir: Path, config: TrainConfig) -> tuple[list[dict], PSROState, MetaGame, bool]:
+    """The saved population, state and meta-game; with another meta-solver than the run's, the meta-game solved again
+    (the last value: whether it was).
+    """
+    psro = config.psro
+    members, state, meta_game, saved_solver = _restore(run_dir, config)
+    print(f"resuming {run_dir} at iteration {state.iteration} ({len(members)} members)", file=sys.stderr)
+    if saved_solver == psro.meta_solver:
+        return members, state, meta_game, False
+    # the meta-game does not depend on the solver: solve it again
+    state.meta_strategy = [float(v) for v in solve(psro.meta_solver, meta_game)]
+    print(
+        f"meta-solver {saved_solver} -> {psro.meta_solver}: meta-strategy {np.round(state.meta_strategy, 4).tolist()}",
+        file=sys.stderr,
+    )
+    return members, state, meta_game, True
+
+
+def _first_population(
+    workers,
+    config: TrainConfig,
+    initial_weights: dict | None,
+    base_run: dict | None,
+    initial_population: list[tuple[str, dict]] | None,
+) -> tuple[list[dict], PSROState, MetaGame]:
+    """A new run's population (one network, or ``--init-from`` a mixture's members), its meta-game and solution."""
+    game = config.game_config()
+    if initial_population:
+        # (checks the shapes)
+        members = [_model(config, game, weights).state_dict() for _, weights in initial_population]
+        names = [name for name, _ in initial_population]
+    else:
+        first = ActorCritic(
+            game, config.model.hidden_sizes, config.model.activation, config.model.card_counting, seed=config.seed
+        )
+        if initial_weights is not None:
+            first.load_state_dict(initial_weights)
+        members, names = [first.state_dict()], ["member_0"]
+    meta_game = MetaGame(game.num_players, size=len(members))
+    _play_new_tables(workers, config, members, meta_game, iteration=0)
+    x = solve(config.psro.meta_solver, meta_game) if len(members) > 1 else np.ones(1)
+    state = PSROState(
+        names=names, meta_strategy=[float(v) for v in x], base_run=base_run, meta_game=meta_game.to_dict()
+    )
+    if len(members) > 1:
+        print(
+            f"psro: a population of {len(members)} from --init-from, meta-strategy {np.round(x, 4).tolist()}",
+            file=sys.stderr,
+        )
+    return members, state, meta_game
+
+
+def _iterate(
+    workers,
+    config: TrainConfig,
+    members: list[dict],
+    state: PSROState,
+    meta_game: MetaGame,
+    iteration: int,
+    command: str,
+    resumed: bool,
+    started: float,
+) -> float:
+    """One PSRO iteration: best responses against the meta-strategy join ``members``, the payoffs of the new tables
+    enter ``meta_game``, and ``state`` takes its new meta-strategy (``resumed``: the best-response runs continue
+    from their own checkpoints); returns the best responses' gain against the old meta-strategy.
+    """
+    psro, run_dir = config.psro, config.run_dir
+    x = np.asarray(state.meta_strategy)
+    # ------------------------------------------------------------ 1. best responses against the meta-strategy
+    t0 = time.perf_counter()
+    jobs = []
+    for k in range(psro.best_responses_per_iteration):
+        br_config = _best_response_config(config, iteration, k, run_dir)
+        start = members[-1] if psro.warm_start else None
+        jobs.append((br_config.to_dict(), members, x.tolist(), state.names, start, command, resumed))
+    responses = workers.map(train_best_response, jobs)
+    best_response_seconds = time.perf_counter() - t0
+    previous = len(members)
+    members += responses
+    state.names += [f"member_{previous + k}" for k in range(len(responses))]
+    state.decisions += len(responses) * psro.best_response_decisions
+
+    # ------------------------------------------------------------ 2. payoffs of the new tables
+    t0 = time.perf_counter()
+    meta_game.size = len(members)
+    new_tables = _play_new_tables(workers, config, members, meta_game, iteration)
+    payoff_seconds = time.perf_counter() - t0
+
+    # ------------------------------------------------------------ 3. meta-strategy
+    padded = np.concatenate([x, np.zeros(len(responses))])
+    gain = float(
+        max(meta_game.expected_payoffs(padded)[previous:]) - np.dot(padded, meta_game.expected_payoffs(padded))
+    )
+    x = solve(psro.meta_solver, meta_game)
+    state.meta_strategy = [float(v) for v in x]
+    state.meta_game = meta_game.to_dict()
+    state.iteration = iteration
+    state.wall_seconds = time.perf_counter() - started
+    state.history.append(
+        {
+            "iteration": iteration,
+            "members": len(members),
+            "decisions": state.decisions,
+            "wall_seconds": round(state.wall_seconds, 1),
+            "best_response_seconds": round(best_response_seconds, 1),
+            "payoff_seconds": round(payoff_seconds, 1),
+            "new_tables": new_tables,
+            "best_response_gain": round(gain, 5),
+            "meta_nash_conv": round(meta_game.nash_conv(x), 5),
+            "meta_strategy": " ".join(f"{v:.4f}" for v in x),
+        }
+    )
+    return gain
+
+
+def _log_iteration(run_dir: Path, config: TrainConfig, members: list[dict], state: PSROState, gain: float) -> None:
+    """The iteration's row in ``psro.csv`` and its line on stderr."""
+    row = state.history[-1]
+    append_csv(run_dir / "psro.csv", LOG_COLUMNS, row)
+    print(
+        f"psro iteration {row['iteration']}/{config.psro.iterations}: {len(members)} members, "
+        f"best-response gain {100 * gain:+.1f} points, "
+        f"meta NashConv {100 * row['meta_nash_conv']:.2f} points, {state.wall_seconds:.0f} s",
+        file=sys.stderr,
+    )
+
+
+def _final_evaluation(config: TrainConfig, game, members: list[dict], state: PSROState) -> dict | None:
+    """The mixture agent, evaluated against the baselines (``evaluation.final_games``), or None."""
+    if not (config.evaluation.final_games and config.evaluation.opponents):
+        return None
+    models = [_model(config, game, weights) for weights in members]
+
+    def make(i: int) -> MixtureAgent:
+        return MixtureAgent(
             [PolicyAgent(m, game, seed=config.seed + 7919 * i + j) for j, m in enumerate(models)],
             state.meta_strategy,
             game,
             seed=config.seed + 7919 * i,
             name="policy",
-        )  # noqa: E731
-        results = evaluate_agent(
-            make, game, config.evaluation.opponents, config.evaluation.final_games, seed=config.seed + 10**6
         )
-        evaluation = {"iteration": state.iteration, "final": True, "results": results}
-        print(
-            "final evaluation: " + ", ".join(f"vs {r['opponent']} {100 * r['loss_rate']:.1f}%" for r in results),
-            file=sys.stderr,
-        )
-    if stop_reason:
-        print(f"stopped early: {stop_reason}; continue with --resume", file=sys.stderr)
-    workers.close()
-    return _save(run_dir / AGENT_NAME, config, members, state, command, evaluation=evaluation)
+
+    results = evaluate_agent(
+        make, game, config.evaluation.opponents, config.evaluation.final_games, seed=config.seed + 10**6
+    )
+    print(
+        "final evaluation: " + ", ".join(f"vs {r['opponent']} {100 * r['loss_rate']:.1f}%" for r in results),
+        file=sys.stderr,
+    )
+    return {"iteration": state.iteration, "final": True, "results": results}
 
 
 # ---------------------------------------------------------------------------- the pieces (module-level: they run as Ray tasks too)
@@ -392,7 +456,7 @@ def _restore(run_dir: Path, config: TrainConfig) -> tuple[list[dict], PSROState,
         )
     saved = config_from_dict(meta["training_config"], where=str(checkpoint.path))
     differences = [
-        key for key in _diff(saved.to_dict(), config.to_dict()) if not key.startswith(PSRO_RESUMABLE_CHANGES)
+        key for key in config_diff(saved.to_dict(), config.to_dict()) if not key.startswith(PSRO_RESUMABLE_CHANGES)
     ]
     if differences:
         raise ckpt.CheckpointError(

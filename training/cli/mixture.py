@@ -91,26 +91,26 @@ def build_parser() -> argparse.ArgumentParser:
         "--meta-solver",
         choices=sorted(SOLVERS),
         default="uniform",
-        help="solve the members' meta-game for the weights (default uniform: an equal weight per MEMBER, a mixture sharing its weight among its members by theirs; nothing played)",
+        help="solve the members' meta-game for the weights (default uniform: equal weights, nothing played)",
     )
     weighting.add_argument(
         "--exploiters",
         nargs="+",
         metavar="BR",
-        help="weights that leave these exploiters (checkpoints, e.g. cockroach-exploit's best responses) the least: max over mixtures of the smallest exploiter loss rate",
+        help="weights that leave these exploiters (checkpoints) the smallest best loss rate",
     )
     parser.add_argument(
         "--max-loss",
         action="append",
         default=[],
         metavar="BASELINE=RATE",
-        help="with --exploiters: the mixture's loss rate against N-1 copies of BASELINE stays <= RATE (repeatable; e.g. random=0.027)",
+        help="with --exploiters: keep the loss rate against N-1 copies of BASELINE <= RATE (repeatable)",
     )
     parser.add_argument(
         "--max-weight",
         type=unit_weight,
         metavar="W",
-        help="with --exploiters: no member's weight above W (spreads the mixture over at least 1/W members; W in [1/MEMBERS, 1])",
+        help="with --exploiters: no member's weight above W (W in [1/MEMBERS, 1])",
     )
     parser.add_argument(
         "--baseline-games",
@@ -126,26 +126,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--prune-below", type=unit_weight, default=0.0, metavar="W",
-        help="drop the members whose weight (solved, given or equal) is below W and share their weight among the rest; "
-        "the dropped members and the weights before pruning are kept in the metadata (default 0: keep every member)",
+        help="drop the members of weight below W, their weight shared among the rest (default 0: keep all)",
     )  # fmt: skip
-    add_torch_threads_option(
-        parser,
-        1,
-        "the small networks gain little from more, and builds side by side then do not oversubscribe the cores; "
-        "with --ray, in every task",
-    )
+    add_torch_threads_option(parser, 1)
     parser.add_argument(
         "--payoff-cache", metavar="PATH",
-        help="with --exploiters: a JSON file of the tables already played (the exploiter and the members known by their weights, "
-        "with --payoff-games, --baseline-games and --seed); read if it exists, extended and rewritten atomically after each exploiter, "
-        "so a later round of a double oracle, or a build stopped part-way, plays only the tables it lacks",
+        help="with --exploiters: a JSON file of the tables already played, read and extended (docs/scaling.md)",
     )  # fmt: skip
-    add_ray_option(
-        parser,
-        "with --exploiters or --meta-solver: play the tables (one task per exploiter, per meta-game table, per member and limited "
-        "baseline; the same tables and weights as in one process)",
-    )
+    add_ray_option(parser, "--exploiters, --meta-solver: play the tables")
     parser.add_argument(
         "--seed",
         type=seed_argument,
@@ -651,81 +639,20 @@ def _build(
     models, member_weights, names, recipes, sources = flatten(loaded, weights)
     solver = "given" if args.weights is not None else "minimax_exploiters" if exploiters else args.meta_solver
     mixture: dict[str, Any] = {"meta_solver": solver, "recipes": recipes, **({"sources": sources} if sources else {})}
+    exploiter_game = None
     if exploiters:
-        if args.max_weight is not None and args.max_weight * len(models) < 1 - 1e-12:
-            print(
-                f"error: --max-weight {args.max_weight} is not allowed for {len(models)} members (weights sum to 1); expected W of at least 1/{len(models)} = {1 / len(models):.4g}",
-                file=sys.stderr,
-            )
-            return 2
-        started = time.perf_counter()
-        exploiter_game = play_exploiter_game(
-            models, exploiters, game, args.payoff_games, args.seed, cache, workers, args.torch_threads
-        )
-        costs = baseline_costs(models, game, limits, args.baseline_games, args.seed, cache, workers, args.torch_threads)
-        try:
-            member_weights = minimax_weights(exploiter_game, costs, limits, seed=args.seed, max_weight=args.max_weight)
-        except ValueError as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 2
-        rates = exploiter_game.exploiter_loss_rates(member_weights)
-        uniform_rates = exploiter_game.exploiter_loss_rates(np.full(len(models), 1 / len(models)))
-        mixture.update(
-            exploiters=list(args.exploiters), exploiter_game=exploiter_game.to_dict(), payoff_games=args.payoff_games, seed=args.seed,
-            exploiter_loss_rates=[round(float(r), 5) for r in rates], limits=limits, baseline_games=args.baseline_games,
-            **({"max_weight": args.max_weight} if args.max_weight is not None else {}),
-            member_baseline_loss_rates={b: [round(float(v), 5) for v in c] for b, c in costs.items()},
-            **({"payoff_cache": {"path": args.payoff_cache, "tables_played": cache.played, "tables_reused": cache.hits}} if args.payoff_cache else {}),
-        )  # fmt: skip
-        print(f"weights against {len(exploiters)} exploiters in {time.perf_counter() - started:.0f} s: their loss rates {np.round(rates, 4).tolist()} "
-              f"(smallest {rates.min():.4f}; with equal weights {np.round(uniform_rates, 4).tolist()})", file=sys.stderr)  # fmt: skip
+        found = _weights_against_exploiters(args, models, game, exploiters, cache, limits, workers, mixture)
+        if isinstance(found, int):
+            return found
+        member_weights, exploiter_game = found
     elif args.weights is None and args.meta_solver != "uniform":
-        started = time.perf_counter()
-        meta_game = play_meta_game(models, game, args.payoff_games, args.seed, workers, args.torch_threads)
-        member_weights = solve(args.meta_solver, meta_game)
-        mixture.update(
-            meta_game=meta_game.to_dict(),
-            payoff_games=args.payoff_games,
-            seed=args.seed,
-            meta_nash_conv=round(meta_game.nash_conv(member_weights), 5),
-        )
-        print(
-            f"meta-game of {len(models)} members solved by {args.meta_solver} in {time.perf_counter() - started:.0f} s: NashConv {100 * mixture['meta_nash_conv']:.2f} points",
-            file=sys.stderr,
-        )
+        member_weights = _solved_weights(args, models, game, workers, mixture)
     member_weights = member_weights / member_weights.sum()
     if args.prune_below > 0:
-        keep = member_weights >= args.prune_below
-        if not keep.any():
-            print(
-                f"error: --prune-below {args.prune_below} drops every member; the weights are {dict(zip(names, member_weights.round(4).tolist()))}; expected W at most the largest weight",
-                file=sys.stderr,
-            )
-            return 2
-        kept = np.where(keep, member_weights, 0.0) / member_weights[keep].sum()
-        mixture["pruned"] = {
-            "below": args.prune_below,
-            "members": [
-                {"name": n, "weight": round(float(w), 6)} for n, w, k in zip(names, member_weights, keep) if not k
-            ],
-            "names_before": list(names),
-            "weights_before": [round(float(w), 6) for w in member_weights],
-            **(
-                {"exploiter_loss_rates": [round(float(r), 5) for r in exploiter_game.exploiter_loss_rates(kept)]}
-                if exploiters
-                else {}
-            ),
-        }  # fmt: skip  (the exploiter tables index the members before pruning: names_before)
-        models, names, recipes = (
-            [m for m, k in zip(models, keep) if k],
-            [n for n, k in zip(names, keep) if k],
-            [r for r, k in zip(recipes, keep) if k],
-        )
-        member_weights, mixture["recipes"] = kept[keep], recipes
-        print(
-            f"pruned {int((~keep).sum())} members below weight {args.prune_below}: {[entry['name'] for entry in mixture['pruned']['members']]}",
-            file=sys.stderr,
-        )
+        pruned = _prune(args, models, names, recipes, member_weights, exploiter_game, mixture)
+        if isinstance(pruned, int):
+            return pruned
+        models, names, recipes, member_weights = pruned
     first = loaded[0][1].metadata
     metadata = {
         **{k: first[k] for k in SHARED_KEYS},
@@ -742,6 +669,94 @@ def _build(
         f"mixture of {len(models)} members: {path}  (load with training.load_agent({str(output)!r}) or cockroach-eval)"
     )
     return 0
+
+
+def _weights_against_exploiters(args, models, game, exploiters, cache, limits, workers, mixture: dict):
+    """``--exploiters``: the weights that minimise the exploiters' best loss rate (within the baseline ``limits``),
+    and the exploiter game; its records go into ``mixture``. An exit status on bad input.
+    """
+    if args.max_weight is not None and args.max_weight * len(models) < 1 - 1e-12:
+        print(
+            f"error: --max-weight {args.max_weight} is not allowed for {len(models)} members (weights sum to 1); expected W of at least 1/{len(models)} = {1 / len(models):.4g}",
+            file=sys.stderr,
+        )
+        return 2
+    started = time.perf_counter()
+    exploiter_game = play_exploiter_game(
+        models, exploiters, game, args.payoff_games, args.seed, cache, workers, args.torch_threads
+    )
+    costs = baseline_costs(models, game, limits, args.baseline_games, args.seed, cache, workers, args.torch_threads)
+    try:
+        member_weights = minimax_weights(exploiter_game, costs, limits, seed=args.seed, max_weight=args.max_weight)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    rates = exploiter_game.exploiter_loss_rates(member_weights)
+    uniform_rates = exploiter_game.exploiter_loss_rates(np.full(len(models), 1 / len(models)))
+    mixture.update(
+        exploiters=list(args.exploiters), exploiter_game=exploiter_game.to_dict(), payoff_games=args.payoff_games, seed=args.seed,
+        exploiter_loss_rates=[round(float(r), 5) for r in rates], limits=limits, baseline_games=args.baseline_games,
+        **({"max_weight": args.max_weight} if args.max_weight is not None else {}),
+        member_baseline_loss_rates={b: [round(float(v), 5) for v in c] for b, c in costs.items()},
+        **({"payoff_cache": {"path": args.payoff_cache, "tables_played": cache.played, "tables_reused": cache.hits}} if args.payoff_cache else {}),
+    )  # fmt: skip
+    print(f"weights against {len(exploiters)} exploiters in {time.perf_counter() - started:.0f} s: their loss rates {np.round(rates, 4).tolist()} "
+          f"(smallest {rates.min():.4f}; with equal weights {np.round(uniform_rates, 4).tolist()})", file=sys.stderr)  # fmt: skip
+    return member_weights, exploiter_game
+
+
+def _solved_weights(args, models, game, workers, mixture: dict):
+    """The weights of ``--meta-solver`` on the members' meta-game; its records go into ``mixture``."""
+    started = time.perf_counter()
+    meta_game = play_meta_game(models, game, args.payoff_games, args.seed, workers, args.torch_threads)
+    member_weights = solve(args.meta_solver, meta_game)
+    mixture.update(
+        meta_game=meta_game.to_dict(),
+        payoff_games=args.payoff_games,
+        seed=args.seed,
+        meta_nash_conv=round(meta_game.nash_conv(member_weights), 5),
+    )
+    print(
+        f"meta-game of {len(models)} members solved by {args.meta_solver} in {time.perf_counter() - started:.0f} s: NashConv {100 * mixture['meta_nash_conv']:.2f} points",
+        file=sys.stderr,
+    )
+    return member_weights
+
+
+def _prune(args, models, names, recipes, member_weights, exploiter_game, mixture: dict):
+    """``--prune-below``: drop the members below that weight (recorded in ``mixture``); the kept models, names,
+    recipes and weights, or an exit status when none is left.
+    """
+    keep = member_weights >= args.prune_below
+    if not keep.any():
+        print(
+            f"error: --prune-below {args.prune_below} drops every member; the weights are {dict(zip(names, member_weights.round(4).tolist()))}; expected W at most the largest weight",
+            file=sys.stderr,
+        )
+        return 2
+    kept = np.where(keep, member_weights, 0.0) / member_weights[keep].sum()
+    mixture["pruned"] = {
+        "below": args.prune_below,
+        "members": [{"name": n, "weight": round(float(w), 6)} for n, w, k in zip(names, member_weights, keep) if not k],
+        "names_before": list(names),
+        "weights_before": [round(float(w), 6) for w in member_weights],
+        **(
+            {"exploiter_loss_rates": [round(float(r), 5) for r in exploiter_game.exploiter_loss_rates(kept)]}
+            if exploiter_game is not None
+            else {}
+        ),
+    }  # fmt: skip  (the exploiter tables index the members before pruning: names_before)
+    models, names, recipes = (
+        [m for m, k in zip(models, keep) if k],
+        [n for n, k in zip(names, keep) if k],
+        [r for r, k in zip(recipes, keep) if k],
+    )
+    member_weights, mixture["recipes"] = kept[keep], recipes
+    print(
+        f"pruned {int((~keep).sum())} members below weight {args.prune_below}: {[entry['name'] for entry in mixture['pruned']['members']]}",
+        file=sys.stderr,
+    )
+    return models, names, recipes, member_weights
 
 
 if __name__ == "__main__":

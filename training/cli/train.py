@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from pathlib import Path
 
 from training.core.config import ConfigError, describe_options, load_config
 from training.core.distributed import add_ray_option
@@ -50,11 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--print-config", action="store_true", help="print the resolved config as YAML and exit")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
-    add_ray_option(parser, "algorithm: psro only: run the best responses and payoff tables of each iteration")
+    add_ray_option(parser, "psro only: run each iteration's best responses and payoff tables")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``cockroach-train``: check the config and the run directory, train, and print where the agent is."""
     args = build_parser().parse_args(argv)
     try:
         config = load_config(args.config, args.overrides)
@@ -66,50 +68,80 @@ def main(argv: list[str] | None = None) -> int:
 
         print(yaml.safe_dump(config.to_dict(), sort_keys=False), end="")
         return 0
-    if args.ray is not None and config.algorithm != "psro":
-        print(
-            f"cockroach-train: error: --ray runs PSRO's best responses and payoff tables; the config has algorithm={config.algorithm!r} (use algorithm: psro)",
-            file=sys.stderr,
-        )
-        return 2
-    if (
-        config.algorithm == "ppo" and config.opponents.population > 0
-    ):  # (PSRO's best responses and cockroach-exploit pass theirs to training.algorithms.ppo.train)
-        print(f"cockroach-train: error: opponents.population={config.opponents.population} is not allowed with algorithm: ppo; its tables are against a population "
-              "that PSRO or cockroach-exploit gives, or NFSP's average policy (algorithm: nfsp); expected 0", file=sys.stderr)  # fmt: skip
-        return 2
-    problem = run_dir_problem(
+    # (creates the run directory: after every other check)
+    problem = _config_problem(args, config) or run_dir_problem(
         config.run_dir, resume=args.resume, overwrite=args.overwrite
-    )  # (creates the run directory: after every other check)
+    )
     if problem:
         print(f"cockroach-train: error: {problem}", file=sys.stderr)
         return 2
-    from training.algorithms.ppo import CHECKPOINT_NAME, Interrupted
-    from training.core.checkpoint import CheckpointError
-    from training.core.update_process import UpdateProcessError
-    from training.evaluation.exact import TreeTooLarge
+    from training.core.runs import CHECKPOINT_NAME
 
+    command = "cockroach-train " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+    resume_command = _resume_command(args)
+    agent = _train(args, config, command, resume_command)
+    if isinstance(agent, int):
+        return agent
+    if agent.with_suffix("").name == CHECKPOINT_NAME:  # a CFR run without a network, or stopped by its time limit
+        print(
+            f"solver checkpoint: {agent}  (its table: training.algorithms.cfr.load_policy("
+            f"{str(agent.with_suffix(''))!r}); continue with {resume_command})"
+        )
+        return 0
+    print(
+        f"agent checkpoint: {agent}  (load with training.load_agent({str(agent.with_suffix(''))!r}) or cockroach-eval)"
+    )
+    return 0
+
+
+def _config_problem(args: argparse.Namespace, config) -> str | None:
+    """What the command line cannot run of a valid config, or None."""
+    if args.ray is not None and config.algorithm != "psro":
+        return (
+            f"--ray runs PSRO's best responses and payoff tables; the config has algorithm={config.algorithm!r} "
+            "(use algorithm: psro)"
+        )
+    if config.algorithm == "ppo" and config.opponents.population > 0:
+        # (PSRO's best responses and cockroach-exploit pass theirs to training.algorithms.ppo.train)
+        return (
+            f"opponents.population={config.opponents.population} is not allowed with algorithm: ppo; its tables are "
+            "against a population that PSRO or cockroach-exploit gives, or NFSP's average policy (algorithm: nfsp); "
+            "expected 0"
+        )
+    return None
+
+
+def _trainer(args: argparse.Namespace, config):
+    """The ``train`` function of the config's algorithm."""
     if config.algorithm == "psro":
         from functools import partial
 
         from training.algorithms.psro import train as train_psro
 
-        train = partial(train_psro, ray_address=args.ray)
-    elif config.algorithm == "cfr":
+        return partial(train_psro, ray_address=args.ray)
+    if config.algorithm == "cfr":
         from training.algorithms.cfr import train
     elif config.algorithm == "nfsp":
         from training.algorithms.nfsp import train
     else:
         from training.algorithms.ppo import train
+    return train
 
-    command = "cockroach-train " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
-    resume_command = _resume_command(args)
+
+def _train(args: argparse.Namespace, config, command: str, resume_command: str) -> Path | int:
+    """Train (or resume) the run; the agent's path, or the exit status after a stop or an error (printed)."""
+    from training.core.checkpoint import CheckpointError
+    from training.core.runs import CHECKPOINT_NAME, Interrupted
+    from training.core.update_process import UpdateProcessError
+    from training.evaluation.exact import TreeTooLarge
+
+    train = _trainer(args, config)
     try:
         initial, population, base_run = (
             _initial_weights(args.init_from, config) if args.init_from and not args.resume else (None, None, None)
         )
         more = {"initial_population": population} if population else {}
-        agent = train(
+        return train(
             config,
             resume=args.resume,
             command=command,
@@ -125,41 +157,36 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cockroach-train: stopped by {stop}. Continue with:\n  {resume_command}", file=sys.stderr)
         return stop.exit_code
     except KeyboardInterrupt:
-        if not (
-            config.run_dir / f"{CHECKPOINT_NAME}.json"
-        ).exists():  # stopped before the run's first checkpoint: nothing to resume
+        if not (config.run_dir / f"{CHECKPOINT_NAME}.json").exists():
+            # stopped before the run's first checkpoint: nothing to resume
             print(
-                f"cockroach-train: interrupted before the first checkpoint of {config.run_dir}; start it again with --overwrite",
+                f"cockroach-train: interrupted before the first checkpoint of {config.run_dir}; "
+                "start it again with --overwrite",
                 file=sys.stderr,
             )
             return 130
         print(
-            f"cockroach-train: interrupted; the last checkpoint written in {config.run_dir} is intact. Continue with:\n  {resume_command}",
+            f"cockroach-train: interrupted; the last checkpoint written in {config.run_dir} is intact. "
+            f"Continue with:\n  {resume_command}",
             file=sys.stderr,
         )
         return 130
     except UpdateProcessError as error:  # ppo.overlap's update process died (killed, out of memory) or failed
         print(
-            f"cockroach-train: error: {error}\nThe last checkpoint written in {config.run_dir} (if any) is intact. Continue with:\n  {resume_command}",
+            f"cockroach-train: error: {error}\nThe last checkpoint written in {config.run_dir} (if any) is intact. "
+            f"Continue with:\n  {resume_command}",
             file=sys.stderr,
         )
         return 1
     except OSError as error:  # a full disk, a directory made read-only meanwhile: the previous checkpoint is kept
         where = f" ({error.filename})" if error.filename else ""
         print(
-            f"cockroach-train: error: cannot write the run{where}: {error.strerror or error}; the previous checkpoint in {config.run_dir} (if any) is kept. Free space or fix the permissions, then continue with:\n  {resume_command}",
+            f"cockroach-train: error: cannot write the run{where}: {error.strerror or error}; the previous checkpoint "
+            f"in {config.run_dir} (if any) is kept. Free space or fix the permissions, then continue with:\n"
+            f"  {resume_command}",
             file=sys.stderr,
         )
         return 1
-    if agent.with_suffix("").name == CHECKPOINT_NAME:  # a CFR run without a network, or stopped by its time limit
-        print(
-            f"solver checkpoint: {agent}  (its table: training.algorithms.cfr.load_policy({str(agent.with_suffix(''))!r}); continue with {resume_command})"
-        )
-        return 0
-    print(
-        f"agent checkpoint: {agent}  (load with training.load_agent({str(agent.with_suffix(''))!r}) or cockroach-eval)"
-    )
-    return 0
 
 
 def _resume_command(args) -> str:

@@ -381,11 +381,11 @@ class Behaviour:
         self.truth = np.array(config.cards.truth, dtype=bool)
         self.card = np.zeros(games, np.int64)
         self.claim = np.zeros(games, np.int64)
+        # Entrant of the latest passer of each game's card in play.
         self.passer = np.zeros(games, np.int64)
-        """Entrant of the latest passer of each game's card in play."""
         self.counts = {name: np.zeros(entrants, np.int64) for name in self.FIELDS}
+        # Callables ``(games, actions)`` told of every decision, in game order (``training.evaluation.game_saving``).
         self.listeners: list = []
-        """Callables ``(games, actions)`` told of every decision, in game order (``training.evaluation.game_saving``)."""
 
     def update(self, games: np.ndarray, entrants: np.ndarray, actions: np.ndarray) -> None:
         """One decision in each of ``games``, taken by ``entrants`` (all arrays of one length)."""
@@ -723,7 +723,7 @@ def _run_aec(config, seed, chunk, entrants, of_entry, behaviour, bar) -> list[Ga
     envs = []
     for game in chunk:
         env = raw_env(config=config)
-        env.reset(options=_reset_options(deal_for(config, seed, game.deal), config, env.possible_agents))
+        env.reset(options=reset_options(deal_for(config, seed, game.deal), config, env.possible_agents))
         envs.append(env)
     seat_entrant = np.array([of_entry[seat_entries(n, g.rotation)] for g in chunk])  # (G, N)
     seat_member = _mixture_members(config, seed, chunk, entrants, of_entry)
@@ -825,7 +825,7 @@ def _batch_actions(agent: Any, members: np.ndarray, observations: np.ndarray, ma
     return chosen
 
 
-def _reset_options(deal: Deal, config: GameConfig, agents: Sequence[str]) -> dict[str, Any]:
+def reset_options(deal: Deal, config: GameConfig, agents: Sequence[str]) -> dict[str, Any]:
     """AEC ``reset`` options that replay ``deal`` exactly (cards not dealt are the removed ones)."""
     names = config.cards.identities
     by_name = lambda row: {names[c]: int(k) for c, k in enumerate(row) if k}  # noqa: E731

@@ -126,108 +126,125 @@ def build_tree(config: GameConfig, max_nodes: int = DEFAULT_MAX_NODES) -> GameTr
     if not isinstance(config, GameConfig):
         raise ValueError(f"config={config!r} is not allowed; expected a GameConfig")
     started = time.perf_counter()
-    enc = encoding_for(config)
-    n = config.num_players
-    buffer = np.zeros(enc.state.size + 1, np.float32)
-    indices = [[enc.observation_index(s, seen) for seen in (False, True)] for s in range(n)]
-    parent: list[int] = []
-    action: list[int] = []
-    depth: list[int] = []
-    player: list[int] = []
-    chance: list[float] = []
-    infoset: list[int] = []
-    observation: list[int] = []
-    returns: dict[int, list[float]] = {}
-    obs_rows: dict[bytes, int] = {}
-    obs_list: list[np.ndarray] = []
-    mask_list: list[np.ndarray] = []
-    infosets: dict[tuple, int] = {}
-    infoset_seat: list[int] = []
-    infoset_strings: list[str] = []
-    public: dict[tuple, int] = {}
-    win = 1.0 / (n - 1)
-
-    def expand(game: Game, up: int, via: int, level: int, p: float, hands: tuple, public_id: int) -> None:
-        node = len(parent)
-        if node >= max_nodes:
-            raise TreeTooLarge(
-                f"the game tree of {config} has more than max_nodes={max_nodes} nodes; exact evaluation is for small decks "
-                "(presets mini and mini-3p), or raise max_nodes"
-            )
-        parent.append(up)
-        action.append(via)
-        depth.append(level)
-        chance.append(p)
-        truncated = config.max_steps is not None and game.steps >= config.max_steps
-        if game.over or truncated:
-            player.append(-1)
-            infoset.append(-1)
-            observation.append(-1)
-            if game.over:
-                returns[node] = [-1.0 if s == game.loser else win for s in range(n)]
-            return
-        seat = game.current
-        chain = game.chain
-        seen = chain is not None and seat in chain.seen
-        player.append(seat)
-        key = (seat, hands[seat], public_id, chain.card if seen else -1)
-        infoset.append(infosets.setdefault(key, len(infosets)))
-        if len(infoset_seat) < len(infosets):
-            infoset_seat.append(seat)
-            infoset_strings.append(information_state_string(game, seat, hands[seat]))
-        legal = legal_actions(game, enc)
-        write_state(enc, game, buffer)
-        obs = buffer[indices[seat][seen]]
-        mask = np.zeros(enc.num_actions, np.int8)
-        mask[legal] = 1
-        row_key = obs.tobytes() + mask.tobytes()
-        row = obs_rows.get(row_key)
-        if row is None:
-            row = obs_rows[row_key] = len(obs_list)
-            obs_list.append(obs)
-            mask_list.append(mask)
-        observation.append(row)
-        events = len(game.events)
-        for a in legal:
-            child = game.copy()
-            apply_action(child, enc, a)
-            new_events = tuple(tuple(event.values()) for event in child.events[events:])
-            child_public = public.setdefault((public_id, new_events), len(public))
-            expand(child, node, a, level + 1, p, hands, child_public)
-
+    builder = _TreeBuilder(config, max_nodes)
     try:
-        deals = deal_distribution(
-            config, limit=max(1, max_nodes // 20)
-        )  # refuse huge decks before enumerating their deals
+        # refuse huge decks before enumerating their deals
+        deals = deal_distribution(config, limit=max(1, max_nodes // 20))
     except ValueError as error:
         raise TreeTooLarge(
-            f"{error}; exact evaluation allows max_nodes // 20 = {max(1, max_nodes // 20)} deals (max_nodes={max_nodes})"
+            f"{error}; exact evaluation allows max_nodes // 20 = {max(1, max_nodes // 20)} deals "
+            f"(max_nodes={max_nodes})"
         ) from None
     for p, deal in deals:
         game = Game(config, deal)
-        opening = public.setdefault((-1, repr(game.events[0])), len(public))
-        expand(game, -1, -1, 0, p, tuple(tuple(h) for h in deal.hands), opening)
+        opening = builder.public.setdefault((-1, repr(game.events[0])), len(builder.public))
+        builder.expand(game, -1, -1, 0, p, tuple(tuple(h) for h in deal.hands), opening)
+    return builder.tree(time.perf_counter() - started)
 
-    m = len(parent)
-    returns_array = np.zeros((m, n))
-    for node, values in returns.items():
-        returns_array[node] = values
-    return GameTree(
-        config=config,
-        parent=np.array(parent, np.int64),
-        action=np.array(action, np.int64),
-        depth=np.array(depth, np.int64),
-        player=np.array(player, np.int64),
-        chance=np.array(chance),
-        infoset=np.array(infoset, np.int64),
-        observation=np.array(observation, np.int64),
-        returns=returns_array,
-        observations=np.array(obs_list, np.float32).reshape(len(obs_list), enc.observation.size),
-        masks=np.array(mask_list, np.int8).reshape(len(mask_list), enc.num_actions),
-        infoset_seat=np.array(infoset_seat, np.int64),
-        infoset_strings=infoset_strings,
-        build_seconds=time.perf_counter() - started,
-    )
+
+class _TreeBuilder:
+    """The growing arrays of a ``GameTree``, one entry per node in depth-first order (``expand``)."""
+
+    def __init__(self, config: GameConfig, max_nodes: int):
+        self.config, self.max_nodes = config, max_nodes
+        self.enc = enc = encoding_for(config)
+        n = config.num_players
+        self.buffer = np.zeros(enc.state.size + 1, np.float32)
+        self.indices = [[enc.observation_index(s, seen) for seen in (False, True)] for s in range(n)]
+        self.parent: list[int] = []
+        self.action: list[int] = []
+        self.depth: list[int] = []
+        self.player: list[int] = []
+        self.chance: list[float] = []
+        self.infoset: list[int] = []
+        self.observation: list[int] = []
+        self.returns: dict[int, list[float]] = {}
+        self.obs_rows: dict[bytes, int] = {}
+        self.obs_list: list[np.ndarray] = []
+        self.mask_list: list[np.ndarray] = []
+        self.infosets: dict[tuple, int] = {}
+        self.infoset_seat: list[int] = []
+        self.infoset_strings: list[str] = []
+        # ``(parent's public id, new public events) -> public id``: nodes that every seat tells apart.
+        self.public: dict[tuple, int] = {}
+        self.win = 1.0 / (n - 1)
+
+    def expand(self, game: Game, up: int, via: int, level: int, p: float, hands: tuple, public_id: int) -> None:
+        """Add ``game``'s node (reached from node ``up`` by action ``via``, with chance ``p``) and all below it."""
+        config, n = self.config, self.config.num_players
+        node = len(self.parent)
+        if node >= self.max_nodes:
+            raise TreeTooLarge(
+                f"the game tree of {config} has more than max_nodes={self.max_nodes} nodes; exact evaluation is for "
+                "small decks (presets mini and mini-3p), or raise max_nodes"
+            )
+        self.parent.append(up)
+        self.action.append(via)
+        self.depth.append(level)
+        self.chance.append(p)
+        truncated = config.max_steps is not None and game.steps >= config.max_steps
+        if game.over or truncated:
+            self.player.append(-1)
+            self.infoset.append(-1)
+            self.observation.append(-1)
+            if game.over:
+                self.returns[node] = [-1.0 if s == game.loser else self.win for s in range(n)]
+            return
+        legal = self._decision(game, hands, public_id)
+        events = len(game.events)
+        for a in legal:
+            child = game.copy()
+            apply_action(child, self.enc, a)
+            new_events = tuple(tuple(event.values()) for event in child.events[events:])
+            child_public = self.public.setdefault((public_id, new_events), len(self.public))
+            self.expand(child, node, a, level + 1, p, hands, child_public)
+
+    def _decision(self, game: Game, hands: tuple, public_id: int) -> list[int]:
+        """Record a decision node's seat, information set and observation row; its legal actions."""
+        enc, seat, chain = self.enc, game.current, game.chain
+        seen = chain is not None and seat in chain.seen
+        self.player.append(seat)
+        key = (seat, hands[seat], public_id, chain.card if seen else -1)
+        self.infoset.append(self.infosets.setdefault(key, len(self.infosets)))
+        if len(self.infoset_seat) < len(self.infosets):
+            self.infoset_seat.append(seat)
+            self.infoset_strings.append(information_state_string(game, seat, hands[seat]))
+        legal = legal_actions(game, enc)
+        write_state(enc, game, self.buffer)
+        obs = self.buffer[self.indices[seat][seen]]
+        mask = np.zeros(enc.num_actions, np.int8)
+        mask[legal] = 1
+        row_key = obs.tobytes() + mask.tobytes()
+        row = self.obs_rows.get(row_key)
+        if row is None:
+            row = self.obs_rows[row_key] = len(self.obs_list)
+            self.obs_list.append(obs)
+            self.mask_list.append(mask)
+        self.observation.append(row)
+        return legal
+
+    def tree(self, build_seconds: float) -> GameTree:
+        """The arrays as a ``GameTree``."""
+        enc, m = self.enc, len(self.parent)
+        returns_array = np.zeros((m, self.config.num_players))
+        for node, values in self.returns.items():
+            returns_array[node] = values
+        return GameTree(
+            config=self.config,
+            parent=np.array(self.parent, np.int64),
+            action=np.array(self.action, np.int64),
+            depth=np.array(self.depth, np.int64),
+            player=np.array(self.player, np.int64),
+            chance=np.array(self.chance),
+            infoset=np.array(self.infoset, np.int64),
+            observation=np.array(self.observation, np.int64),
+            returns=returns_array,
+            observations=np.array(self.obs_list, np.float32).reshape(len(self.obs_list), enc.observation.size),
+            masks=np.array(self.mask_list, np.int8).reshape(len(self.mask_list), enc.num_actions),
+            infoset_seat=np.array(self.infoset_seat, np.int64),
+            infoset_strings=self.infoset_strings,
+            build_seconds=build_seconds,
+        )
 
 
 @lru_cache(maxsize=4)

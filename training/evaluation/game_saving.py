@@ -58,7 +58,7 @@ class GameSaver:
 
     def write(self, result: Any) -> list[str]:
         """Write the saved games of ``result`` (the match they were recorded from); returns the paths."""
-        from training.evaluation.arena import _reset_options, deal_for, schedule, seat_entries
+        from training.evaluation.arena import deal_for, reset_options, schedule, seat_entries
 
         config: GameConfig = result.config
         n = config.num_players
@@ -66,9 +66,7 @@ class GameSaver:
         paths = []
         for scheduled in schedule(n, result.games, result.duplicate)[: self.count]:
             env = raw_env(config=config)
-            env.reset(
-                options=_reset_options(deal_for(config, result.seed, scheduled.deal), config, env.possible_agents)
-            )
+            env.reset(options=reset_options(deal_for(config, result.seed, scheduled.deal), config, env.possible_agents))
             deal = deal_of(env)
             actions = self.actions.get(scheduled.index, [])
             for action in actions:

@@ -5,13 +5,8 @@ Below the arena and the command line: it reads a result's fields and imports nei
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from cockroach_env.config import GameConfig
 from cockroach_env.engine import LOSS_REASONS
-
-if TYPE_CHECKING:
-    from training.evaluation.arena import MatchResult
 
 
 def describe_config(config: GameConfig) -> str:
@@ -24,8 +19,8 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
-def format_result(result: MatchResult) -> str:
-    """The readable terminal table of a match or league result."""
+def format_result(result) -> str:
+    """The readable terminal table of a match or league result (a ``training.evaluation.arena.MatchResult``)."""
     config = result.config
     n = config.num_players
     if result.league is not None:
