@@ -26,7 +26,7 @@ def observations(config: GameConfig, count: int, seed: int = 0) -> tuple[np.ndar
     while len(obs) < count:
         env.reset(seed=seed + game)
         game += 1
-        for agent in env.agent_iter():
+        for _agent in env.agent_iter():
             observation, _, terminated, truncated, _ = env.last()
             if terminated or truncated:
                 env.step(None)

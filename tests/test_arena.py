@@ -159,7 +159,9 @@ def test_matches_are_reproducible_from_the_seed():
 
 # ---------------------------------------------------------------------------- statistics
 def history_counts(history: list[dict], cards, entrant_of: dict[str, int]) -> dict[str, Counter]:
-    """Behaviour counts per entrant (``entrant_of``: player -> entrant) from the public events (the reveal judges every claim of its round)."""
+    """Behaviour counts per entrant (``entrant_of``: player -> entrant) from the public events (the reveal judges every
+    claim of its round).
+    """
     counts = {name: Counter() for name in Behaviour.FIELDS}
     claims = []
     for event in history:
@@ -451,7 +453,8 @@ def test_an_illegal_action_is_reported_with_its_move_never_replaced(engine):
     cheater = (BatchCheater if engine == "batched" else Cheater)(config, seed=0)
     with pytest.raises(
         ArenaError,
-        match=r"agent 'cheater' \(seat player_\d, game \d+\) returned illegal action \d+ = pass\(target=player_\d, claim=cockroach\)",
+        match=r"agent 'cheater' \(seat player_\d, game \d+\) returned illegal action \d+ = "
+        r"pass\(target=player_\d, claim=cockroach\)",
     ):
         play_match([cheater, "random", "random"], config, games=3, engine=engine)
 
@@ -501,7 +504,10 @@ def test_cli_reports_bad_input_with_exit_status_2(capsys):
 
 
 def test_the_training_package_imports_no_torch():
-    code = "import sys, training, training.evaluation.arena, training.cli.eval, training.evaluation.ratings, baselines; sys.exit('torch' in sys.modules)"
+    code = (
+        "import sys, training, training.evaluation.arena, training.cli.eval, training.evaluation.ratings, "
+        "baselines; sys.exit('torch' in sys.modules)"
+    )
     assert subprocess.run([sys.executable, "-c", code], cwd=".").returncode == 0
 
 

@@ -75,7 +75,9 @@ def test_bench_baselines_exits_1_exactly_when_a_target_is_missed(tmp_path):
 
 
 def test_bench_baselines_plays_the_rule_set_asked_for(tmp_path):
-    """``--preset duel`` is a duel (the default ``--players`` took it back to four seats), measured against no 4-player target."""
+    """``--preset duel`` is a duel (the default ``--players`` took it back to four seats), measured against no 4-player
+    target.
+    """
     out = bench("bench_baselines.py", "--games", "2", "--preset", "duel", "--opponents", "random", cwd=tmp_path).stdout
     assert out.startswith("2-player classic") and re.search(
         r"^heuristic vs 1x random .* 2 games, [\d.]+ s\s*$", out, re.M
@@ -124,7 +126,9 @@ def _agent(path: Path, players: int, seed: int) -> Path:
 
 
 def test_bench_agents_adds_a_best_response_start_from_another_network(tmp_path):
-    """``--start-from``: one more best response, from another network of the agent's rules and shape; the worst is the row's."""
+    """``--start-from``: one more best response, from another network of the agent's rules and shape; the worst is the
+    row's.
+    """
     agent, start, other = (
         _agent(tmp_path / "mine", 4, 1),
         _agent(tmp_path / "strong", 4, 2),
@@ -227,7 +231,8 @@ def test_bench_exploit_seeds_starts_heaviest_trains_one_best_response_per_seed_f
 
 
 def test_bench_exploit_seeds_start_from_adds_a_start_for_every_seed_and_refuses_a_bad_one_up_front(tmp_path):
-    """``--start-from CKPT``: one more best response per checkpoint and seed, from CKPT's weights; a mixture or a network of
+    """``--start-from CKPT``: one more best response per checkpoint and seed, from CKPT's weights; a mixture or a
+    network of
     other rules is refused before anything is trained.
     """
     import torch
@@ -239,8 +244,16 @@ def test_bench_exploit_seeds_start_from_adds_a_start_for_every_seed_and_refuses_
     with torch.no_grad():
         for parameter in model.parameters():
             parameter.add_(0.01)
-    save_checkpoint(tmp_path / "other", {f"model.{k}": v for k, v in model.state_dict().items()},
-                    {"kind": "agent", "name": "other", "game_config": mini.metadata["game_config"], "model": mini.metadata["model"]})  # fmt: skip
+    save_checkpoint(
+        tmp_path / "other",
+        {f"model.{k}": v for k, v in model.state_dict().items()},
+        {
+            "kind": "agent",
+            "name": "other",
+            "game_config": mini.metadata["game_config"],
+            "model": mini.metadata["model"],
+        },
+    )
     report = tmp_path / "from.json"
     bench(
         "bench_exploit_seeds.py",

@@ -1,4 +1,6 @@
-"""``algorithm: cfr``: the tree solver against OpenSpiel's CFR+, exact resume, bad inputs, the distilled agent and the shipped ``mini`` agents."""
+"""``algorithm: cfr``: the tree solver against OpenSpiel's CFR+, exact resume, bad inputs, the distilled agent and the
+shipped ``mini`` agents.
+"""
 
 from __future__ import annotations
 
@@ -39,14 +41,23 @@ def _items(tmp_path: Path, game: dict, **cfr) -> list[str]:
         "keys": "information_state",
         **cfr,
     }
-    sets = ["algorithm=cfr", "name=cfr", f"output_dir={tmp_path}", "model.hidden_sizes=[32]", "evaluation.final_games=0",
-            *[f"game.{k}={v}" for k, v in game.items()], *[f"cfr.{k}={v}" for k, v in options.items()]]  # fmt: skip
+    sets = [
+        "algorithm=cfr",
+        "name=cfr",
+        f"output_dir={tmp_path}",
+        "model.hidden_sizes=[32]",
+        "evaluation.final_games=0",
+        *[f"game.{k}={v}" for k, v in game.items()],
+        *[f"cfr.{k}={v}" for k, v in options.items()],
+    ]
     return sets
 
 
 @pytest.mark.parametrize("variant", ["cfr+", "dcfr"])
 def test_solver_converges_like_openspiels_cfr_plus(variant):
-    """On a micro deck, 64 iterations of the tree solver reach the NashConv of 64 iterations of OpenSpiel's C++ CFR+ (same tree, exported)."""
+    """On a micro deck, 64 iterations of the tree solver reach the NashConv of 64 iterations of OpenSpiel's C++ CFR+
+    (same tree, exported).
+    """
     pyspiel = pytest.importorskip("pyspiel")
     from training.evaluation.exact import efg_string
 
@@ -69,7 +80,9 @@ def test_solver_converges_like_openspiels_cfr_plus(variant):
 
 @pytest.mark.parametrize("variant", ["cfr+", "cfr", "linear", "dcfr"])
 def test_each_variant_is_openspiels_solver_iterate_for_iterate(variant):
-    """The average strategy after 20 alternating iterations is OpenSpiel's (CFR+, CFR, LCFR, DCFR 1.5/0/2) on the exported tree."""
+    """The average strategy after 20 alternating iterations is OpenSpiel's (CFR+, CFR, LCFR, DCFR 1.5/0/2) on the
+    exported tree.
+    """
     pyspiel = pytest.importorskip("pyspiel")
     from open_spiel.python.algorithms import discounted_cfr
 
@@ -80,8 +93,12 @@ def test_each_variant_is_openspiels_solver_iterate_for_iterate(variant):
     config = GameConfig(**MICRO_3)
     tree = game_tree(config)
     game = pyspiel.load_efg_game(efg_string(tree))
-    theirs = {"cfr+": pyspiel.CFRPlusSolver, "cfr": pyspiel.CFRSolver, "linear": discounted_cfr.LCFRSolver,
-              "dcfr": lambda g: discounted_cfr.DCFRSolver(g, alpha=1.5, beta=0.0, gamma=2.0)}[variant](game)  # fmt: skip
+    theirs = {
+        "cfr+": pyspiel.CFRPlusSolver,
+        "cfr": pyspiel.CFRSolver,
+        "linear": discounted_cfr.LCFRSolver,
+        "dcfr": lambda g: discounted_cfr.DCFRSolver(g, alpha=1.5, beta=0.0, gamma=2.0),
+    }[variant](game)
     solver = TreeSolver(tree, keys="information_state", variant=variant)
     state = solver.initial_state()
     for _ in range(20):
@@ -191,7 +208,8 @@ def test_run_directory_discipline_and_checkpoint_validation(tmp_path, capsys):
 
 
 def test_overwrite_retires_the_replaced_runs_checkpoints_before_the_new_run_writes(tmp_path, capsys, monkeypatch):
-    """A run started again with ``--overwrite`` and stopped before its first save leaves no checkpoint of the replaced run
+    """A run started again with ``--overwrite`` and stopped before its first save leaves no checkpoint of the replaced
+    run
     for ``--resume`` to continue (under the new run's ``cfr.csv``), nor its ``final`` to pass for the new agent.
     """
     import training.algorithms.cfr
@@ -253,7 +271,9 @@ def test_cockroach_eval_plays_the_shipped_mini_agent(capsys):
 
 
 def test_exploitability_descent_gradient_is_the_exact_nash_conv_and_lowers_it():
-    """``training.algorithms.descent``: its objective equals training.evaluation.exact's NashConv; a finite difference matches its gradient; steps lower it."""
+    """``training.algorithms.descent``: its objective equals training.evaluation.exact's NashConv; a finite difference
+    matches its gradient; steps lower it.
+    """
     from training.algorithms.descent import ObservationDescent
 
     config = GameConfig(**MICRO_3)
@@ -268,7 +288,9 @@ def test_exploitability_descent_gradient_is_the_exact_nash_conv_and_lowers_it():
 
 
 def test_the_value_against_a_fixed_policy_and_its_gradient_are_exact():
-    """``value_against_and_gradient``: the mean over seats of the exact value with the other seat fixed; a finite difference matches its gradient."""
+    """``value_against_and_gradient``: the mean over seats of the exact value with the other seat fixed; a finite
+    difference matches its gradient.
+    """
     from training.algorithms.descent import ObservationDescent
     from training.evaluation.exact import _probabilities
 

@@ -15,7 +15,14 @@ from cockroach_env.encoding import encoding_for  # noqa: E402
 from training.core import checkpoint as ckpt  # noqa: E402
 from training.core.mixture import MixtureAgent  # noqa: E402
 from training.core.model import ActorCritic, PolicyAgent  # noqa: E402
-from training.evaluation.edge import PartialAgent, combine, edge_lines, edge_sources, partial_agent, partitions  # noqa: E402
+from training.evaluation.edge import (  # noqa: E402
+    PartialAgent,
+    combine,
+    edge_lines,
+    edge_sources,
+    partial_agent,
+    partitions,
+)
 
 GAME = GameConfig(num_players=4)
 SPEC = {"hidden_sizes": [16], "activation": "tanh", "card_counting": False}
@@ -83,7 +90,8 @@ def test_the_parts_split_each_kind_by_the_fields_of_its_decoded_actions(game):
     )  # the same split, the other side decides
     with pytest.raises(
         ValueError,
-        match=r"parts \['offer', 'offer.claim'\] are not allowed together; expected at most one part of each decision kind",
+        match=r"parts \['offer', 'offer.claim'\] are not allowed together; expected at most one part of each "
+        r"decision kind",
     ):
         PartialAgent(
             PolicyAgent(_model(0, game), game), PolicyAgent(_model(1, game), game), ("offer", "offer.claim"), game
@@ -199,7 +207,8 @@ def test_edge_sources_scores_each_part_against_the_checkpoints_copies(tmp_path):
         edge_sources(target, br, games=0)
     with pytest.raises(
         ValueError,
-        match=r"best response 'classic-4p-mixture' is a 'mixture' checkpoint; expected an agent or run checkpoint of one network",
+        match=r"best response 'classic-4p-mixture' is a 'mixture' checkpoint; expected an agent or run "
+        r"checkpoint of one network",
     ):
         edge_sources(target, "classic-4p-mixture", games=8)
 

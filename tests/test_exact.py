@@ -1,4 +1,6 @@
-"""Exact evaluation (``training.evaluation.exact``): values computed by hand on a micro deck, profiles, mixtures, sizes."""
+"""Exact evaluation (``training.evaluation.exact``): values computed by hand on a micro deck, profiles, mixtures,
+sizes.
+"""
 
 from __future__ import annotations
 
@@ -139,9 +141,9 @@ def test_training_on_mini_and_exact_evaluation_of_its_checkpoint(tmp_path):
     import json
     from pathlib import Path
 
+    from training.cli.exploit import main as exploit
     from training.cli.train import main as train
     from training.core.checkpoint import load_agent
-    from training.cli.exploit import main as exploit
 
     sets = [
         "ppo.num_envs=16",

@@ -257,7 +257,9 @@ def test_the_checkpoint_cli_names_the_problem_instead_of_a_traceback(tmp_path, c
 
 
 def test_an_export_to_a_place_that_cannot_hold_it_is_named_instead_of_a_traceback(tmp_path, monkeypatch):
-    """``--export DEST`` under a file, or on a full disk: the CLI names DEST and the problem, and leaves no file behind."""
+    """``--export DEST`` under a file, or on a full disk: the CLI names DEST and the problem, and leaves no file
+    behind.
+    """
     import errno
 
     _save(tmp_path / "agent")
@@ -293,7 +295,9 @@ def test_non_finite_weights_are_never_saved_over_a_good_checkpoint(tmp_path):
 
 
 def test_a_checkpoint_of_the_fixed_name_layout_loads_and_is_upgraded_on_save(tmp_path):
-    """Checkpoints written before generations have ``P.safetensors``; they load, and a save over one switches to a generation."""
+    """Checkpoints written before generations have ``P.safetensors``; they load, and a save over one switches to a
+    generation.
+    """
     old = _model(3)
     _save(tmp_path / "agent", old)
     meta_path, tensor_path = ckpt.checkpoint_files(tmp_path / "agent")
@@ -376,7 +380,8 @@ for i in range(10**9):
         for p in model.parameters():
             p.fill_(i % 7)
     ckpt.save_checkpoint(sys.argv[1], {f"model.{k}": v for k, v in model.state_dict().items()},
-                         {"kind": "agent", "name": str(i % 7), "game_config": game.to_dict(), "model": {"hidden_sizes": [64, 64], "activation": "tanh"}})
+                         {"kind": "agent", "name": str(i % 7), "game_config": game.to_dict(),
+                          "model": {"hidden_sizes": [64, 64], "activation": "tanh"}})
 """
 
 
@@ -386,7 +391,7 @@ def test_a_save_killed_at_random_instants_always_leaves_a_loadable_matching_pair
     rng = np.random.default_rng(0)
     path = tmp_path / "agent"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for kill in range(6):
+    for _kill in range(6):
         process = subprocess.Popen([sys.executable, "-c", SAVER, str(path)], stdout=subprocess.PIPE, env=env)
         assert process.stdout.readline().strip() == b"ready"
         time.sleep(0.05 + 0.6 * rng.random())
@@ -413,7 +418,8 @@ os.kill(os.getpid(), signal.SIGKILL)  # killed between the temporary and the rep
 
 
 def test_a_write_killed_before_its_replace_leaves_a_temporary_that_the_next_write_removes(tmp_path):
-    """``write_file_atomically`` (the payoff cache): a SIGKILLed writer's temporary goes with the next write of the file;
+    """``write_file_atomically`` (the payoff cache): a SIGKILLed writer's temporary goes with the next write of the
+    file;
     the temporary of a live writer (this process's parent stands in for one), of another host, or of another file stays.
     """
     target = tmp_path / "cache.json"
@@ -441,7 +447,9 @@ def test_a_write_killed_before_its_replace_leaves_a_temporary_that_the_next_writ
 
 
 def test_the_table_of_shipped_checkpoints_in_the_docs_matches_the_files():
-    """docs/training.md lists every shipped checkpoint once, with its network shape, member count and tensor-file size."""
+    """docs/training.md lists every shipped checkpoint once, with its network shape, member count and tensor-file
+    size.
+    """
     import re
 
     text = (ROOT / "docs" / "training.md").read_text()

@@ -27,10 +27,20 @@ from training.core.config import ConfigError, load_config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = [
-    "ppo.num_envs=16", "ppo.num_steps=8", "ppo.anneal_lr=false", "ppo.num_minibatches=2", "ppo.update_epochs=1",
-    "model.hidden_sizes=[16]", "opponents.snapshot_every=1", "opponents.max_snapshots=2", "opponents.learner_seats=[1, 3]",
-    "schedule.checkpoint_every=2", "evaluation.every=2", "evaluation.games=8", "evaluation.final_games=8",
-]  # fmt: skip
+    "ppo.num_envs=16",
+    "ppo.num_steps=8",
+    "ppo.anneal_lr=false",
+    "ppo.num_minibatches=2",
+    "ppo.update_epochs=1",
+    "model.hidden_sizes=[16]",
+    "opponents.snapshot_every=1",
+    "opponents.max_snapshots=2",
+    "opponents.learner_seats=[1, 3]",
+    "schedule.checkpoint_every=2",
+    "evaluation.every=2",
+    "evaluation.games=8",
+    "evaluation.final_games=8",
+]
 DECISIONS = 16 * 8
 
 
@@ -94,8 +104,10 @@ def test_a_plain_run_refuses_any_existing_run_and_changes_nothing(finished_run, 
 def test_overwrite_retires_the_replaced_runs_checkpoints_so_a_stop_before_the_first_save_resumes_nothing_of_it(
     finished_run, tmp_path, capsys, monkeypatch
 ):
-    """``--overwrite`` starts again: stopped (second Ctrl-C, kill) before its first checkpoint, the new run must not leave the
-    replaced run's ``checkpoint`` for ``--resume`` to continue under the new run's logs, nor its ``final`` to pass for the new agent.
+    """``--overwrite`` starts again: stopped (second Ctrl-C, kill) before its first checkpoint, the new run must not
+    leave the
+    replaced run's ``checkpoint`` for ``--resume`` to continue under the new run's logs, nor its ``final`` to pass for
+    the new agent.
     """
     import training.algorithms.ppo
 
@@ -120,7 +132,8 @@ def test_an_empty_run_directory_may_be_used(tmp_path):
     assert main(_argv(tmp_path, "empty", 1, "--set", "evaluation.final_games=0")) == 0
 
 
-# ---------------------------------------------------------------------------- items 2 and 7: a bad checkpoint is named before any file changes
+# ---------------------------------------------------------------------------- items 2 and 7: a bad checkpoint is named
+# before any file changes
 
 
 def _meta_edit(edit):
@@ -222,11 +235,14 @@ def test_a_bad_run_checkpoint_refuses_resume_by_name_and_changes_no_file(
     assert _files(run) == before
 
 
-@pytest.mark.parametrize("tamper, fragments", [
-    pytest.param(_meta_edit(lambda m: m["model"].pop("activation")), ["'model.activation'"], id="no activation"),
-    pytest.param(_tensor_edit(_nan), ["NaN"], id="NaN weights"),
-    pytest.param(_meta_edit(lambda m: m.update(model=[])), ["'model'"], id="model a list"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "tamper, fragments",
+    [
+        pytest.param(_meta_edit(lambda m: m["model"].pop("activation")), ["'model.activation'"], id="no activation"),
+        pytest.param(_tensor_edit(_nan), ["NaN"], id="NaN weights"),
+        pytest.param(_meta_edit(lambda m: m.update(model=[])), ["'model'"], id="model a list"),
+    ],
+)
 def test_init_from_a_bad_checkpoint_is_a_named_error(finished_run, tmp_path, capsys, tamper, fragments):
     source = _copy(finished_run, tmp_path / "source")
     tamper(source)
@@ -293,7 +309,8 @@ def test_a_run_killed_during_its_final_evaluation_evaluates_once_on_resume(finis
     assert sum(line.split(",")[3] == "1" for line in reference.splitlines()) == 2  # two opponents, final rows once
 
 
-# ---------------------------------------------------------------------------- items 10 and 11: configs and paths named before any work
+# ---------------------------------------------------------------------------- items 10 and 11: configs and paths named
+# before any work
 
 CONFIG_CASES = [
     ("ppo.learning_rate=.inf", "learning_rate=inf"),
@@ -371,7 +388,8 @@ def test_a_full_disk_keeps_the_previous_checkpoint_and_exits_with_a_message(tmp_
     }
 
 
-# ---------------------------------------------------------------------------- item 4: signals, and SIGKILL at random instants
+# ---------------------------------------------------------------------------- item 4: signals, and SIGKILL at random
+# instants
 
 
 def _spawn(out: Path, name: str, updates: int, *extra: str) -> subprocess.Popen:
@@ -506,7 +524,9 @@ def test_a_dead_update_process_is_a_clear_error_and_the_last_checkpoint_stays(tm
 
 
 def test_a_script_without_a_main_guard_can_train_with_overlap(tmp_path):
-    """The update process is a fresh interpreter, not a multiprocessing child: it does not re-run the caller's script."""
+    """The update process is a fresh interpreter, not a multiprocessing child: it does not re-run the caller's
+    script.
+    """
     script = tmp_path / "train_me.py"
     sets = [
         *TINY,

@@ -104,7 +104,9 @@ def test_the_learner_rotates_seats_and_gets_its_terminal_reward():
 
 
 def test_the_constructor_seed_seeds_only_the_first_reset():
-    """SB3 seeds the first reset itself (``MaskablePPO(..., seed=0)``); the next reset must not replay the constructor's seed."""
+    """SB3 seeds the first reset itself (``MaskablePPO(..., seed=0)``); the next reset must not replay the
+    constructor's seed.
+    """
     env = MaskedSelfPlayEnv(baselines.make("random", seed=0), seed=0)
     env.reset(seed=0)
     first = env.game.state()

@@ -57,7 +57,8 @@ def test_expected_payoffs_are_multinomial_over_the_opponent_seats():
     game = _dominated(3)
     x = np.array([0.25, 0.75])
     u = game.expected_payoffs(x)
-    # member 1 loses every game with a member 0 at the table, shared between its seats; a third of them at an all-1 table
+    # member 1 loses every game with a member 0 at the table, shared between its seats; a third of them at an all-1
+    # table
     assert u[1] == pytest.approx(-(0.25**2 * 1 + 2 * 0.25 * 0.75 / 2 + 0.75**2 / 3))
     assert u[0] == pytest.approx(-(0.25**2) / 3)
 
@@ -109,7 +110,8 @@ def test_minimax_weights_balance_two_exploiters_that_each_beat_one_member():
     assert x == pytest.approx([0.75, 0.25], abs=0.01) and x @ [0.02, 0.10] <= 0.04 + 1e-9
     with pytest.raises(
         ValueError,
-        match=r"no mixture of these members meets the limits \{'heuristic': 0.01\}; the lowest loss rate each allows is \{'heuristic': 0.02\}",
+        match=r"no mixture of these members meets the limits \{'heuristic': 0.01\}; the lowest loss rate each "
+        r"allows is \{'heuristic': 0.02\}",
     ):
         minimax_weights(game, {"heuristic": np.array([0.02, 0.10])}, {"heuristic": 0.01})
 
@@ -138,7 +140,8 @@ def test_cap_weights_keeps_every_row_a_distribution_under_the_cap_and_leaves_row
 def test_minimax_weights_under_a_cap_spread_the_weight_and_refuse_a_cap_below_one_over_k():
     from training.algorithms.meta_solvers import minimax_weights
 
-    # 2 players, 3 members: no exploiter beats member 0 (50%); exploiter 0 beats member 2 (10%) more than member 1 (40%),
+    # 2 players, 3 members: no exploiter beats member 0 (50%); exploiter 0 beats member 2 (10%) more than member 1
+    # (40%),
     # exploiter 1 member 1 (10%) more than member 2 (20%)
     table = {(0, (0,)): 0.5, (0, (1,)): 0.4, (0, (2,)): 0.1, (1, (0,)): 0.5, (1, (1,)): 0.1, (1, (2,)): 0.2}
     game = _exploiter_game(2, table, size=3, exploiters=2)
@@ -173,7 +176,9 @@ def test_an_exploiter_at_a_four_player_table_meets_multinomial_draws():
 
 
 def test_more_games_at_a_table_already_played_change_the_expected_payoffs():
-    """``record`` adds games to a table that has some: the payoffs used afterwards are the pooled ones, not those cached before."""
+    """``record`` adds games to a table that has some: the payoffs used afterwards are the pooled ones, not those
+    cached before.
+    """
     game = _dominated(2)
     x = np.array([0.5, 0.5])
     before = game.expected_payoffs(x)

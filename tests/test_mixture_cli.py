@@ -1,4 +1,6 @@
-"""``cockroach-mixture``: a mixture checkpoint from trained checkpoints, weighted equally, as given, or by a solved meta-game."""
+"""``cockroach-mixture``: a mixture checkpoint from trained checkpoints, weighted equally, as given, or by a solved
+meta-game.
+"""
 
 from __future__ import annotations
 
@@ -223,7 +225,8 @@ def test_weights_against_exploiters_play_every_exploiter_table_and_keep_the_base
     assert (
         weights @ rates >= rates.min() - 1e-9 and weights @ rates >= rates.max() - 0.01
     )  # the member the exploiter beats least
-    # a limit no member meets (these untrained members lose about half their games to random) is refused, and nothing is written
+    # a limit no member meets (these untrained members lose about half their games to random) is refused, and nothing is
+    # written
     assert min(mixture["member_baseline_loss_rates"]["random"]) > 0
     assert main([str(tmp_path / "none"), *args, "--max-loss", "random=0"]) == 2
     assert "no mixture of these members meets the limits {'random': 0.0}" in capsys.readouterr().err and not list(
@@ -285,7 +288,9 @@ def _tables(meta) -> dict:
 
 
 def test_a_payoff_cache_serves_later_rounds_whatever_the_order_of_members_and_exploiters(tmp_path, capsys):
-    """``--payoff-cache``: a second round plays only its new exploiter's tables; the tables do not depend on the argument order."""
+    """``--payoff-cache``: a second round plays only its new exploiter's tables; the tables do not depend on the
+    argument order.
+    """
     game3 = GameConfig.from_options(preset="mini-3p")
     for s in range(3):
         _agent(tmp_path / f"a{s}", s, game3)
@@ -361,7 +366,8 @@ def test_a_payoff_cache_serves_later_rounds_whatever_the_order_of_members_and_ex
 
 
 def test_builds_sharing_a_payoff_cache_keep_each_others_tables(tmp_path):
-    """Two builds on one ``--payoff-cache``: each save merges what the other saved since it read the file (none is lost),
+    """Two builds on one ``--payoff-cache``: each save merges what the other saved since it read the file (none is
+    lost),
     and a file replaced meanwhile by something that is not this rule set's cache is refused by name and left as it is.
     """
     from training.cli.mixture import PayoffCache
@@ -388,7 +394,9 @@ def test_builds_sharing_a_payoff_cache_keep_each_others_tables(tmp_path):
 
 
 def test_processes_saving_one_payoff_cache_at_once_lose_no_table(tmp_path):
-    """The merge runs under a lock: processes that save the same cache over and over at the same time keep every table."""
+    """The merge runs under a lock: processes that save the same cache over and over at the same time keep every
+    table.
+    """
     import subprocess
     import sys
 
@@ -550,7 +558,8 @@ def test_members_below_a_weight_are_pruned_and_recorded(tmp_path, capsys):
         "agent2",
     ]
     assert len(ckpt.member_models(ckpt.load_checkpoint(tmp_path / "mix"))) == 2
-    # with exploiters: their loss rates against the pruned weights are recorded beside the tables of the members before pruning
+    # with exploiters: their loss rates against the pruned weights are recorded beside the tables of the members before
+    # pruning
     _agent(tmp_path / "br", 9)
     solve = [*members, "--exploiters", str(tmp_path / "br"), "--payoff-games", "20"]
     assert main([str(tmp_path / "whole"), *solve]) == 0

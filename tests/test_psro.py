@@ -1,4 +1,6 @@
-"""PSRO: the population opponents of the PPO loop, mixture agents and checkpoints, and the PSRO loop with exact resume."""
+"""PSRO: the population opponents of the PPO loop, mixture agents and checkpoints, and the PSRO loop with exact
+resume.
+"""
 
 from __future__ import annotations
 
@@ -170,7 +172,10 @@ def test_psro_trains_a_mixture_and_an_interrupted_run_resumes_exactly(tmp_path):
     assert whole.metadata["mixture"] == split.metadata["mixture"]
     assert len(split.metadata["commands"]) == 2
     timing = ("wall_seconds", "best_response_seconds", "payoff_seconds")
-    rows = lambda path: [{k: v for k, v in row.items() if k not in timing} for row in csv.DictReader(path.open())]  # noqa: E731
+
+    def rows(path):
+        return [{k: v for k, v in row.items() if k not in timing} for row in csv.DictReader(path.open())]
+
     assert rows(run / "psro.csv") == rows(tmp_path / "split" / "psro.csv")
 
     # the result plays in cockroach-eval and refuses a resume with another config
@@ -190,8 +195,10 @@ def test_psro_trains_a_mixture_and_an_interrupted_run_resumes_exactly(tmp_path):
 
 
 def test_overwrite_retires_the_replaced_runs_checkpoints_before_the_new_run_writes(tmp_path, capsys, monkeypatch):
-    """A PSRO run started again with ``--overwrite`` and stopped in its first iteration leaves no checkpoint of the replaced
-    run for ``--resume`` to continue (under the new run's ``psro.csv``), nor its ``final`` mixture: only the new run's own.
+    """A PSRO run started again with ``--overwrite`` and stopped in its first iteration leaves no checkpoint of the
+    replaced
+    run for ``--resume`` to continue (under the new run's ``psro.csv``), nor its ``final`` mixture: only the new run's
+    own.
     """
     import training.algorithms.psro
 
@@ -304,7 +311,8 @@ def test_the_psro_config_is_validated():
 
     with pytest.raises(
         ConfigError,
-        match=r"meta_solver='nash' is not allowed; expected one of \['alpharank', 'prd', 'regret_matching', 'uniform'\]",
+        match=r"meta_solver='nash' is not allowed; expected one of \['alpharank', 'prd', 'regret_matching', "
+        r"'uniform'\]",
     ):
         load_config(None, ["psro.meta_solver=nash"])
     with pytest.raises(
@@ -368,7 +376,9 @@ def ray_cluster():
 
 @pytest.mark.slow
 def test_psro_on_a_local_ray_cluster_gives_the_single_process_result(tmp_path, ray_cluster):
-    """Two best responses per iteration and the payoff tables run as Ray tasks on a local cluster: the same mixture as in one process."""
+    """Two best responses per iteration and the payoff tables run as Ray tasks on a local cluster: the same mixture as
+    in one process.
+    """
     parallel = ["--set", "psro.best_responses_per_iteration=2"]
     assert _psro(tmp_path, "here", 2, *parallel) == 0
     assert _psro(tmp_path, "ray", 2, *parallel, "--ray") == 0
@@ -440,7 +450,8 @@ def test_cockroach_exploit_trains_against_a_mixture_drawn_per_seat_and_game(tmp_
         main([*argv, "--start-member", "a", "--from-scratch"]) == 2
         and "--from-scratch starts from a random network" in capsys.readouterr().err
     )
-    # every start: the runs are checked before any is trained (from-a exists), then one run per member, the worst reported
+    # every start: the runs are checked before any is trained (from-a exists), then one run per member, the worst
+    # reported
     every = [*argv, "--json", str(every_report), "--start-member", "all", *[a for s in sets for a in ("--set", s)]]
     assert main(every) == 2 and "exploit_mix-from-a already holds a best-response run" in capsys.readouterr().err
     assert not (tmp_path / "exploit_mix-from-b").exists()
@@ -476,7 +487,9 @@ def test_cockroach_exploit_trains_against_a_mixture_drawn_per_seat_and_game(tmp_
 
 
 def test_cockroach_exploit_starts_from_a_network_outside_the_mixture(tmp_path, capsys):
-    """``--start-from CKPT``: one more start, from a network that is not a member, reported beside the members' starts."""
+    """``--start-from CKPT``: one more start, from a network that is not a member, reported beside the members'
+    starts.
+    """
     from training.cli.exploit import main
 
     game = GameConfig(num_players=3)
@@ -519,7 +532,8 @@ def test_cockroach_exploit_starts_from_a_network_outside_the_mixture(tmp_path, c
     run = ckpt.read_metadata(tmp_path / "exploit_mix-from-strong" / "checkpoint")
     assert run["progress"]["population"]["names"] == ["a", "b"]  # it plays the mixture
     assert "worst over 2 starts" in capsys.readouterr().out
-    # its weights, not a member's, are where the best response began: after one small update it is still the outside network
+    # its weights, not a member's, are where the best response began: after one small update it is still the outside
+    # network
     assert (
         main(
             [*argv, "--start-member", "a", "--start-from", str(tmp_path / "strong"), "--overwrite", "--decisions", "1"]
@@ -533,7 +547,8 @@ def test_cockroach_exploit_starts_from_a_network_outside_the_mixture(tmp_path, c
 
     assert distance(outside) < 0.02 < 0.2 < min(distance(m) for m in models)
     assert [r["start_member"] for r in json.loads(report.read_text())["starts"]] == ["a", "strong (--start-from)"]
-    # a --start-from with the weights of a start already planned (a member saved on its own, a file given twice) trains once
+    # a --start-from with the weights of a start already planned (a member saved on its own, a file given twice) trains
+    # once
     ckpt.save_checkpoint(
         tmp_path / "a_alone",
         {f"model.{k}": v for k, v in models[0].state_dict().items()},
@@ -563,11 +578,13 @@ def test_cockroach_exploit_starts_from_a_network_outside_the_mixture(tmp_path, c
     assert main([str(tmp_path / "a_alone"), *argv[1:], "--start-from", str(tmp_path / "strong"), "--overwrite"]) == 0
     out = capsys.readouterr().out
     assert re.search(
-        r"worst over 2 starts: from (its own weights \(a_alone\)|strong \(--start-from\)), .* \(by start: its own weights \(a_alone\) [+-][\d.]+, strong \(--start-from\) [+-][\d.]+\)",
+        r"worst over 2 starts: from (its own weights \(a_alone\)|strong \(--start-from\)), .* \(by start: its "
+        r"own weights \(a_alone\) [+-][\d.]+, strong \(--start-from\) [+-][\d.]+\)",
         out,
     ), out
     assert [r["start_member"] for r in json.loads(report.read_text())["starts"]] == [None, "strong (--start-from)"]
-    # refused before anything is trained: another network shape, a mixture, a missing file, two starts of one name, --from-scratch
+    # refused before anything is trained: another network shape, a mixture, a missing file, two starts of one name,
+    # --from-scratch
     ckpt.save_checkpoint(
         tmp_path / "elsewhere" / "strong",
         {f"model.{k}": v for k, v in ActorCritic(game, [8], seed=10).state_dict().items()},
@@ -710,7 +727,9 @@ def test_cockroach_mixture_on_a_local_ray_cluster_plays_the_tables_of_one_proces
 def test_cockroach_exploit_on_a_local_ray_cluster_trains_every_start_at_once_with_the_reports_of_one_process(
     tmp_path, capsys, ray_cluster
 ):
-    """``cockroach-exploit --ray``: each start's best response is a Ray task; the reports and networks are those of the starts trained one after another."""
+    """``cockroach-exploit --ray``: each start's best response is a Ray task; the reports and networks are those of the
+    starts trained one after another.
+    """
     from training.cli.exploit import main
 
     game = GameConfig(num_players=3)

@@ -260,7 +260,7 @@ def test_a_loaded_checkpoint_is_a_protocol_agent_that_plays_legal_moves_in_the_a
     game = env(num_players=4)
     for seed in range(3):
         game.reset(seed=seed)
-        for name in game.agent_iter():
+        for _name in game.agent_iter():
             observation, _, terminated, truncated, _ = game.last()
             if terminated or truncated:
                 game.step(None)
@@ -384,7 +384,9 @@ def test_train_checkpoint_resume_load_and_evaluate_on_a_tiny_budget(tmp_path):
 
 
 def test_a_run_with_an_exploiter_and_a_magnet_trains_both_networks_and_resumes_exactly(tmp_path):
-    """The exploiter (its weights and Adam state) is in the run checkpoint; a reset puts it in the pool and restarts it from the policy."""
+    """The exploiter (its weights and Adam state) is in the run checkpoint; a reset puts it in the pool and restarts it
+    from the policy.
+    """
     exploiter = [
         "--set",
         "opponents.exploiter=0.5",
@@ -439,13 +441,16 @@ def test_shared_reward_gives_the_policys_seats_their_mean_at_tables_with_another
     P, X = POLICY_SEAT, EXPLOITER_SEAT
     owner = np.array([[P, P, P, P], [P, X, P, P], [P, 2, 2, 2], [P, P, 3, 3], [P, X, P, P]])
     third = 1 / 3
-    rewards = np.array([
-        [-1, third, third, third],  # self-play: every seat keeps its own reward
-        [third, -1, third, third],  # the exploiter lost: the three policy seats gain 1 together, a third each
-        [-1, third, third, third],  # one policy seat against a baseline: unchanged
-        [-1, third, third, third],  # two policy seats against a snapshot: they share -2/3
-        [third, third, -1, third],  # not finished now: unchanged
-    ], np.float32)  # fmt: skip
+    rewards = np.array(
+        [
+            [-1, third, third, third],  # self-play: every seat keeps its own reward
+            [third, -1, third, third],  # the exploiter lost: the three policy seats gain 1 together, a third each
+            [-1, third, third, third],  # one policy seat against a baseline: unchanged
+            [-1, third, third, third],  # two policy seats against a snapshot: they share -2/3
+            [third, third, -1, third],  # not finished now: unchanged
+        ],
+        np.float32,
+    )
     out = shared_rewards(rewards, np.array([0, 1, 2, 3]), owner)
     assert (
         out[0] == pytest.approx(rewards[0])
@@ -454,7 +459,8 @@ def test_shared_reward_gives_the_policys_seats_their_mean_at_tables_with_another
     )
     assert out[1] == pytest.approx([third, -1, third, third])
     assert out[3] == pytest.approx([-third, -third, third, third])
-    # a policy seat lost to the exploiter: the team shares -1 + 2/3 = -1/3, and still gets exactly what the exploiter loses
+    # a policy seat lost to the exploiter: the team shares -1 + 2/3 = -1/3, and still gets exactly what the exploiter
+    # loses
     lost = shared_rewards(np.array([[-1, third, third, third]], np.float32), np.array([0]), owner[1:2])
     assert lost[0] == pytest.approx([-1 / 9, third, -1 / 9, -1 / 9]) and lost[0][owner[1] == P].sum() == pytest.approx(
         -third
@@ -484,7 +490,9 @@ def test_a_run_with_shared_rewards_trains_another_policy_and_resumes_exactly(tmp
 
 
 def test_checkpoint_opponents_seat_the_learner_and_each_other_seat_draws_from_that_checkpoint(tmp_path):
-    """``opponents.checkpoints``: a table of a saved agent puts it in every other seat; a mixture's seats draw their members."""
+    """``opponents.checkpoints``: a table of a saved agent puts it in every other seat; a mixture's seats draw their
+    members.
+    """
     from training.algorithms.ppo import (
         POLICY_SEAT,
         POPULATION_SEAT,
@@ -502,8 +510,16 @@ def test_checkpoint_opponents_seat_the_learner_and_each_other_seat_draws_from_th
         ["a", "b"],
         {"name": "mix", "game_config": GAME.to_dict(), "model": SPEC},
     )
-    config = load_config(None, ["opponents.self_play=0", "opponents.snapshots=0", "opponents.baselines={}", "opponents.learner_seats=[1]",
-                                f"opponents.checkpoints={{{agent}: 1, {mixture}: 3}}"])  # fmt: skip
+    config = load_config(
+        None,
+        [
+            "opponents.self_play=0",
+            "opponents.snapshots=0",
+            "opponents.baselines={}",
+            "opponents.learner_seats=[1]",
+            f"opponents.checkpoints={{{agent}: 1, {mixture}: 3}}",
+        ],
+    )
     loaded = load_checkpoint_opponents(config, GAME)
     assert [g.names for g, _ in loaded.values()] == [["test"], ["a", "b"]] and loaded[str(mixture)][1][
         "sha256"
@@ -526,8 +542,17 @@ def test_checkpoint_opponents_seat_the_learner_and_each_other_seat_draws_from_th
     )  # ... the mixture's members 1 and 2, by their weights
 
     # checkpoint_seats=1: a checkpoint takes one seat and the policy all the others (an exploiter's table)
-    config = load_config(None, [*[f"opponents.{k}" for k in ("self_play=0", "snapshots=0", "baselines={heuristic: 1}", "learner_seats=[1]")],
-                                f"opponents.checkpoints={{{agent}: 1}}", "opponents.checkpoint_seats=1"])  # fmt: skip
+    config = load_config(
+        None,
+        [
+            *[
+                f"opponents.{k}"
+                for k in ("self_play=0", "snapshots=0", "baselines={heuristic: 1}", "learner_seats=[1]")
+            ],
+            f"opponents.checkpoints={{{agent}: 1}}",
+            "opponents.checkpoint_seats=1",
+        ],
+    )
     tables = Tables(config, GAME, 4000, FixedOpponents(None, load_checkpoint_opponents(config, GAME)))
     tables.draw(np.arange(4000), np.random.default_rng(0), {"heuristic": 1}, [])
     against_checkpoint = np.array(tables.kinds)[tables.kind] == checkpoint_kind(str(agent))
@@ -574,8 +599,11 @@ def test_a_run_against_checkpoints_logs_them_resumes_exactly_and_refuses_changed
     assert ckpt.load_checkpoint(tmp_path / "split" / "checkpoint", kind="run").metadata["step"]["update"] == 8
 
     other_rules = tmp_path / "two"
-    ckpt.save_checkpoint(other_rules, {f"model.{k}": v for k, v in ActorCritic(GameConfig(num_players=2), [16]).state_dict().items()},
-                         {"kind": "agent", "game_config": GameConfig(num_players=2).to_dict(), "model": SPEC})  # fmt: skip
+    ckpt.save_checkpoint(
+        other_rules,
+        {f"model.{k}": v for k, v in ActorCritic(GameConfig(num_players=2), [16]).state_dict().items()},
+        {"kind": "agent", "game_config": GameConfig(num_players=2).to_dict(), "model": SPEC},
+    )
     for entry, name in ((tmp_path / "nowhere", "missing"), (other_rules, "rules")):
         assert _train(tmp_path, name, 2, "--set", f"opponents.checkpoints={{{entry}: 1}}") == 2
         assert not list((tmp_path / name).glob("*"))  # refused before anything was written
@@ -666,7 +694,9 @@ def test_the_edge_by_decision_benchmark_plays_every_hybrid_and_refuses_a_mixture
 
 
 def test_a_portable_network_rebuilds_the_same_network_elsewhere():
-    """``ActorCritic.portable``: rules, shape and weights as plain data and tensors (what a Ray task receives); ``from_portable`` gives the same network."""
+    """``ActorCritic.portable``: rules, shape and weights as plain data and tensors (what a Ray task receives);
+    ``from_portable`` gives the same network.
+    """
     import pickle
 
     royal = GameConfig(num_players=3, edition="royal")
@@ -718,7 +748,8 @@ def test_exploitability_trains_a_best_response_against_a_frozen_checkpoint(tmp_p
 
 
 def test_a_stopped_best_response_continues_with_resume_to_the_uninterrupted_result(tmp_path, capsys, monkeypatch):
-    """Ctrl-C saves the best response's run; the same command with ``--resume`` continues it (re-running without is refused,
+    """Ctrl-C saves the best response's run; the same command with ``--resume`` continues it (re-running without is
+    refused,
     naming ``--resume``), and the report and weights equal those of a run that was never stopped.
     """
     import signal
@@ -728,8 +759,15 @@ def test_a_stopped_best_response_continues_with_resume_to_the_uninterrupted_resu
 
     _save(tmp_path / "target", _model())
     sets = ["ppo.num_envs=16", "ppo.num_steps=8", "evaluation.every=0", "schedule.checkpoint_every=2"]
-    argv = lambda out: [str(tmp_path / "target"), "--decisions", "512", "--games", "20", "--output-dir", str(tmp_path / out), "--json", str(tmp_path / f"{out}.json"),  # noqa: E731
-                        "--no-progress", *[a for s in sets for a in ("--set", s)]]  # fmt: skip
+
+    def argv(out):
+        return [
+            str(tmp_path / "target"),
+            *("--decisions", "512", "--games", "20", "--output-dir", str(tmp_path / out)),
+            *("--json", str(tmp_path / f"{out}.json"), "--no-progress"),
+            *[a for s in sets for a in ("--set", s)],
+        ]
+
     assert main(argv("whole")) == 0
     rollout, calls = training.algorithms.ppo._rollout, []
 
@@ -756,7 +794,8 @@ def test_a_stopped_best_response_continues_with_resume_to_the_uninterrupted_resu
         main([*argv("split"), "--resume", "--json", str(tmp_path / "other.json"), "--set", "ppo.num_envs=32"]) == 2
     )  # another config: named
     assert "ppo.num_envs" in capsys.readouterr().err
-    # stopped before its first checkpoint: its logs are not replaced without --overwrite (or --resume, which starts it again)
+    # stopped before its first checkpoint: its logs are not replaced without --overwrite (or --resume, which starts it
+    # again)
     early = tmp_path / "early" / "exploit_target"
     early.mkdir(parents=True)
     (early / "metrics.csv").write_text("update\n")
@@ -767,7 +806,9 @@ def test_a_stopped_best_response_continues_with_resume_to_the_uninterrupted_resu
 
 
 def test_an_evaluation_reports_the_opponents_behaviour_beside_the_policys():
-    """``opponent_*``: the false offers, false passes and call accuracy of the opponents' seats together, as the arena counts them."""
+    """``opponent_*``: the false offers, false passes and call accuracy of the opponents' seats together, as the arena
+    counts them.
+    """
     from training.algorithms.ppo import evaluate_agent
     from training.evaluation.arena import play_match
 
@@ -850,7 +891,9 @@ def test_an_export_refuses_an_existing_destination_unless_overwrite(tmp_path, ca
 
 
 def test_a_run_exports_the_average_of_its_policy_and_its_late_policy_snapshots(tmp_path, capsys):
-    """``--average-from U``: the policy and every policy snapshot of the pool from update U on, averaged; exploiter snapshots are not the policy."""
+    """``--average-from U``: the policy and every policy snapshot of the pool from update U on, averaged; exploiter
+    snapshots are not the policy.
+    """
     sets = [
         "opponents.exploiter=0.5",
         "opponents.exploiter_reset_every=3",
@@ -872,8 +915,11 @@ def test_a_run_exports_the_average_of_its_policy_and_its_late_policy_snapshots(t
         ).mean(0)
         assert torch.allclose(value.double(), expected, atol=1e-6), key
     assert agent.metadata["averaged"] == {
-        "from_update": 3, "policy_update": 6, "snapshots": [{"id": e["id"], "update": e["update"]} for e in sorted(late, key=lambda e: e["update"])], "networks": 1 + len(late),
-    }  # fmt: skip
+        "from_update": 3,
+        "policy_update": 6,
+        "snapshots": [{"id": e["id"], "update": e["update"]} for e in sorted(late, key=lambda e: e["update"])],
+        "networks": 1 + len(late),
+    }
     assert ckpt.load_agent(path) is not None
 
     for source, value, message in [
@@ -888,7 +934,9 @@ def test_a_run_exports_the_average_of_its_policy_and_its_late_policy_snapshots(t
         with pytest.raises(ckpt.CheckpointError, match=message):
             ckpt.export_agent(source, tmp_path / "refused", average_from=value)
     assert not list(tmp_path.glob("refused*"))
-    checkpoint_cli.main([str(tmp_path / "avg" / "checkpoint"), "--export", str(tmp_path / "cli"), "--average-from", "3"])
+    checkpoint_cli.main(
+        [str(tmp_path / "avg" / "checkpoint"), "--export", str(tmp_path / "cli"), "--average-from", "3"]
+    )
     assert ckpt.read_metadata(tmp_path / "cli")["averaged"] == agent.metadata["averaged"]
     with pytest.raises(SystemExit):
         checkpoint_cli.main([str(tmp_path / "avg" / "checkpoint"), "--average-from", "3"])  # without --export
@@ -940,7 +988,9 @@ def test_one_member_of_a_mixture_exports_as_an_agent_with_its_recipe(tmp_path):
 
 
 def test_printing_metadata_into_a_reader_that_stops_early_is_quiet():
-    """``python -m training.core.checkpoint classic-4p | head -1``: the closed pipe ends the command without a traceback."""
+    """``python -m training.core.checkpoint classic-4p | head -1``: the closed pipe ends the command without a
+    traceback.
+    """
     proc = subprocess.Popen(
         [sys.executable, "-m", "training.core.checkpoint", "classic-4p"],
         cwd=ROOT,
@@ -973,7 +1023,9 @@ def test_a_run_can_start_from_the_weights_of_another(tmp_path):
 
 
 def test_games_carry_on_across_updates_between_checkpoints(tmp_path):
-    """A game is longer than one rollout here (8 decisions), so games end only if they continue from update to update."""
+    """A game is longer than one rollout here (8 decisions), so games end only if they continue from update to
+    update.
+    """
     from training.cli.train import main
 
     sets = [
@@ -1006,7 +1058,9 @@ def _weights(model) -> tuple:
 
 @pytest.mark.parametrize("overlap", [False, True])
 def test_the_exploiter_learns_at_its_own_rate_annealed_like_the_policys(tmp_path, overlap):
-    """``opponents.exploiter_learning_rate``: the exploiter's Adam rate, annealed with ``ppo.anneal_lr`` as the policy's is; the policy keeps ``ppo.learning_rate``."""
+    """``opponents.exploiter_learning_rate``: the exploiter's Adam rate, annealed with ``ppo.anneal_lr`` as the
+    policy's is; the policy keeps ``ppo.learning_rate``.
+    """
     sets = [
         "--set",
         "opponents.exploiter=0.5",
@@ -1029,7 +1083,9 @@ def test_the_exploiter_learns_at_its_own_rate_annealed_like_the_policys(tmp_path
 
 
 def test_overlap_rollouts_play_the_weights_from_before_the_update_they_overlap(tmp_path, monkeypatch):
-    """``ppo.overlap``: within a checkpoint segment, rollout k+1 is collected during update k (in the update process) with the weights update k started from; a segment's first rollout waits for the update before it."""
+    """``ppo.overlap``: within a checkpoint segment, rollout k+1 is collected during update k (in the update process)
+    with the weights update k started from; a segment's first rollout waits for the update before it.
+    """
     import training.algorithms.ppo as ppo
     from training.core.update_process import UpdateProcess
 
@@ -1074,7 +1130,9 @@ def test_overlap_rollouts_play_the_weights_from_before_the_update_they_overlap(t
 
 
 def test_an_overlapped_run_is_reproducible_and_resumes_exactly(tmp_path):
-    """The rollouts and the update process draw from their own generators, so overlap changes nothing run to run (the Adam states come back for each checkpoint)."""
+    """The rollouts and the update process draw from their own generators, so overlap changes nothing run to run (the
+    Adam states come back for each checkpoint).
+    """
     overlap = [
         "--set",
         "ppo.overlap=true",
@@ -1106,10 +1164,12 @@ def test_an_overlapped_run_is_reproducible_and_resumes_exactly(tmp_path):
 
 
 def test_sampling_draws_legal_actions_with_the_softmax_probabilities():
-    """``ActorCritic.sample`` (inverse-CDF, one draw per row): never an illegal action, frequencies within sampling error of the masked softmax."""
+    """``ActorCritic.sample`` (inverse-CDF, one draw per row): never an illegal action, frequencies within sampling
+    error of the masked softmax.
+    """
     model = ActorCritic(GameConfig(num_players=4), [32], card_counting=True, seed=0).eval()
     gen = torch.Generator().manual_seed(0)
-    for trial in range(3):
+    for _trial in range(3):
         obs = torch.rand(1, model.observation_size, generator=gen) * 3
         mask = torch.rand(1, model.num_actions, generator=gen) > 0.8
         mask[0, -1] = True  # the last action legal too: the draw's upper edge
@@ -1128,7 +1188,9 @@ def test_sampling_draws_legal_actions_with_the_softmax_probabilities():
 
 
 def test_the_readability_benchmark_scores_a_reader_beside_the_copies_own_calls(tmp_path, capsys):
-    """``benchmarks/bench_readability.py``: responses among copies, labelled with the hidden truth; honest claims are all readable."""
+    """``benchmarks/bench_readability.py``: responses among copies, labelled with the hidden truth; honest claims are
+    all readable.
+    """
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
@@ -1166,7 +1228,8 @@ def test_the_readability_benchmark_scores_a_reader_beside_the_copies_own_calls(t
 @pytest.mark.parametrize("minibatches", [1, 3])
 def test_the_magnets_kl_in_an_update_is_kl_of_the_policy_from_the_magnet_on_the_same_rows(minibatches):
     """The magnet's policy is computed once per update (it is frozen); each minibatch's KL must still pair every row
-    with the magnet's policy on that row. With learning rate 0 the reported KL (the last minibatch's) is computed directly.
+    with the magnet's policy on that row. With learning rate 0 the reported KL (the last minibatch's) is computed
+    directly.
     """
     from cockroach_env.batched import BatchedGames
     from training.core.config import PPOConfig
@@ -1213,8 +1276,10 @@ def test_the_magnets_kl_in_an_update_is_kl_of_the_policy_from_the_magnet_on_the_
 def test_keep_agent_every_keeps_the_agent_at_those_updates_and_a_resume_rewrites_the_ones_after_its_checkpoint(
     tmp_path,
 ):
-    """``schedule.keep_agent_every``: ``agents/update_<U>`` at every multiple (the run's agent at that update, the last one ``final``'s
-    weights); a resumed run keeps those its checkpoint holds and writes its own after it, identical to the uninterrupted run's.
+    """``schedule.keep_agent_every``: ``agents/update_<U>`` at every multiple (the run's agent at that update, the last
+    one ``final``'s
+    weights); a resumed run keeps those its checkpoint holds and writes its own after it, identical to the
+    uninterrupted run's.
     """
     from training.core.checkpoint import load_agent, load_checkpoint
 
@@ -1277,8 +1342,19 @@ def test_advantages_match_a_reference_rebuilt_from_the_logged_games(
 
     envs, steps, rollouts = 12, 30, 6
     options = {"num_players": players, **({"max_steps": max_steps} if max_steps else {})}
-    cfg = config_from_dict({"game": options, "ppo": {"num_envs": envs, "num_steps": steps, "gamma": gamma, "gae_lambda": lam},
-                            "opponents": {"self_play": 0.3, "snapshots": 0.2, "exploiter": 0.3, "baselines": {"random": 0.2}, "learner_seats": list(learner_seats)}})  # fmt: skip
+    cfg = config_from_dict(
+        {
+            "game": options,
+            "ppo": {"num_envs": envs, "num_steps": steps, "gamma": gamma, "gae_lambda": lam},
+            "opponents": {
+                "self_play": 0.3,
+                "snapshots": 0.2,
+                "exploiter": 0.3,
+                "baselines": {"random": 0.2},
+                "learner_seats": list(learner_seats),
+            },
+        }
+    )
     game = cfg.game_config()
     models = {
         code: ActorCritic(game, [16], seed=seed) for code, seed in ((ppo.POLICY_SEAT, 1), (ppo.EXPLOITER_SEAT, 2))
@@ -1368,14 +1444,15 @@ def test_advantages_match_a_reference_rebuilt_from_the_logged_games(
         successor = {a: b for ids in by_seat.values() for a, b in zip(ids, ids[1:])}
         last = {ids[-1]: ends[g] for (g, _), ids in by_seat.items() if g in ends}
 
-        def done_by(i, t_end):  # its next decision or its game's end happened within the rollouts up to t_end
+        # its next decision or its game's end happened within the rollouts up to t_end
+        def done_by(i, t_end, log=log, successor=successor, last=last):
             return (log[successor[i]]["t"] if i in successor else last[i][1] if i in last else t_end) < t_end
 
         for r in range(rollouts):
             t_end = max(t for (rr, _, _, t) in trained[code].values() if rr == r)
             memo: dict = {}
 
-            def advantage(i):
+            def advantage(i, memo=memo, t_end=t_end, log=log, successor=successor, last=last):
                 if i not in memo:
                     if not done_by(i, t_end):
                         memo[i] = 0.0

@@ -58,8 +58,20 @@ from training.core.runs import (
 )
 from training.evaluation.exact import DEFAULT_MAX_NODES, GameTree, InformationSetPolicy, build_tree, evaluate, game_tree
 
-CFR_RESUMABLE_CHANGES = ("cfr.iterations", "cfr.evaluate_every", "cfr.checkpoint_every", "cfr.distill_steps", "cfr.distill_learning_rate", "cfr.descent",
-                         "schedule.time_limit_minutes", "evaluation", "device", "torch_threads", "output_dir", "model")  # fmt: skip
+CFR_RESUMABLE_CHANGES = (
+    "cfr.iterations",
+    "cfr.evaluate_every",
+    "cfr.checkpoint_every",
+    "cfr.distill_steps",
+    "cfr.distill_learning_rate",
+    "cfr.descent",
+    "schedule.time_limit_minutes",
+    "evaluation",
+    "device",
+    "torch_threads",
+    "output_dir",
+    "model",
+)
 """Config entries that may differ between a CFR run and its resumption (none of them changes the regrets)."""
 LOG_COLUMNS = ["iteration", "wall_seconds", "solver_seconds", "nash_conv", "exploitability"]
 SOLVER_SCHEMA: tuple[ckpt.Field, ...] = (
@@ -96,14 +108,18 @@ def train(
     initial_weights: dict | None = None,
     base_run: dict | None = None,
 ) -> Path:
-    """Run (or resume) CFR for ``config``; return the final agent checkpoint (the solver checkpoint with ``cfr.distill_steps: 0`` or when stopped early).
+    """Run (or resume) CFR for ``config``; return the final agent checkpoint (the solver checkpoint with
+    ``cfr.distill_steps: 0`` or when stopped early).
 
-    ``initial_weights`` is not used (a solver starts from zero regrets); ``progress_bar`` is accepted for the CLI's sake.
-    SIGINT or SIGTERM (in the main thread) stops after the current iteration with a checkpoint and raises ``Interrupted``.
+    ``initial_weights`` is not used (a solver starts from zero regrets); ``progress_bar`` is accepted for the CLI's
+    sake.
+    SIGINT or SIGTERM (in the main thread) stops after the current iteration with a checkpoint and raises
+    ``Interrupted``.
     """
     if initial_weights is not None:
         raise ckpt.CheckpointError(
-            "--init-from is not allowed with algorithm: cfr; a solver starts from zero regrets (resume a CFR run with --resume)"
+            "--init-from is not allowed with algorithm: cfr; a solver starts from zero regrets (resume a CFR "
+            "run with --resume)"
         )
     with StopSignals() as signals:
         return _train(config, resume, command, signals)
@@ -126,7 +142,9 @@ def _train(config: TrainConfig, resume: bool, command: str | None, signals: Stop
     else:
         state, progress = solver.initial_state(), {"wall_seconds": 0.0, "solver_seconds": 0.0, "commands": []}
     progress["commands"].append(command)
-    if not resume:  # started again (--overwrite): a stop before the first save leaves none of the replaced run's checkpoints to resume or load
+    # started again (--overwrite): a stop before the first save leaves none of the replaced run's checkpoints to resume
+    # or load
+    if not resume:
         for name in (CHECKPOINT_NAME, AGENT_NAME):
             ckpt.remove_checkpoint(run_dir / name)
     prepare_csv(run_dir / "cfr.csv", LOG_COLUMNS, state.iteration if resume else None, key="iteration")
@@ -199,7 +217,9 @@ class ObservationTablePolicy:
 
 
 def average_policy(solver: TreeSolver, state: SolverState, name: str = "cfr") -> Any:
-    """The average strategy as a profile seat for ``training.evaluation.exact`` (by observation or by information state)."""
+    """The average strategy as a profile seat for ``training.evaluation.exact`` (by observation or by information
+    state).
+    """
     average = solver.average_strategy(state)
     if solver.keys == "observation":
         return ObservationTablePolicy(solver.tree, average, name)
@@ -207,11 +227,14 @@ def average_policy(solver: TreeSolver, state: SolverState, name: str = "cfr") ->
 
 
 def load_policy(path: str | Path) -> Any:
-    """The average strategy of a solver checkpoint, on its own rule set (``ObservationTablePolicy`` or ``InformationSetPolicy``)."""
+    """The average strategy of a solver checkpoint, on its own rule set (``ObservationTablePolicy`` or
+    ``InformationSetPolicy``).
+    """
     checkpoint = ckpt.load_checkpoint(path)
     if checkpoint.metadata["kind"] != "solver":
         raise ckpt.CheckpointError(
-            f"{checkpoint.path}: a {checkpoint.metadata['kind']!r} checkpoint; expected a CFR solver checkpoint (runs/<name>/checkpoint of algorithm: cfr)"
+            f"{checkpoint.path}: a {checkpoint.metadata['kind']!r} checkpoint; expected a CFR solver "
+            f"checkpoint (runs/<name>/checkpoint of algorithm: cfr)"
         )
     config = config_from_dict(checkpoint.metadata["training_config"], where=str(checkpoint.path))
     solver = TreeSolver(
@@ -225,11 +248,13 @@ def load_policy(path: str | Path) -> Any:
 
 
 def observation_table(solver: TreeSolver, state: SolverState) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The average strategy over observations, with each row's weights: ``(table, own reach, total reach, value)``, each (U, ...).
+    """The average strategy over observations, with each row's weights: ``(table, own reach, total reach, value)``,
+    each (U, ...).
 
     With information-state keys the table is the projection of the strategy onto observations: each observation's
     information sets weighted by chance x the acting seat's own reach (what the average strategy itself is weighted by).
-    ``own reach`` and ``total reach`` (chance x every seat) are summed per row; ``value`` is the acting seat's expected reward there.
+    ``own reach`` and ``total reach`` (chance x every seat) are summed per row; ``value`` is the acting seat's expected
+    reward there.
     """
     tree = solver.tree
     average = solver.average_strategy(state)
@@ -262,17 +287,25 @@ def _log(
     run_dir: Path, solver: TreeSolver, state: SolverState, progress: dict, game: GameConfig, tree: GameTree
 ) -> None:
     result = evaluate(average_policy(solver, state), game, tree)
-    row = {"iteration": state.iteration, "wall_seconds": round(progress["wall_seconds"], 2), "solver_seconds": round(progress["solver_seconds"], 2),
-           "nash_conv": f"{result.nash_conv:.6g}", "exploitability": f"{result.exploitability:.6g}"}  # fmt: skip
+    row = {
+        "iteration": state.iteration,
+        "wall_seconds": round(progress["wall_seconds"], 2),
+        "solver_seconds": round(progress["solver_seconds"], 2),
+        "nash_conv": f"{result.nash_conv:.6g}",
+        "exploitability": f"{result.exploitability:.6g}",
+    }
     append_csv(run_dir / "cfr.csv", LOG_COLUMNS, row)
     print(
-        f"cfr iteration {state.iteration}: NashConv {result.nash_conv:.5f} ({progress['solver_seconds']:.1f} s solving)",
+        f"cfr iteration {state.iteration}: NashConv {result.nash_conv:.5f} ({progress['solver_seconds']:.1f} "
+        f"s solving)",
         file=sys.stderr,
     )
 
 
 def _write_descent_log(path: Path, history: list[tuple[int, float, float]]) -> None:
-    """``descent.csv``: step, seconds, exact NashConv of the table over observations (rewritten whole: the descent reruns on resume)."""
+    """``descent.csv``: step, seconds, exact NashConv of the table over observations (rewritten whole: the descent
+    reruns on resume).
+    """
     prepare_csv(path, ["step", "seconds", "nash_conv"], None, key="step")
     with path.open("a", newline="") as handle:
         handle.writelines(f"{step},{seconds:.3f},{value:.6g}\n" for step, seconds, value in history)
@@ -333,12 +366,14 @@ def _state_from(checkpoint: ckpt.Checkpoint, solver: TreeSolver) -> SolverState:
         if tensor is None or tuple(tensor.shape) != shape or str(tensor.dtype) != "torch.float64":
             found = "absent" if tensor is None else f"{tuple(tensor.shape)} {tensor.dtype}"
             raise ckpt.CheckpointError(
-                f"{checkpoint.path}: tensor 'cfr.{name}' is {found}; expected float64 of shape {shape} (the {solver.keys} keys of this rule set's tree)"
+                f"{checkpoint.path}: tensor 'cfr.{name}' is {found}; expected float64 of shape {shape} (the "
+                f"{solver.keys} keys of this rule set's tree)"
             )
         arrays[name] = tensor.numpy().copy()
     if (arrays["strategy_sum"] < 0).any():
         raise ckpt.CheckpointError(
-            f"{checkpoint.path}: tensor 'cfr.strategy_sum' holds negative values; expected a sum of probabilities weighted by reach"
+            f"{checkpoint.path}: tensor 'cfr.strategy_sum' holds negative values; expected a sum of "
+            f"probabilities weighted by reach"
         )
     return SolverState(
         iteration=checkpoint.metadata["step"]["iteration"],
@@ -361,12 +396,14 @@ def _restore(run_dir: Path, config: TrainConfig, solver: TreeSolver) -> tuple[So
     ]
     if differences:
         raise ckpt.CheckpointError(
-            f"{checkpoint.path}: cannot resume with a different config; changed: {differences} (only {list(CFR_RESUMABLE_CHANGES)} may change)"
+            f"{checkpoint.path}: cannot resume with a different config; changed: {differences} (only "
+            f"{list(CFR_RESUMABLE_CHANGES)} may change)"
         )
     state = _state_from(checkpoint, solver)
     if state.iteration > config.cfr.iterations:
         raise ckpt.CheckpointError(
-            f"{checkpoint.path}: the run is at iteration {state.iteration}, beyond cfr.iterations={config.cfr.iterations}; raise cfr.iterations to continue it"
+            f"{checkpoint.path}: the run is at iteration {state.iteration}, beyond "
+            f"cfr.iterations={config.cfr.iterations}; raise cfr.iterations to continue it"
         )
     step = meta["step"]
     return state, {
@@ -377,6 +414,47 @@ def _restore(run_dir: Path, config: TrainConfig, solver: TreeSolver) -> tuple[So
 
 
 # ---------------------------------------------------------------------------- the agent
+
+
+def _descend(path: Path, config: TrainConfig, targets, tree: GameTree, table_result, state: SolverState, signals):
+    """Exploitability descent (``cfr.descent_steps``) on the table over observations, logged in ``descent.csv``."""
+    from training.algorithms.descent import ObservationDescent
+
+    descent = ObservationDescent(tree).run(
+        targets,
+        config.cfr.descent_steps,
+        config.cfr.descent_learning_rate,
+        stop=lambda: signals.received is not None,
+    )
+    _write_descent_log(path.parent / "descent.csv", descent.history)
+    if signals.received is not None:
+        raise Interrupted(signals.received, path.parent / CHECKPOINT_NAME, state.iteration, "iteration")
+    print(
+        f"exploitability descent: {len(descent.history) - 1} steps in {descent.history[-1][1]:.1f} s, "
+        f"NashConv of the table over observations {table_result.nash_conv:.5f} -> {descent.nash_conv:.5f}",
+        file=sys.stderr,
+    )
+    return descent
+
+
+def _final_evaluation(config: TrainConfig, model, game: GameConfig, state: SolverState) -> dict | None:
+    """The distilled network against the baselines (``evaluation.final_games``), or None."""
+    from training.core.model import PolicyAgent
+
+    if not (config.evaluation.final_games and config.evaluation.opponents):
+        return None
+
+    def make(i: int) -> PolicyAgent:
+        return PolicyAgent(model, game, seed=config.seed + 7919 * i, name="policy")
+
+    results = evaluate_agent(
+        make, game, config.evaluation.opponents, config.evaluation.final_games, seed=config.seed + 10**6
+    )
+    print(
+        "final evaluation: " + ", ".join(f"vs {r['opponent']} {100 * r['loss_rate']:.1f}%" for r in results),
+        file=sys.stderr,
+    )
+    return {"iteration": state.iteration, "final": True, "results": results}
 
 
 def _distill_and_save(
@@ -402,48 +480,37 @@ def _distill_and_save(
     solved = evaluate(average_policy(solver, state), game, tree)
     targets, row_own, row_total, row_value = observation_table(solver, state)
     table_result = evaluate(ObservationTablePolicy(tree, targets), game, tree)
-    descent = None
-    if config.cfr.descent_steps:
-        from training.algorithms.descent import ObservationDescent
-
-        descent = ObservationDescent(tree).run(
-            targets,
-            config.cfr.descent_steps,
-            config.cfr.descent_learning_rate,
-            stop=lambda: signals.received is not None,
-        )
-        _write_descent_log(path.parent / "descent.csv", descent.history)
-        if signals.received is not None:
-            raise Interrupted(signals.received, path.parent / CHECKPOINT_NAME, state.iteration, "iteration")
-        print(
-            f"exploitability descent: {len(descent.history) - 1} steps in {descent.history[-1][1]:.1f} s, NashConv of the table over observations {table_result.nash_conv:.5f} -> {descent.nash_conv:.5f}",
-            file=sys.stderr,
-        )
+    descent = _descend(path, config, targets, tree, table_result, state, signals) if config.cfr.descent_steps else None
+    if descent is not None:
         targets = descent.table
     torch.manual_seed(config.seed)
     model = ActorCritic(
         game, config.model.hidden_sizes, config.model.activation, config.model.card_counting, seed=config.seed
     )
-    fit = distill(model, tree.observations, tree.masks, targets, row_weights(row_own), row_value, row_weights(row_total),
-                  steps=config.cfr.distill_steps, learning_rate=config.cfr.distill_learning_rate)  # fmt: skip
+    fit = distill(
+        model,
+        tree.observations,
+        tree.masks,
+        targets,
+        row_weights(row_own),
+        row_value,
+        row_weights(row_total),
+        steps=config.cfr.distill_steps,
+        learning_rate=config.cfr.distill_learning_rate,
+    )
     if signals.received is not None:
         raise Interrupted(signals.received, path.parent / CHECKPOINT_NAME, state.iteration, "iteration")
     agent = PolicyAgent(model, game, seed=config.seed, name="policy")
     network_result = evaluate(agent, game, tree)
-    print(f"distilled into {config.model.hidden_sizes} in {fit.seconds:.1f} s: weighted KL {fit.kl:.2e}, largest probability error {fit.max_error:.3f}; "
-          f"exact NashConv: solver {solved.nash_conv:.5f}, its table over observations {table_result.nash_conv:.5f}"
-          + (f", after descent {descent.nash_conv:.5f}" if descent else "") + f", network {network_result.nash_conv:.5f}", file=sys.stderr)  # fmt: skip
-    evaluation = None
-    if config.evaluation.final_games and config.evaluation.opponents:
-        make = lambda i: PolicyAgent(model, game, seed=config.seed + 7919 * i, name="policy")  # noqa: E731
-        results = evaluate_agent(
-            make, game, config.evaluation.opponents, config.evaluation.final_games, seed=config.seed + 10**6
-        )
-        evaluation = {"iteration": state.iteration, "final": True, "results": results}
-        print(
-            "final evaluation: " + ", ".join(f"vs {r['opponent']} {100 * r['loss_rate']:.1f}%" for r in results),
-            file=sys.stderr,
-        )
+    print(
+        f"distilled into {config.model.hidden_sizes} in {fit.seconds:.1f} s: weighted KL {fit.kl:.2e}, "
+        f"largest probability error {fit.max_error:.3f}; "
+        f"exact NashConv: solver {solved.nash_conv:.5f}, its table over observations {table_result.nash_conv:.5f}"
+        + (f", after descent {descent.nash_conv:.5f}" if descent else "")
+        + f", network {network_result.nash_conv:.5f}",
+        file=sys.stderr,
+    )
+    evaluation = _final_evaluation(config, model, game, state)
     metadata = {
         **_recipe("agent", config, progress),
         "step": {
@@ -469,7 +536,7 @@ def _distill_and_save(
                 "alternating": config.cfr.alternating,
                 "iterations": state.iteration,
             },
-        },  # fmt: skip
+        },
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     return ckpt.save_checkpoint(path, {f"model.{k}": v for k, v in model.state_dict().items()}, metadata)

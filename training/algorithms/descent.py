@@ -30,6 +30,8 @@ from training.evaluation.exact import GameTree
 
 @dataclass
 class DescentResult:
+    """What a descent returns: its best table and that table's NashConv."""
+
     table: np.ndarray
     """(U, A) the lowest-NashConv table seen."""
     nash_conv: float
@@ -81,7 +83,9 @@ class ObservationDescent:
         return total, gradient.reshape(self.num_rows, a)
 
     def value_against_and_gradient(self, table: np.ndarray, fixed: np.ndarray) -> tuple[float, np.ndarray]:
-        """The mean over seats ``s`` of ``s``'s value when it plays ``table`` and every other seat plays ``fixed`` (both (U, A)), and its (U, A) gradient in ``table``."""
+        """The mean over seats ``s`` of ``s``'s value when it plays ``table`` and every other seat plays ``fixed``
+        (both (U, A)), and its (U, A) gradient in ``table``.
+        """
         tree, flat, other = self.tree, table.reshape(-1), fixed.reshape(-1)
         total, gradient = 0.0, np.zeros(self.num_rows * self.num_actions)
         for s in range(tree.num_players):
@@ -142,7 +146,9 @@ class ObservationDescent:
     def run(
         self, table: np.ndarray, steps: int, learning_rate: float = 0.05, floor: float = 1e-6, stop=None
     ) -> DescentResult:
-        """``steps`` Adam steps on the logits of ``table`` (probabilities below ``floor`` start at ``floor``); ``stop()`` true ends it early."""
+        """``steps`` Adam steps on the logits of ``table`` (probabilities below ``floor`` start at ``floor``);
+        ``stop()`` true ends it early.
+        """
         logits = np.where(self.legal, np.log(np.clip(table, floor, None)), 0.0)
         first, second = np.zeros_like(logits), np.zeros_like(logits)
         beta1, beta2 = 0.9, 0.999

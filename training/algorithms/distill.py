@@ -27,6 +27,8 @@ WEIGHT_FLOOR = 0.1
 
 @dataclass
 class DistillResult:
+    """A distilled network and how closely it matches the table."""
+
     model: ActorCritic
     kl: float
     """Weighted mean KL(table || network) over the rows at the end (nats)."""

@@ -73,7 +73,9 @@ class MetaGame:
         return list(itertools.combinations_with_replacement(range(size), self.num_players))
 
     def missing_tables(self, size: int | None = None) -> list[tuple[int, ...]]:
-        """The tables of ``size`` members without an estimate yet (after adding member ``size - 1``: those that seat it)."""
+        """The tables of ``size`` members without an estimate yet (after adding member ``size - 1``: those that seat
+        it).
+        """
         return [t for t in self.tables(size) if t not in self.seat_games]
 
     def record(self, table: tuple[int, ...], seat_games: dict[int, int], losses: dict[int, int]) -> None:
@@ -110,12 +112,16 @@ class MetaGame:
         return utilities @ probability
 
     def nash_conv(self, x: np.ndarray) -> float:
-        """Gain of the best pure deviation against ``x``: ``max_i u(i | x) - x . u(x)`` (0 at a symmetric Nash equilibrium)."""
+        """Gain of the best pure deviation against ``x``: ``max_i u(i | x) - x . u(x)`` (0 at a symmetric Nash
+        equilibrium).
+        """
         u = self.expected_payoffs(x)
         return float(u.max() - np.dot(x, u))
 
     def _opponent_terms(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``U[i, R]`` (payoff of ``i`` against opponents ``R``), the member counts of each ``R`` and its multinomial coefficient."""
+        """``U[i, R]`` (payoff of ``i`` against opponents ``R``), the member counts of each ``R`` and its multinomial
+        coefficient.
+        """
         key = (
             self.size,
             getattr(self, "_revision", 0),
@@ -124,7 +130,8 @@ class MetaGame:
             missing = self.missing_tables()
             if missing:
                 raise ValueError(
-                    f"the meta-game of {self.size} members lacks the payoffs of tables {missing[:5]}{' ...' if len(missing) > 5 else ''}"
+                    f"the meta-game of {self.size} members lacks the payoffs of tables "
+                    f"{missing[:5]}{' ...' if len(missing) > 5 else ''}"
                 )
             opponents, counts, coefficients = opponent_multisets(self.size, self.num_players - 1)
             utilities = np.array(
@@ -180,7 +187,8 @@ def opponent_multisets(size: int, seats: int) -> tuple[list[tuple[int, ...]], np
 def projected_replicator_dynamics(
     game: MetaGame, iterations: int = 20_000, step: float = 0.5, floor: float = 1e-3
 ) -> np.ndarray:
-    """Replicator flow ``x_i += step * x_i (u(i|x) - x.u)``, projected onto ``{x >= floor/K, sum x = 1}``; the mean of the second half of the iterates.
+    """Replicator flow ``x_i += step * x_i (u(i|x) - x.u)``, projected onto ``{x >= floor/K, sum x = 1}``; the mean of
+    the second half of the iterates.
 
     ``step`` is in payoff units of loss rate (payoffs lie in [-1, 0]).
     """
@@ -243,6 +251,7 @@ def alpharank(game: MetaGame, alpha: float = 100.0, population_size: int = 50) -
 
 
 def uniform(game: MetaGame) -> np.ndarray:
+    """An equal weight per member."""
     return np.full(game.size, 1.0 / game.size)
 
 
@@ -281,10 +290,13 @@ def _project_simplex(v: np.ndarray, lowest: float) -> np.ndarray:
 
 @dataclass
 class ExploiterGame:
-    """What known exploiters do against a population: exploiter ``j`` in one seat, ``N - 1`` members drawn from a mixture in the others.
+    """What known exploiters do against a population: exploiter ``j`` in one seat, ``N - 1`` members drawn from a
+    mixture in the others.
 
-    ``seat_games[j][R]`` and ``losses[j][R]`` count exploiter ``j``'s games and losses at the table of the multiset ``R``
-    of ``N - 1`` member indices. Against a mixture ``x`` (each seat drawing its member from ``x``), exploiter ``j`` loses
+    ``seat_games[j][R]`` and ``losses[j][R]`` count exploiter ``j``'s games and losses at the table of the multiset
+    ``R``
+    of ``N - 1`` member indices. Against a mixture ``x`` (each seat drawing its member from ``x``), exploiter ``j``
+    loses
     ``sum_R P(R | x) L_j(R)``: the loss rate a best response reaches against that mixture, if ``j`` is one.
     """
 
@@ -328,9 +340,15 @@ class ExploiterGame:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "num_players": self.num_players, "size": self.size, "exploiters": self.exploiters,
-            "tables": [{"exploiter": j, "members": list(r), "seat_games": self.seat_games[j][r], "losses": self.losses[j][r]} for j in range(self.exploiters) for r in sorted(self.seat_games[j])],
-        }  # fmt: skip
+            "num_players": self.num_players,
+            "size": self.size,
+            "exploiters": self.exploiters,
+            "tables": [
+                {"exploiter": j, "members": list(r), "seat_games": self.seat_games[j][r], "losses": self.losses[j][r]}
+                for j in range(self.exploiters)
+                for r in sorted(self.seat_games[j])
+            ],
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ExploiterGame:
@@ -372,11 +390,14 @@ def minimax_weights(
     seed: int = 0,
     max_weight: float | None = None,
 ) -> np.ndarray:
-    """The mixture ``x`` that maximises the smallest exploiter loss rate, ``max_x min_j L_j(x)``, with ``costs[b] . x <= limits[b]``
+    """The mixture ``x`` that maximises the smallest exploiter loss rate, ``max_x min_j L_j(x)``, with ``costs[b] . x
+    <= limits[b]``
     and, with ``max_weight``, no member's weight above it.
 
-    ``costs[b]`` holds each member's loss rate in some match (one seat against N-1 copies of baseline ``b``): a mixture's
-    loss rate there is linear in ``x``, so the limits keep the mixture as strong as asked against the baselines. ``L_j`` is
+    ``costs[b]`` holds each member's loss rate in some match (one seat against N-1 copies of baseline ``b``): a
+    mixture's
+    loss rate there is linear in ``x``, so the limits keep the mixture as strong as asked against the baselines.
+    ``L_j`` is
     a polynomial of degree ``N - 1``: the maximum is searched by ``samples`` Dirichlet draws over the simplex (and its
     vertices and centre), then refined by shrinking random perturbations of the best point. ``ValueError`` if no point
     meets the limits, naming the best each limit allows. With ``max_weight`` every candidate is moved inside the cap by
@@ -387,7 +408,8 @@ def minimax_weights(
     k = game.size
     if max_weight is not None and not (0 < max_weight <= 1 and max_weight * k >= 1 - 1e-12):
         raise ValueError(
-            f"a largest member weight of {max_weight} is not allowed for {k} members; expected a value in [1/{k}, 1] = [{1 / k:.4g}, 1]"
+            f"a largest member weight of {max_weight} is not allowed for {k} members; expected a value in "
+            f"[1/{k}, 1] = [{1 / k:.4g}, 1]"
         )
     capped = (lambda y: cap_weights(y, max_weight)) if max_weight is not None else (lambda y: y)
     rng = np.random.default_rng(seed)
@@ -406,7 +428,8 @@ def minimax_weights(
         best = {b: float(np.min(costs[b])) for b in names}
         cap = f" with no weight above {max_weight}" if max_weight is not None else ""
         raise ValueError(
-            f"no mixture of these members{cap} meets the limits {limits}; the lowest loss rate each allows is {best} (one member alone)"
+            f"no mixture of these members{cap} meets the limits {limits}; the lowest loss rate each allows is "
+            f"{best} (one member alone)"
         )
     x, best = candidates[int(np.argmax(scores))], float(np.max(scores))
     for scale in np.geomspace(0.3, 0.003, 12):

@@ -61,7 +61,9 @@ AVERAGE = ckpt.NFSP_AVERAGE
 
 
 class Reservoir:
-    """A uniform sample of at most ``capacity`` of all the decisions added (Vitter's algorithm R, a batch at a time), stored compactly."""
+    """A uniform sample of at most ``capacity`` of all the decisions added (Vitter's algorithm R, a batch at a time),
+    stored compactly.
+    """
 
     def __init__(self, capacity: int, obs_size: int, num_actions: int):
         self.capacity, self.obs_size, self.num_actions = capacity, obs_size, num_actions
@@ -76,8 +78,10 @@ class Reservoir:
         self.seen = 0
 
     def add(self, obs: np.ndarray, mask: np.ndarray, action: np.ndarray, rng: np.random.Generator) -> None:
-        """Add decisions (rows of ``obs``, ``mask``, ``action``): decision ``t`` (counting from 0 over all ever added) takes a free
-        slot while there is one, and afterwards slot ``j``, uniform in ``[0, t]``, if ``j < capacity`` (else it is not kept).
+        """Add decisions (rows of ``obs``, ``mask``, ``action``): decision ``t`` (counting from 0 over all ever added)
+        takes a free
+        slot while there is one, and afterwards slot ``j``, uniform in ``[0, t]``, if ``j < capacity`` (else it is not
+        kept).
         """
         n = len(action)
         if n == 0:
@@ -113,15 +117,21 @@ class Reservoir:
         }
 
     def restore(self, tensors: dict[str, torch.Tensor], size: int, seen: int, where: str) -> None:
-        """Hold what ``tensors`` (from ``tensors()``, without the prefix) held; ``CheckpointError`` if it does not fit this reservoir."""
+        """Hold what ``tensors`` (from ``tensors()``, without the prefix) held; ``CheckpointError`` if it does not fit
+        this reservoir.
+        """
         expected = {"obs": (size, self.obs_size), "mask": (size, self.mask.shape[1]), "action": (size,)}
-        problems = [f"{name}: {tuple(tensors[name].shape) if name in tensors else 'missing'}, expected {shape}" for name, shape in expected.items()
-                    if name not in tensors or tuple(tensors[name].shape) != shape]  # fmt: skip
+        problems = [
+            f"{name}: {tuple(tensors[name].shape) if name in tensors else 'missing'}, expected {shape}"
+            for name, shape in expected.items()
+            if name not in tensors or tuple(tensors[name].shape) != shape
+        ]
         if not 0 <= size <= min(seen, self.capacity):
             problems.append(f"size {size} with {seen} decisions seen and capacity {self.capacity}")
         if problems:
             raise ckpt.CheckpointError(
-                f"{where}: the average policy's reservoir does not fit nfsp.reservoir_size={self.capacity}: {'; '.join(problems)}"
+                f"{where}: the average policy's reservoir does not fit nfsp.reservoir_size={self.capacity}: "
+                f"{'; '.join(problems)}"
             )
         obs = tensors["obs"].numpy()
         if obs.dtype != np.uint8:
@@ -133,7 +143,8 @@ class Reservoir:
 
 
 class AveragePolicy:
-    """NFSP's average policy: a network, its Adam state and its reservoir of best-response decisions (what ``training.algorithms.ppo`` trains
+    """NFSP's average policy: a network, its Adam state and its reservoir of best-response decisions (what
+    ``training.algorithms.ppo`` trains
     beside its policy when ``train`` is given one).
     """
 
@@ -150,11 +161,15 @@ class AveragePolicy:
         self.seconds = 0.0
 
     def observe(self, rollout, rows: np.ndarray) -> None:
-        """The best response's decisions ``rows`` of ``rollout`` (a ``training.core.learner.Rollout``) enter the reservoir."""
+        """The best response's decisions ``rows`` of ``rollout`` (a ``training.core.learner.Rollout``) enter the
+        reservoir.
+        """
         self.reservoir.add(rollout.obs[rows], rollout.mask[rows], rollout.action[rows], self.rng)
 
     def update(self) -> dict[str, float]:
-        """``nfsp.sl_steps`` supervised steps on the reservoir (none until it holds a minibatch); the statistics to log."""
+        """``nfsp.sl_steps`` supervised steps on the reservoir (none until it holds a minibatch); the statistics to
+        log.
+        """
         started = time.perf_counter()
         device = next(self.model.parameters()).device
         if self.reservoir.size >= self.settings.sl_batch_size:
@@ -181,9 +196,14 @@ class AveragePolicy:
         tensors.update(optimizer_tensors)
         tensors.update(self.reservoir.tensors(f"{AVERAGE}.reservoir"))
         record = {
-            "reservoir": {"size": self.reservoir.size, "seen": self.reservoir.seen, "capacity": self.reservoir.capacity},
-            "rng": ckpt.numpy_rng_state(self.rng), "loss": None if math.isnan(self.loss) else self.loss,
-        }  # fmt: skip
+            "reservoir": {
+                "size": self.reservoir.size,
+                "seen": self.reservoir.seen,
+                "capacity": self.reservoir.capacity,
+            },
+            "rng": ckpt.numpy_rng_state(self.rng),
+            "loss": None if math.isnan(self.loss) else self.loss,
+        }
         return tensors, {AVERAGE: record, f"{AVERAGE}.optimizer": optimizer}
 
     def restore(self, checkpoint: ckpt.Checkpoint) -> None:
@@ -195,7 +215,8 @@ class AveragePolicy:
             or f"{AVERAGE}.optimizer" not in checkpoint.metadata
         ):
             raise ckpt.CheckpointError(
-                f"{checkpoint.path}: no average policy (metadata {AVERAGE!r} with reservoir and rng, and {AVERAGE + '.optimizer'!r}); not a run checkpoint of algorithm: nfsp"
+                f"{checkpoint.path}: no average policy (metadata {AVERAGE!r} with reservoir and rng, and "
+                f"{AVERAGE + '.optimizer'!r}); not a run checkpoint of algorithm: nfsp"
             )
         ckpt.check_shapes(checkpoint, f"{AVERAGE}.model")
         held = record["reservoir"]
@@ -275,8 +296,10 @@ def train(
 ) -> Path:
     """Run (or resume) NFSP for ``config``; return the path of the final agent checkpoint (the average policy).
 
-    ``initial_weights`` start both networks (``--init-from``). The PPO loop (``training.algorithms.ppo.train``) runs the best response,
-    with the average policy at its ``opponents.population`` tables, and trains the average policy after each of its updates (``AveragePolicyHooks``).
+    ``initial_weights`` start both networks (``--init-from``). The PPO loop (``training.algorithms.ppo.train``) runs
+    the best response,
+    with the average policy at its ``opponents.population`` tables, and trains the average policy after each of its
+    updates (``AveragePolicyHooks``).
     """
     if config.algorithm != "nfsp":
         raise ValueError(f"config.algorithm={config.algorithm!r}; training.algorithms.nfsp.train runs algorithm: nfsp")
@@ -300,7 +323,8 @@ def train(
         hooks=AveragePolicyHooks(average),
     )
     print(
-        f"average policy: {average.reservoir.seen:,} best-response decisions seen, {average.reservoir.size:,} in the reservoir, {average.seconds:.0f} s of supervised steps",
+        f"average policy: {average.reservoir.seen:,} best-response decisions seen, {average.reservoir.size:,} "
+        f"in the reservoir, {average.seconds:.0f} s of supervised steps",
         file=sys.stderr,
     )
     return path

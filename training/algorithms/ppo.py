@@ -123,7 +123,9 @@ class Progress:
     population: dict[str, Any] | None = None
     """The fixed population of ``opponents.population`` (``Population.record``), checked on resume."""
     checkpoints: dict[str, Any] | None = None
-    """The frozen opponents of ``opponents.checkpoints`` (their records from ``load_checkpoint_opponents``), checked on resume."""
+    """The frozen opponents of ``opponents.checkpoints`` (their records from ``load_checkpoint_opponents``), checked on
+    resume.
+    """
 
 
 @dataclass
@@ -139,7 +141,8 @@ class Population:
         weights = np.asarray(self.weights, np.float64)
         if len(self.models) == 0 or len(weights) != len(self.models) or len(self.names) != len(self.models):
             raise ValueError(
-                f"a population needs one weight and one name per member; got {len(self.models)} members, {len(weights)} weights, {len(self.names)} names"
+                f"a population needs one weight and one name per member; got {len(self.models)} members, "
+                f"{len(weights)} weights, {len(self.names)} names"
             )
         if (weights < 0).any() or not weights.sum() > 0:
             raise ValueError(
@@ -183,7 +186,8 @@ class FixedOpponents:
 
 
 def load_checkpoint_opponents(config: TrainConfig, game: GameConfig) -> dict[str, tuple[Population, dict[str, Any]]]:
-    """Each ``opponents.checkpoints`` entry as a ``Population`` (a mixture's members and weights; an agent or a run alone)
+    """Each ``opponents.checkpoints`` entry as a ``Population`` (a mixture's members and weights; an agent or a run
+    alone)
     and its record (resolved metadata path, tensor sha256). ``CheckpointError`` names the entry that fails to load or
     was trained for other rules.
     """
@@ -210,7 +214,9 @@ def load_checkpoint_opponents(config: TrainConfig, game: GameConfig) -> dict[str
 
 
 class Tables:
-    """Who sits where in each game: ``owner[b, s]`` is ``POLICY_SEAT``, ``EXPLOITER_SEAT``, else an index (>= 1) into ``opponents``."""
+    """Who sits where in each game: ``owner[b, s]`` is ``POLICY_SEAT``, ``EXPLOITER_SEAT``, else an index (>= 1) into
+    ``opponents``.
+    """
 
     def __init__(self, config: TrainConfig, game: GameConfig, batch: int, fixed: FixedOpponents | None = None):
         self.n = game.num_players
@@ -250,7 +256,9 @@ class Tables:
         seat_order = rng.permuted(np.tile(np.arange(self.n), (len(games), 1)), axis=1)
         picks = rng.integers(0, max(len(snapshot_indices), 1), size=len(games))
         seat_counts = rng.choice(self.learner_seat_counts, size=len(games))
-        member_codes = {  # each seat's member, for the tables of each fixed group (drawn only with one, so that other runs draw as they always did)
+        # each seat's member, for the tables of each fixed group (drawn only with one, so that other runs draw as they
+        # always did)
+        member_codes = {
             kind: POPULATION_SEAT - first - rng.choice(len(weights), size=(len(games), self.n), p=weights)
             for kind, first, weights in self.fixed_groups
         }
@@ -312,7 +320,9 @@ class PPOHooks:
         return policy
 
     def after_update(self, batch: tuple, fixed: FixedOpponents | None) -> dict[str, float]:
-        """After the policy's update on ``batch`` (its rollout, advantages, returns and trained rows): statistics to log."""
+        """After the policy's update on ``batch`` (its rollout, advantages, returns and trained rows): statistics to
+        log.
+        """
         return {}
 
     def checkpoint_state(self) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -398,7 +408,8 @@ def _train(
         run.state.decisions += run.decisions_per_update
         run.state.games += sum(games for games, _, _ in outcomes.values())
 
-        # ------------------------------------------------------------ 2. advantages (GAE) and 3. update, for each learner
+        # ------------------------------------------------------------ 2. advantages (GAE) and 3. update, for each
+        # learner
         stats = _advantages_and_update(run, loop, update)
 
         # ------------------------------------------------------------ 4. snapshots, exploiter reset, evaluation, logs,
@@ -565,7 +576,9 @@ def _resume(run: _Run) -> Path | None:
 
 
 def _start_fresh(run: _Run, initial_weights: dict | None, base_run: dict | None) -> None:
-    """A new run: its opponents' records, its initial weights, the exploiter and magnet from them, the first snapshot."""
+    """A new run: its opponents' records, its initial weights, the exploiter and magnet from them, the first
+    snapshot.
+    """
     state, policy = run.state, run.policy
     state.population = run.population.record if run.population is not None else None
     state.checkpoints = run.checkpoint_records
@@ -822,7 +835,9 @@ def _finish(run: _Run, loop: _Loop, signals: StopSignals, stop_reason: str | Non
 
 @dataclass
 class _RolloutArgs:
-    """What a rollout reads and advances: the learners (their networks and rollouts), the tables, the games, the opponents and the generators."""
+    """What a rollout reads and advances: the learners (their networks and rollouts), the tables, the games, the
+    opponents and the generators.
+    """
 
     learners: dict[int, Learner]
     tables: Tables
@@ -841,7 +856,9 @@ class _RolloutArgs:
 
 
 def _rollout(args: _RolloutArgs, step):
-    """Play ``num_steps`` decisions in every game; returns the new step and the outcomes per table kind (games, policy seat-games, policy losses)."""
+    """Play ``num_steps`` decisions in every game; returns the new step and the outcomes per table kind (games, policy
+    seat-games, policy losses).
+    """
     for learner in args.learners.values():
         learner.model.eval()
     outcomes = {kind: [0, 0, 0] for kind in args.tables.kinds}  # kind -> [games, policy seat-games, policy losses]
@@ -966,7 +983,8 @@ def evaluate_model(
 def evaluate_agent(
     make_agent, game: GameConfig, opponents: list[str], num_games: int, seed: int
 ) -> list[dict[str, Any]]:
-    """``make_agent(i)`` (an agent named ``policy``) in one seat against baseline ``opponents[i]`` in all the others, in the arena.
+    """``make_agent(i)`` (an agent named ``policy``) in one seat against baseline ``opponents[i]`` in all the others,
+    in the arena.
 
     Each result holds the policy's loss rate and its behaviour (``false_offer_rate``,
     ``false_pass_rate``, ``call_accuracy``), and the same three of the opponents' seats
@@ -1065,7 +1083,8 @@ def save_run_checkpoint(
     command: str,
     hooks: PPOHooks | None = None,
 ) -> Path:
-    """Everything ``--resume`` needs: weights, Adam state (of the policy and the exploiter), magnet, pool, RNG states, counters;
+    """Everything ``--resume`` needs: weights, Adam state (of the policy and the exploiter), magnet, pool, RNG states,
+    counters;
     and what ``hooks`` adds (NFSP: the average policy's weights, Adam state, reservoir and generator).
     """
     tensors, optimizers = {}, {}
@@ -1095,7 +1114,8 @@ def save_run_checkpoint(
 
 
 def _prune_kept_agents(directory: Path, update: int) -> None:
-    """Remove the kept agents (``schedule.keep_agent_every``) after ``update``: on resume those of the continuation that the
+    """Remove the kept agents (``schedule.keep_agent_every``) after ``update``: on resume those of the continuation
+    that the
     checkpoint does not hold (the resumed run writes its own at those updates), on a fresh start (``update=-1``, with
     ``--overwrite``) all of the replaced run's; tidy the others' stale files.
     """
@@ -1114,8 +1134,10 @@ def _prune_kept_agents(directory: Path, update: int) -> None:
 def save_agent_checkpoint(
     path: Path, config: TrainConfig, model: ActorCritic, state: Progress, command: str, network: str | None = None
 ) -> Path:
-    """The weights only (small), with the metadata users and the arena need. ``network``: which of an NFSP run's networks
-    it is, if not the evaluated one (``best response``: recorded, without the evaluations, which are the average policy's).
+    """The weights only (small), with the metadata users and the arena need. ``network``: which of an NFSP run's
+    networks
+    it is, if not the evaluated one (``best response``: recorded, without the evaluations, which are the average
+    policy's).
     """
     tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
     metadata = _metadata(config, state, command, "agent")
@@ -1131,10 +1153,19 @@ def _prefixed(policy: Learner, exploiter: Learner | None) -> list[tuple[str, Lea
 
 
 RESUMABLE_CHANGES = (
-    "schedule.total_decisions", "schedule.time_limit_minutes", "schedule.keep_agent_every", "evaluation", "device", "torch_threads", "output_dir",
-    "nfsp.sl_learning_rate", "nfsp.sl_steps", "nfsp.sl_batch_size",
-)  # fmt: skip
-"""Config entries that may differ between a run and its resumption (NFSP's supervised steps: an average policy that should
+    "schedule.total_decisions",
+    "schedule.time_limit_minutes",
+    "schedule.keep_agent_every",
+    "evaluation",
+    "device",
+    "torch_threads",
+    "output_dir",
+    "nfsp.sl_learning_rate",
+    "nfsp.sl_steps",
+    "nfsp.sl_batch_size",
+)
+"""Config entries that may differ between a run and its resumption (NFSP's supervised steps: an average policy that
+should
 settle, e.g. a lower ``nfsp.sl_learning_rate`` late in a run; the reservoir's size may not change)."""
 
 
@@ -1158,9 +1189,11 @@ def _restore(
     except ConfigError as error:
         raise ckpt.CheckpointError(f"{checkpoint.path}: its training config is not valid here: {error}") from None
     except (KeyError, TypeError, ValueError, RuntimeError, IndexError, AttributeError) as error:
-        # Everything was validated against RUN_SCHEMA; what is left is a checkpoint altered in a way the schema cannot see.
+        # Everything was validated against RUN_SCHEMA; what is left is a checkpoint altered in a way the schema cannot
+        # see.
         raise ckpt.CheckpointError(
-            f"{checkpoint.path}: the run state cannot be restored ({type(error).__name__}: {error}); the checkpoint is inconsistent"
+            f"{checkpoint.path}: the run state cannot be restored ({type(error).__name__}: {error}); the "
+            f"checkpoint is inconsistent"
         ) from None
 
 
@@ -1181,7 +1214,8 @@ def _restore_from(
     ]
     if differences:
         raise ckpt.CheckpointError(
-            f"{checkpoint.path}: cannot resume with a different config; changed: {differences} (only {list(RESUMABLE_CHANGES)} may change)"
+            f"{checkpoint.path}: cannot resume with a different config; changed: {differences} (only "
+            f"{list(RESUMABLE_CHANGES)} may change)"
         )
     for prefix in (
         [f"{p}model" for p, _ in _prefixed(policy, exploiter)]
@@ -1192,7 +1226,8 @@ def _restore_from(
     progress_keys = {f.name for f in dataclasses.fields(Progress)}
     if set(meta["progress"]) - progress_keys:
         raise ckpt.CheckpointError(
-            f"{checkpoint.path}: metadata field 'progress' has unknown entries {sorted(set(meta['progress']) - progress_keys)}; expected some of {sorted(progress_keys)}"
+            f"{checkpoint.path}: metadata field 'progress' has unknown entries "
+            f"{sorted(set(meta['progress']) - progress_keys)}; expected some of {sorted(progress_keys)}"
         )
     hooks.restore(checkpoint)  # (checks its part of the checkpoint before it loads it)
     for prefix, learner in _prefixed(policy, exploiter):
@@ -1251,24 +1286,51 @@ class RunLogs:
         ]
         stats = ["pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac", "explained_variance"]
         self.metrics_columns = [
-            "update", "decisions", "samples", "games", "wall_seconds", "decisions_per_second", "learning_rate",
-            *stats, *(["magnet_kl"] if config.ppo.magnet_coef else []), *extra_columns, "pool_size", *[f"train_loss_rate_vs_{k}" for k in self.opponent_kinds],
+            "update",
+            "decisions",
+            "samples",
+            "games",
+            "wall_seconds",
+            "decisions_per_second",
+            "learning_rate",
+            *stats,
+            *(["magnet_kl"] if config.ppo.magnet_coef else []),
+            *extra_columns,
+            "pool_size",
+            *[f"train_loss_rate_vs_{k}" for k in self.opponent_kinds],
             *[f"exploiter_{k}" for s in exploiter for k in ("loss_rate", *stats)],
-        ]  # fmt: skip
+        ]
         self.eval_columns = [
-            "update", "decisions", "wall_seconds", "final", "opponent", "games", "loss_rate", "ci95_low", "ci95_high", "parity",
-            "false_offer_rate", "false_pass_rate", "call_accuracy",
-        ]  # fmt: skip
+            "update",
+            "decisions",
+            "wall_seconds",
+            "final",
+            "opponent",
+            "games",
+            "loss_rate",
+            "ci95_low",
+            "ci95_high",
+            "parity",
+            "false_offer_rate",
+            "false_pass_rate",
+            "call_accuracy",
+        ]
         for name, columns in (("metrics.csv", self.metrics_columns), ("eval.csv", self.eval_columns)):
             prepare_csv(run_dir / name, columns, resume_update)
         self.writer = tensorboard_writer(run_dir, resume_update)
 
     def train_row(self, state: Progress, lr: float, sps: float, stats: dict, outcomes: dict, pool_size: int) -> None:
         row = {
-            "update": state.update, "decisions": state.decisions, "samples": state.samples, "games": state.games,
-            "wall_seconds": round(state.wall_seconds, 2), "decisions_per_second": round(sps), "learning_rate": lr,
-            **{k: round(v, 6) for k, v in stats.items()}, "pool_size": pool_size,
-        }  # fmt: skip
+            "update": state.update,
+            "decisions": state.decisions,
+            "samples": state.samples,
+            "games": state.games,
+            "wall_seconds": round(state.wall_seconds, 2),
+            "decisions_per_second": round(sps),
+            "learning_rate": lr,
+            **{k: round(v, 6) for k, v in stats.items()},
+            "pool_size": pool_size,
+        }
         for kind in self.opponent_kinds:
             _, seat_games, losses = outcomes.get(kind, (0, 0, 0))
             row[f"train_loss_rate_vs_{kind}"] = (
@@ -1291,11 +1353,21 @@ class RunLogs:
     def eval_rows(self, entry: dict) -> None:
         for result in entry["results"]:
             row = {
-                "update": entry["update"], "decisions": entry["decisions"], "wall_seconds": entry["wall_seconds"], "final": int(entry["final"]),
-                "opponent": result["opponent"], "games": result["games"], "loss_rate": round(result["loss_rate"], 4),
-                "ci95_low": round(result["ci95"][0], 4), "ci95_high": round(result["ci95"][1], 4), "parity": round(result["parity"], 4),
-                **{k: ("" if result.get(k) is None else round(result[k], 4)) for k in ("false_offer_rate", "false_pass_rate", "call_accuracy")},
-            }  # fmt: skip
+                "update": entry["update"],
+                "decisions": entry["decisions"],
+                "wall_seconds": entry["wall_seconds"],
+                "final": int(entry["final"]),
+                "opponent": result["opponent"],
+                "games": result["games"],
+                "loss_rate": round(result["loss_rate"], 4),
+                "ci95_low": round(result["ci95"][0], 4),
+                "ci95_high": round(result["ci95"][1], 4),
+                "parity": round(result["parity"], 4),
+                **{
+                    k: ("" if result.get(k) is None else round(result[k], 4))
+                    for k in ("false_offer_rate", "false_pass_rate", "call_accuracy")
+                },
+            }
             append_csv(self.run_dir / "eval.csv", self.eval_columns, row)
             self.writer.add_scalar(f"eval/loss_rate_vs_{result['opponent']}", result["loss_rate"], entry["update"])
         self.writer.flush()

@@ -57,9 +57,17 @@ from training.core.runs import AGENT_NAME, CHECKPOINT_NAME, append_csv, config_d
 PSRO_RESUMABLE_CHANGES = (*RESUMABLE_CHANGES, "psro.iterations", "psro.meta_solver")
 """Config entries that may differ between a PSRO run and its resumption."""
 LOG_COLUMNS = [
-    "iteration", "members", "decisions", "wall_seconds", "best_response_seconds", "payoff_seconds", "new_tables",
-    "best_response_gain", "meta_nash_conv", "meta_strategy",
-]  # fmt: skip
+    "iteration",
+    "members",
+    "decisions",
+    "wall_seconds",
+    "best_response_seconds",
+    "payoff_seconds",
+    "new_tables",
+    "best_response_gain",
+    "meta_nash_conv",
+    "meta_strategy",
+]
 
 
 @dataclass
@@ -92,7 +100,8 @@ def train(
     The population starts with one network: random, or ``initial_weights``; or with every ``(name, weights)`` of
     ``initial_population`` (``--init-from`` a mixture), whose meta-game is played and solved before the first iteration.
 
-    PSRO prints one line per iteration; ``progress_bar`` is accepted for the CLI's sake (the best responses run without bars).
+    PSRO prints one line per iteration; ``progress_bar`` is accepted for the CLI's sake (the best responses run without
+    bars).
     """
     game = config.game_config()
     psro = config.psro
@@ -296,7 +305,8 @@ def _final_evaluation(config: TrainConfig, game, members: list[dict], state: PSR
     return {"iteration": state.iteration, "final": True, "results": results}
 
 
-# ---------------------------------------------------------------------------- the pieces (module-level: they run as Ray tasks too)
+# ---------------------------------------------------------------------------- the pieces (module-level: they run as Ray
+# tasks too)
 
 
 def train_best_response(
@@ -332,7 +342,9 @@ def train_best_response(
 def evaluate_table(
     config_data: dict, table: tuple[int, ...], members: dict[int, dict], games: int, seed: int
 ) -> tuple[tuple[int, ...], dict[int, int], dict[int, int]]:
-    """Play ``games`` at ``table`` (member indices, weights in ``members``) in the batched arena: per member, seat-games and losses."""
+    """Play ``games`` at ``table`` (member indices, weights in ``members``) in the batched arena: per member,
+    seat-games and losses.
+    """
     config = config_from_dict(config_data, where="payoff config")
     game = config.game_config()
     if config.torch_threads:
@@ -344,7 +356,9 @@ def evaluate_table(
 def play_table(
     models: dict[int, ActorCritic], game: GameConfig, table: tuple[int, ...], games: int, seed: int
 ) -> tuple[dict[int, int], dict[int, int]]:
-    """One meta-game table: ``games`` in the batched arena (duplicate deals, seat rotation) between the members ``table`` names; per member, seat-games and losses."""
+    """One meta-game table: ``games`` in the batched arena (duplicate deals, seat rotation) between the members
+    ``table`` names; per member, seat-games and losses.
+    """
     from training.evaluation.arena import play_match
 
     agents = {m: PolicyAgent(models[m], game, seed=seed + 31 * m, name=f"member_{m}") for m in sorted(set(table))}
@@ -365,7 +379,8 @@ def _play_new_tables(workers, config: TrainConfig, members: list[dict], meta_gam
 
 
 def _best_response_config(config: TrainConfig, iteration: int, k: int, run_dir: Path) -> TrainConfig:
-    """The PPO run of best response ``k`` of ``iteration``: the config's PPO and model, the population in every other seat
+    """The PPO run of best response ``k`` of ``iteration``: the config's PPO and model, the population in every other
+    seat
     (in ``psro.population_share`` of its tables; the config's opponent mix in the rest).
     """
     data = config.to_dict()
@@ -378,9 +393,17 @@ def _best_response_config(config: TrainConfig, iteration: int, k: int, run_dir: 
     share = config.psro.population_share
     if share >= 1:  # PSRO's pure best response
         data["opponents"] = {
-            **data["opponents"], "self_play": 0.0, "snapshots": 0.0, "exploiter": 0.0, "exploiter_reset_every": 0, "population": 1.0,
-            "baselines": {}, "checkpoints": {}, "snapshot_every": 0, "beat_pool_loss_rate": 0.0,
-        }  # fmt: skip
+            **data["opponents"],
+            "self_play": 0.0,
+            "snapshots": 0.0,
+            "exploiter": 0.0,
+            "exploiter_reset_every": 0,
+            "population": 1.0,
+            "baselines": {},
+            "checkpoints": {},
+            "snapshot_every": 0,
+            "beat_pool_loss_rate": 0.0,
+        }
     else:  # a robust best response: the config's opponent mix in the rest of its tables
         mix = data["opponents"]
         rest = (
@@ -392,10 +415,14 @@ def _best_response_config(config: TrainConfig, iteration: int, k: int, run_dir: 
         )
         scale = (1 - share) / rest
         data["opponents"] = {
-            **mix, "self_play": mix["self_play"] * scale, "snapshots": mix["snapshots"] * scale, "exploiter": mix["exploiter"] * scale,
+            **mix,
+            "self_play": mix["self_play"] * scale,
+            "snapshots": mix["snapshots"] * scale,
+            "exploiter": mix["exploiter"] * scale,
             "baselines": {name: weight * scale for name, weight in mix["baselines"].items()},
-            "checkpoints": {name: weight * scale for name, weight in mix["checkpoints"].items()}, "population": share,
-        }  # fmt: skip
+            "checkpoints": {name: weight * scale for name, weight in mix["checkpoints"].items()},
+            "population": share,
+        }
     data["schedule"] = {
         **data["schedule"],
         "total_decisions": config.psro.best_response_decisions,
@@ -452,7 +479,8 @@ def _restore(run_dir: Path, config: TrainConfig) -> tuple[list[dict], PSROState,
     meta = checkpoint.metadata
     if meta["kind"] != "mixture" or "psro" not in meta:
         raise ckpt.CheckpointError(
-            f"{checkpoint.path}: not a PSRO run checkpoint (kind {meta['kind']!r}, no 'psro' entry); cannot resume it with algorithm: psro"
+            f"{checkpoint.path}: not a PSRO run checkpoint (kind {meta['kind']!r}, no 'psro' entry); cannot "
+            f"resume it with algorithm: psro"
         )
     saved = config_from_dict(meta["training_config"], where=str(checkpoint.path))
     differences = [
@@ -460,7 +488,8 @@ def _restore(run_dir: Path, config: TrainConfig) -> tuple[list[dict], PSROState,
     ]
     if differences:
         raise ckpt.CheckpointError(
-            f"{checkpoint.path}: cannot resume with a different config; changed: {differences} (only {list(PSRO_RESUMABLE_CHANGES)} may change)"
+            f"{checkpoint.path}: cannot resume with a different config; changed: {differences} (only "
+            f"{list(PSRO_RESUMABLE_CHANGES)} may change)"
         )
     members = [m.state_dict() for m in member_models(checkpoint)]
     entries = meta["mixture"]["members"]

@@ -13,7 +13,9 @@ from training.core.checkpoint import CheckpointError, export_agent, read_metadat
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Print a checkpoint's metadata, or export its weights (``python -m training.checkpoint PATH [--export DEST [--member NAME] [--average-from UPDATE | --average-with CKPT ...] [--overwrite]]``)."""
+    """Print a checkpoint's metadata, or export its weights (``python -m training.checkpoint PATH [--export DEST
+    [--member NAME] [--average-from UPDATE | --average-with CKPT ...] [--overwrite]]``).
+    """
     import argparse
 
     parser = argparse.ArgumentParser(
@@ -27,22 +29,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--member",
         metavar="NAME",
-        help="with --export of a mixture: the member to export (its name or its index); "
-        "of an NFSP run checkpoint: average (the default, the run's agent) or best_response",
+        help="with --export: the mixture member (name or index), or an NFSP run's average (default) or best_response",
     )
     parser.add_argument(
         "--overwrite", action="store_true", help="with --export: replace an existing checkpoint at DEST"
     )
     parser.add_argument(
-        "--average-from", metavar="UPDATE", type=int,
-        help="with --export of a run checkpoint: export the average of the policy's weights and of every policy snapshot in the run's pool "
-        "taken at UPDATE or later (stochastic weight averaging; docs/training.md)",
-    )  # fmt: skip
+        "--average-from",
+        metavar="UPDATE",
+        type=int,
+        help="with --export of a run: average the policy with its pool's snapshots from UPDATE on",
+    )
     parser.add_argument(
-        "--average-with", metavar="CKPT", action="append", default=[],
-        help="with --export (repeatable): export the average of the checkpoint's network and of each CKPT's, all of one game and network shape "
-        "(e.g. an NFSP run's kept agents, runs/NAME/agents/update_U; docs/training.md)",
-    )  # fmt: skip
+        "--average-with",
+        metavar="CKPT",
+        action="append",
+        default=[],
+        help="with --export (repeatable): average the network with CKPT's (one game and network shape)",
+    )
     args = parser.parse_args(argv)
     if (
         args.member is not None or args.overwrite or args.average_from is not None or args.average_with

@@ -32,11 +32,14 @@ from training.evaluation.report import describe_config, format_result
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``cockroach-eval``."""
     parser = argparse.ArgumentParser(
         prog="cockroach-eval",
-        description="Play Cockroach Poker agents against each other with seat rotation and duplicate deals; report loss rates with 95% Wilson intervals and behaviour statistics.",
+        description="Play Cockroach Poker agents against each other with seat rotation and duplicate deals; "
+        "report loss rates with 95% Wilson intervals and behaviour statistics.",
         epilog="Agents: "
-        + "baseline names (random, honest, bluffer, heuristic), module:Class, checkpoint paths/names, or Stable-Baselines3 model.zip files; NAME*K repeats an agent K times.",
+        + "baseline names (random, honest, bluffer, heuristic), module:Class, checkpoint paths/names, or "
+        "Stable-Baselines3 model.zip files; NAME*K repeats an agent K times.",
     )
     parser.add_argument("agents", nargs="+", help="one agent per seat (or the pool, with --league)")
     parser.add_argument(
@@ -113,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="replace an existing --json or --plot file, and earlier game records in the --save-games DIR",
     )
     parser.add_argument("--quiet", action="store_true", help="no table and no progress bar")
-    add_torch_threads_option(parser, 0, "torch's own; with --ray, in this process only, the tasks keep Ray's setting")
+    add_torch_threads_option(parser, 0)
     return parser
 
 
@@ -154,8 +157,8 @@ def checkpoint_rules(entries: Sequence[Any]) -> GameConfig | None:
             from training.core.checkpoint import read_metadata
 
             return GameConfig(**read_metadata(entry)["game_config"])
-        except Exception:  # noqa: BLE001 - not a readable checkpoint: the arena names the problem when it loads the entry
-            continue
+        except Exception:  # noqa: BLE001
+            continue  # not a readable checkpoint: the arena names the problem when it loads the entry
     return None
 
 
@@ -196,6 +199,7 @@ def _parse_value(text: str) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """``cockroach-eval``: play the lineup and print the report; the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
     problem = output_file_problem("--json", args.json, replace=args.overwrite) or output_file_problem(
@@ -209,7 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         entries = expand_lineup(args.agents)
         if len(entries) < 2 and args.players is None:
             raise ArenaError(
-                f"the lineup {args.agents} has {len(entries)} agent(s); expected one per seat, at least 2 (NAME*K repeats an agent K times)"
+                f"the lineup {args.agents} has {len(entries)} agent(s); expected one per seat, at least 2 "
+                f"(NAME*K repeats an agent K times)"
             )
         default_players = (4 if len(entries) >= 4 else len(entries)) if args.league else len(entries)
         config = config_from_args(args, default_players, entries)

@@ -61,13 +61,17 @@ RECIPE_KEYS = (
     "created",
     "psro",
 )
-"""What a checkpoint's metadata contributes to its recipe: a member's entry of ``mixture.recipes`` (one per member, in member
-order), or for a mixture without recipes of its own (PSRO's), its one entry of ``mixture.sources``, which its members' entries name."""
+"""What a checkpoint's metadata contributes to its recipe: a member's entry of ``mixture.recipes`` (one per member, in
+member
+order), or for a mixture without recipes of its own (PSRO's), its one entry of ``mixture.sources``, which its members'
+entries name.
+"""
 SHARED_KEYS = ("game_config", "model", "observation_size", "num_actions", "layout_version")
 """What every member must have in common (the network shape and the rule set), copied into the mixture's metadata."""
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``cockroach-mixture``."""
     parser = argparse.ArgumentParser(
         prog="cockroach-mixture",
         description=__doc__.split("\n\n")[1],
@@ -85,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--weights",
         nargs="+",
         metavar="W",
-        help="one weight per MEMBER (>= 0, positive sum; normalised); a mixture MEMBER shares its weight among its members",
+        help="one weight per MEMBER (>= 0, positive sum; normalised); a mixture MEMBER shares its weight "
+        "among its members",
     )
     weighting.add_argument(
         "--meta-solver",
@@ -125,14 +130,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --meta-solver or --exploiters: games per table (default 400)",
     )
     parser.add_argument(
-        "--prune-below", type=unit_weight, default=0.0, metavar="W",
+        "--prune-below",
+        type=unit_weight,
+        default=0.0,
+        metavar="W",
         help="drop the members of weight below W, their weight shared among the rest (default 0: keep all)",
-    )  # fmt: skip
+    )
     add_torch_threads_option(parser, 1)
     parser.add_argument(
-        "--payoff-cache", metavar="PATH",
+        "--payoff-cache",
+        metavar="PATH",
         help="with --exploiters: a JSON file of the tables already played, read and extended (docs/scaling.md)",
-    )  # fmt: skip
+    )
     add_ray_option(parser, "--exploiters, --meta-solver: play the tables")
     parser.add_argument(
         "--seed",
@@ -172,25 +181,29 @@ def load_members(sources: list[str]) -> list[tuple[str, ckpt.Checkpoint]]:
         path = ckpt.resolve(source).resolve()
         if path in seen:
             raise ValueError(
-                f"MEMBER {source!r} is the checkpoint {seen[path]!r} again ({path}); give each member once and weight it with --weights"
+                f"MEMBER {source!r} is the checkpoint {seen[path]!r} again ({path}); give each member once "
+                f"and weight it with --weights"
             )
         seen[path] = source
         checkpoint = ckpt.load_checkpoint(source)
         if checkpoint.metadata["kind"] == "solver":
             raise ValueError(
-                f"MEMBER {source!r} is a CFR solver checkpoint (kind 'solver'); expected an agent, run or mixture checkpoint with a network"
+                f"MEMBER {source!r} is a CFR solver checkpoint (kind 'solver'); expected an agent, run or "
+                f"mixture checkpoint with a network"
             )
         loaded.append((source, checkpoint))
     first_source, first = loaded[0]
     for source, checkpoint in loaded[1:]:
         if checkpoint.game_config != first.game_config:
             raise ValueError(
-                f"MEMBER {source!r} was trained for {checkpoint.game_config} but {first_source!r} for {first.game_config}; expected members of one rule set"
+                f"MEMBER {source!r} was trained for {checkpoint.game_config} but {first_source!r} for "
+                f"{first.game_config}; expected members of one rule set"
             )
         for key in SHARED_KEYS[1:]:
             if checkpoint.metadata.get(key) != first.metadata.get(key):
                 raise ValueError(
-                    f"MEMBER {source!r} has {key}={checkpoint.metadata.get(key)!r} but {first_source!r} has {first.metadata.get(key)!r}; "
+                    f"MEMBER {source!r} has {key}={checkpoint.metadata.get(key)!r} but {first_source!r} has "
+                    f"{first.metadata.get(key)!r}; "
                     "expected members of one network shape and one observation layout"
                 )
     return loaded
@@ -246,7 +259,8 @@ def play_tables(
     networks: dict[int, dict], tables: list[tuple[tuple[int, ...], dict[int, int], int]], games: int, threads: int
 ) -> list[tuple[dict[int, int], dict[int, int]]]:
     """Play ``tables`` between portable ``networks`` (``ActorCritic.portable``, by id) for ``games`` games each
-    (``training.algorithms.psro.play_table``). A table is ``(seats, players, seed)``: the player index at each seat, the network id of
+    (``training.algorithms.psro.play_table``). A table is ``(seats, players, seed)``: the player index at each seat,
+    the network id of
     each player index, and its seed; its result is per player index, seat-games and losses. The unit of work that
     ``--ray`` sends to a task; every input is plain data or tensors, so it computes the same anywhere.
     """
@@ -265,7 +279,9 @@ def play_tables(
 def play_baseline(
     network: dict, baseline: str, games: int, seed: int, agent_seed: int, threads: int
 ) -> tuple[int, int]:
-    """A portable network in one seat against N-1 copies of ``baseline`` (arena, duplicate deals, seat rotation): seat-games and losses."""
+    """A portable network in one seat against N-1 copies of ``baseline`` (arena, duplicate deals, seat rotation):
+    seat-games and losses.
+    """
     from training.core.model import ActorCritic, PolicyAgent
     from training.evaluation.arena import play_match
 
@@ -278,7 +294,9 @@ def play_baseline(
 
 
 def play_meta_game(models: list[Any], game, games: int, seed: int, workers=None, threads: int = 1) -> MetaGame:
-    """The members' symmetric meta-game: every table of ``game.num_players`` members played for ``games`` games (``play_tables``; one task a table on ``workers``)."""
+    """The members' symmetric meta-game: every table of ``game.num_players`` members played for ``games`` games
+    (``play_tables``; one task a table on ``workers``).
+    """
     workers = workers or LocalExecutor()
     meta_game = MetaGame(game.num_players, size=len(models))
     tables = meta_game.missing_tables()
@@ -327,7 +345,9 @@ PAYOFF_CACHE_FORMAT = "cockroach-poker-payoff-cache"
 
 
 def model_digest(model) -> str:
-    """The SHA-256 of a network's weights (names, dtypes, shapes and values): its identity in a payoff cache, wherever it was loaded from."""
+    """The SHA-256 of a network's weights (names, dtypes, shapes and values): its identity in a payoff cache, wherever
+    it was loaded from.
+    """
     digest = hashlib.sha256()
     for name, tensor in sorted(model.state_dict().items()):
         array = tensor.detach().cpu().contiguous().numpy()
@@ -337,7 +357,9 @@ def model_digest(model) -> str:
 
 
 def content_seed(seed: int, *parts: Any) -> int:
-    """A table's seed from ``--seed`` and what it plays (digests, names), not from the order of the command's arguments."""
+    """A table's seed from ``--seed`` and what it plays (digests, names), not from the order of the command's
+    arguments.
+    """
     return int.from_bytes(hashlib.sha256("|".join(map(str, (seed, *parts))).encode()).digest()[:8], "little") % 2**31
 
 
@@ -363,7 +385,8 @@ class PayoffCache:
             return {}
         except (OSError, ValueError) as error:  # (UnicodeDecodeError and JSONDecodeError are ValueErrors)
             raise ValueError(
-                f"{where} cannot be read as a payoff cache ({error}); expected a JSON file written by cockroach-mixture, or a path that does not exist yet"
+                f"{where} cannot be read as a payoff cache ({error}); expected a JSON file written by "
+                f"cockroach-mixture, or a path that does not exist yet"
             ) from None
         if (
             not isinstance(data, dict)
@@ -371,11 +394,14 @@ class PayoffCache:
             or not isinstance(data.get("entries"), dict)
         ):
             raise ValueError(
-                f"{where} is not a payoff cache (format {data.get('format') if isinstance(data, dict) else type(data).__name__!r}); expected format {PAYOFF_CACHE_FORMAT!r} with an 'entries' object"
+                f"{where} is not a payoff cache (format "
+                f"{data.get('format') if isinstance(data, dict) else type(data).__name__!r}); expected format "
+                f"{PAYOFF_CACHE_FORMAT!r} with an 'entries' object"
             )
         if data.get("game_config") != self.game:
             raise ValueError(
-                f"{where} holds tables of {data.get('game_config')}, but the members play {self.game}; expected a cache of one rule set: choose another path"
+                f"{where} holds tables of {data.get('game_config')}, but the members play {self.game}; "
+                f"expected a cache of one rule set: choose another path"
             )
         for key, value in data["entries"].items():
             if not (
@@ -409,7 +435,8 @@ class PayoffCache:
         Builds that share one cache (two ``cockroach-mixture`` commands at once) each keep what the other played: the
         file is re-read and merged under an exclusive lock on a sidecar ``.lock`` file (POSIX ``flock``), then replaced
         atomically. A key names its table's content and seed, so two builds that both played it hold the same result.
-        If the file was replaced by something that is not this rule set's cache, nothing is written and the error says so.
+        If the file was replaced by something that is not this rule set's cache, nothing is written and the error says
+        so.
         """
         if self.path is None:
             return
@@ -424,7 +451,9 @@ class PayoffCache:
 
 @contextlib.contextmanager
 def _exclusive_lock(path: Path):
-    """Hold an exclusive advisory lock on ``path`` (created if missing) for the ``with`` block; a no-op where ``fcntl`` is missing (Windows)."""
+    """Hold an exclusive advisory lock on ``path`` (created if missing) for the ``with`` block; a no-op where ``fcntl``
+    is missing (Windows).
+    """
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX
@@ -445,7 +474,8 @@ def load_exploiters(sources: list[str], game) -> list[Any]:
         checkpoint = ckpt.load_checkpoint(source, game=game)
         if checkpoint.metadata["kind"] not in ("agent", "run"):
             raise ValueError(
-                f"--exploiters {source!r} is a {checkpoint.metadata['kind']!r} checkpoint; expected an agent or run checkpoint (one network, such as a cockroach-exploit best response)"
+                f"--exploiters {source!r} is a {checkpoint.metadata['kind']!r} checkpoint; expected an agent "
+                f"or run checkpoint (one network, such as a cockroach-exploit best response)"
             )
         models.append(ckpt.build_model_from(checkpoint, "model"))
     return models
@@ -465,7 +495,8 @@ def play_exploiter_game(
 
     A table is played in a canonical order, the exploiter first and the members by digest, with a seed of its content:
     its result does not depend on where the exploiter and members stand in the command, so a cache can serve it, and it
-    is the same whichever process plays it. The tables the cache lacks go to ``workers`` (``training.core.distributed``), one
+    is the same whichever process plays it. The tables the cache lacks go to ``workers``
+    (``training.core.distributed``), one
     task per exploiter, as many exploiters at once as it has workers; the cache is saved after each such batch.
     """
     cache = cache or PayoffCache(None, game)
@@ -514,7 +545,8 @@ def play_exploiter_game(
             for rest, key, _, _ in plans[j]:
                 result.record(j, rest, *(cache.entries[key] if key in fresh else cache.served(key)))
             print(
-                f"exploiter {j + 1}/{len(exploiters)}: {len(plans[j])} tables ({len(lacking)} played, {len(plans[j]) - len(lacking)} from the payoff cache)",
+                f"exploiter {j + 1}/{len(exploiters)}: {len(plans[j])} tables ({len(lacking)} played, "
+                f"{len(plans[j]) - len(lacking)} from the payoff cache)",
                 file=sys.stderr,
             )
         cache.save()
@@ -531,8 +563,10 @@ def baseline_costs(
     workers=None,
     threads: int = 1,
 ) -> dict[str, np.ndarray]:
-    """Each member's loss rate in one seat against N-1 copies of each limited baseline (``play_baseline``), through ``cache``;
-    the matches the cache lacks go to ``workers``, one task each, as many at once as it has workers, the cache saved after each batch.
+    """Each member's loss rate in one seat against N-1 copies of each limited baseline (``play_baseline``), through
+    ``cache``;
+    the matches the cache lacks go to ``workers``, one task each, as many at once as it has workers, the cache saved
+    after each batch.
     """
     cache = cache or PayoffCache(None, game)
     workers = workers or LocalExecutor()
@@ -570,12 +604,16 @@ def baseline_costs(
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``cockroach-mixture``: build a mixture checkpoint of the members; the exit status."""
     args = build_parser().parse_args(argv)
     output = Path(args.output)
     meta_path, _ = ckpt.checkpoint_files(output)
     problem = output_file_problem("OUTPUT", meta_path, checkpoint=True)
     if problem is None and meta_path.exists() and not args.overwrite:
-        problem = f"OUTPUT {args.output!r}: a checkpoint already exists at {meta_path}; pass --overwrite to replace it, or choose another path"
+        problem = (
+            f"OUTPUT {args.output!r}: a checkpoint already exists at {meta_path}; pass --overwrite to "
+            f"replace it, or choose another path"
+        )
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
@@ -590,7 +628,8 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("--max-weight needs --exploiters (it caps the weights that --exploiters solves for)")
         if args.payoff_cache is not None and not args.exploiters:
             raise ValueError(
-                "--payoff-cache needs --exploiters (it keeps the exploiter tables and baseline games that --exploiters plays)"
+                "--payoff-cache needs --exploiters (it keeps the exploiter tables and baseline games that "
+                "--exploiters plays)"
             )
         if args.ray is not None and not args.exploiters and (args.weights is not None or args.meta_solver == "uniform"):
             raise ValueError(
@@ -602,7 +641,10 @@ def main(argv: list[str] | None = None) -> int:
             and args.payoff_cache is not None
             and Path(args.payoff_cache).resolve() == meta_path.resolve()
         ):
-            cache_problem = f"--payoff-cache {args.payoff_cache!r} is OUTPUT's metadata file {str(meta_path)!r}, which the build writes; expected another path"
+            cache_problem = (
+                f"--payoff-cache {args.payoff_cache!r} is OUTPUT's metadata file "
+                f"{str(meta_path)!r}, which the build writes; expected another path"
+            )
         if cache_problem:
             raise ValueError(cache_problem)
         loaded = load_members(args.members)
@@ -677,7 +719,8 @@ def _weights_against_exploiters(args, models, game, exploiters, cache, limits, w
     """
     if args.max_weight is not None and args.max_weight * len(models) < 1 - 1e-12:
         print(
-            f"error: --max-weight {args.max_weight} is not allowed for {len(models)} members (weights sum to 1); expected W of at least 1/{len(models)} = {1 / len(models):.4g}",
+            f"error: --max-weight {args.max_weight} is not allowed for {len(models)} members (weights sum to "
+            f"1); expected W of at least 1/{len(models)} = {1 / len(models):.4g}",
             file=sys.stderr,
         )
         return 2
@@ -694,14 +737,27 @@ def _weights_against_exploiters(args, models, game, exploiters, cache, limits, w
     rates = exploiter_game.exploiter_loss_rates(member_weights)
     uniform_rates = exploiter_game.exploiter_loss_rates(np.full(len(models), 1 / len(models)))
     mixture.update(
-        exploiters=list(args.exploiters), exploiter_game=exploiter_game.to_dict(), payoff_games=args.payoff_games, seed=args.seed,
-        exploiter_loss_rates=[round(float(r), 5) for r in rates], limits=limits, baseline_games=args.baseline_games,
+        exploiters=list(args.exploiters),
+        exploiter_game=exploiter_game.to_dict(),
+        payoff_games=args.payoff_games,
+        seed=args.seed,
+        exploiter_loss_rates=[round(float(r), 5) for r in rates],
+        limits=limits,
+        baseline_games=args.baseline_games,
         **({"max_weight": args.max_weight} if args.max_weight is not None else {}),
         member_baseline_loss_rates={b: [round(float(v), 5) for v in c] for b, c in costs.items()},
-        **({"payoff_cache": {"path": args.payoff_cache, "tables_played": cache.played, "tables_reused": cache.hits}} if args.payoff_cache else {}),
-    )  # fmt: skip
-    print(f"weights against {len(exploiters)} exploiters in {time.perf_counter() - started:.0f} s: their loss rates {np.round(rates, 4).tolist()} "
-          f"(smallest {rates.min():.4f}; with equal weights {np.round(uniform_rates, 4).tolist()})", file=sys.stderr)  # fmt: skip
+        **(
+            {"payoff_cache": {"path": args.payoff_cache, "tables_played": cache.played, "tables_reused": cache.hits}}
+            if args.payoff_cache
+            else {}
+        ),
+    )
+    print(
+        f"weights against {len(exploiters)} exploiters in {time.perf_counter() - started:.0f} s: their loss "
+        f"rates {np.round(rates, 4).tolist()} "
+        f"(smallest {rates.min():.4f}; with equal weights {np.round(uniform_rates, 4).tolist()})",
+        file=sys.stderr,
+    )
     return member_weights, exploiter_game
 
 
@@ -717,7 +773,8 @@ def _solved_weights(args, models, game, workers, mixture: dict):
         meta_nash_conv=round(meta_game.nash_conv(member_weights), 5),
     )
     print(
-        f"meta-game of {len(models)} members solved by {args.meta_solver} in {time.perf_counter() - started:.0f} s: NashConv {100 * mixture['meta_nash_conv']:.2f} points",
+        f"meta-game of {len(models)} members solved by {args.meta_solver} in "
+        f"{time.perf_counter() - started:.0f} s: NashConv {100 * mixture['meta_nash_conv']:.2f} points",
         file=sys.stderr,
     )
     return member_weights
@@ -730,7 +787,8 @@ def _prune(args, models, names, recipes, member_weights, exploiter_game, mixture
     keep = member_weights >= args.prune_below
     if not keep.any():
         print(
-            f"error: --prune-below {args.prune_below} drops every member; the weights are {dict(zip(names, member_weights.round(4).tolist()))}; expected W at most the largest weight",
+            f"error: --prune-below {args.prune_below} drops every member; the weights are "
+            f"{dict(zip(names, member_weights.round(4).tolist()))}; expected W at most the largest weight",
             file=sys.stderr,
         )
         return 2
@@ -745,7 +803,7 @@ def _prune(args, models, names, recipes, member_weights, exploiter_game, mixture
             if exploiter_game is not None
             else {}
         ),
-    }  # fmt: skip  (the exploiter tables index the members before pruning: names_before)
+    }  # (the exploiter tables index the members before pruning: names_before)
     models, names, recipes = (
         [m for m, k in zip(models, keep) if k],
         [n for n, k in zip(names, keep) if k],
@@ -753,7 +811,8 @@ def _prune(args, models, names, recipes, member_weights, exploiter_game, mixture
     )
     member_weights, mixture["recipes"] = kept[keep], recipes
     print(
-        f"pruned {int((~keep).sum())} members below weight {args.prune_below}: {[entry['name'] for entry in mixture['pruned']['members']]}",
+        f"pruned {int((~keep).sum())} members below weight {args.prune_below}: "
+        f"{[entry['name'] for entry in mixture['pruned']['members']]}",
         file=sys.stderr,
     )
     return models, names, recipes, member_weights

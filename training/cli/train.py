@@ -1,11 +1,14 @@
-"""``cockroach-train``: train a self-play PPO agent (or, with ``algorithm: psro``, a PSRO mixture; with ``algorithm: cfr``, CFR on a small rule set's exact tree, distilled into a network; with ``algorithm: nfsp``, NFSP's average policy) from a YAML config.
+"""``cockroach-train``: train a self-play PPO agent (or, with ``algorithm: psro``, a PSRO mixture; with ``algorithm:
+cfr``, CFR on a small rule set's exact tree, distilled into a network; with ``algorithm: nfsp``, NFSP's average policy)
+from a YAML config.
 
 cockroach-train --config configs/ppo_4p.yaml
 cockroach-train --config configs/ppo_4p.yaml --set ppo.learning_rate=1e-3 --set seed=2
 cockroach-train --config configs/ppo_4p.yaml --resume      # continue runs/ppo_4p
 cockroach-train --config configs/psro_2p.yaml --ray        # PSRO, its iterations' pieces on a local Ray cluster
 cockroach-train --config configs/cfr_mini.yaml             # CFR on mini's exact tree -> runs/cfr_mini/final
-cockroach-train --config configs/nfsp_4p.yaml --init-from classic-4p-mixture   # NFSP: runs/nfsp_4p/final is the average policy
+cockroach-train --config configs/nfsp_4p.yaml --init-from classic-4p-mixture   # NFSP: runs/nfsp_4p/final is the
+average policy
 """
 
 from __future__ import annotations
@@ -21,10 +24,13 @@ from training.core.output_paths import run_dir_problem
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``cockroach-train``."""
     parser = argparse.ArgumentParser(
         prog="cockroach-train",
-        description="Self-play masked PPO for Cockroach Poker. Writes runs/<name>/: checkpoint.json + checkpoint.<G>.safetensors (for --resume), "
-        "final.json + final.<G>.safetensors (the trained weights, for load_agent and cockroach-eval), metrics.csv, eval.csv, tensorboard/ and learning_curves.png. "
+        description="Self-play masked PPO for Cockroach Poker. Writes runs/<name>/: checkpoint.json + "
+        "checkpoint.<G>.safetensors (for --resume), "
+        "final.json + final.<G>.safetensors (the trained weights, for load_agent and cockroach-eval), "
+        "metrics.csv, eval.csv, tensorboard/ and learning_curves.png. "
         "SIGINT/SIGTERM: finish the current update (CFR: iteration), save, exit 130/143 (continue with --resume).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="config options (YAML keys, or --set dotted.key=value):\n" + "\n".join(describe_options()),
@@ -199,8 +205,10 @@ def _resume_command(args) -> str:
 
 
 def _initial_weights(path: str, config) -> tuple[dict | None, list[tuple[str, dict]] | None, dict]:
-    """``(weights, population, base_run)`` of ``path``, checked against the rules and network of ``config``: the weights to start from
-    and the record of where they came from. A mixture starts PSRO's population from all its members (``population``: name and
+    """``(weights, population, base_run)`` of ``path``, checked against the rules and network of ``config``: the
+    weights to start from
+    and the record of where they came from. A mixture starts PSRO's population from all its members (``population``:
+    name and
     weights of each) and anything else from its heaviest member.
     """
     from training.core.checkpoint import CheckpointError, build_model, load_checkpoint, member_models, mixture_weights
@@ -236,7 +244,8 @@ def _initial_weights(path: str, config) -> tuple[dict | None, list[tuple[str, di
     heaviest = int(weights.argmax())
     base_run["member"] = names[heaviest]
     print(
-        f"--init-from {path}: a mixture of {len(names)}; starting from its heaviest member {names[heaviest]!r} (weight {weights[heaviest] / weights.sum():.3f})",
+        f"--init-from {path}: a mixture of {len(names)}; starting from its heaviest member "
+        f"{names[heaviest]!r} (weight {weights[heaviest] / weights.sum():.3f})",
         file=sys.stderr,
     )
     return models[heaviest].state_dict(), None, base_run

@@ -182,7 +182,9 @@ RUN_SCHEMA: tuple[Field, ...] = (
         "a numpy bit generator state",
     ),
 )
-"""What a run checkpoint holds besides ``SCHEMA``, to be resumed (``load_checkpoint(..., schema=RUN_SCHEMA)`` in ``training.algorithms.ppo``)."""
+"""What a run checkpoint holds besides ``SCHEMA``, to be resumed (``load_checkpoint(..., schema=RUN_SCHEMA)`` in
+``training.algorithms.ppo``).
+"""
 
 _MISSING = object()
 
@@ -200,7 +202,8 @@ def validate_metadata(meta: Any, schema: tuple[Field, ...], where: Path | str) -
         if value is _MISSING:
             if field.required:
                 raise CheckpointError(
-                    f"{where}: the metadata lacks {field.path!r} (expected {field.expected}); the file is incomplete or not a checkpoint of this version"
+                    f"{where}: the metadata lacks {field.path!r} (expected {field.expected}); the file is "
+                    f"incomplete or not a checkpoint of this version"
                 )
             continue
         if not field.check(value):
@@ -315,8 +318,10 @@ def remove_stale(path: str | os.PathLike) -> list[Path]:
 
 
 def remove_checkpoint(path: str | os.PathLike) -> list[Path]:
-    """Remove checkpoint ``P`` whole (``P.json`` first: from then on it is gone for loaders, whatever a kill leaves), with
-    every tensor generation and temporary file of it; return the removed paths. For a run started again (``--overwrite``).
+    """Remove checkpoint ``P`` whole (``P.json`` first: from then on it is gone for loaders, whatever a kill leaves),
+    with
+    every tensor generation and temporary file of it; return the removed paths. For a run started again
+    (``--overwrite``).
     """
     stem = _stem(Path(path))
     meta_path = stem.with_name(stem.name + ".json")
@@ -345,7 +350,8 @@ def resolve(path_or_name: str | os.PathLike) -> Path:
     """The metadata file of a checkpoint given by path or by shipped name."""
     if not isinstance(path_or_name, (str, os.PathLike)):
         raise CheckpointError(
-            f"checkpoint={path_or_name!r} is not allowed; expected a path or a shipped checkpoint name {shipped_checkpoints()}"
+            f"checkpoint={path_or_name!r} is not allowed; expected a path or a shipped checkpoint name "
+            f"{shipped_checkpoints()}"
         )
     meta = _stem(Path(path_or_name))
     meta = meta.with_name(meta.name + ".json")
@@ -355,7 +361,8 @@ def resolve(path_or_name: str | os.PathLike) -> Path:
     if name in shipped_checkpoints():
         return Path(str(resources.files("training") / SHIPPED_DIR / f"{name}.json"))
     raise CheckpointError(
-        f"{path_or_name}: no checkpoint at {meta} and no shipped checkpoint of that name; shipped checkpoints: {shipped_checkpoints()}"
+        f"{path_or_name}: no checkpoint at {meta} and no shipped checkpoint of that name; shipped "
+        f"checkpoints: {shipped_checkpoints()}"
     )
 
 
@@ -456,7 +463,8 @@ def write_file_atomically(path: str | os.PathLike, data: bytes) -> Path:
 
 
 def remove_orphaned_temporaries(path: str | os.PathLike) -> list[Path]:
-    """Remove the temporary files that writes of ``path`` killed mid-way (SIGKILL, power loss) left beside it; return them.
+    """Remove the temporary files that writes of ``path`` killed mid-way (SIGKILL, power loss) left beside it; return
+    them.
 
     Only a temporary whose writer is known to be gone is removed: one written on this host by a process that no
     longer runs (its name holds the writer's host and process id). Another process writing the same file at this
@@ -517,35 +525,41 @@ def read_metadata(path_or_name: str | os.PathLike) -> dict[str, Any]:
         size = meta_path.stat().st_size
         if size > MAX_METADATA_BYTES:
             raise CheckpointError(
-                f"{meta_path}: the metadata file has {size} bytes; expected at most {MAX_METADATA_BYTES} (not a checkpoint of this project?)"
+                f"{meta_path}: the metadata file has {size} bytes; expected at most {MAX_METADATA_BYTES} (not "
+                f"a checkpoint of this project?)"
             )
         text = meta_path.read_bytes().decode("utf-8")
     except OSError as error:
         raise CheckpointError(f"{meta_path}: cannot read the checkpoint metadata ({error.strerror or error})") from None
     except UnicodeDecodeError as error:
         raise CheckpointError(
-            f"{meta_path}: the metadata is not UTF-8 text (byte {error.start}); the file is corrupted or not a checkpoint"
+            f"{meta_path}: the metadata is not UTF-8 text (byte {error.start}); the file is corrupted or not "
+            f"a checkpoint"
         ) from None
     try:
         meta = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as error:
         raise CheckpointError(
-            f"{meta_path}: the metadata is not valid JSON ({error.msg} at line {error.lineno}); the file is truncated or corrupted"
+            f"{meta_path}: the metadata is not valid JSON ({error.msg} at line {error.lineno}); the file is "
+            f"truncated or corrupted"
         ) from None
     except (ValueError, RecursionError) as error:
         raise CheckpointError(f"{meta_path}: the metadata is not valid checkpoint JSON ({error})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise CheckpointError(
-            f"{meta_path}: not a checkpoint of this project (format={meta.get('format') if isinstance(meta, dict) else None!r}, expected {FORMAT!r})"
+            f"{meta_path}: not a checkpoint of this project "
+            f"(format={meta.get('format') if isinstance(meta, dict) else None!r}, expected {FORMAT!r})"
         )
     if meta.get("format_version") != FORMAT_VERSION:
         raise CheckpointError(
-            f"{meta_path}: checkpoint format version {meta.get('format_version')!r} is not supported; expected {FORMAT_VERSION}"
+            f"{meta_path}: checkpoint format version {meta.get('format_version')!r} is not supported; "
+            f"expected {FORMAT_VERSION}"
         )
     validate_metadata(meta, SCHEMA, meta_path)
     if meta["layout_version"] != LAYOUT_VERSION:
         raise CheckpointError(
-            f"{meta_path}: observation/action layout version {meta['layout_version']} does not match this code's LAYOUT_VERSION={LAYOUT_VERSION}; retrain or use a matching version of cockroach_env"
+            f"{meta_path}: observation/action layout version {meta['layout_version']} does not match this "
+            f"code's LAYOUT_VERSION={LAYOUT_VERSION}; retrain or use a matching version of cockroach_env"
         )
     try:
         game = GameConfig(**meta["game_config"])
@@ -555,7 +569,8 @@ def read_metadata(path_or_name: str | os.PathLike) -> dict[str, Any]:
     if (meta["observation_size"], meta["num_actions"]) != (enc.observation.size, enc.num_actions):
         raise CheckpointError(
             f"{meta_path}: observation/action sizes {meta['observation_size']}/{meta['num_actions']} do not match "
-            f"{enc.observation.size}/{enc.num_actions} of its game config here; the checkpoint is from an incompatible layout"
+            f"{enc.observation.size}/{enc.num_actions} of its game config here; the checkpoint is from an "
+            f"incompatible layout"
         )
     meta["_path"] = str(meta_path)
     return meta
@@ -575,8 +590,10 @@ def load_checkpoint(
     kind: str | None = None,
     schema: tuple[Field, ...] = (),
 ) -> Checkpoint:
-    """Load and check a checkpoint. ``game``: refuse a checkpoint trained for other rules. ``kind``: require "run" or "agent".
-    ``schema``: more fields the metadata must hold (``RUN_SCHEMA`` to resume a run), checked before the tensors are read.
+    """Load and check a checkpoint. ``game``: refuse a checkpoint trained for other rules. ``kind``: require "run" or
+    "agent".
+    ``schema``: more fields the metadata must hold (``RUN_SCHEMA`` to resume a run), checked before the tensors are
+    read.
     """
     from safetensors import SafetensorError
     from safetensors.torch import load as load_tensors
@@ -587,11 +604,15 @@ def load_checkpoint(
         trained = GameConfig(**meta["game_config"])
         hint = ""
         if trained.recall and not game.recall and dataclasses.replace(trained, recall=False) == game:
-            hint = "; the agent sees the game's history: play it with recall=True (--option recall=true, GameConfig(..., recall=True))"
+            hint = (
+                "; the agent sees the game's history: play it with recall=True (--option recall=true, "
+                "GameConfig(..., recall=True))"
+            )
         raise CheckpointError(f"{meta_path}: trained for {_rules(trained)}, but the game here is {_rules(game)}{hint}")
     if kind == "run" and meta["kind"] != "run":
         raise CheckpointError(
-            f"{meta_path}: an {meta['kind']!r} checkpoint (weights only) cannot resume training; expected a run checkpoint (runs/<name>/checkpoint)"
+            f"{meta_path}: an {meta['kind']!r} checkpoint (weights only) cannot resume training; expected a "
+            f"run checkpoint (runs/<name>/checkpoint)"
         )
     validate_metadata(meta, schema, meta_path)
     record = meta["tensors"]
@@ -602,7 +623,8 @@ def load_checkpoint(
         raise CheckpointError(f"{tensor_path}: cannot read the checkpoint tensors ({error.strerror})") from None
     if len(blob) != record["bytes"] or hashlib.sha256(blob).hexdigest() != record["sha256"]:
         raise CheckpointError(
-            f"{tensor_path}: {len(blob)} bytes that do not match the {record['bytes']} bytes and sha256 recorded in {meta_path.name}; "
+            f"{tensor_path}: {len(blob)} bytes that do not match the {record['bytes']} bytes and sha256 "
+            f"recorded in {meta_path.name}; "
             "the tensor file is truncated, corrupted or from another save"
         )
     try:
@@ -621,7 +643,8 @@ def _check_finite(tensors: dict[str, Any], where: Path | str) -> None:
         if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
             bad = int((~torch.isfinite(tensor)).sum())
             raise CheckpointError(
-                f"{where}: tensor {name!r} holds {bad} NaN or infinite value(s) of {tensor.numel()}; expected finite weights (the run diverged, or the file was altered)"
+                f"{where}: tensor {name!r} holds {bad} NaN or infinite value(s) of {tensor.numel()}; expected "
+                f"finite weights (the run diverged, or the file was altered)"
             )
 
 
@@ -637,14 +660,19 @@ def _rules(game: GameConfig) -> str:
 
 
 def build_model(checkpoint: Checkpoint, device: str = "cpu"):
-    """The ``ActorCritic`` of a checkpoint, with its weights (of an NFSP run checkpoint: the average policy, the run's agent)."""
+    """The ``ActorCritic`` of a checkpoint, with its weights (of an NFSP run checkpoint: the average policy, the run's
+    agent).
+    """
     if checkpoint.metadata["kind"] == "mixture":
         raise CheckpointError(
-            f"{checkpoint.path}: a mixture checkpoint holds several networks; load it with load_agent, or its members with training.core.mixture.member_models"
+            f"{checkpoint.path}: a mixture checkpoint holds several networks; load it with load_agent, or its "
+            f"members with training.core.mixture.member_models"
         )
     if checkpoint.metadata["kind"] == "solver":
         raise CheckpointError(
-            f"{checkpoint.path}: a CFR solver checkpoint holds regrets over a game tree, not a network; its agent is the run's final checkpoint (runs/<name>/final), its table training.algorithms.cfr.load_policy"
+            f"{checkpoint.path}: a CFR solver checkpoint holds regrets over a game tree, not a network; its "
+            f"agent is the run's final checkpoint (runs/<name>/final), its table "
+            f"training.algorithms.cfr.load_policy"
         )
     nfsp = (
         checkpoint.metadata["kind"] == "run" and NFSP_AVERAGE in checkpoint.metadata
@@ -750,11 +778,14 @@ MEMBER_PREFIX = "member"
 def save_mixture_checkpoint(
     path: str | Path, models: Sequence[Any], weights: Sequence[float], names: Sequence[str], metadata: dict[str, Any]
 ) -> Path:
-    """Write a mixture checkpoint: every member's weights and ``metadata`` (``game_config``, ``model``, ...) plus the ``mixture`` entry."""
+    """Write a mixture checkpoint: every member's weights and ``metadata`` (``game_config``, ``model``, ...) plus the
+    ``mixture`` entry.
+    """
     weights = [float(w) for w in weights]
     if not (len(models) == len(weights) == len(names)) or not models:
         raise ValueError(
-            f"a mixture checkpoint needs one weight and one name per member; got {len(models)} models, {len(weights)} weights, {len(names)} names"
+            f"a mixture checkpoint needs one weight and one name per member; got {len(models)} models, "
+            f"{len(weights)} weights, {len(names)} names"
         )
     tensors = {
         f"{MEMBER_PREFIX}.{k}.model.{name}": value
@@ -818,7 +849,8 @@ def _members_entry(checkpoint) -> list[dict[str, Any]]:
     )
     if not ok or not sum(m["weight"] for m in members) > 0:
         raise CheckpointError(
-            f"{checkpoint.path}: a mixture checkpoint needs mixture.members, a list of {{name, weight >= 0}} with a positive total weight; got {members!r}"
+            f"{checkpoint.path}: a mixture checkpoint needs mixture.members, a list of {{name, weight >= 0}} "
+            f"with a positive total weight; got {members!r}"
         )
     return members
 
@@ -859,10 +891,12 @@ def restore_optimizer(optimizer, checkpoint: Checkpoint, prefix: str = "optimize
 
 
 def numpy_rng_state(rng) -> dict[str, Any]:
+    """A numpy ``Generator``'s state, JSON-able."""
     return rng.bit_generator.state
 
 
 def restore_numpy_rng(state: dict[str, Any]):
+    """A numpy ``Generator`` in the state that ``numpy_rng_state`` recorded."""
     import numpy as np
 
     rng = np.random.Generator(getattr(np.random, state["bit_generator"])())
@@ -873,7 +907,9 @@ def restore_numpy_rng(state: dict[str, Any]):
 NFSP_AVERAGE = "average"
 """Prefix of an NFSP run checkpoint's average-policy tensors and metadata (``training.algorithms.nfsp.AVERAGE``)."""
 NFSP_NETWORKS = ("average", "best_response")
-"""The networks of an NFSP run checkpoint that ``export_agent`` exports: the average policy (the default) or the best response."""
+"""The networks of an NFSP run checkpoint that ``export_agent`` exports: the average policy (the default) or the best
+response.
+"""
 
 
 def export_agent(
@@ -885,14 +921,18 @@ def export_agent(
     average_from: int | None = None,
     average_with: list[str | os.PathLike] | tuple[str | os.PathLike, ...] = (),
 ) -> Path:
-    """Write the weights-only (``agent``) checkpoint of ``source`` (a run, agent or mixture checkpoint) to ``destination``.
+    """Write the weights-only (``agent``) checkpoint of ``source`` (a run, agent or mixture checkpoint) to
+    ``destination``.
 
     The metadata is kept, less the run-only fields (optimizers, pool, progress, RNG
-    states) and tensors (the exploiter's, Adam moments, snapshots); ``extra`` entries are added last, replacing any of the same key
+    states) and tensors (the exploiter's, Adam moments, snapshots); ``extra`` entries are added last, replacing any of
+    the same key
     but ``kind`` (e.g. the command history of a resumed run, or ``exported_from``).
     A mixture exports one ``member`` (its name, or its index in the mixture): that member's weights, name and
-    recipe (``mixture.recipes``: its commands, base run and training config), and ``exported_member`` (name, index, weight).
-    An NFSP run checkpoint (``training.algorithms.nfsp``) exports its average policy, the run's agent, or with ``member="best_response"``
+    recipe (``mixture.recipes``: its commands, base run and training config), and ``exported_member`` (name, index,
+    weight).
+    An NFSP run checkpoint (``training.algorithms.nfsp``) exports its average policy, the run's agent, or with
+    ``member="best_response"``
     its best response (``network`` in the metadata).
     With ``average_from`` (a run checkpoint only) the exported weights are the uniform average of the run's current
     policy and every policy snapshot in its pool taken at update ``average_from`` or later (stochastic weight
@@ -902,12 +942,14 @@ def export_agent(
     average policy; not a mixture): e.g. an NFSP run's kept agents (``schedule.keep_agent_every``). All must have the
     same rules and network shape; ``averaged`` in the metadata lists the sources. The average of networks trained apart
     is rarely a good policy; of one run's checkpoints it can be (``docs/training.md``).
-    An existing checkpoint at ``destination`` is refused unless ``overwrite``; nothing is written when anything is refused.
+    An existing checkpoint at ``destination`` is refused unless ``overwrite``; nothing is written when anything is
+    refused.
     """
     checkpoint = load_checkpoint(source)
     if average_from is not None and checkpoint.metadata["kind"] != "run":
         raise CheckpointError(
-            f"{checkpoint.path}: average_from={average_from!r} needs a run checkpoint (its snapshot pool holds the weights to average); "
+            f"{checkpoint.path}: average_from={average_from!r} needs a run checkpoint (its snapshot pool "
+            f"holds the weights to average); "
             f"this one is of kind {checkpoint.metadata['kind']!r}"
         )
     meta_path = _stem(Path(destination)).with_name(_stem(Path(destination)).name + ".json")
@@ -915,11 +957,13 @@ def export_agent(
         raise CheckpointError(f"{meta_path}: the export destination is its source checkpoint; choose another DEST")
     if meta_path.exists() and not overwrite:
         raise CheckpointError(
-            f"{meta_path}: a checkpoint already exists there; pass --overwrite (overwrite=True) to replace it, or choose another DEST"
+            f"{meta_path}: a checkpoint already exists there; pass --overwrite (overwrite=True) to replace "
+            f"it, or choose another DEST"
         )
     if average_with and average_from is not None:
         raise CheckpointError(
-            f"{checkpoint.path}: average_from={average_from!r} and average_with are two kinds of average; give one or the other"
+            f"{checkpoint.path}: average_from={average_from!r} and average_with are two kinds of average; "
+            f"give one or the other"
         )
     tensors, meta = _export_weights(checkpoint, member, average_from)
     if average_with:
@@ -940,7 +984,8 @@ def _export_weights(
     elif member is not None and not (nfsp and member in NFSP_NETWORKS):
         expected = f"an NFSP run checkpoint's network, one of {list(NFSP_NETWORKS)}" if nfsp else "a mixture checkpoint"
         raise CheckpointError(
-            f"{checkpoint.path}: member={member!r} needs {expected}; this one is a {checkpoint.metadata['kind']!r} checkpoint with one network"
+            f"{checkpoint.path}: member={member!r} needs {expected}; this one is a "
+            f"{checkpoint.metadata['kind']!r} checkpoint with one network"
         )
     else:
         run_only = (
@@ -959,7 +1004,8 @@ def _export_weights(
         network = (member or NFSP_NETWORKS[0]) if nfsp else None
         if network == NFSP_NETWORKS[0] and average_from is not None:
             raise CheckpointError(
-                f"{checkpoint.path}: average_from={average_from!r} averages the best response's snapshots of an NFSP run; pass member='best_response' (--member best_response)"
+                f"{checkpoint.path}: average_from={average_from!r} averages the best response's snapshots of "
+                f"an NFSP run; pass member='best_response' (--member best_response)"
             )
         source_prefix = f"{NFSP_AVERAGE}.model." if network == NFSP_NETWORKS[0] else "model."
         tensors = {
@@ -990,7 +1036,8 @@ def _mean_weights(sources: list[dict[str, Any]]) -> dict[str, Any]:
 def _averaged_with(
     checkpoint: Checkpoint, tensors: dict[str, Any], others: Any, destination: Path
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``checkpoint``'s exported weights ``tensors`` averaged with those of the checkpoints ``others`` (``average_with``);
+    """``checkpoint``'s exported weights ``tensors`` averaged with those of the checkpoints ``others``
+    (``average_with``);
     ``destination``: the export's metadata file, which may be none of them.
     """
     if isinstance(others, (str, os.PathLike)):
@@ -1000,15 +1047,18 @@ def _averaged_with(
         source = load_checkpoint(other)
         if source.metadata["kind"] == "mixture":
             raise CheckpointError(
-                f"{source.path}: average_with takes networks, and this is a mixture of several; export one member first (--member)"
+                f"{source.path}: average_with takes networks, and this is a mixture of several; export one "
+                f"member first (--member)"
             )
         if (
             source.metadata["game_config"] != checkpoint.metadata["game_config"]
             or source.metadata["model"] != checkpoint.metadata["model"]
         ):
             raise CheckpointError(
-                f"{source.path}: the rules {source.metadata['game_config']} and network {source.metadata['model']} differ from {checkpoint.path}'s "
-                f"({checkpoint.metadata['game_config']}, {checkpoint.metadata['model']}); expected one game and network shape to average"
+                f"{source.path}: the rules {source.metadata['game_config']} and network "
+                f"{source.metadata['model']} differ from {checkpoint.path}'s "
+                f"({checkpoint.metadata['game_config']}, {checkpoint.metadata['model']}); expected one game "
+                f"and network shape to average"
             )
         if source.path.resolve() in {Path(n).resolve() for n in names}:
             raise CheckpointError(f"{source.path}: named twice among the checkpoints to average; expected each once")
@@ -1028,7 +1078,9 @@ def _averaged_with(
 def _averaged_snapshots(
     checkpoint: Checkpoint, tensors: dict[str, Any], average_from: Any
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The run's policy weights ``tensors`` (``model.*``) averaged with its pool's policy snapshots from update ``average_from`` on."""
+    """The run's policy weights ``tensors`` (``model.*``) averaged with its pool's policy snapshots from update
+    ``average_from`` on.
+    """
     if isinstance(average_from, bool) or not isinstance(average_from, int) or average_from < 0:
         raise CheckpointError(
             f"average_from={average_from!r} is not allowed; expected an update number, an integer >= 0"
@@ -1040,15 +1092,18 @@ def _averaged_snapshots(
     if not chosen:
         taken = ", ".join(str(e["update"]) for e in policy) or "none"
         raise CheckpointError(
-            f"{checkpoint.path}: no policy snapshot in the pool was taken at update {average_from} or later (the run is at update "
-            f"{meta['progress']['update']}; snapshots at updates: {taken}); expected average_from at most the last of them"
+            f"{checkpoint.path}: no policy snapshot in the pool was taken at update {average_from} or later "
+            f"(the run is at update "
+            f"{meta['progress']['update']}; snapshots at updates: {taken}); expected average_from at most the "
+            f"last of them"
         )
     sources = [tensors]
     for entry in chosen:
         weights = {f"model.{k}": v for k, v in checkpoint.group(f"pool.{entry['id']}").items()}
         if not _same_shapes(weights, tensors):
             raise CheckpointError(
-                f"{checkpoint.path}: snapshot {entry['id']} (update {entry['update']}) does not have the policy's tensors and shapes"
+                f"{checkpoint.path}: snapshot {entry['id']} (update {entry['update']}) does not have the "
+                f"policy's tensors and shapes"
             )
         sources.append(weights)
     averaged = _mean_weights(sources)
@@ -1067,7 +1122,8 @@ def _member_export(checkpoint: Checkpoint, member: str | None) -> tuple[dict[str
     listing = ", ".join(f"{k}: {n} ({w:.3f})" for k, (n, w) in enumerate(zip(names, weights / weights.sum())))
     if member is None:
         raise CheckpointError(
-            f"{checkpoint.path} is a mixture of {len(names)} members; name the one to export (--member NAME or INDEX), one of {listing}"
+            f"{checkpoint.path} is a mixture of {len(names)} members; name the one to export (--member NAME "
+            f"or INDEX), one of {listing}"
         )
     index = (
         names.index(member)

@@ -75,13 +75,20 @@ class PPOConfig:
     norm_adv: bool = True
     """Normalize advantages per minibatch."""
     magnet_coef: float = 0.0
-    """Weight of the KL divergence from the policy to its magnet, a past copy of itself refreshed every ``magnet_every`` updates (regularized Nash dynamics, as in R-NaD and magnetic mirror descent): it damps the cycling of self-play in bluffing games (0: off)."""
+    """Weight of the KL divergence from the policy to its magnet, a past copy of itself refreshed every
+    ``magnet_every`` updates (regularized Nash dynamics, as in R-NaD and magnetic mirror descent): it damps the cycling
+    of self-play in bluffing games (0: off).
+    """
     magnet_every: int = 100
     """Updates between two refreshes of the magnet (it becomes the current policy)."""
     target_kl: float | None = None
     """Stop the epochs of an update early once the approximate KL exceeds this (``null``: never)."""
     overlap: bool = False
-    """Collect the next rollout while the update runs in a second process (``training.core.update_process``; both cores at work, POSIX only): the rollout plays the weights from before the update, one update behind (as in asynchronous PPO), and the ratio and clip correct for it. Each checkpoint segment's first rollout waits for nothing, so a segment's results depend only on its seed, as without overlap."""
+    """Collect the next rollout while the update runs in a second process (``training.core.update_process``; both cores
+    at work, POSIX only): the rollout plays the weights from before the update, one update behind (as in asynchronous
+    PPO), and the ratio and clip correct for it. Each checkpoint segment's first rollout waits for nothing, so a
+    segment's results depend only on its seed, as without overlap.
+    """
 
     def validate(self, where: str) -> None:
         for name in ("num_envs", "num_steps", "num_minibatches", "update_epochs", "magnet_every"):
@@ -109,7 +116,9 @@ class ModelConfig:
     activation: str = "tanh"
     """Activation of the trunk: ``tanh`` or ``relu``."""
     card_counting: bool = True
-    """Add card-counting inputs derived from the observation (chance that a claim is true, danger of the card in play per seat); see ``training.core.model.CardCounting``."""
+    """Add card-counting inputs derived from the observation (chance that a claim is true, danger of the card in play
+    per seat); see ``training.core.model.CardCounting``.
+    """
 
     def validate(self, where: str) -> None:
         ok = len(self.hidden_sizes) >= 1 and all(h >= 1 for h in self.hidden_sizes)
@@ -124,24 +133,41 @@ class OpponentConfig:
     self_play: float = 0.5
     """Weight of games where every seat is the current policy (every seat's decisions are training samples)."""
     snapshots: float = 0.3
-    """Weight of games against a past snapshot of the policy (drawn uniformly from the pool; self-play while the pool is empty)."""
+    """Weight of games against a past snapshot of the policy (drawn uniformly from the pool; self-play while the pool
+    is empty).
+    """
     baselines: dict[str, float] = field(default_factory=lambda: {"heuristic": 0.15, "random": 0.05})
     """Weight of games against each baseline agent, by name."""
     checkpoints: dict[str, float] = field(default_factory=dict)
-    """Weight of games against each frozen checkpoint, by path or shipped name (an agent, a run, or a mixture, whose seats
+    """Weight of games against each frozen checkpoint, by path or shipped name (an agent, a run, or a mixture, whose
+    seats
     each draw their own member per game with its weights): a league of saved agents, e.g. best responses that beat an
     earlier version of the policy. Trained for the same rules, any network shape. Loaded (and checked) when training
     starts; a resume refuses a checkpoint whose weights changed."""
     exploiter: float = 0.0
-    """Weight of games against the exploiter: a second network, trained at the same time, in one seat and the policy in all the others. It learns to beat the current policy, and the policy learns from the same games to close the weaknesses it finds (0: no exploiter)."""
+    """Weight of games against the exploiter: a second network, trained at the same time, in one seat and the policy in
+    all the others. It learns to beat the current policy, and the policy learns from the same games to close the
+    weaknesses it finds (0: no exploiter).
+    """
     population: float = 0.0
-    """Weight of games against a fixed population given by the caller (a PSRO best response's opponents, ``cockroach-exploit`` against a mixture): the learner takes ``learner_seats`` seats and every other seat draws its own member for the game, with the population's weights. With ``algorithm: nfsp``: the weight of games against the average policy (required > 0)."""
+    """Weight of games against a fixed population given by the caller (a PSRO best response's opponents,
+    ``cockroach-exploit`` against a mixture): the learner takes ``learner_seats`` seats and every other seat draws its
+    own member for the game, with the population's weights. With ``algorithm: nfsp``: the weight of games against the
+    average policy (required > 0).
+    """
     exploiter_reset_every: int = 0
-    """Updates between exploiter resets: its weights enter the snapshot pool, and it starts again from the current policy (0: never reset)."""
+    """Updates between exploiter resets: its weights enter the snapshot pool, and it starts again from the current
+    policy (0: never reset).
+    """
     exploiter_learning_rate: float | None = None
-    """The exploiter's Adam learning rate (annealed like the policy's with ``ppo.anneal_lr``); None: ``ppo.learning_rate``. A fine-tune often gives the policy a small rate, which also holds back an exploiter that should find its weaknesses as fast as a best response would."""
+    """The exploiter's Adam learning rate (annealed like the policy's with ``ppo.anneal_lr``); None:
+    ``ppo.learning_rate``. A fine-tune often gives the policy a small rate, which also holds back an exploiter that
+    should find its weaknesses as fast as a best response would.
+    """
     learner_seats: list[int] = field(default_factory=lambda: [1])
-    """Seats the learner takes in games against snapshots and baselines (the other seats are the opponent); each game draws one of these counts."""
+    """Seats the learner takes in games against snapshots and baselines (the other seats are the opponent); each game
+    draws one of these counts.
+    """
     shared_reward: bool = False
     """At a table with any other agent (an exploiter, snapshot, baseline, population or checkpoint seat), the policy's
     seats share their rewards: each gets their mean, so together they gain exactly what the other agents lose (the
@@ -149,12 +175,17 @@ class OpponentConfig:
     response against N-1 copies measures (exploitability), instead of only its own seat's result. Self-play tables keep
     each seat's own reward (their shared reward is always 0). With one policy seat nothing changes."""
     checkpoint_seats: int | None = None
-    """Seats a checkpoint of ``checkpoints`` takes at its tables, the policy all the others (1: the shape of an exploiter's
-    tables, for checkpoints that are best responses; null: the policy takes ``learner_seats`` seats, as against baselines)."""
+    """Seats a checkpoint of ``checkpoints`` takes at its tables, the policy all the others (1: the shape of an
+    exploiter's
+    tables, for checkpoints that are best responses; null: the policy takes ``learner_seats`` seats, as against
+    baselines).
+    """
     snapshot_every: int = 20
     """Updates between two snapshots entering the pool (0: only when the policy beats the pool)."""
     beat_pool_loss_rate: float = 0.8
-    """A snapshot also enters the pool when the learner's loss rate against the pool falls below this fraction of parity (0 disables)."""
+    """A snapshot also enters the pool when the learner's loss rate against the pool falls below this fraction of
+    parity (0 disables).
+    """
     beat_pool_games: int = 2000
     """Games against the pool needed before ``beat_pool_loss_rate`` is judged."""
     max_snapshots: int = 20
@@ -223,11 +254,16 @@ class ScheduleConfig:
     total_decisions: int = 20_000_000
     """Environment decisions (all seats, all games) to train for."""
     checkpoint_every: int = 50
-    """Updates between checkpoints; the games restart at each checkpoint so that ``--resume`` repeats the run exactly."""
+    """Updates between checkpoints; the games restart at each checkpoint so that ``--resume`` repeats the run
+    exactly.
+    """
     time_limit_minutes: float | None = None
-    """Stop early (with a checkpoint) after this many minutes of wall time (``null``: no limit). A time limit makes the stopping point depend on the machine."""
+    """Stop early (with a checkpoint) after this many minutes of wall time (``null``: no limit). A time limit makes the
+    stopping point depend on the machine.
+    """
     keep_agent_every: int = 0
-    """Updates between kept agent checkpoints, ``runs/<name>/agents/update_<U>`` (the evaluated network's weights only, as ``final``;
+    """Updates between kept agent checkpoints, ``runs/<name>/agents/update_<U>`` (the evaluated network's weights only,
+    as ``final``;
     an NFSP run's average policy), so that a point of the run can be chosen by measurement later (0: none kept)."""
 
     def validate(self, where: str) -> None:
@@ -283,24 +319,37 @@ META_SOLVERS = ("alpharank", "prd", "regret_matching", "uniform")
 
 @dataclass
 class PSROConfig:
-    """Policy-space response oracles (``algorithm: psro``): a population, its meta-game and a best response per iteration (``training.algorithms.psro``)."""
+    """Policy-space response oracles (``algorithm: psro``): a population, its meta-game and a best response per
+    iteration (``training.algorithms.psro``).
+    """
 
     iterations: int = 10
     """PSRO iterations; each adds ``best_responses_per_iteration`` members to the population."""
     best_responses_per_iteration: int = 1
-    """Best responses trained per iteration against the same meta-strategy, with different seeds (in parallel with ``--ray``)."""
+    """Best responses trained per iteration against the same meta-strategy, with different seeds (in parallel with
+    ``--ray``).
+    """
     best_response_decisions: int = 2_000_000
-    """Environment decisions of each best response (a PPO run with the ``ppo`` settings, against the meta-strategy in every other seat)."""
+    """Environment decisions of each best response (a PPO run with the ``ppo`` settings, against the meta-strategy in
+    every other seat).
+    """
     warm_start: bool = True
     """Start each best response from the newest member's weights (else from a fresh network)."""
     payoff_games: int = 400
     """Games per new table of the meta-game (duplicate deals, seat rotation; rounded up to whole rotations)."""
     population_share: float = 1.0
-    """Share of each best response's tables against the meta-strategy (1: PSRO's pure best responses). Below 1, the rest of its
-    tables follow the config's ``opponents`` mix (self-play, snapshots, exploiter, baselines), scaled to ``1 - population_share``:
-    a robust best response, which stays a good player against what the population does not cover (AlphaStar's main agents)."""
+    """Share of each best response's tables against the meta-strategy (1: PSRO's pure best responses). Below 1, the
+    rest of its
+    tables follow the config's ``opponents`` mix (self-play, snapshots, exploiter, baselines), scaled to ``1 -
+    population_share``:
+    a robust best response, which stays a good player against what the population does not cover (AlphaStar's main
+    agents).
+    """
     meta_solver: str = "regret_matching"
-    """Meta-solver of the meta-game: ``regret_matching`` (measured best, see ``training.algorithms.meta_solvers``), ``prd`` (projected replicator dynamics), ``alpharank`` or ``uniform``. May change on ``--resume`` (the saved meta-game is solved again)."""
+    """Meta-solver of the meta-game: ``regret_matching`` (measured best, see ``training.algorithms.meta_solvers``),
+    ``prd`` (projected replicator dynamics), ``alpharank`` or ``uniform``. May change on ``--resume`` (the saved
+    meta-game is solved again).
+    """
 
     def validate(self, where: str) -> None:
         for name in ("iterations", "best_responses_per_iteration", "best_response_decisions", "payoff_games"):
@@ -313,14 +362,22 @@ class PSROConfig:
 
 @dataclass
 class NFSPConfig:
-    """Neural fictitious self-play (``algorithm: nfsp``, ``training.algorithms.nfsp``): the PPO policy is the best response, and an average policy is fitted to all its past decisions; ``opponents.population`` is the weight of the tables against the average policy."""
+    """Neural fictitious self-play (``algorithm: nfsp``, ``training.algorithms.nfsp``): the PPO policy is the best
+    response, and an average policy is fitted to all its past decisions; ``opponents.population`` is the weight of the
+    tables against the average policy.
+    """
 
     reservoir_size: int = 3_000_000
-    """Decisions of the best response kept for the average policy's supervised learning: a uniform sample of all its decisions since the run began (reservoir sampling). About 160 bytes each on 4 players, in memory and in the run checkpoint."""
+    """Decisions of the best response kept for the average policy's supervised learning: a uniform sample of all its
+    decisions since the run began (reservoir sampling). About 160 bytes each on 4 players, in memory and in the run
+    checkpoint.
+    """
     sl_steps: int = 4
     """Supervised steps (cross-entropy on the reservoir) of the average policy per PPO update."""
     sl_batch_size: int = 4096
-    """Reservoir decisions per supervised step (drawn with replacement); no step runs before the reservoir holds this many."""
+    """Reservoir decisions per supervised step (drawn with replacement); no step runs before the reservoir holds this
+    many.
+    """
     sl_learning_rate: float = 3e-4
     """Adam learning rate of the average policy."""
 
@@ -344,28 +401,42 @@ CFR_KEYS = ("observation", "information_state")
 
 @dataclass
 class CFRConfig:
-    """Counterfactual regret minimisation over the exact game tree of a small rule set (``algorithm: cfr``, ``training.algorithms.cfr``), then distilled into the ``model`` network."""
+    """Counterfactual regret minimisation over the exact game tree of a small rule set (``algorithm: cfr``,
+    ``training.algorithms.cfr``), then distilled into the ``model`` network.
+    """
 
     iterations: int = 2000
     """CFR iterations (may grow on ``--resume``)."""
     variant: str = "dcfr"
     """``dcfr`` (discounted CFR; measured best on ``mini``, docs/cfr.md), ``cfr+``, ``linear`` or ``cfr`` (vanilla)."""
     keys: str = "information_state"
-    """What the regrets are keyed by: ``information_state`` (perfect recall: textbook CFR; the network is fitted to its projection onto observations) or ``observation`` (what a network over the env's observations sees; CFR with imperfect recall, measured not to converge on ``mini``, docs/cfr.md)."""
+    """What the regrets are keyed by: ``information_state`` (perfect recall: textbook CFR; the network is fitted to its
+    projection onto observations) or ``observation`` (what a network over the env's observations sees; CFR with
+    imperfect recall, measured not to converge on ``mini``, docs/cfr.md).
+    """
     alternating: bool = True
-    """Alternating updates (each seat regrets against the strategy the seats before it just updated), else simultaneous."""
+    """Alternating updates (each seat regrets against the strategy the seats before it just updated), else
+    simultaneous.
+    """
     evaluate_every: int = 50
-    """Iterations between two exact NashConv evaluations of the average strategy, logged to ``cfr.csv`` (0: only at the end)."""
+    """Iterations between two exact NashConv evaluations of the average strategy, logged to ``cfr.csv`` (0: only at the
+    end).
+    """
     checkpoint_every: int = 100
     """Iterations between two checkpoints of the regrets and the average strategy."""
     max_nodes: int = 3_000_000
     """Refuse rule sets whose game tree has more nodes than this (``training.evaluation.exact.TreeTooLarge``)."""
     descent_steps: int = 0
-    """Exploitability-descent steps on the table over observations before it is distilled (``training.algorithms.descent``: gradient steps on its exact NashConv; 0: none). Measured to help where observations alias information states (docs/cfr.md)."""
+    """Exploitability-descent steps on the table over observations before it is distilled
+    (``training.algorithms.descent``: gradient steps on its exact NashConv; 0: none). Measured to help where
+    observations alias information states (docs/cfr.md).
+    """
     descent_learning_rate: float = 0.05
     """Adam learning rate of the exploitability descent (on the table's logits)."""
     distill_steps: int = 3000
-    """Full-batch Adam steps fitting the ``model`` network to the average strategy (0: no network; ``final`` is then not written)."""
+    """Full-batch Adam steps fitting the ``model`` network to the average strategy (0: no network; ``final`` is then
+    not written).
+    """
     distill_learning_rate: float = 3e-3
     """Adam learning rate of the distillation."""
 
@@ -391,7 +462,12 @@ class TrainConfig:
     name: str = "ppo"
     """Run name; the run directory is ``output_dir/name``."""
     algorithm: str = "ppo"
-    """``ppo`` (self-play PPO, ``training.algorithms.ppo``), ``psro`` (a population and its solved meta-game, ``training.algorithms.psro``, with the ``psro`` settings), ``cfr`` (regret minimisation over the exact tree of a small rule set, ``training.algorithms.cfr``, with the ``cfr`` settings) or ``nfsp`` (neural fictitious self-play: the PPO policy as best response and an average policy fitted to its decisions, ``training.algorithms.nfsp``, with the ``nfsp`` settings)."""
+    """``ppo`` (self-play PPO, ``training.algorithms.ppo``), ``psro`` (a population and its solved meta-game,
+    ``training.algorithms.psro``, with the ``psro`` settings), ``cfr`` (regret minimisation over the exact tree of a
+    small rule set, ``training.algorithms.cfr``, with the ``cfr`` settings) or ``nfsp`` (neural fictitious self-play:
+    the PPO policy as best response and an average policy fitted to its decisions, ``training.algorithms.nfsp``, with
+    the ``nfsp`` settings).
+    """
     seed: int = 1
     """Seed of everything random in the run (games, sampling, opponents, evaluation)."""
     device: str = "cpu"
@@ -401,7 +477,9 @@ class TrainConfig:
     output_dir: str = "runs"
     """Directory that holds the run directories."""
     game: dict[str, Any] = field(default_factory=lambda: {"num_players": 4})
-    """Rule options of ``cockroach_env.GameConfig`` (``num_players``, ``edition``, ``loss_count``, ...) and optionally ``preset``."""
+    """Rule options of ``cockroach_env.GameConfig`` (``num_players``, ``edition``, ``loss_count``, ...) and optionally
+    ``preset``.
+    """
     ppo: PPOConfig = field(default_factory=PPOConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     opponents: OpponentConfig = field(default_factory=OpponentConfig)
@@ -417,7 +495,8 @@ class TrainConfig:
             "name",
             self.name,
             _RUN_NAME.fullmatch(self.name) is not None and self.name not in (".", ".."),
-            "a directory name of letters, digits, '.', '_' and '-' (not '.' or '..'), so that the run stays inside output_dir",
+            "a directory name of letters, digits, '.', '_' and '-' (not '.' or '..'), so that the run stays "
+            "inside output_dir",
         )
         _require(
             where,
@@ -444,8 +523,13 @@ class TrainConfig:
             f"a non-empty list of seat counts from 1 to {game.num_players - 1} (game.num_players={game.num_players})",
         )
         if self.opponents.checkpoint_seats is not None:
-            _require(f"{where}: opponents", "checkpoint_seats", self.opponents.checkpoint_seats, 1 <= self.opponents.checkpoint_seats < game.num_players,
-                     f"null or a seat count from 1 to {game.num_players - 1} (game.num_players={game.num_players})")  # fmt: skip
+            _require(
+                f"{where}: opponents",
+                "checkpoint_seats",
+                self.opponents.checkpoint_seats,
+                1 <= self.opponents.checkpoint_seats < game.num_players,
+                f"null or a seat count from 1 to {game.num_players - 1} (game.num_players={game.num_players})",
+            )
         self.schedule.validate(f"{where}: schedule")
         self.evaluation.validate(f"{where}: evaluation")
         _require(where, "algorithm", self.algorithm, self.algorithm in ALGORITHMS, f"one of {list(ALGORITHMS)}")
@@ -459,13 +543,25 @@ class TrainConfig:
                 + sum(mix.baselines.values())
                 + sum(mix.checkpoints.values())
             )
-            _require(f"{where}: psro", "population_share", self.psro.population_share, rest > 0,
-                     "1, or opponents weights (self_play, snapshots, exploiter, baselines, checkpoints) with a positive sum for the rest of a best response's tables")  # fmt: skip
+            _require(
+                f"{where}: psro",
+                "population_share",
+                self.psro.population_share,
+                rest > 0,
+                "1, or opponents weights (self_play, snapshots, exploiter, baselines, checkpoints) with a "
+                "positive sum for the rest of a best response's tables",
+            )
         self.cfr.validate(f"{where}: cfr")
         self.nfsp.validate(f"{where}: nfsp")
         if self.algorithm == "nfsp":
-            _require(f"{where}: opponents", "population", self.opponents.population, self.opponents.population > 0,
-                     "a weight > 0 with algorithm: nfsp (the share of the best response's tables against the average policy)")  # fmt: skip
+            _require(
+                f"{where}: opponents",
+                "population",
+                self.opponents.population,
+                self.opponents.population > 0,
+                "a weight > 0 with algorithm: nfsp (the share of the best response's tables against the "
+                "average policy)",
+            )
 
     def game_config(self, where: str = "config") -> GameConfig:
         """The ``GameConfig`` named by the ``game`` section."""
@@ -615,7 +711,8 @@ def _convert(kind: Any, value: Any, where: str, key: str) -> Any:
     if origin is dict:
         if not isinstance(value, dict):
             raise ConfigError(
-                f"{where}: {key}={value!r} is not allowed; expected a mapping of {_type_name(args[0])} to {_type_name(args[1])}"
+                f"{where}: {key}={value!r} is not allowed; expected a mapping of {_type_name(args[0])} to "
+                f"{_type_name(args[1])}"
             )
         return {
             _convert(args[0], k, where, key): _convert(args[1], v, where, _dotted(key, str(k)))

@@ -67,21 +67,32 @@ class RayExecutor:
 
 
 def add_ray_option(parser, what: str) -> None:
-    """The ``--ray [ADDRESS]`` option of a command line (``cockroach-train``, ``-eval``, ``-exploit``, ``-mixture``): ``what``
-    runs as Ray tasks on the cluster at ADDRESS, or on a local cluster of this machine's cores without one (None: no Ray).
+    """The ``--ray [ADDRESS]`` option of a command line (``cockroach-train``, ``-eval``, ``-exploit``, ``-mixture``):
+    ``what``
+    runs as Ray tasks on the cluster at ADDRESS, or on a local cluster of this machine's cores without one (None: no
+    Ray).
     """
     parser.add_argument(
-        "--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
-        help=f"{what} as Ray tasks on the cluster at ADDRESS (e.g. auto, ray://host:10001) or, without one, on a local cluster of this machine's cores (the [ray] extra; docs/scaling.md)",
-    )  # fmt: skip
+        "--ray",
+        nargs="?",
+        const="local",
+        default=None,
+        metavar="ADDRESS",
+        help=f"{what} as Ray tasks at ADDRESS (e.g. auto) or on a local cluster (docs/scaling.md)",
+    )
 
 
-def add_torch_threads_option(parser, default: int, why: str = "") -> None:
-    """The ``--torch-threads N`` option of a command line that plays networks here (``cockroach-eval``, ``-mixture``)."""
+def add_torch_threads_option(parser, default: int) -> None:
+    """The ``--torch-threads N`` option of a command line that plays networks here (``cockroach-eval``,
+    ``-mixture``).
+    """
     parser.add_argument(
-        "--torch-threads", type=arguments.thread_count, default=default, metavar="N",
-        help=f"torch threads for the networks' games (default {default}{': ' + why if why else ''}; 0 keeps torch's default of one per core)",
-    )  # fmt: skip
+        "--torch-threads",
+        type=arguments.thread_count,
+        default=default,
+        metavar="N",
+        help=f"torch threads for the networks' games (default {default}; 0: torch's default, one per core)",
+    )
 
 
 def use_torch_threads(threads: int) -> None:

@@ -80,7 +80,8 @@ if numba is not None:
             g_h = grad_entropy[b]
             shift = entropy[b] - lse[b]
             for j in range(cols):
-                # d logprob / dz = onehot(action) - p; d H / dz = -p (log p + H), with log p = z - lse; 0 where illegal (p = 0)
+                # d logprob / dz = onehot(action) - p; d H / dz = -p (log p + H), with log p = z - lse; 0 where illegal
+                # (p = 0)
                 out[b, j] = -policy[b, j] * (g_lp + g_h * (logits[b, j] + shift)) if legal[b, j] else 0.0
             out[b, action[b]] += g_lp
 
@@ -186,7 +187,8 @@ class _MaskedLogprobEntropy(torch.autograd.Function):
 def masked_logprob_entropy(
     logits: torch.Tensor, legal: torch.Tensor, action: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(log-probability of action, entropy)`` of the softmax over the legal logits, each (B,), differentiable in ``logits``.
+    """``(log-probability of action, entropy)`` of the softmax over the legal logits, each (B,), differentiable in
+    ``logits``.
 
     ``logits`` (B, A) float32 on the CPU (``available``), ``legal`` (B, A) bool with at
     least one legal action per row, ``action`` (B,) int64 legal actions.
@@ -195,24 +197,38 @@ def masked_logprob_entropy(
         raise TypeError(f"legal must be a boolean mask, got dtype {legal.dtype}")
     if logits.shape != legal.shape or action.shape != logits.shape[:1]:
         raise ValueError(
-            f"shapes do not match: logits {tuple(logits.shape)}, legal {tuple(legal.shape)}, action {tuple(action.shape)}; expected (B, A), (B, A), (B,)"
+            f"shapes do not match: logits {tuple(logits.shape)}, legal {tuple(legal.shape)}, action "
+            f"{tuple(action.shape)}; expected (B, A), (B, A), (B,)"
         )
     return _MaskedLogprobEntropy.apply(logits, legal, action.to(torch.int64))
 
 
 def card_counting(obs: torch.Tensor, counting) -> torch.Tensor:
-    """``counting(obs)`` (a ``training.core.model.CardCounting``) in one compiled pass per row: (B, ``counting.size``) float32."""
+    """``counting(obs)`` (a ``training.core.model.CardCounting``) in one compiled pass per row: (B, ``counting.size``)
+    float32.
+    """
     x = obs.detach().contiguous().numpy()
     out = np.empty((len(x), counting.size), np.float32)
     _card_counting(
-        x, counting.own.start, counting.collections.start, counting.claim.start, counting.card.start, counting.n,
-        counting.truth.numpy(), counting.true_total.numpy(), counting.deck, counting.loss_count, counting.max_copies, out,
-    )  # fmt: skip
+        x,
+        counting.own.start,
+        counting.collections.start,
+        counting.claim.start,
+        counting.card.start,
+        counting.n,
+        counting.truth.numpy(),
+        counting.true_total.numpy(),
+        counting.deck,
+        counting.loss_count,
+        counting.max_copies,
+        out,
+    )
     return torch.from_numpy(out)
 
 
 def sample_masked(logits: torch.Tensor, legal: torch.Tensor, draws: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(actions, their log-probabilities)`` drawn from the softmax over the legal logits by inverse CDF, one uniform draw in [0, 1) per row.
+    """``(actions, their log-probabilities)`` drawn from the softmax over the legal logits by inverse CDF, one uniform
+    draw in [0, 1) per row.
 
     The same draw as ``ActorCritic.sample``'s tensor form: the first legal action whose
     cumulative probability exceeds the draw; an action of probability 0 is never drawn.

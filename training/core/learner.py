@@ -1,4 +1,5 @@
-"""The PPO learner, shared by the training loop (``training.algorithms.ppo``) and its update process (``training.core.update_process``).
+"""The PPO learner, shared by the training loop (``training.algorithms.ppo``) and its update process
+(``training.core.update_process``).
 
 ``Rollout``: a learner's decisions of one rollout (observations, masks, actions, their
 log-probabilities and values, rewards, and each decision's successor in its game and
@@ -31,8 +32,8 @@ class Rollout:
         self.terminal = np.zeros(capacity, bool)
         self.successor = np.full(capacity, -1, np.int64)
         self.size = 0
+        # ``[start, stop)`` of the decisions made at the same environment step, in time order.
         self.blocks: list[tuple[int, int]] = []
-        """``[start, stop)`` of the decisions made at the same environment step, in time order."""
 
     def clear(self) -> None:
         self.size = 0
@@ -81,10 +82,10 @@ class Learner:
         self.reset_optimizer()
         self.rollout = Rollout(capacity, obs_size, num_actions)
         self.spare = Rollout(capacity, obs_size, num_actions)
+        # Rollout index of each seat's latest decision of this learner still waiting for its successor.
         self.pending = np.full((batch, n_players), -1, np.int64)
-        """Rollout index of each seat's latest decision of this learner still waiting for its successor."""
+        # A frozen past copy of ``model`` that the update pulls towards (``ppo.magnet_coef``), or None.
         self.magnet: ActorCritic | None = None
-        """A frozen past copy of ``model`` that the update pulls towards (``ppo.magnet_coef``), or None."""
 
     def reset_optimizer(self) -> None:
         """A fresh Adam state."""
@@ -100,7 +101,9 @@ class Learner:
         self.rollout.clear()
 
     def act(self, step, rows: np.ndarray, seat: np.ndarray, sampler: torch.Generator, device) -> np.ndarray:
-        """Sample the actions of ``rows`` (games where this learner is to act), record them and link them to their predecessors."""
+        """Sample the actions of ``rows`` (games where this learner is to act), record them and link them to their
+        predecessors.
+        """
         obs = torch.from_numpy(step.observation[rows]).to(device)
         mask = torch.from_numpy(step.action_mask[rows].astype(bool)).to(device)
         action, logprob, value = self.model.sample(obs, mask, sampler)
@@ -123,7 +126,9 @@ class Learner:
         self.pending[finished] = -1
 
     def carry_over(self) -> Rollout:
-        """After a rollout: the decisions still waiting for a successor move into a fresh rollout; returns the finished one (for the update)."""
+        """After a rollout: the decisions still waiting for a successor move into a fresh rollout; returns the finished
+        one (for the update).
+        """
         self.spare.clear()
         self.rollout.carry_into(self.spare, self.pending)
         self.rollout, self.spare = self.spare, self.rollout

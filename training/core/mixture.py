@@ -80,7 +80,9 @@ class MixtureAgent:
 
     @property
     def components(self) -> list[tuple[float, Any]]:
-        """``(weight, member)`` pairs: the mixture interface of exact evaluation (``training.evaluation.exact``), which weights each member by reach."""
+        """``(weight, member)`` pairs: the mixture interface of exact evaluation (``training.evaluation.exact``), which
+        weights each member by reach.
+        """
         return [(float(w), m) for w, m in zip(self.weights, self.members)]
 
     def act(self, observation: dict) -> int:
@@ -90,7 +92,10 @@ class MixtureAgent:
         return self.members[self.current].act_batch(observations, masks)
 
     def __repr__(self) -> str:
-        return f"MixtureAgent(name={self.name!r}, {len(self.members)} members, weights={np.round(self.weights, 3).tolist()})"
+        return (
+            f"MixtureAgent(name={self.name!r}, {len(self.members)} members, "
+            f"weights={np.round(self.weights, 3).tolist()})"
+        )
 
 
 def is_mixture(agent: Any) -> bool:

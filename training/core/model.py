@@ -104,7 +104,9 @@ class CardCounting(nn.Module):
         self.size = self.c + 3 + 2 * self.n
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        """(B, ``size``): on the CPU in one compiled pass (``training.core.kernels.card_counting``), else as tensor operations."""
+        """(B, ``size``): on the CPU in one compiled pass (``training.core.kernels.card_counting``), else as tensor
+        operations.
+        """
         if kernels.available(obs) and not obs.requires_grad:
             return kernels.card_counting(obs, self)
         return self.tensor_forward(obs)
@@ -148,16 +150,18 @@ class ActorCritic(nn.Module):
         card_counting: bool = False,
         seed: int | None = None,
     ):
-        """``card_counting`` adds the ``CardCounting`` inputs; ``seed`` makes the (orthogonal) initialization reproducible."""
+        """``card_counting`` adds the ``CardCounting`` inputs; ``seed`` makes the (orthogonal) initialization
+        reproducible.
+        """
         super().__init__()
         generator = torch.Generator().manual_seed(seed) if seed is not None else None
         self.game_config = config
+        # The constructor's network arguments, as a checkpoint's ``model`` entry records them.
         self.spec = {
             "hidden_sizes": [int(h) for h in hidden_sizes],
             "activation": activation,
             "card_counting": bool(card_counting),
         }
-        """The constructor's network arguments, as a checkpoint's ``model`` entry records them."""
         self.card_counting = CardCounting(config) if card_counting else None
         enc = encoding_for(config)
         self.observation_size = enc.observation.size
@@ -174,7 +178,8 @@ class ActorCritic(nn.Module):
         self.value_head = _layer(width, 1, 1.0, generator)
 
     def portable(self) -> dict:
-        """Everything needed to rebuild this network elsewhere (another process, a Ray task): rules, shape and weights, as
+        """Everything needed to rebuild this network elsewhere (another process, a Ray task): rules, shape and weights,
+        as
         plain data and tensors; ``ActorCritic.from_portable`` is the inverse.
         """
         return {
@@ -208,7 +213,9 @@ class ActorCritic(nn.Module):
         return self.policy_head(hidden), self.value_head(hidden).squeeze(-1)
 
     def forward(self, obs: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Masked logits (B, A) and values (B,); ``mask`` is boolean (True = legal), or its ``mask_bias`` (float) if already computed."""
+        """Masked logits (B, A) and values (B,); ``mask`` is boolean (True = legal), or its ``mask_bias`` (float) if
+        already computed.
+        """
         logits, value = self.heads(self.network_inputs(obs))
         return logits + (mask_bias(mask) if mask.dtype == torch.bool else mask), value
 

@@ -28,12 +28,18 @@ def output_file_problem(
     if target.is_dir():
         return f"{option} {str(path)!r} is a directory; expected a file path"
     if not checkpoint and _is_checkpoint_metadata(target):  # before "exists": --overwrite would not make this one safe
-        return f"{option} {str(path)!r} is the metadata of a checkpoint; writing there would destroy the checkpoint: choose another file name"
+        return (
+            f"{option} {str(path)!r} is the metadata of a checkpoint; writing there would destroy the "
+            f"checkpoint: choose another file name"
+        )
     if not replace and target.exists():
         return f"{option} {path} already exists; pass --overwrite to replace it, or give another path"
     if not parent.is_dir():
         why = "does not exist" if not parent.exists() else "is not a directory"
-        return f"{option} {str(path)!r}: the directory {str(parent)!r} {why}; expected a file path in an existing directory"
+        return (
+            f"{option} {str(path)!r}: the directory {str(parent)!r} {why}; expected a file path in an "
+            f"existing directory"
+        )
     try:
         with tempfile.TemporaryFile(dir=parent):
             pass
@@ -82,12 +88,16 @@ def run_dir_problem(run_dir: Path, resume: bool, overwrite: bool) -> str | None:
         return f"--resume: no checkpoint at {checkpoint}{found}"
     if not resume and not overwrite and existing:
         shown = ", ".join(existing[:8]) + (", ..." if len(existing) > 8 else "")
-        return f"{run_dir} already holds a run ({shown}); pass --resume to continue it, --overwrite to start again (replacing its files), or --set name=..."
+        return (
+            f"{run_dir} already holds a run ({shown}); pass --resume to continue it, --overwrite to start "
+            f"again (replacing its files), or --set name=..."
+        )
     why = _unwritable(run_dir)
     return (
         None
         if why is None
-        else f"cannot write to the run directory {run_dir}: {why} (check output_dir={str(run_dir.parent)!r} and its permissions)"
+        else f"cannot write to the run directory {run_dir}: {why} (check output_dir={str(run_dir.parent)!r} "
+        f"and its permissions)"
     )
 
 
@@ -102,7 +112,11 @@ def new_directory_problem(option: str, directory: Path) -> str | None:
     except OSError as error:
         return f"{option} {str(directory)!r}: cannot read it ({error.strerror or error})"
     if held:
-        return f"{option} {str(directory)!r} already holds {', '.join(held[:4])}{', ...' if len(held) > 4 else ''}; expected a new or empty directory (earlier files are kept)"
+        return (
+            f"{option} {str(directory)!r} already holds "
+            f"{', '.join(held[:4])}{', ...' if len(held) > 4 else ''}; expected a new or empty directory (earlier "
+            f"files are kept)"
+        )
     why = _unwritable(directory)
     return None if why is None else f"{option} {str(directory)!r}: cannot write there ({why})"
 

@@ -24,14 +24,18 @@ CHECKPOINT_NAME = "checkpoint"
 KEPT_AGENTS = "agents"
 """The agents kept every ``schedule.keep_agent_every`` updates: ``runs/<name>/agents/update_<U>.{json,safetensors}``."""
 AGENT_NAME = "final"
-"""The run's final weights-only checkpoint (for ``load_agent`` and the arena): ``runs/<name>/final.{json,safetensors}``."""
+"""The run's final weights-only checkpoint (for ``load_agent`` and the arena):
+``runs/<name>/final.{json,safetensors}``.
+"""
 BEST_RESPONSE_NAME = "best_response"
 """An NFSP run's best response at the end (``training.algorithms.nfsp``; its ``final`` is the average policy):
 ``runs/<name>/best_response.{json,safetensors}``."""
 
 
 class Interrupted(Exception):
-    """SIGINT or SIGTERM stopped training after the current update (a CFR run: iteration); the run checkpoint holds it."""
+    """SIGINT or SIGTERM stopped training after the current update (a CFR run: iteration); the run checkpoint holds
+    it.
+    """
 
     def __init__(self, signum: int, checkpoint: Path, step: int, unit: str = "update"):
         # ``step`` counts ``unit``s: PPO updates, or CFR iterations

@@ -56,14 +56,20 @@ class UpdateProcess:
     def __init__(self, config, codes: list[int]):
         if os.name != "posix":
             raise UpdateProcessError(
-                f"ppo.overlap runs the updates in a second process, which needs a POSIX system (this one is {os.name!r}); set ppo.overlap=false"
+                f"ppo.overlap runs the updates in a second process, which needs a POSIX system (this one is "
+                f"{os.name!r}); set ppo.overlap=false"
             )
         parent, child = socket.socketpair()
-        bootstrap = "import sys, json; sys.path[:0] = json.loads(sys.argv[1]); from training.core.update_process import _main; _main(int(sys.argv[2]))"
+        bootstrap = (
+            "import sys, json; sys.path[:0] = json.loads(sys.argv[1]); from "
+            "training.core.update_process import _main; _main(int(sys.argv[2]))"
+        )
         try:
             self._process = subprocess.Popen(
-                [sys.executable, "-c", bootstrap, json.dumps([p for p in sys.path if p]), str(child.fileno())], pass_fds=[child.fileno()], stdin=subprocess.DEVNULL
-            )  # fmt: skip
+                [sys.executable, "-c", bootstrap, json.dumps([p for p in sys.path if p]), str(child.fileno())],
+                pass_fds=[child.fileno()],
+                stdin=subprocess.DEVNULL,
+            )
         finally:
             child.close()
         self._conn = Connection(parent.detach())
@@ -85,7 +91,9 @@ class UpdateProcess:
         learner.optimizer.load_state_dict(self._call("pull", code))
 
     def submit(self, jobs: dict[int, dict[str, Any]], shuffle_seed: list[int]) -> None:
-        """Start one update of each learner in ``jobs``: ``{code: {"lr", "advantages", "returns", *JOB_FIELDS}}`` (arrays at the training rows)."""
+        """Start one update of each learner in ``jobs``: ``{code: {"lr", "advantages", "returns", *JOB_FIELDS}}``
+        (arrays at the training rows).
+        """
         self._send("update", jobs, shuffle_seed)
         self._waiting = True
 
@@ -146,7 +154,9 @@ class UpdateProcess:
 
 
 def _put(conn: Connection, message) -> None:
-    """Plain pickle, not ``Connection.send``'s: with torch imported, that one shares tensors through file descriptors and a resource server."""
+    """Plain pickle, not ``Connection.send``'s: with torch imported, that one shares tensors through file descriptors
+    and a resource server.
+    """
     conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
 
 
@@ -157,7 +167,9 @@ def _get(conn: Connection):
 def training_rows(
     rollout, advantages: np.ndarray, returns: np.ndarray, train_rows: np.ndarray, lr: float
 ) -> dict[str, Any]:
-    """One learner's job for ``UpdateProcess.submit``: what ``training.core.learner.ppo_update`` reads, at ``train_rows`` only."""
+    """One learner's job for ``UpdateProcess.submit``: what ``training.core.learner.ppo_update`` reads, at
+    ``train_rows`` only.
+    """
     job = {name: getattr(rollout, name)[train_rows] for name in JOB_FIELDS}
     job.update(advantages=advantages[train_rows], returns=returns[train_rows], lr=lr)
     return job

@@ -138,7 +138,8 @@ def expand_lineup(entries: Sequence[Any]) -> list[Any]:
             out.extend([match["spec"]] * count)
         elif isinstance(entry, str) and "*" in entry and not os.path.exists(entry):
             raise ArenaError(
-                f"agent {entry!r}: expected NAME*K with K a whole number of seats (e.g. 'random*3'), got {entry.rpartition('*')[2]!r} after '*'"
+                f"agent {entry!r}: expected NAME*K with K a whole number of seats (e.g. 'random*3'), got "
+                f"{entry.rpartition('*')[2]!r} after '*'"
             )
         else:
             out.append(entry)
@@ -255,7 +256,8 @@ def _check_agent(agent: Any, label: str, config: GameConfig) -> None:
     built_for = getattr(agent, "config", None)
     if isinstance(built_for, GameConfig) and built_for != config:
         raise ArenaError(
-            f"agent {label!r} was built for {built_for} but the games here are {config}; build it for the arena's GameConfig"
+            f"agent {label!r} was built for {built_for} but the games here are {config}; build it for the "
+            f"arena's GameConfig"
         )
     if getattr(agent, "supports_batch", False) and not callable(getattr(agent, "act_batch", None)):
         raise ArenaError(
@@ -546,6 +548,7 @@ class MatchResult:
 
 # ---------------------------------------------------------------------------- playing
 def batched_available() -> bool:
+    """Whether the batched engine (``cockroach_env.batched``) imports here."""
     try:
         importlib.import_module("cockroach_env.batched")
     except ImportError:
@@ -615,12 +618,15 @@ def play_match(
 
 
 def _check_arguments(config: Any, seed: Any, duplicate: Any) -> int:
-    """The arguments every game of a match or league derives from, checked before anything is built or played; the seed as an int."""
+    """The arguments every game of a match or league derives from, checked before anything is built or played; the seed
+    as an int.
+    """
     if not isinstance(config, GameConfig):
         raise ArenaError(f"config={config!r} is not allowed; expected a GameConfig")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**64:
         raise ArenaError(
-            f"seed={seed!r} is not allowed; expected an integer from 0 to 2**64 - 1 (the deals and the agents' generators derive from it)"
+            f"seed={seed!r} is not allowed; expected an integer from 0 to 2**64 - 1 (the deals and the "
+            f"agents' generators derive from it)"
         )
     if not isinstance(duplicate, (bool, np.bool_)):
         raise ArenaError(f"duplicate={duplicate!r} is not allowed; expected True or False")
@@ -677,16 +683,19 @@ def _illegal(entrant: Entrant, seat: int, game: int, action: Any, config: GameCo
             raise ValueError
     except (TypeError, ValueError):
         return ArenaError(
-            f"agent {entrant.name!r} (seat player_{seat}, game {game}) returned {action!r}; expected an integer action in [0, {enc.num_actions})"
+            f"agent {entrant.name!r} (seat player_{seat}, game {game}) returned {action!r}; expected an "
+            f"integer action in [0, {enc.num_actions})"
         )
     if not 0 <= index < enc.num_actions:
         return ArenaError(
-            f"agent {entrant.name!r} (seat player_{seat}, game {game}) returned action {index}, out of range [0, {enc.num_actions})"
+            f"agent {entrant.name!r} (seat player_{seat}, game {game}) returned action {index}, out of range "
+            f"[0, {enc.num_actions})"
         )
     move = raw_env(config=config).decode(index, actor=f"player_{seat}")
     legal = int(np.count_nonzero(mask))
     return ArenaError(
-        f"agent {entrant.name!r} (seat player_{seat}, game {game}) returned illegal action {index} = {move}; the action mask allows {legal} action(s) now"
+        f"agent {entrant.name!r} (seat player_{seat}, game {game}) returned illegal action {index} = {move}; "
+        f"the action mask allows {legal} action(s) now"
     )
 
 
@@ -699,7 +708,9 @@ def _legal_action(action: Any, mask: np.ndarray) -> bool:
 
 
 def _mixture_members(config: GameConfig, seed: int, chunk, entrants: list[Entrant], of_entry: np.ndarray) -> np.ndarray:
-    """``(G, N)``: the member of a mixture entrant sitting at each seat of each game of ``chunk`` (-1 for other entrants)."""
+    """``(G, N)``: the member of a mixture entrant sitting at each seat of each game of ``chunk`` (-1 for other
+    entrants).
+    """
     from training.core.mixture import is_mixture
 
     n = config.num_players
@@ -791,7 +802,8 @@ def _run_batched(config, seed, chunk, entrants, of_entry, behaviour, bar) -> lis
             )
             if chosen.shape != (mine.size,):
                 raise ArenaError(
-                    f"agent {entrant.name!r}: act_batch returned shape {chosen.shape} for {mine.size} observations; expected ({mine.size},)"
+                    f"agent {entrant.name!r}: act_batch returned shape {chosen.shape} for {mine.size} "
+                    f"observations; expected ({mine.size},)"
                 )
             for j, b in enumerate(mine):
                 if not _legal_action(chosen[j], step.action_mask[b]):
@@ -815,7 +827,9 @@ def _run_batched(config, seed, chunk, entrants, of_entry, behaviour, bar) -> lis
 
 
 def _batch_actions(agent: Any, members: np.ndarray, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
-    """``agent.act_batch``, or for a mixture each drawn member's ``act_batch`` on its own rows (``members``: -1 for a plain agent)."""
+    """``agent.act_batch``, or for a mixture each drawn member's ``act_batch`` on its own rows (``members``: -1 for a
+    plain agent).
+    """
     if members.size == 0 or members[0] < 0:
         return np.asarray(agent.act_batch(observations, masks))
     chosen = np.zeros(len(members), np.int64)
@@ -866,7 +880,8 @@ def play_league(
         raise ArenaError(f"the league pool repeats agents {names}; list each agent once")
     if len(pool) < config.num_players:
         raise ArenaError(
-            f"a league of {config.num_players}-player games needs at least {config.num_players} agents in the pool, got {len(pool)}"
+            f"a league of {config.num_players}-player games needs at least {config.num_players} agents in the "
+            f"pool, got {len(pool)}"
         )
     tables = list(itertools.combinations(range(len(pool)), config.num_players))
     started = time.perf_counter()
@@ -916,14 +931,17 @@ def play_league(
 
 
 def _table_copies(lineup: list[Any]) -> list[Any]:
-    """A league table's lineup with each agent object copied as it was given (names stay names), as a Ray task receives it."""
+    """A league table's lineup with each agent object copied as it was given (names stay names), as a Ray task receives
+    it.
+    """
     copies = []
     for agent in lineup:
         try:
             copies.append(agent if isinstance(agent, str) else copy.deepcopy(agent))
         except Exception as error:  # noqa: BLE001 - any failure to copy is reported with the agent
             raise ArenaError(
-                f"agent {_label_of(agent)!r} cannot be copied for each league table ({type(error).__name__}: {error}); expected an agent that copy.deepcopy can copy, or its name or checkpoint path"
+                f"agent {_label_of(agent)!r} cannot be copied for each league table ({type(error).__name__}: "
+                f"{error}); expected an agent that copy.deepcopy can copy, or its name or checkpoint path"
             ) from error
     return copies
 

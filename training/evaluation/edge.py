@@ -1,4 +1,5 @@
-"""Where a best response's edge comes from: its seat plays the best response for some decisions and the checkpoint for the rest.
+"""Where a best response's edge comes from: its seat plays the best response for some decisions and the checkpoint for
+the rest.
 
 A best response (``cockroach-exploit``) beats ``N - 1`` copies of a checkpoint by some
 points; this module splits that edge by decision. A *partial* agent sits in the best
@@ -48,7 +49,8 @@ def part_names() -> list[str]:
 
 
 class Part(NamedTuple):
-    """A part of the game the best response decides: over the action ``slice`` of its kind, the ``group`` of each action.
+    """A part of the game the best response decides: over the action ``slice`` of its kind, the ``group`` of each
+    action.
 
     ``within`` False: the best response picks the group (with its marginal probability) and the checkpoint the action
     given the group. ``within`` True: the checkpoint picks the group and the best response the action given it.
@@ -66,7 +68,8 @@ def partitions(config: GameConfig) -> dict[str, Part]:
     """
     enc = encoding_for(config)
     decoded = enc.decoded_actions
-    # the fields of each decoded action that a factor groups by: offer (card, target offset, claim), pass (offset, claim)
+    # the fields of each decoded action that a factor groups by: offer (card, target offset, claim), pass (offset,
+    # claim)
     factors = {"offer": {"card": 1, "target": 2, "claim": 3}, "pass": {"target": 1, "claim": 2}}
     parts = {}
     for kind, s in enc.action_slices().items():
@@ -89,7 +92,8 @@ def partitions(config: GameConfig) -> dict[str, Part]:
 
 
 def combine(base: np.ndarray, expert: np.ndarray, masks: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """Probabilities over a kind's actions (rows, K): the group from ``expert``'s marginal, the action within it from ``base``'s conditional.
+    """Probabilities over a kind's actions (rows, K): the group from ``expert``'s marginal, the action within it from
+    ``base``'s conditional.
 
     ``base`` and ``expert`` are policies over the K actions (zero where illegal); a group ``base`` gives no probability
     (underflow) is played uniformly over its legal actions.
@@ -118,7 +122,8 @@ def _parts_problem(parts: tuple[str, ...], table: dict) -> str | None:
 
 
 class PartialAgent(LogitsAgent):
-    """An agent of the ``baselines`` protocol (batched): ``base``'s policy, except in ``parts`` (``partitions``), where ``expert`` decides.
+    """An agent of the ``baselines`` protocol (batched): ``base``'s policy, except in ``parts`` (``partitions``), where
+    ``expert`` decides.
 
     ``base`` and ``expert`` are ``LogitsAgent``s (trained networks); ``parts`` holds at most one part of each decision
     kind (``("offer", "respond.call")``: the expert's offers and its choice of call). Its logits are the logarithms of
@@ -137,7 +142,8 @@ class PartialAgent(LogitsAgent):
         for role, agent in (("base", base), ("expert", expert)):
             if not callable(getattr(agent, "logits", None)):
                 raise ValueError(
-                    f"the {role} agent {agent!r} has no logits(); expected a trained network's agent (training.load_agent of a checkpoint)"
+                    f"the {role} agent {agent!r} has no logits(); expected a trained network's agent "
+                    f"(training.load_agent of a checkpoint)"
                 )
         table = partitions(config)
         problem = _parts_problem(tuple(parts), table)
@@ -171,7 +177,9 @@ class PartialAgent(LogitsAgent):
 
 
 def partial_agent(base: Any, expert: Any, parts: tuple[str, ...], config: GameConfig, seed: int, name: str):
-    """``PartialAgent`` over ``base``; over a mixture, a mixture of partial agents over its members (the same weights)."""
+    """``PartialAgent`` over ``base``; over a mixture, a mixture of partial agents over its members (the same
+    weights).
+    """
     from training.core.mixture import MixtureAgent, is_mixture
 
     if is_mixture(base):
@@ -191,10 +199,12 @@ def edge_sources(
     base: str | None = None,
     variants: list[tuple[str, ...]] | None = None,
 ) -> dict[str, Any]:
-    """The loss rate of the seat that plays ``base`` (default: the checkpoint) except in each variant's parts, where the best
+    """The loss rate of the seat that plays ``base`` (default: the checkpoint) except in each variant's parts, where
+    the best
     response decides, against ``N - 1`` copies of ``checkpoint``.
 
-    ``variants`` defaults to every part alone. Returns ``{"games", "parity", "baseline", "whole", "rows"}``: ``baseline``
+    ``variants`` defaults to every part alone. Returns ``{"games", "parity", "baseline", "whole", "rows"}``:
+    ``baseline``
     the seat playing ``base`` alone, ``whole`` the best response alone, ``rows`` one entry per variant (``parts``); each
     with the seat's ``loss_rate``, ``ci95`` and ``points`` (the baseline's loss rate less its own: what the parts gain).
     Every row plays the same deals (duplicate deals, seat rotation, one seed).
@@ -260,7 +270,8 @@ def edge_lines(edge: dict[str, Any]) -> list[str]:
     pct = lambda v: f"{100 * v:.1f}%"  # noqa: E731
     lines = [
         f"where the edge comes from ({edge['games']} games per row, against the checkpoint's copies): the seat plays "
-        f"{'the checkpoint' if edge['base'] == edge['checkpoint'] else edge['base']} except where the best response decides",
+        f"{'the checkpoint' if edge['base'] == edge['checkpoint'] else edge['base']} except where the best "
+        f"response decides",
         f"  {'the best response decides':<28} {'loss rate':>9} {'95% CI':>14} {'points':>7}",
     ]
     nothing = "nothing (the checkpoint)" if edge["base"] == edge["checkpoint"] else "nothing (the base)"
@@ -272,6 +283,7 @@ def edge_lines(edge: dict[str, Any]) -> list[str]:
     for name, e in rows:
         low, high = e["ci95"]
         lines.append(
-            f"  {name:<28} {pct(e['loss_rate']):>9} {'[' + pct(low) + ', ' + pct(high) + ']':>14} {100 * e['points']:>+7.1f}"
+            f"  {name:<28} {pct(e['loss_rate']):>9} {'[' + pct(low) + ', ' + pct(high) + ']':>14} "
+            f"{100 * e['points']:>+7.1f}"
         )
     return lines

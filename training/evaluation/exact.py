@@ -280,7 +280,8 @@ def _seat_policies(profile: Any, config: GameConfig) -> list[list[tuple[float, A
     if mixture_components(profile) is None and isinstance(profile, Sequence) and not isinstance(profile, (str, bytes)):
         if len(profile) != n:
             raise ValueError(
-                f"a profile of {len(profile)} seats is not allowed for {n} players; expected one agent or mixture, or a list of {n}"
+                f"a profile of {len(profile)} seats is not allowed for {n} players; expected one agent or "
+                f"mixture, or a list of {n}"
             )
         seats = list(profile)
     else:
@@ -293,7 +294,8 @@ def _seat_policies(profile: Any, config: GameConfig) -> list[list[tuple[float, A
                 continue
             if not (hasattr(agent, "action_probabilities_batch") or hasattr(agent, "action_probabilities")):
                 raise ValueError(
-                    f"seat {seat}: {agent!r} is not allowed; expected an agent with action_probabilities (or a mixture of such agents)"
+                    f"seat {seat}: {agent!r} is not allowed; expected an agent with action_probabilities (or "
+                    f"a mixture of such agents)"
                 )
             agent_config = getattr(agent, "config", None)
             if agent_config is not None and agent_config != config:
@@ -324,7 +326,8 @@ class InformationSetPolicy:
         missing = [key for key in tree.infoset_strings if key not in self.table]
         if missing:
             raise ValueError(
-                f"{self.name}: no probabilities for {len(missing)} information states of the tree, e.g. {missing[0][:200]}"
+                f"{self.name}: no probabilities for {len(missing)} information states of the tree, e.g. "
+                f"{missing[0][:200]}"
             )
         probs = np.array([self.table[key] for key in tree.infoset_strings], np.float64)
         return probs
@@ -346,7 +349,8 @@ def _probabilities(agent: Any, observations: np.ndarray, masks: np.ndarray) -> n
     bad = ~np.isclose(probs.sum(1), 1.0, atol=1e-6) | (probs < 0).any(1) | ((probs > 0) & (masks == 0)).any(1)
     if bad.any():
         raise ValueError(
-            f"{agent!r} returned an invalid distribution for observation row {int(np.flatnonzero(bad)[0])}; expected non-negative probabilities on legal actions summing to 1"
+            f"{agent!r} returned an invalid distribution for observation row {int(np.flatnonzero(bad)[0])}; "
+            f"expected non-negative probabilities on legal actions summing to 1"
         )
     return probs
 
@@ -423,7 +427,9 @@ def evaluate(profile: Any, config: GameConfig, tree: GameTree | None = None) -> 
 
 
 def _best_response_value(tree: GameTree, levels: list[np.ndarray], seat: int, others: np.ndarray) -> float:
-    """Value of the best response of ``seat``: counterfactual values bottom-up, a max over each of its information sets."""
+    """Value of the best response of ``seat``: counterfactual values bottom-up, a max over each of its information
+    sets.
+    """
     m = tree.num_nodes
     value = np.where(tree.player < 0, others * tree.returns[:, seat], 0.0)
     num_actions = tree.masks.shape[1]

@@ -24,8 +24,12 @@ RECORD_NAME = re.compile(r"game-\d{5,}\.json")
 
 
 class GameSaver:
+    """Writes the games of a match as replayable game records (``cockroach-eval --save-games``)."""
+
     def __init__(self, count: Any, directory: str, replace: bool = False):
-        """Saves the first ``count`` games of a match in ``directory``; earlier game records there are refused unless ``replace``."""
+        """Saves the first ``count`` games of a match in ``directory``; earlier game records there are refused unless
+        ``replace``.
+        """
         if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
             raise ValueError(f"--save-games count {count!r} is not allowed; expected a positive integer")
         if os.path.exists(directory) and not os.path.isdir(directory):
@@ -45,7 +49,8 @@ class GameSaver:
         if earlier and not replace:
             shown = ", ".join(earlier[:3]) + (", ..." if len(earlier) > 3 else "")
             raise ValueError(
-                f"--save-games directory {directory!r} already holds {len(earlier)} game records ({shown}); pass --overwrite to replace them, or choose another directory"
+                f"--save-games directory {directory!r} already holds {len(earlier)} game records ({shown}); "
+                f"pass --overwrite to replace them, or choose another directory"
             )
         self.count = int(count)
         self.directory = directory

@@ -10,6 +10,7 @@ from cockroach_env.engine import LOSS_REASONS
 
 
 def describe_config(config: GameConfig) -> str:
+    """``4-player classic``, with the options that differ from that size's defaults."""
     default = GameConfig(num_players=config.num_players, edition=config.edition)
     changed = [f"{k}={v}" for k, v in config.to_dict().items() if getattr(default, k) != v]
     return f"{config.num_players}-player {config.edition}" + (f" ({', '.join(changed)})" if changed else "")
@@ -89,7 +90,8 @@ def format_result(result) -> str:
 
 def _grid(columns: list[str], rows: list[list[str]]) -> list[str]:
     widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(columns)]
-    fmt = lambda cells: "  ".join(
-        cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(cells, widths))
-    )  # noqa: E731
+
+    def fmt(cells: list[str]) -> str:
+        return "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(cells, widths)))
+
     return [fmt(columns), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows]

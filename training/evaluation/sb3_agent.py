@@ -35,7 +35,9 @@ ALGORITHMS = ("MaskablePPO", "PPO", "A2C", "DQN")
 
 
 class SB3Agent(LogitsAgent):
-    """An agent of the baselines protocol playing an SB3 policy (``act``, vectorized ``act_batch``, ``action_probabilities``)."""
+    """An agent of the baselines protocol playing an SB3 policy (``act``, vectorized ``act_batch``,
+    ``action_probabilities``).
+    """
 
     def __init__(
         self, model: Any, config: GameConfig, seed: int | None = None, name: str = "sb3", deterministic: bool = False
@@ -50,7 +52,8 @@ class SB3Agent(LogitsAgent):
             and not callable(getattr(policy, "q_net", None))
         ):
             raise ValueError(
-                f"model={model!r} is not allowed; expected a Stable-Baselines3 model or policy (PPO, MaskablePPO, A2C, DQN)"
+                f"model={model!r} is not allowed; expected a Stable-Baselines3 model or policy (PPO, "
+                f"MaskablePPO, A2C, DQN)"
             )
         enc = self.encoding
         obs_shape = getattr(policy.observation_space, "shape", None)
@@ -58,7 +61,8 @@ class SB3Agent(LogitsAgent):
         if obs_shape != (enc.observation.size,) or n_actions != enc.num_actions:
             raise ValueError(
                 f"the SB3 policy takes observations of shape {obs_shape} and {n_actions} actions, but {config} has "
-                f"observations of shape ({enc.observation.size},) and {enc.num_actions} actions; load it for the rule set it was trained on"
+                f"observations of shape ({enc.observation.size},) and {enc.num_actions} actions; load it for "
+                f"the rule set it was trained on"
             )
         self.policy = policy
         self.name = name
@@ -76,7 +80,10 @@ class SB3Agent(LogitsAgent):
             return logits.cpu().numpy().astype(np.float64)
 
     def __repr__(self) -> str:
-        return f"SB3Agent(name={self.name!r}, {self.config.num_players}p {self.config.edition}, deterministic={self.deterministic})"
+        return (
+            f"SB3Agent(name={self.name!r}, {self.config.num_players}p {self.config.edition}, "
+            f"deterministic={self.deterministic})"
+        )
 
 
 def load_sb3_agent(
