@@ -399,8 +399,7 @@ def _train(
             _new_segment(run, loop, update)
         _anneal_learning_rates(run, update)
 
-        # ------------------------------------------------------------ 1. rollout (with ppo.overlap: collected during
-        # the last update)
+        # ---------------------------------------- 1. rollout (with ppo.overlap: collected during the last update)
         if loop.prefetched is None:
             loop.step, outcomes = _rollout(loop.rollout_args, loop.step)
         else:
@@ -408,12 +407,10 @@ def _train(
         run.state.decisions += run.decisions_per_update
         run.state.games += sum(games for games, _, _ in outcomes.values())
 
-        # ------------------------------------------------------------ 2. advantages (GAE) and 3. update, for each
-        # learner
+        # ---------------------------------------- 2. advantages (GAE) and 3. update, for each learner
         stats = _advantages_and_update(run, loop, update)
 
-        # ------------------------------------------------------------ 4. snapshots, exploiter reset, evaluation, logs,
-        # checkpoints
+        # ---------------------------------------- 4. snapshots, exploiter reset, evaluation, logs, checkpoints
         run.state.update = update + 1
         _refresh_pool(run, loop, outcomes)
         _log_update(run, loop, iteration_start, stats, outcomes)

@@ -305,8 +305,7 @@ def _final_evaluation(config: TrainConfig, game, members: list[dict], state: PSR
     return {"iteration": state.iteration, "final": True, "results": results}
 
 
-# ---------------------------------------------------------------------------- the pieces (module-level: they run as Ray
-# tasks too)
+# -------------------------------------------------- the pieces (module-level: they run as Ray tasks too)
 
 
 def train_best_response(
