@@ -57,6 +57,27 @@ def test_a_monkeypatch_through_an_old_path_is_seen_through_the_new_one(monkeypat
     assert training.algorithms.ppo.AGENT_NAME == "patched"
 
 
+def test_the_old_console_script_entry_points_still_resolve():
+    """An install made before the split names ``training.cli:main``, ``training.eval_cli:main``, ... ."""
+    import importlib
+
+    import training.cli.eval
+    import training.cli.exploit
+    import training.cli.mixture
+    import training.cli.train
+    import training.evaluation.exploitability as library
+
+    for old, new in [
+        ("training.cli", training.cli.train),
+        ("training.eval_cli", training.cli.eval),
+        ("training.exploitability", training.cli.exploit),
+        ("training.mixture_cli", training.cli.mixture),
+    ]:
+        assert importlib.import_module(old).main is new.main, old
+    old = importlib.import_module("training.exploitability")
+    assert old.train_start is library.train_start and old.FROZEN == library.FROZEN
+
+
 def test_an_unknown_old_path_is_still_an_import_error():
     with pytest.raises(ModuleNotFoundError):
         __import__("training.no_such_module")

@@ -41,11 +41,12 @@ ALIASES = {
     "training.arena": "training.evaluation.arena",
     "training.edge": "training.evaluation.edge",
     "training.exact": "training.evaluation.exact",
-    "training.exploitability": "training.evaluation.exploitability",
     "training.game_saving": "training.evaluation.game_saving",
     "training.ratings": "training.evaluation.ratings",
     "training.report": "training.evaluation.report",
     "training.sb3_agent": "training.evaluation.sb3_agent",
+    # the command line of cockroach-exploit, which also imports the library part (train_start, FROZEN, ...)
+    "training.exploitability": "training.cli.exploit",
     "training.eval_cli": "training.cli.eval",
     "training.mixture_cli": "training.cli.mixture",
 }
@@ -54,7 +55,6 @@ keeps ``main`` and ``python -m training.cli`` itself."""
 
 COMMANDS = {
     "training.checkpoint": "training.cli.checkpoint",
-    "training.exploitability": "training.cli.exploit",
 }
 """``{old module path: the command line that python -m OLD runs}``, where that is not the module itself."""
 
