@@ -26,6 +26,7 @@ from safetensors.torch import save as save_tensors  # noqa: E402
 from cockroach_env import GameConfig  # noqa: E402
 from training.cli import checkpoint as checkpoint_cli  # noqa: E402
 from training.core import checkpoint as ckpt  # noqa: E402
+from training.core.checkpoint import files as checkpoint_files  # noqa: E402
 from training.core.model import ActorCritic  # noqa: E402
 
 from .hostile import refused  # noqa: E402
@@ -272,7 +273,7 @@ def test_an_export_to_a_place_that_cannot_hold_it_is_named_instead_of_a_tracebac
     def no_space(final, data):
         raise OSError(errno.ENOSPC, "No space left on device", str(final))
 
-    monkeypatch.setattr(ckpt, "_write_temporary", no_space)
+    monkeypatch.setattr(checkpoint_files, "_write_temporary", no_space)
     with pytest.raises(SystemExit) as exit_:
         checkpoint_cli.main([str(tmp_path / "agent"), "--export", str(tmp_path / "small")])
     assert "small" in str(exit_.value) and "No space left on device" in str(exit_.value)
@@ -354,7 +355,7 @@ def test_a_failure_at_any_step_of_a_save_keeps_the_previous_checkpoint_and_leave
                     raise OSError(28, "No space left on device")
                 return real(*args)
 
-            monkeypatch.setattr(ckpt.os, failing, fail_once)
+            monkeypatch.setattr(os, failing, fail_once)
             try:
                 _save(tmp_path / "agent", _model(6))
             except OSError:
@@ -411,8 +412,8 @@ def test_a_save_killed_at_random_instants_always_leaves_a_loadable_matching_pair
 KILLED_WRITER = """
 import os, signal, sys
 from pathlib import Path
-from training.core import checkpoint as ckpt
-print(ckpt._write_temporary(Path(sys.argv[1]), b'{"half": '), flush=True)
+from training.core.checkpoint import files as checkpoint_files
+print(checkpoint_files._write_temporary(Path(sys.argv[1]), b'{"half": '), flush=True)
 os.kill(os.getpid(), signal.SIGKILL)  # killed between the temporary and the replace
 """
 
@@ -432,7 +433,7 @@ def test_a_write_killed_before_its_replace_leaves_a_temporary_that_the_next_writ
     assert process.returncode == -signal.SIGKILL
     orphan = Path(process.stdout.decode().strip())
     assert orphan.parent == tmp_path and orphan.exists() and target.read_bytes() == b"old"  # the old file is whole
-    host = ckpt._writer_tag().split("-")[0]
+    host = checkpoint_files._writer_tag().split("-")[0]
     kept = [
         tmp_path / f".cache.json.{host}-{os.getppid()}-abcd1234.tmp",
         tmp_path / ".cache.json.0123abcd-1-abcd1234.tmp",

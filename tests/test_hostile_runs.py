@@ -23,6 +23,7 @@ pytest.importorskip("yaml")
 
 from training.cli.train import main  # noqa: E402
 from training.core import checkpoint as ckpt  # noqa: E402
+from training.core.checkpoint import files as checkpoint_files  # noqa: E402
 from training.core.config import ConfigError, load_config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -367,14 +368,14 @@ def test_output_paths_that_cannot_hold_a_run_are_named_before_training(tmp_path,
 def test_a_full_disk_keeps_the_previous_checkpoint_and_exits_with_a_message(tmp_path, capsys, monkeypatch):
     assert main(_argv(tmp_path, "full", 2, "--set", "evaluation.final_games=0")) == 0
     before = _files(tmp_path / "full")
-    real = ckpt._write_temporary
+    real = checkpoint_files._write_temporary
 
     def no_space(final, data):
         raise OSError(errno.ENOSPC, "No space left on device", str(final))
 
-    monkeypatch.setattr(ckpt, "_write_temporary", no_space)
+    monkeypatch.setattr(checkpoint_files, "_write_temporary", no_space)
     assert main(_argv(tmp_path, "full", 4, "--resume", "--set", "evaluation.final_games=0")) == 1
-    monkeypatch.setattr(ckpt, "_write_temporary", real)
+    monkeypatch.setattr(checkpoint_files, "_write_temporary", real)
     err = capsys.readouterr().err
     assert (
         "No space left on device" in err

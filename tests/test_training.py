@@ -19,6 +19,7 @@ import baselines  # noqa: E402
 from cockroach_env import GameConfig, env  # noqa: E402
 from training.cli import checkpoint as checkpoint_cli  # noqa: E402
 from training.core import checkpoint as ckpt  # noqa: E402
+from training.core.checkpoint import files as checkpoint_files  # noqa: E402
 from training.core.config import ConfigError, load_config  # noqa: E402
 from training.core.model import ActorCritic, PolicyAgent  # noqa: E402
 
@@ -157,14 +158,14 @@ def test_a_failure_in_the_middle_of_a_save_leaves_the_previous_checkpoint_intact
     old, new = _model(0), _model(1)
     _save(tmp_path / "agent", old)
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
-    real_write = ckpt._write_temporary
+    real_write = checkpoint_files._write_temporary
 
     def failing_write(final, data):
         if final.suffix == ".json":  # the tensor file is written, the metadata is being written
             raise OSError(28, "No space left on device")
         return real_write(final, data)
 
-    monkeypatch.setattr(ckpt, "_write_temporary", failing_write)
+    monkeypatch.setattr(checkpoint_files, "_write_temporary", failing_write)
     with pytest.raises(OSError, match="No space left"):
         _save(tmp_path / "agent", new)
     monkeypatch.undo()
