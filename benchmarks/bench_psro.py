@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--out",
         default="psro_nashconv.png",
-        help="plot of --nashconv (default psro_nashconv.png in the current directory; the docs' is benchmarks/psro_nashconv.png)",
+        help="plot of --nashconv (default psro_nashconv.png in the current directory; the docs' is docs/img/psro_nashconv.png)",
     )
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     args = parser.parse_args(argv)
