@@ -5,7 +5,7 @@ For each shipped checkpoint (or those named), in one run:
 * its loss rate against N-1 copies of every baseline (``random``, ``honest``,
   ``bluffer``, ``heuristic``), in the arena with seat rotation, duplicate deals and 95%
   Wilson intervals, beside parity (1/N);
-* the target of issue 13 for its table (classic 4 players: at most 8% against three
+* the strength target for its table (classic 4 players: at most 8% against three
   ``heuristic``; classic 2 players: at least 80% wins; every other table: at most half
   of parity against N-1 ``heuristic``);
 * its exploitability: for the rule sets small enough to enumerate (the ``mini``
@@ -18,14 +18,14 @@ For each shipped checkpoint (or those named), in one run:
   and network shape: a single network's own weights are one start only, and a strong
   network of another run may find more.
 
-It prints a Markdown table (the README's *Shipped agents* table) and, with ``--json``,
+It prints a Markdown table (the strength table of docs/shipped.md) and, with ``--json``,
 writes every figure, after every agent (an existing file is kept unless ``--overwrite``;
 the path is checked before any game is played).
 
     python benchmarks/bench_agents.py --games 4000 --decisions 2000000
     python benchmarks/bench_agents.py classic-3p royal-2p --games 2000 --decisions 1000000
     python benchmarks/bench_agents.py --no-exploit                 # the baseline columns only
-    python benchmarks/bench_agents.py classic-4p --decisions 5000000 --start-from runs/E --start-from runs/G
+    python benchmarks/bench_agents.py classic-4p --decisions 5000000 --start-from runs/strongx2 --start-from runs/ppo_4p_g
 """
 
 from __future__ import annotations
@@ -43,11 +43,11 @@ sys.path.insert(0, str(ROOT))
 
 BASELINES = ("random", "honest", "bluffer", "heuristic")
 EXACT_TARGETS = {2: 0.02, 3: 0.05}
-"""Issue 13's largest exact NashConv by player count on the enumerable tables (``mini``, ``mini-3p``)."""
+"""The target: the largest exact NashConv by player count on the enumerable tables (``mini``, ``mini-3p``)."""
 
 
 def target(config) -> tuple[float, str]:
-    """Issue 13's largest loss rate against N-1 ``heuristic`` for this table, and how it reads."""
+    """The target: the largest loss rate against N-1 ``heuristic`` for this table, and how it reads."""
     n, parity = config.num_players, 1 / config.num_players
     classic = config.edition == "classic" and config.num_types == 8
     if classic and n == 4:

@@ -1,6 +1,6 @@
 """Exact NashConv on the mini presets: baselines, OpenSpiel CFR+ and CFR, and self-play PPO, side by side.
 
-    python benchmarks/bench_exact.py --plot docs/img/exact.png --overwrite   # the README table and its figure
+    python benchmarks/bench_exact.py --plot docs/img/exact.png --overwrite   # the table of docs/exact.md and its figure
     python benchmarks/bench_exact.py --ppo-minutes 0.25 0.5 --cfr-seconds 20 --skip-openspiel-python   # a quick look
 
 1. ``training.exact`` NashConv of ``random``, ``honest``, ``bluffer``, ``heuristic`` on ``mini`` and
@@ -237,7 +237,7 @@ def main() -> None:
     parser.add_argument(
         "--plot",
         default="exact.png",
-        help="where the figure goes (default exact.png in the current directory; the README's is docs/img/exact.png)",
+        help="where the figure goes (default exact.png in the current directory; the docs' is docs/img/exact.png)",
     )
     parser.add_argument("--json", help="also write every figure as JSON")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --plot or --json file")

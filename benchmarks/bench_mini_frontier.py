@@ -2,7 +2,7 @@
 
     python benchmarks/bench_mini_frontier.py --weights 0.05 0.2 1 --steps 1000
 
-Issue 13 asks two things of the `mini` agent: exact NashConv at most 0.02, and at most
+The strength targets ask two things of the `mini` agent: exact NashConv at most 0.02, and at most
 half of parity's loss rate (25%) against `heuristic`. This measures, in one run, whether
 a policy can do both. On the rule set with ``recall=True`` (the observation is the
 information state, so a table over observations can play any behaviour strategy):

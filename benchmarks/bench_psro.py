@@ -225,7 +225,7 @@ def mixture_scaling(exploiters: int) -> int:
 
 
 PRESETS = {"mini": 0.02, "mini-3p": 0.05}
-"""The mini rule sets and their NashConv targets (issue 13)."""
+"""The mini rule sets and their NashConv targets."""
 COMMON = [
     "model.hidden_sizes=[64, 64]",
     "ppo.num_envs=128",
@@ -242,7 +242,7 @@ def nashconv(minutes: float, out: Path, cfr_seconds: float = 60.0, descent_steps
     try:
         from training.exact import nash_conv
     except ImportError:
-        print("--nashconv needs training.exact, the exact evaluator of the mini rule sets (issue 12)", file=sys.stderr)
+        print("--nashconv needs training.exact, the exact evaluator of the mini rule sets", file=sys.stderr)
         return 2
     import matplotlib
 
@@ -443,7 +443,7 @@ def _psro_curve(preset: str, game, minutes: float, tmp: Path, nash_conv) -> list
 NFSP = ["algorithm=nfsp", "opponents.population=0.8", "opponents.self_play=0.2", "opponents.snapshots=0", "opponents.snapshot_every=0", "opponents.beat_pool_loss_rate=0",
         "nfsp.reservoir_size=1000000", "nfsp.sl_batch_size=1024", "nfsp.sl_steps=4", "nfsp.sl_learning_rate=1e-3", "ppo.learning_rate=1e-3", "ppo.ent_coef=0.1"]  # fmt: skip
 """NFSP's settings on the mini rule sets (``--nashconv``): the best response at 80% of its tables against the average policy, self-play in the
-rest, and a faster, more exploring best response than ``COMMON``'s (measured on ``mini``, docs/training.md: with ``COMMON``'s learning rate and
+rest, and a faster, more exploring best response than ``COMMON``'s (measured on ``mini``, docs/research.md: with ``COMMON``'s learning rate and
 entropy bonus the average policy's NashConv stayed near 1.3, with these it fell below the uniform random policy's)."""
 
 

@@ -8,7 +8,7 @@ observation, is trained on the first 80% of the games and scored on the rest, be
 copies' own calls on the same rows and the base rate (always guessing the more common
 answer). A reader far above the copies' own calls means the claims can be read from
 what a responder sees, and the agent does not read them: a best response learns to
-(``docs/training.md``, *readable claims*). The baselines are the peers: ``honest``
+(``docs/research.md``, *readable claims*). The baselines are the peers: ``honest``
 never lies, so its claims are all readable; ``random``'s calls are coin flips.
 
 The labels are the hidden card, used here only to score and to train the reader; no

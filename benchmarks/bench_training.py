@@ -9,12 +9,12 @@ first (which includes compiling the batched engine) and over the whole run.
     python benchmarks/bench_training.py --config configs/ppo_2p.yaml --updates 20
     python benchmarks/bench_training.py --set model.hidden_sizes=[256,256]
 
-Target (issue 13, part 6): at least 50,000 decisions per second for configs/ppo_4p.yaml
+Target: at least 50,000 decisions per second for configs/ppo_4p.yaml
 on a 2-core machine. The machine's load average is printed, since other processes on the
 same cores lower the figure.
 
-``--compare [REF ...]`` measures the code at each git ``REF`` (default: the commit before
-the throughput work of issue 13) and this tree, each serially and, where it has it, with
+``--compare [REF ...]`` measures the code at each git ``REF`` (default: commit 1f10436,
+before the compiled kernels and the overlapped update) and this tree, each serially and, where it has it, with
 ``ppo.overlap`` (the next rollout collected in a second thread while the update runs),
 alternately, each run in a fresh process, ``--rounds`` times, and prints the medians
 and their ratios to the first ``REF``; with other
@@ -40,7 +40,7 @@ arena instead (seat rotation, duplicate deals, 95% Wilson intervals):
     python benchmarks/bench_training.py --strength classic-4p --games 4000
     python benchmarks/bench_training.py --strength classic-2p --games 4000
 
-The targets of issue 13: classic 4 players, a loss rate <= 8% against three
+The strength targets: classic 4 players, a loss rate <= 8% against three
 ``heuristic``, <= 3% against three ``random``, and a ``heuristic`` among three copies of
 the agent loses >= 40%; classic 2 players, the agent wins >= 80% against ``heuristic``;
 every other table, at most half of parity's loss rate against N-1 ``heuristic``. All: a
@@ -69,7 +69,7 @@ sys.path.insert(0, str(ROOT))
 
 TARGET = 50_000
 BASELINE = "1f10436"
-"""The commit before issue 13's throughput work."""
+"""The reference commit of ``--compare``: before the compiled kernels and the overlapped update."""
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,5 +1,5 @@
 """Soak: millions of random legal decisions over every rule set, checking the game's
-invariants at every step (the figure quoted in the README's *Reliability* section).
+invariants at every step (the figure quoted in docs/reliability.md).
 
     python benchmarks/soak.py [--games 2000] [--batch 256] [--aec-games 20] [--seed 0]
 
