@@ -175,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     totals = np.zeros(6, np.int64)
     start = time.perf_counter()
     print(
-        f"{'rule set':34s} {'batched games':>13s} {'decisions':>11s} {'failures':>8s}   {'AEC games':>9s} {'decisions':>9s} {'failures':>8s}"
+        f"{'rule set':34s} {'batched games':>13s} {'decisions':>11s} {'failures':>8s}   {'AEC games':>9s} "
+        f"{'decisions':>9s} {'failures':>8s}"
     )
     for k, (name, config) in enumerate(sets.items()):
         batched = soak_batched(config, args.games, args.batch, args.seed + k)
