@@ -69,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
 MIN_IDLE_MINUTES = 1.0
 MAX_IDLE_MINUTES = 7 * 24 * 60.0
 MAX_GAMES = 10_000
+SHUTDOWN_SECONDS = 5
 
 
 def option_problem(args: argparse.Namespace) -> str | None:
@@ -196,7 +197,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     if not args.no_browser:
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
-    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=sockets)
+    # a stop waits at most SHUTDOWN_SECONDS for requests in flight (an agent that loads may take a minute)
+    uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_SECONDS)).run(
+        sockets=sockets
+    )
     return 0
 
 

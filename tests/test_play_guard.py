@@ -8,7 +8,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -26,7 +28,7 @@ from play.server import MAX_LISTENERS, TERMINAL_CLOSE_CODES  # noqa: E402
 from play.session import random_move  # noqa: E402
 from play.store import GameStore  # noqa: E402
 
-from .play_server import ManualClock, running_server  # noqa: E402
+from .play_server import ManualClock, free_port, running_server  # noqa: E402
 
 SEATS = ["human", "random", "random", "random"]
 
@@ -247,3 +249,42 @@ def test_cockroach_play_takes_the_names_of_its_own_address_and_refuses_a_run_dir
         err = capsys.readouterr().err
         assert "--save-dir" in err and "checkpoint" in err, err
     assert sorted(p.name for p in run.iterdir()) == ["checkpoint.1.safetensors", "checkpoint.json"]
+
+
+def test_sigterm_stops_cockroach_play_while_an_agent_loads(tmp_path):
+    """A load that never ends (a checkpoint on a stalled disk) neither keeps the process alive nor delays its stop."""
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "play.cli", "--port", str(port), "--no-browser", "--no-save"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert server.stdout.readline().startswith("cockroach-play: serving on ")
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                httpx.get(f"{url}/api/setup", timeout=2)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "the server did not answer"
+                time.sleep(0.1)
+
+        def start_slow_game():
+            with contextlib.suppress(httpx.HTTPError):  # the stopping server drops the request
+                httpx.post(f"{url}/api/games", json={"seats": ["human", "tests.test_play_guard:SlowAgent"]}, timeout=90)
+
+        waiting = threading.Thread(target=start_slow_game, daemon=True)
+        waiting.start()
+        time.sleep(1.0)  # the agent is loading
+        started = time.monotonic()
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+        assert time.monotonic() - started < 15, "the stop waited for the load"
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
