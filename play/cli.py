@@ -157,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if save_dir is not None:
         from play.replay import checkpoint_folder_problem
 
-        problem = checkpoint_folder_problem("--save-dir", os.path.join(save_dir, "game.json"))
+        problem = checkpoint_folder_problem("--save-dir", save_dir, folder=True)
         if problem is not None:
             print(f"cockroach-play: error: {problem}", file=sys.stderr)
             return 2

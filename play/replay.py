@@ -2,6 +2,10 @@
 saved game offline: step forward and back, a reveal toggle, every claim marked true or
 false once its card is revealed, and a summary per player.
 
+An existing output file is replaced only with ``--overwrite``; a checkpoint's file, a file
+in a folder of checkpoints or in a run directory, and the game record itself never are.
+A pipe or a device (``-o /dev/stdout``) is written into.
+
 The page embeds the whole record, deal included (a record holds every hidden card by
 design); it shows hidden cards only while the reveal toggle is on.
 """
@@ -59,8 +63,9 @@ def write_page(html: str, output: str) -> None:
     write_file_atomically(output, html.encode("utf-8"))
 
 
-def checkpoint_folder_problem(option: str, path: str | os.PathLike) -> str | None:
-    """Why ``path`` (the value of ``option``) is a checkpoint's file or a run's file, or None.
+def checkpoint_folder_problem(option: str, path: str | os.PathLike, folder: bool = False) -> str | None:
+    """Why ``path`` (the value of ``option``: a file, or with ``folder`` a folder to write files in) is a
+    checkpoint's file or a run's file, or None.
 
     Refused whatever ``--overwrite`` says: a ``.safetensors`` file, any file in a folder that
     holds checkpoint tensors (``*.safetensors``), and any file in a run directory (a folder,
@@ -68,19 +73,22 @@ def checkpoint_folder_problem(option: str, path: str | os.PathLike) -> str | Non
     looked at: nothing is opened, so a pipe or a device never blocks.
     """
     target = Path(os.path.abspath(path))
-    if target.name.endswith(".safetensors"):
+    if folder:
+        target = target / "file"  # a file the command would write there
+    elif target.name.endswith(".safetensors"):
         return (
             f"{option} {str(path)!r} is a checkpoint's tensor file; writing there would destroy the checkpoint: "
             "choose another file name"
         )
-    folder = target.parent
+    directory = target.parent
     try:
-        tensors = sorted(entry.name for entry in os.scandir(folder) if entry.name.endswith(".safetensors"))
+        tensors = sorted(entry.name for entry in os.scandir(directory) if entry.name.endswith(".safetensors"))
     except OSError:
         tensors = []  # a missing or unreadable folder is named by the checks that follow
     if tensors:
+        where = "is" if folder else f"is in {str(directory)!r},"
         return (
-            f"{option} {str(path)!r} is in {str(folder)!r}, the folder of the checkpoint tensors {tensors[0]!r}: "
+            f"{option} {str(path)!r} {where} the folder of the checkpoint tensors {tensors[0]!r}: "
             "a file written there could replace a checkpoint's file; choose another folder"
         )
     for run_dir in target.parents:

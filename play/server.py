@@ -234,6 +234,7 @@ class PlayServer:
             )
         loop = asyncio.get_running_loop()
         outcome: asyncio.Future = loop.create_future()
+        outcome.add_done_callback(lambda done: done.cancelled() or done.exception())  # a late failure is not logged
 
         def settle(result: Any, error: BaseException | None) -> None:
             if not outcome.done():
