@@ -65,7 +65,7 @@ def build_seats(config: GameConfig, specs: list[str], seed: int) -> list[Seat]:
     if len(specs) != config.num_players:
         raise ValueError(f"seats has {len(specs)} entries for {config.num_players} players; expected one per seat")
     if HUMAN not in specs:
-        raise ValueError(f"seats={specs!r} has no human seat; expected at least one 'human'")
+        raise ValueError(f"seats={shown(specs, 300)} has no human seat; expected at least one 'human'")
     for k, spec in enumerate(specs):
         problem = seat_file_problem(spec)
         if problem is not None:  # before any file is read: a pipe or a device would block the reader
