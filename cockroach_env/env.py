@@ -298,7 +298,8 @@ class raw_env(AECEnv):
 
     # ------------------------------------------------------------------ reset
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
-        # Everything is checked before anything changes: a refused reset leaves the game and the seed stream as they were.
+        # Everything is checked before anything changes: a refused reset leaves the game and the seed stream
+        # as they were.
         seed = check_seed("seed", seed)
         if options is not None and not isinstance(options, dict):
             raise ValueError(
@@ -307,6 +308,8 @@ class raw_env(AECEnv):
         rng = np.random.default_rng(seed) if seed is not None else copy.deepcopy(self._rng)
         deal = self._deal_from_options(options or {}, rng)
         game = Game(self.config, deal)  # refuses a deal that has already lost, before the seed stream moves on
+        if game.over:
+            raise ValueError(self._empty_starter_message(options, deal.starter))
         self._rng = rng
         self.game = game
         self._writer.reset()
@@ -346,6 +349,24 @@ class raw_env(AECEnv):
         check_recall_deal(config, sum(map(sum, deal.hands)))
         return deal
 
+    def _empty_starter_message(self, options: dict, starter: int) -> str:
+        """Why an explicit deal that gives its starter no card is refused (the game would be over before any move).
+
+        It names the starter's own entry only: the rest of the deal may be hidden from whoever reads the error.
+        """
+        hands, name = options["hands"], self.possible_agents[starter]
+        if not hands:
+            given = f"hands={hands!r}"
+        elif name in hands:
+            given = f"hands[{name!r}]={hands[name]!r}"
+        else:
+            given = f"hands (no entry for {name!r})"
+        drawn = "" if "starter" in options or self.config.starter is not None else " (drawn at random)"
+        return (
+            f"reset option {given} gives the starter {name}{drawn} no card: the game would be over before any move "
+            "(empty_hand); expected at least one card in the starter's hand (options['starter'] chooses the starter)"
+        )
+
     def _seat_of(self, what: str, agent: Any) -> int:
         if not isinstance(agent, str) or agent not in self._seat:
             raise ValueError(f"{what}={agent!r} is not an agent of this game; expected one of {self.possible_agents}")
@@ -361,7 +382,8 @@ class raw_env(AECEnv):
         self._require_reset("step()")
         if not self.agents:
             raise ValueError(
-                f"step({action!r}) called after the game ended and every agent is done; call reset() to start a new game"
+                f"step({action!r}) called after the game ended and every agent is done; "
+                "call reset() to start a new game"
             )
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
@@ -645,7 +667,8 @@ class raw_env(AECEnv):
     def render(
         self, mode: str | None = None, *, viewer: str | None = ..., full_information: bool = False
     ) -> str | np.ndarray | None:
-        """The table as ``render_viewer`` sees it: text (``ansi``, ``human``) or an (H, W, 3) uint8 picture (``rgb_array``).
+        """The table as ``render_viewer`` sees it: text (``ansi``, ``human``) or an (H, W, 3) uint8 picture
+        (``rgb_array``).
 
         ``render_viewer`` (set at construction, default ``None``: a spectator, public
         information only) or the keyword ``viewer=`` picks whose hand and seen cards
@@ -655,7 +678,8 @@ class raw_env(AECEnv):
         """
         if mode is not None and mode != self.render_mode:
             raise ValueError(
-                f"render({mode!r}) is not allowed; the positional argument can only repeat this env's render_mode={self.render_mode!r} "
+                f"render({mode!r}) is not allowed; the positional argument can only repeat this env's "
+                f"render_mode={self.render_mode!r} "
                 "(full_information is keyword-only: render(full_information=True))"
             )
         if not isinstance(full_information, bool):
@@ -682,7 +706,8 @@ class raw_env(AECEnv):
     def _render_viewer(self, viewer: Any) -> str | None:
         if viewer is not None and viewer not in self.possible_agents:
             raise ValueError(
-                f"render_viewer={viewer!r} is not allowed; expected None (a spectator: public information only) or one of {self.possible_agents}"
+                f"render_viewer={viewer!r} is not allowed; expected None (a spectator: public information only) "
+                f"or one of {self.possible_agents}"
             )
         return viewer
 

@@ -87,6 +87,8 @@ BAD_DEALS = [
     ("ragged hands", [_with(GOOD, hands=[[1, 2], [3]])], ["deals[0]"]),
     ("wrong shape", [_with(GOOD, hands=GOOD.hands[:3])], ["deals[0]", "(4, 8)"]),
     ("penalty deck in classic", [_with(GOOD, penalty_deck=[0])], ["deals[0]"]),
+    ("no cards dealt", [explicit_deal(CONFIG, 2, {})], ["deals[0]", "seat 2", "empty hand"]),
+    ("starter dealt no card", [explicit_deal(CONFIG, 1, {0: {"fly": 2}, 2: {"bat": 1}})], ["seat 1", "empty hand"]),
 ]
 
 
