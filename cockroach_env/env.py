@@ -5,7 +5,7 @@ A bluffing card game for 2-6 players: pass a face-down card with a claim, call t
 claim true or false, or peek and pass it on with a new claim. Collect four of a kind
 (five with two players) and you lose.
 
-| Import             | `from cockroach_env import env, raw_env`                  |
+| Import             | `from cockroach_env import cockroach_poker_v1`            |
 |--------------------|-----------------------------------------------------------|
 | Actions            | Discrete, masked                                          |
 | Parallel API       | No (turn-based AEC)                                       |
@@ -67,7 +67,17 @@ mode (RLlib passes it so). Every rendering is drawn from `cockroach_env.view.sea
 
 ## Version history
 
-* v0: initial release.
+`cockroach_env.cockroach_poker_v1` names this version (PettingZoo's convention, as
+`pettingzoo.classic.tictactoe_v3`); `cockroach_env.env` and `raw_env` are always the
+latest; `metadata["name"]` says which one runs. The package release is in brackets.
+
+* v1: every agent's `info` holds the same keys on every step, numbers only, so libraries
+  can stack them (`INFO_DEFAULTS`): `loser` and `offender` are seat indices, `loss_reason`
+  an index into `engine.LOSS_REASONS`, `-1` while unset; the refusal text of a penalized
+  illegal action is `env.unwrapped.refusal`, no longer `info["reason"]` (0.2.0).
+* v0: initial release: `info["loser"]` and `info["offender"]` were agent names,
+  `info["loss_reason"]` a string (`same_type`, `empty_hand`, `rainbow`), `info["reason"]`
+  the refusal text, set only when the game ended (0.1.0).
 """
 
 from __future__ import annotations
@@ -191,7 +201,7 @@ class raw_env(AECEnv):
     """Cockroach Poker as a PettingZoo AEC environment (see the module docstring)."""
 
     metadata = {
-        "name": "cockroach_poker_v0",
+        "name": "cockroach_poker_v1",
         "render_modes": ["ansi", "human", "rgb_array"],
         "is_parallelizable": False,
         "render_fps": 1,

@@ -27,7 +27,7 @@ def test_pettingzoo_seed_test(preset, num_players):
 
 def test_metadata_follows_the_classic_env_conventions():
     metadata = raw_env.metadata
-    assert metadata["name"] == "cockroach_poker_v0"
+    assert metadata["name"] == "cockroach_poker_v1"
     assert set(metadata["render_modes"]) == {"ansi", "human", "rgb_array"}
     assert metadata["is_parallelizable"] is False
     wrapped = env()
@@ -138,7 +138,7 @@ def test_max_steps_truncates_every_agent():
     e.reset(seed=1)
     rng = np.random.default_rng(1)
     steps = 0
-    for a in e.agent_iter():
+    for _agent in e.agent_iter():
         obs, reward, terminated, truncated, info = e.last()
         if terminated or truncated:
             assert truncated and not terminated
