@@ -331,6 +331,8 @@ class raw_env(AECEnv):
         self.infos = {a: dict(INFO_DEFAULTS) for a in self.agents}
         self.refusal: str | None = None
         """Under ``illegal_action="penalize"``: why the action that ended the game was refused."""
+        self.offender: str | None = None
+        """Under ``illegal_action="penalize"``: the agent whose action ended the game."""
         self._after_move()
 
     def _deal_from_options(self, options: dict, rng: np.random.Generator) -> Any:
@@ -444,6 +446,7 @@ class raw_env(AECEnv):
             self.rewards[a] = -1.0 if a == agent else 0.0
             self.infos[a] = {**INFO_DEFAULTS, "illegal_move": True, "offender": self._seat[agent]}
         self.refusal = str(error)
+        self.offender = agent
         self._accumulate_rewards()
         self._set_mask(self._no_action)
 
@@ -615,13 +618,20 @@ class raw_env(AECEnv):
 
     # ------------------------------------------------------------------ public views
     def public_view(self) -> dict[str, Any]:
-        """JSON-serializable public information: what every player may know."""
+        """JSON-serializable public information: what every player may know.
+
+        Once the game is over ``phase`` is ``"over"`` and ``to_act`` is ``None``, whatever ended it: a
+        loss (``loser``, ``loss_reason``), an illegal action penalized under ``illegal_action="penalize"``
+        (``env.offender`` chose it) or ``max_steps``.
+        """
         self._require_reset("public_view()")
         game, cards, names = self.game, self.cards, self.possible_agents
+        truncated = not game.over and self._max_steps is not None and game.steps >= self._max_steps
+        over = game.over or truncated or self.offender is not None  # nobody acts once the env ended the game
         view: dict[str, Any] = {
             "edition": self.config.edition,
-            "phase": game.phase.value,
-            "to_act": None if game.over else names[game.current],
+            "phase": Phase.OVER.value if over else game.phase.value,
+            "to_act": None if over else names[game.current],
             "collections": {
                 names[s]: {cards.identities[c]: n for c, n in enumerate(row) if n}
                 for s, row in enumerate(game.collections)
