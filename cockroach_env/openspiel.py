@@ -11,9 +11,9 @@ game = pyspiel.load_game("python_cockroach_poker", {"num_players": 3, "rainbow_l
 **Parameters** are the ``GameConfig`` options and ``preset`` (``+``-combined names). OpenSpiel
 parameters have one fixed type each, so "the default" is written ``-1`` for the integer
 options whose default depends on others (``num_players``, ``discard``, ``loss_count``,
-``starter``, ``max_steps``, ``num_types``, ``copies_per_type``) and ``""`` for ``preset``;
+``opening_cards``, ``starter``, ``max_steps``, ``num_types``, ``copies_per_type``) and ``""`` for ``preset``;
 explicit values override the preset, as in ``GameConfig.from_options``. Bad values raise
-``ValueError`` naming the option.
+``ValueError`` naming the option and what was expected, in these terms (``-1``, not ``None``).
 
 **Chance nodes** come first. The starter (when not configured), then the shuffle, dealt as
 ``random_deal`` does: the removed cards, the face-down penalty deck (Royal, one card per
@@ -113,7 +113,20 @@ def config_from_params(params: dict[str, Any]) -> GameConfig:
                 options[name] = bool(value)
             continue
         options[name] = value
-    return GameConfig.from_options(preset=params.get("preset") or None, **options)
+    try:
+        return GameConfig.from_options(preset=params.get("preset") or None, **options)
+    except ValueError as refusal:
+        raise ValueError(_in_parameter_terms(str(refusal))) from None
+
+
+def _in_parameter_terms(message: str) -> str:
+    """A ``GameConfig`` refusal as the parameters read: an option's ``None`` is written ``DEFAULT`` (-1)."""
+    name = message.split("=", 1)[0]
+    if name not in _INT_OPTIONS or _PARAMETERS[name] != DEFAULT:
+        return message
+    if "expected None" in message:
+        return message.replace("expected None", f"expected {DEFAULT}", 1)
+    return f"{message}, or {DEFAULT} for the default"
 
 
 def _game_type() -> pyspiel.GameType:

@@ -65,6 +65,31 @@ def test_bad_params_are_refused_naming_the_option(params, name):
         load(params)
 
 
+@pytest.mark.parametrize(
+    "params, expected",
+    [
+        ({"starter": -2}, "starter=-2 is not allowed; expected -1 (random) or a seat from 0 to 3"),
+        ({"max_steps": -5}, "max_steps=-5 is not allowed; expected -1 or an integer from 1 to 32767"),
+        ({"num_players": -3}, "num_players=-3 is not allowed; expected an integer from 2 to 6, or -1 for the default"),
+        (
+            {"opening_cards": -2},
+            "opening_cards=-2 is not allowed; expected 0 or 1 (one face-up card per collection), or -1 for the default",
+        ),
+        (
+            {"preset": "mini", "loss_count": 5},
+            "loss_count=5 is not allowed with copies_per_type=2; expected at most 2 "
+            "so that the same-type loss can happen, or -1 for the default",
+        ),
+    ],
+)
+def test_bad_params_are_refused_in_openspiels_terms(params, expected):
+    """OpenSpiel parameters cannot be None: the default is -1, and the refusal says so."""
+    with pytest.raises(ValueError) as caught:
+        load(params)
+    assert str(caught.value) == expected
+    load({**params, **{name: cos.DEFAULT for name in params if name != "preset"}})
+
+
 @pytest.mark.parametrize("params", RULE_SETS, ids=json.dumps)
 def test_random_sim_test(params):
     pyspiel.random_sim_test(load(params), num_sims=3, serialize=False, verbose=False)
