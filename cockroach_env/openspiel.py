@@ -346,12 +346,7 @@ class CockroachPokerState(pyspiel.State):
     def _apply_action(self, action: int) -> None:
         action = int(action)
         if self.p.game is None:
-            outcomes = [outcome for outcome, _ in self.chance_outcomes()]
-            if action not in outcomes:
-                raise pyspiel.SpielError(
-                    f"chance outcome {action} is not possible at this chance node ({self._chance_node_name()}); "
-                    f"expected one of {outcomes}"
-                )
+            self._check_chance_outcome(action)
             if self.p.starter is None:
                 self.p.starter = action
                 self._start_schedule()
@@ -375,6 +370,14 @@ class CockroachPokerState(pyspiel.State):
                 "(state.legal_actions())"
             ) from None
 
+    def _check_chance_outcome(self, action: int) -> None:
+        outcomes = [outcome for outcome, _ in self.chance_outcomes()]
+        if action not in outcomes:
+            raise pyspiel.SpielError(
+                f"chance outcome {action} is not possible at this chance node ({self._chance_node_name()}); "
+                f"expected one of {outcomes}"
+            )
+
     def _chance_node_name(self) -> str:
         if self.p.starter is None:
             return "the starter"
@@ -393,12 +396,7 @@ class CockroachPokerState(pyspiel.State):
                     f"action_to_string(chance, {action}) is not allowed: the deal is complete; "
                     f"expected a player from 0 to {self.shape.n - 1}"
                 )
-            outcomes = [outcome for outcome, _ in self.chance_outcomes()]
-            if action not in outcomes:
-                raise pyspiel.SpielError(
-                    f"chance outcome {action} is not possible at this chance node ({self._chance_node_name()}); "
-                    f"expected one of {outcomes}"
-                )
+            self._check_chance_outcome(action)
             if self.p.starter is None:
                 return f"starter player_{action}"
             kind, where, _ = self.p.steps[self.p.step_at]
