@@ -323,6 +323,9 @@ TINY = [
     "evaluation.every=2",
     "evaluation.games=8",
     "evaluation.final_games=8",
+    "warm_start.decisions=200",
+    "warm_start.num_envs=16",
+    "warm_start.epochs=1",
 ]
 
 
