@@ -14,6 +14,7 @@ over the seeds, and each run's training wall time::
 
     python benchmarks/bench_warm_start.py
     python benchmarks/bench_warm_start.py --train-seeds 1 --games 1000
+    python benchmarks/bench_warm_start.py --set warm_start.teacher=null   # the same budget, no warm start
 
 ``--curve CONFIG`` trains ``CONFIG`` twice per seed, with and without its warm start
 (``--teacher``, default ``heuristic``, when the config has none), evaluating the policy
@@ -59,11 +60,11 @@ def _loss_rate(agent_path: Path, lineup: list[str], games: int, seed: int):
     return report.loss_rate, report.loss_rate_ci95
 
 
-def main_job(config: str, seeds: list[int], games: int, mixed_games: int, arena_seed: int) -> int:
+def main_job(config: str, seeds: list[int], games: int, mixed_games: int, arena_seed: int, overrides: list[str]) -> int:
     rows = []
     with tempfile.TemporaryDirectory() as out:
         for seed in seeds:
-            agent, seconds, cfg = _train(config, [f"seed={seed}", f"name=quick_seed{seed}"], out)
+            agent, seconds, cfg = _train(config, [*overrides, f"seed={seed}", f"name=quick_seed{seed}"], out)
             n = cfg.game_config().num_players
             heuristic = _loss_rate(agent, [f"heuristic*{n - 1}"], games, arena_seed)
             random = _loss_rate(agent, [f"random*{n - 1}"], games, arena_seed)
@@ -74,7 +75,8 @@ def main_job(config: str, seeds: list[int], games: int, mixed_games: int, arena_
             print(_row(rows[-1]), flush=True)
     parity = 1 / n
     worst = {key: max(r[key][0] for r in rows) for key in ("heuristic", "random", "mixed")}
-    print(f"\nconfig {config}, seeds {seeds}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at the end")
+    shown = f"{config} {' '.join(f'--set {o}' for o in overrides)}".strip()
+    print(f"\nconfig {shown}, seeds {seeds}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at the end")
     print(
         "training wall time: "
         f"{min(r['train_seconds'] for r in rows):.0f} to {max(r['train_seconds'] for r in rows):.0f} s"
@@ -104,13 +106,23 @@ def _row(row: dict) -> str:
     )
 
 
-def curve(config: str, seeds: list[int], decisions: int, every: int, games: int, threshold: float, teacher: str) -> int:
+def curve(
+    config: str,
+    seeds: list[int],
+    decisions: int,
+    every: int,
+    games: int,
+    threshold: float,
+    teacher: str,
+    overrides: list[str],
+) -> int:
     from training.core.config import load_config
 
-    base = load_config(config)
+    base = load_config(config, overrides)
     warm = [] if base.warm_start.teacher else [f"warm_start.teacher={teacher}"]
     variants = {"without warm start": ["warm_start.teacher=null"], "with warm start": warm}
     common = [
+        *overrides,
         f"schedule.total_decisions={decisions}",
         "schedule.time_limit_minutes=null",
         f"evaluation.every={every}",
@@ -164,11 +176,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--every", type=int, default=25, help="--curve: updates between evaluations")
     parser.add_argument("--threshold", type=float, default=0.10, help="--curve: the loss rate to reach")
     parser.add_argument("--teacher", default="heuristic", help="--curve: the teacher when the config names none")
+    parser.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="config override"
+    )
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     if args.curve:
-        return curve(args.curve, args.train_seeds, args.decisions, args.every, args.games, args.threshold, args.teacher)
-    return main_job(args.config, args.train_seeds, args.games, args.mixed_games, args.seed)
+        return curve(
+            args.curve,
+            args.train_seeds,
+            args.decisions,
+            args.every,
+            args.games,
+            args.threshold,
+            args.teacher,
+            args.overrides,
+        )
+    return main_job(args.config, args.train_seeds, args.games, args.mixed_games, args.seed, args.overrides)
 
 
 if __name__ == "__main__":
