@@ -4,7 +4,7 @@
 >>> agent = baselines.make("heuristic", config, seed=0)
 >>> action = agent.act(observation)        # {"observation", "action_mask"} -> int
 
-See ``baselines.agent`` for the protocol and ``docs/agents_and_arena.md`` for a guide.
+See ``baselines.agent`` for the protocol and ``docs/agents.md`` for a guide.
 """
 
 from baselines.agent import Agent, AgentProtocol

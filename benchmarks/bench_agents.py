@@ -1,11 +1,11 @@
-"""The strength table of the shipped agents: every baseline, and a best response, side by side.
+r"""The strength table of the shipped agents: every baseline, and a best response, side by side.
 
 For each shipped checkpoint (or those named), in one run:
 
 * its loss rate against N-1 copies of every baseline (``random``, ``honest``,
   ``bluffer``, ``heuristic``), in the arena with seat rotation, duplicate deals and 95%
   Wilson intervals, beside parity (1/N);
-* the target of issue 13 for its table (classic 4 players: at most 8% against three
+* the strength target for its table (classic 4 players: at most 8% against three
   ``heuristic``; classic 2 players: at least 80% wins; every other table: at most half
   of parity against N-1 ``heuristic``);
 * its exploitability: for the rule sets small enough to enumerate (the ``mini``
@@ -18,14 +18,15 @@ For each shipped checkpoint (or those named), in one run:
   and network shape: a single network's own weights are one start only, and a strong
   network of another run may find more.
 
-It prints a Markdown table (the README's *Shipped agents* table) and, with ``--json``,
+It prints a Markdown table (the strength table of docs/shipped.md) and, with ``--json``,
 writes every figure, after every agent (an existing file is kept unless ``--overwrite``;
 the path is checked before any game is played).
 
     python benchmarks/bench_agents.py --games 4000 --decisions 2000000
     python benchmarks/bench_agents.py classic-3p royal-2p --games 2000 --decisions 1000000
     python benchmarks/bench_agents.py --no-exploit                 # the baseline columns only
-    python benchmarks/bench_agents.py classic-4p --decisions 5000000 --start-from runs/E --start-from runs/G
+    python benchmarks/bench_agents.py classic-4p --decisions 5000000 \
+        --start-from runs/strongx2 --start-from runs/ppo_4p_g
 """
 
 from __future__ import annotations
@@ -43,11 +44,11 @@ sys.path.insert(0, str(ROOT))
 
 BASELINES = ("random", "honest", "bluffer", "heuristic")
 EXACT_TARGETS = {2: 0.02, 3: 0.05}
-"""Issue 13's largest exact NashConv by player count on the enumerable tables (``mini``, ``mini-3p``)."""
+"""The target: the largest exact NashConv by player count on the enumerable tables (``mini``, ``mini-3p``)."""
 
 
 def target(config) -> tuple[float, str]:
-    """Issue 13's largest loss rate against N-1 ``heuristic`` for this table, and how it reads."""
+    """The target: the largest loss rate against N-1 ``heuristic`` for this table, and how it reads."""
     n, parity = config.num_players, 1 / config.num_players
     classic = config.edition == "classic" and config.num_types == 8
     if classic and n == 4:
@@ -72,7 +73,8 @@ def start_sources(agents: list[str], starts: list[str]) -> dict[str, list[str]]:
             raise ValueError(f"--start-from {source!r}: {err}") from None
         if meta.get("kind") not in ("agent", "run"):
             raise ValueError(
-                f"--start-from {source!r} is a {meta.get('kind')!r} checkpoint; expected an agent or run checkpoint (one network)"
+                f"--start-from {source!r} is a {meta.get('kind')!r} checkpoint; expected an agent or run checkpoint "
+                "(one network)"
             )
         matching = [
             n
@@ -81,7 +83,8 @@ def start_sources(agents: list[str], starts: list[str]) -> dict[str, list[str]]:
         ]
         if not matching:
             raise ValueError(
-                f"--start-from {source!r} ({meta.get('game_config', {}).get('num_players')} players, network {meta.get('model')}) "
+                f"--start-from {source!r} ({meta.get('game_config', {}).get('num_players')} players, network "
+                f"{meta.get('model')}) "
                 f"fits none of the agents {agents}; expected a checkpoint of an agent's rules and network shape"
             )
         for n in matching:
@@ -120,7 +123,8 @@ def measure(name: str, games: int, decisions: int, seed: int, exploit: bool, sta
             "seconds": time.perf_counter() - started,
         }
         print(
-            f"  {name} vs {n - 1} {baseline}: loss {100 * report.loss_rate:.1f}% [{100 * low:.1f}, {100 * high:.1f}] ({report.games} games)",
+            f"  {name} vs {n - 1} {baseline}: loss {100 * report.loss_rate:.1f}% [{100 * low:.1f}, {100 * high:.1f}] "
+            f"({report.games} games)",
             flush=True,
         )
     limit, label = target(config)
@@ -224,7 +228,9 @@ def markdown(rows: list[dict]) -> str:
             )  # a single network's own start has no member name
             starts = "" if len(e.get("starts", [])) < 2 else f", worst of {len(e['starts'])} starts: from {worst}"
             cells.append(
-                f"best response ({e['decisions'] / 1e6:g} M decisions{starts}) loses {100 * e['loss_rate']:.1f}% [{100 * e['ci95'][0]:.1f}, {100 * e['ci95'][1]:.1f}]: {e['points_from_parity']:.1f} points from parity"
+                f"best response ({e['decisions'] / 1e6:g} M decisions{starts}) loses {100 * e['loss_rate']:.1f}% "
+                f"[{100 * e['ci95'][0]:.1f}, {100 * e['ci95'][1]:.1f}]: {e['points_from_parity']:.1f} points from "
+                "parity"
             )
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -254,7 +260,8 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="CKPT",
-        help="also train each best response from the weights of CKPT (an agent or run; repeatable), for every agent of its "
+        help="also train each best response from the weights of CKPT (an agent or run; repeatable), for every agent "
+        "of its "
         "rules and network shape; the worst start is reported (cockroach-exploit --start-from)",
     )
     parser.add_argument("--json", metavar="PATH", help="also write every figure as JSON (rewritten after every agent)")
@@ -279,7 +286,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:  # after every agent, so that a long run keeps what it measured
             write_json_report(args.json, rows)
     print(
-        f"\n{len(rows)} agents, {args.games} games per match, {time.perf_counter() - started:.0f} s wall, load average {os.getloadavg()[0]:.2f}\n"
+        f"\n{len(rows)} agents, {args.games} games per match, {time.perf_counter() - started:.0f} s wall, load "
+        f"average {os.getloadavg()[0]:.2f}\n"
     )
     print(markdown(rows))
     return 0

@@ -1,6 +1,6 @@
 """Exact NashConv on the mini presets: baselines, OpenSpiel CFR+ and CFR, and self-play PPO, side by side.
 
-    python benchmarks/bench_exact.py --plot docs/img/exact.png --overwrite   # the README table and its figure
+    python benchmarks/bench_exact.py --plot docs/img/exact.png --overwrite   # the table of docs/exact.md and its figure
     python benchmarks/bench_exact.py --ppo-minutes 0.25 0.5 --cfr-seconds 20 --skip-openspiel-python   # a quick look
 
 1. ``training.exact`` NashConv of ``random``, ``honest``, ``bluffer``, ``heuristic`` on ``mini`` and
@@ -50,8 +50,10 @@ def baseline_table(presets: list[str]) -> list[dict]:
         build = time.perf_counter() - started
         sizes = tree.sizes()
         print(
-            f"{preset}: {sizes['deals']} deals, {sizes['histories']:,} histories, {sizes['information_sets']:,} information sets "
-            f"({sizes['information_sets_per_seat']} per seat), {sizes['distinct_observations']:,} distinct observations; tree built in {build:.1f} s",
+            f"{preset}: {sizes['deals']} deals, {sizes['histories']:,} histories, {sizes['information_sets']:,} "
+            "information sets "
+            f"({sizes['information_sets_per_seat']} per seat), {sizes['distinct_observations']:,} distinct "
+            f"observations; tree built in {build:.1f} s",
             flush=True,
         )
         for name in BASELINES:
@@ -68,7 +70,8 @@ def baseline_table(presets: list[str]) -> list[dict]:
                 }
             )
             print(
-                f"  {name:10s} NashConv {result.nash_conv:.6f}  (evaluated in {result.seconds:.2f} s; with the tree {build + result.seconds:.1f} s)",
+                f"  {name:10s} NashConv {result.nash_conv:.6f}  (evaluated in {result.seconds:.2f} s; with the tree "
+                f"{build + result.seconds:.1f} s)",
                 flush=True,
             )
     return rows
@@ -90,7 +93,8 @@ def openspiel_python_nash_conv(name: str) -> dict:
     ours = evaluate(agent, game.config).nash_conv
     ours_seconds = time.perf_counter() - started
     print(
-        f"mini, {name}: OpenSpiel Python exploitability.nash_conv {theirs:.9f} in {seconds:.1f} s; training.exact {ours:.9f} in {ours_seconds:.1f} s "
+        f"mini, {name}: OpenSpiel Python exploitability.nash_conv {theirs:.9f} in {seconds:.1f} s; training.exact "
+        f"{ours:.9f} in {ours_seconds:.1f} s "
         f"(tree included): {seconds / ours_seconds:.1f}x faster, difference {abs(theirs - ours):.1e}",
         flush=True,
     )
@@ -124,7 +128,9 @@ def cfr_curves(budget_seconds: float) -> dict[str, list[tuple[int, float, float]
 
 
 def openspiel_curve(game, solver_type, budget_seconds: float, label: str) -> list[tuple[int, float, float]]:
-    """An OpenSpiel solver on ``game`` (a pyspiel game) for ``budget_seconds`` of iterations: ``(iterations, seconds, NashConv of the average policy)`` at doubling iteration counts."""
+    """An OpenSpiel solver on ``game`` (a pyspiel game) for ``budget_seconds`` of iterations: ``(iterations, seconds,
+    NashConv of the average policy)`` at doubling iteration counts.
+    """
     import pyspiel
 
     solver = solver_type(game)
@@ -184,7 +190,8 @@ def ppo_curve(stages: list[float], output_dir: Path) -> list[tuple[float, float,
         value = json.loads(report.read_text())["nash_conv"]
         points.append((float(last["wall_seconds"]), value, int(last["decisions"])))
         print(
-            f"  PPO self-play: {float(last['wall_seconds']):.0f} s, {int(last['decisions']):,} decisions, NashConv {value:.6f}",
+            f"  PPO self-play: {float(last['wall_seconds']):.0f} s, {int(last['decisions']):,} decisions, NashConv "
+            f"{value:.6f}",
             flush=True,
         )
     return points
@@ -237,7 +244,7 @@ def main() -> None:
     parser.add_argument(
         "--plot",
         default="exact.png",
-        help="where the figure goes (default exact.png in the current directory; the README's is docs/img/exact.png)",
+        help="where the figure goes (default exact.png in the current directory; the docs' is docs/img/exact.png)",
     )
     parser.add_argument("--json", help="also write every figure as JSON")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --plot or --json file")

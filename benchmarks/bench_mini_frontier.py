@@ -2,7 +2,7 @@
 
     python benchmarks/bench_mini_frontier.py --weights 0.05 0.2 1 --steps 1000
 
-Issue 13 asks two things of the `mini` agent: exact NashConv at most 0.02, and at most
+The strength targets ask two things of the `mini` agent: exact NashConv at most 0.02, and at most
 half of parity's loss rate (25%) against `heuristic`. This measures, in one run, whether
 a policy can do both. On the rule set with ``recall=True`` (the observation is the
 information state, so a table over observations can play any behaviour strategy):
@@ -68,7 +68,9 @@ def frontier(
 
 
 def loss(value: float, n: int) -> str:
-    """The loss rate of a seat whose expected reward is ``value`` (the loser gets -1, the others 1/(N-1)): ``(1 - (N-1) value) / N``."""
+    """The loss rate of a seat whose expected reward is ``value`` (the loser gets -1, the others 1/(N-1)): ``(1 - (N-1)
+    value) / N``.
+    """
     return f"{100 * (1 - (n - 1) * value) / n:.1f}%"
 
 
@@ -98,10 +100,12 @@ def main() -> None:
     value, _ = descent.value_against_and_gradient(start, fixed)
     parity = 1 / config.num_players
     print(
-        f"{args.preset} with recall: {len(tree.observations):,} observations; DCFR {args.iterations} iterations in {time.perf_counter() - started:.0f} s"
+        f"{args.preset} with recall: {len(tree.observations):,} observations; DCFR {args.iterations} iterations in "
+        f"{time.perf_counter() - started:.0f} s"
     )
     print(
-        f"equilibrium (DCFR table): NashConv {nash_conv:.4f}, value vs heuristic {value:+.4f} (loses {loss(value, n)}; parity {100 * parity:.0f}%, target <= {50 * parity:.0f}%)"
+        f"equilibrium (DCFR table): NashConv {nash_conv:.4f}, value vs heuristic {value:+.4f} (loses "
+        f"{loss(value, n)}; parity {100 * parity:.0f}%, target <= {50 * parity:.0f}%)"
     )
     br = evaluate(heuristic, config, tree).best_response_values.mean()
     print(f"best response to heuristic: value {br:+.4f} (loses {loss(br, n)}): the most any policy wins from it")
@@ -120,9 +124,8 @@ def main() -> None:
             for b in BUDGETS
         ]
         print(
-            f"| {weight:g} | {args.steps} ({time.perf_counter() - t:.0f} s) | {end_nash_conv:.4f} | {end_value:+.4f} ({loss(end_value, n)}) | "
-            + " | ".join(cells)
-            + " |",
+            f"| {weight:g} | {args.steps} ({time.perf_counter() - t:.0f} s) | {end_nash_conv:.4f} | {end_value:+.4f} "
+            f"({loss(end_value, n)}) | " + " | ".join(cells) + " |",
             flush=True,
         )
 

@@ -15,7 +15,8 @@
         throughput ratio 2 workers / 1 worker
     python benchmarks/bench_psro.py --nashconv --minutes 10 --cfr-seconds 60 [--out PNG --overwrite]
         exact NashConv over wall time on the `mini` and `mini-3p` rule sets for PSRO,
-        PPO self-play, NFSP's average policy over the same PPO learner, OpenSpiel's C++ CFR+ (on the exported tree), this project's tree
+        PPO self-play, NFSP's average policy over the same PPO learner, OpenSpiel's C++ CFR+ (on the exported tree),
+        this project's tree
         solver (training.cfr_solver, discounted CFR over information states), the
         exploitability descent over observations that follows it (training.descent) and
         the shipped distilled network (its recorded wall time), one plot, with ratios
@@ -81,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--out",
         default="psro_nashconv.png",
-        help="plot of --nashconv (default psro_nashconv.png in the current directory; the docs' is benchmarks/psro_nashconv.png)",
+        help="plot of --nashconv (default psro_nashconv.png in the current directory; the docs' is "
+        "docs/img/psro_nashconv.png)",
     )
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     args = parser.parse_args(argv)
@@ -115,7 +117,8 @@ def solvers(path: str) -> int:
         return 2
     game = MetaGame.from_dict(meta["psro"]["meta_game"])
     print(
-        f"meta-game of {path}: {game.size} members, {game.num_players} players, {len(game.seat_games)} tables; load average {os.getloadavg()[0]:.2f}"
+        f"meta-game of {path}: {game.size} members, {game.num_players} players, {len(game.seat_games)} tables; load "
+        f"average {os.getloadavg()[0]:.2f}"
     )
     print(f"  {'solver':16s} {'NashConv (points)':>18s} {'support':>8s} {'seconds':>8s}  strategy")
     for name, solver in SOLVERS.items():
@@ -137,8 +140,8 @@ def scaling(iterations: int, decisions: int) -> int:
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     sets = [
         "algorithm=psro", "game.num_players=2", "ppo.num_envs=128", "ppo.num_steps=32", "model.hidden_sizes=[64, 64]",
-        f"psro.iterations={iterations}", "psro.best_responses_per_iteration=2", f"psro.best_response_decisions={decisions}",
-        "psro.payoff_games=200", "evaluation.final_games=0",
+        f"psro.iterations={iterations}", "psro.best_responses_per_iteration=2",
+        f"psro.best_response_decisions={decisions}", "psro.payoff_games=200", "evaluation.final_games=0",
     ]  # fmt: skip
     results = {}
     with tempfile.TemporaryDirectory() as out:
@@ -160,17 +163,24 @@ def scaling(iterations: int, decisions: int) -> int:
             results[label] = seconds
             responses = 2 * iterations
             print(
-                f"{label}: {seconds:.1f} s for {iterations} iterations ({responses} best responses of {decisions:,} decisions, {tables} payoff tables of 200 games); load average {load:.2f}"
+                f"{label}: {seconds:.1f} s for {iterations} iterations ({responses} best responses of {decisions:,} "
+                f"decisions, {tables} payoff tables of 200 games); load average {load:.2f}"
             )
-            print(f"    best-response phase {br:.1f} s wall ({br / responses / decisions * 1e6:.1f} s per million best-response decisions),"
-                  f" payoff phase {payoff:.1f} s wall ({payoff / tables * 0.5:.2f} s per 100 games of a table)")  # fmt: skip
-    print(f"throughput ratio, Ray with 2 workers / Ray with 1 worker: {results['Ray, 1 worker'] / results['Ray, 2 workers']:.2f}x; "
-          f"Ray with 1 worker / one process: {results['one process'] / results['Ray, 1 worker']:.2f}x (Ray's start-up and task overhead)")  # fmt: skip
+            print(f"    best-response phase {br:.1f} s wall ({br / responses / decisions * 1e6:.1f} s per million "
+                "best-response decisions),"
+                  f" payoff phase {payoff:.1f} s wall ({payoff / tables * 0.5:.2f} s per 100 games of a "
+                  "table)")  # fmt: skip
+    print("throughput ratio, Ray with 2 workers / Ray with 1 worker: "
+        f"{results['Ray, 1 worker'] / results['Ray, 2 workers']:.2f}x; "
+          f"Ray with 1 worker / one process: {results['one process'] / results['Ray, 1 worker']:.2f}x (Ray's start-up "
+          "and task overhead)")  # fmt: skip
     return 0
 
 
 def mixture_scaling(exploiters: int) -> int:
-    """One ``cockroach-mixture --exploiters`` build (4 players, the shipped classic-4p-mixture's members) in one process and on local Ray clusters of 1 and 2 CPUs."""
+    """One ``cockroach-mixture --exploiters`` build (4 players, the shipped classic-4p-mixture's members) in one process
+    and on local Ray clusters of 1 and 2 CPUs.
+    """
     import ray
 
     from training import checkpoint as ckpt
@@ -216,16 +226,19 @@ def mixture_scaling(exploiters: int) -> int:
             weights[label] = [m["weight"] for m in ckpt.read_metadata(Path(out) / f"mix_{cpus}")["mixture"]["members"]]
             results[label] = seconds
             print(
-                f"{label}: {seconds:.1f} s for {tables} exploiter tables of 200 games ({seconds / tables:.2f} s a table); load average {load:.2f}"
+                f"{label}: {seconds:.1f} s for {tables} exploiter tables of 200 games ({seconds / tables:.2f} s a "
+                f"table); load average {load:.2f}"
             )
     same = all(w == weights["one process"] for w in weights.values())
-    print(f"throughput ratio, Ray with 2 workers / Ray with 1 worker: {results['Ray, 1 worker'] / results['Ray, 2 workers']:.2f}x; "
-          f"2 workers / one process: {results['one process'] / results['Ray, 2 workers']:.2f}x; the same weights everywhere: {same}")  # fmt: skip
+    print("throughput ratio, Ray with 2 workers / Ray with 1 worker: "
+        f"{results['Ray, 1 worker'] / results['Ray, 2 workers']:.2f}x; "
+          f"2 workers / one process: {results['one process'] / results['Ray, 2 workers']:.2f}x; the same weights "
+          f"everywhere: {same}")  # fmt: skip
     return 0 if same else 1
 
 
 PRESETS = {"mini": 0.02, "mini-3p": 0.05}
-"""The mini rule sets and their NashConv targets (issue 13)."""
+"""The mini rule sets and their NashConv targets."""
 COMMON = [
     "model.hidden_sizes=[64, 64]",
     "ppo.num_envs=128",
@@ -238,11 +251,13 @@ COMMON = [
 
 
 def nashconv(minutes: float, out: Path, cfr_seconds: float = 60.0, descent_steps: int = 400) -> int:
-    """Exact NashConv over wall time on each mini rule set: PSRO, PPO self-play, NFSP, OpenSpiel's CFR+, our solver and descent, the shipped network; one plot."""
+    """Exact NashConv over wall time on each mini rule set: PSRO, PPO self-play, NFSP, OpenSpiel's CFR+, our solver and
+    descent, the shipped network; one plot.
+    """
     try:
         from training.exact import nash_conv
     except ImportError:
-        print("--nashconv needs training.exact, the exact evaluator of the mini rule sets (issue 12)", file=sys.stderr)
+        print("--nashconv needs training.exact, the exact evaluator of the mini rule sets", file=sys.stderr)
         return 2
     import matplotlib
 
@@ -268,7 +283,8 @@ def nashconv(minutes: float, out: Path, cfr_seconds: float = 60.0, descent_steps
                 curves[preset][f"shipped `{preset}` network"] = shipped
     fig, axes = plt.subplots(1, len(curves), figsize=(7.5 * len(curves), 5))
     print(
-        f"exact NashConv over training wall time, {minutes:g} minutes per method; load average now {os.getloadavg()[0]:.2f}"
+        f"exact NashConv over training wall time, {minutes:g} minutes per method; load average now "
+        f"{os.getloadavg()[0]:.2f}"
     )
     for ax, (preset, methods) in zip(np.atleast_1d(axes), curves.items()):
         for label, points in methods.items():
@@ -298,7 +314,8 @@ def nashconv(minutes: float, out: Path, cfr_seconds: float = 60.0, descent_steps
         for label, points in methods.items():
             last = points[-1]
             print(
-                f"    {label:48s} NashConv {last[1]:.5f} after {last[0]:7.1f} s  ({last[1] / first:.4f}x uniform random)"
+                f"    {label:48s} NashConv {last[1]:.5f} after {last[0]:7.1f} s  ({last[1] / first:.4f}x uniform "
+                "random)"
             )
         for a_label, b_label in (
             ("PSRO (regret matching)", "PPO self-play (snapshots)"),
@@ -307,15 +324,17 @@ def nashconv(minutes: float, out: Path, cfr_seconds: float = 60.0, descent_steps
         ):
             a_points, b_points = methods[a_label], methods[b_label]
             end = min(a_points[-1][0], b_points[-1][0])
-            at = lambda points: [v for t, v in points if t <= end][-1]  # noqa: E731
+            at = lambda points: [v for t, v in points if t <= end][-1]  # noqa: E731, B023 (used in this iteration)
             print(
-                f"    at equal wall time {end:.0f} s: {a_label} {at(a_points):.5f} / {b_label} {at(b_points):.5f} = {at(a_points) / max(at(b_points), 1e-12):.3f}"
+                f"    at equal wall time {end:.0f} s: {a_label} {at(a_points):.5f} / {b_label} {at(b_points):.5f} = "
+                f"{at(a_points) / max(at(b_points), 1e-12):.3f}"
             )
         ours, theirs = methods["ours: DCFR (information states)"], methods["OpenSpiel CFR+ (C++, information states)"]
         target = max(ours[-1][1], theirs[-1][1])
-        reach = lambda points: next(t for t, v in points if v <= target)  # noqa: E731
+        reach = lambda points: next(t for t, v in points if v <= target)  # noqa: E731, B023 (used in this iteration)
         print(
-            f"    time to NashConv {target:.5f}: ours {reach(ours):.1f} s, OpenSpiel CFR+ {reach(theirs):.1f} s ({reach(theirs) / max(reach(ours), 1e-9):.1f}x)"
+            f"    time to NashConv {target:.5f}: ours {reach(ours):.1f} s, OpenSpiel CFR+ {reach(theirs):.1f} s "
+            f"({reach(theirs) / max(reach(ours), 1e-9):.1f}x)"
         )
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -325,7 +344,10 @@ def nashconv(minutes: float, out: Path, cfr_seconds: float = 60.0, descent_steps
 
 
 def _openspiel_cfr_curve(game, seconds: float) -> list[tuple[float, float]]:
-    """OpenSpiel's C++ CFR+ on the exported tree: (iteration seconds, NashConv of the average policy) at doubling iteration counts."""
+    """OpenSpiel's C++ CFR+ on the exported tree at doubling iteration counts.
+
+    Returns (iteration seconds, NashConv of the average policy) for each count.
+    """
     import pyspiel
 
     from benchmarks.bench_exact import openspiel_curve
@@ -339,8 +361,10 @@ def _openspiel_cfr_curve(game, seconds: float) -> list[tuple[float, float]]:
 
 
 def _tree_solver_curves(game, seconds: float, descent_steps: int) -> dict[str, list[tuple[float, float]]]:
-    """This project's solver (DCFR over information states, as configs/cfr_mini*.yaml) at doubling iteration counts, then exploitability descent
-    over observations from its projection (the table the shipped network is fitted to), its time counted after the solver's.
+    """This project's solver (DCFR over information states, as configs/cfr_mini*.yaml) at doubling iteration counts,
+    then exploitability descent
+    over observations from its projection (the table the shipped network is fitted to), its time counted after the
+    solver's.
     """
     from training.cfr import average_policy, observation_table
     from training.cfr_solver import TreeSolver
@@ -374,7 +398,8 @@ def _tree_solver_curves(game, seconds: float, descent_steps: int) -> dict[str, l
         if step % 10 == 0 or step == descent_steps
     ]
     print(
-        f"  exploitability descent over observations: {descent_steps} steps, {result.history[-1][1]:.1f} s, NashConv {descent[0][1]:.5f} -> {result.nash_conv:.5f}",
+        f"  exploitability descent over observations: {descent_steps} steps, {result.history[-1][1]:.1f} s, NashConv "
+        f"{descent[0][1]:.5f} -> {result.nash_conv:.5f}",
         flush=True,
     )
     return {
@@ -384,7 +409,10 @@ def _tree_solver_curves(game, seconds: float, descent_steps: int) -> dict[str, l
 
 
 def _shipped_point(preset: str, game) -> list[tuple[float, float]] | None:
-    """The shipped distilled network of ``preset``: its recorded wall time (solver, descent and distillation) and its exact NashConv, measured now."""
+    """The shipped distilled network of ``preset``: its recorded wall time and its exact NashConv, measured now.
+
+    The wall time is the one its metadata records: solver, descent and distillation.
+    """
     from training.checkpoint import CheckpointError, load_agent, read_metadata
     from training.exact import nash_conv
 
@@ -400,7 +428,8 @@ def _shipped_point(preset: str, game) -> list[tuple[float, float]] | None:
     )
     value = nash_conv(load_agent(preset, config=game), game)
     print(
-        f"  shipped {preset}: NashConv {value:.5f} (recorded {meta.get('exact', {}).get('nash_conv')}), {seconds:.0f} s of solver, descent and distillation",
+        f"  shipped {preset}: NashConv {value:.5f} (recorded {meta.get('exact', {}).get('nash_conv')}), {seconds:.0f} "
+        "s of solver, descent and distillation",
         flush=True,
     )
     return [(seconds, value)]
@@ -440,17 +469,21 @@ def _psro_curve(preset: str, game, minutes: float, tmp: Path, nash_conv) -> list
     return points
 
 
-NFSP = ["algorithm=nfsp", "opponents.population=0.8", "opponents.self_play=0.2", "opponents.snapshots=0", "opponents.snapshot_every=0", "opponents.beat_pool_loss_rate=0",
-        "nfsp.reservoir_size=1000000", "nfsp.sl_batch_size=1024", "nfsp.sl_steps=4", "nfsp.sl_learning_rate=1e-3", "ppo.learning_rate=1e-3", "ppo.ent_coef=0.1"]  # fmt: skip
-"""NFSP's settings on the mini rule sets (``--nashconv``): the best response at 80% of its tables against the average policy, self-play in the
-rest, and a faster, more exploring best response than ``COMMON``'s (measured on ``mini``, docs/training.md: with ``COMMON``'s learning rate and
-entropy bonus the average policy's NashConv stayed near 1.3, with these it fell below the uniform random policy's)."""
+NFSP = ["algorithm=nfsp", "opponents.population=0.8", "opponents.self_play=0.2", "opponents.snapshots=0",
+        "opponents.snapshot_every=0", "opponents.beat_pool_loss_rate=0", "nfsp.reservoir_size=1000000",
+        "nfsp.sl_batch_size=1024", "nfsp.sl_steps=4", "nfsp.sl_learning_rate=1e-3", "ppo.learning_rate=1e-3",
+        "ppo.ent_coef=0.1"]  # fmt: skip
+"""NFSP's settings on the mini rule sets (``--nashconv``): the best response at 80% of its tables against the average
+policy, self-play in the rest, and a faster, more exploring best response than ``COMMON``'s (measured on ``mini``,
+docs/research.md: with ``COMMON``'s learning rate and entropy bonus the average policy's NashConv stayed near 1.3, with
+these it fell below the uniform random policy's)."""
 
 
 def _ppo_curve(
     preset: str, game, minutes: float, tmp: Path, nash_conv, nfsp: bool = False
 ) -> list[tuple[float, float]]:
-    """PPO self-play with its snapshot pool (or with ``nfsp``, NFSP's average policy over the same PPO learner), in segments of
+    """PPO self-play with its snapshot pool (or with ``nfsp``, NFSP's average policy over the same PPO learner), in
+    segments of
     200,000 decisions (each resumes the last): (wall seconds, NashConv of the run's agent) after each.
     """
     from training.checkpoint import load_agent, read_metadata
@@ -460,8 +493,10 @@ def _ppo_curve(
 
     segment = 200_000
     per_update = 128 * 16
-    sets = [*COMMON, f"game.preset={preset}", f"output_dir={tmp}", f"name={'nfsp' if nfsp else 'ppo'}_{preset}", "opponents.self_play=0.5", "opponents.snapshots=0.5",
-            "opponents.baselines={}", "opponents.snapshot_every=20", "ppo.anneal_lr=false", f"schedule.checkpoint_every={segment // per_update}", *(NFSP if nfsp else [])]  # fmt: skip
+    sets = [*COMMON, f"game.preset={preset}", f"output_dir={tmp}", f"name={'nfsp' if nfsp else 'ppo'}_{preset}",
+            "opponents.self_play=0.5", "opponents.snapshots=0.5", "opponents.baselines={}",
+            "opponents.snapshot_every=20", "ppo.anneal_lr=false", f"schedule.checkpoint_every={segment // per_update}",
+            *(NFSP if nfsp else [])]  # fmt: skip
     train = train_nfsp if nfsp else train_ppo
     points = [(0.0, nash_conv(_uniform(game), game))]
     total = 0
@@ -473,7 +508,8 @@ def _ppo_curve(
         seconds = read_metadata(path)["step"]["wall_seconds"]
         points.append((seconds, nash_conv(load_agent(path, config=game), game)))
         print(
-            f"  {preset} {'NFSP' if nfsp else 'PPO'} {total:,} decisions: {seconds:.0f} s, NashConv {points[-1][1]:.4f}",
+            f"  {preset} {'NFSP' if nfsp else 'PPO'} {total:,} decisions: {seconds:.0f} s, NashConv "
+            f"{points[-1][1]:.4f}",
             flush=True,
         )
     return points

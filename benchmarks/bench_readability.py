@@ -8,7 +8,7 @@ observation, is trained on the first 80% of the games and scored on the rest, be
 copies' own calls on the same rows and the base rate (always guessing the more common
 answer). A reader far above the copies' own calls means the claims can be read from
 what a responder sees, and the agent does not read them: a best response learns to
-(``docs/training.md``, *readable claims*). The baselines are the peers: ``honest``
+(``docs/research.md``, *readable claims*). The baselines are the peers: ``honest``
 never lies, so its claims are all readable; ``random``'s calls are coin flips.
 
 The labels are the hidden card, used here only to score and to train the reader; no
@@ -34,7 +34,9 @@ TRAIN_SHARE = 0.8
 
 
 def collect(spec: str, config, games: int, seed: int) -> dict[str, np.ndarray]:
-    """Every response of ``games`` games among copies of ``spec``: observations, truths of the claims faced, and the responses taken (0 call true, 1 call false, 2 peek)."""
+    """Every response of ``games`` games among copies of ``spec``: observations, truths of the claims faced, and the
+    responses taken (0 call true, 1 call false, 2 peek).
+    """
     from cockroach_env import raw_env
     from cockroach_env.engine import Phase
     from training.arena import resolve_agent
@@ -68,7 +70,9 @@ def collect(spec: str, config, games: int, seed: int) -> dict[str, np.ndarray]:
 
 
 def fit_reader(x: np.ndarray, y: np.ndarray, seed: int, epochs: int = 30):
-    """An MLP (256x256, ReLU) trained with Adam on the binary cross-entropy of the truth; returns a function of observations giving P(true)."""
+    """An MLP (256x256, ReLU) trained with Adam on the binary cross-entropy of the truth; returns a function of
+    observations giving P(true).
+    """
     import torch
     from torch import nn
 
@@ -106,7 +110,8 @@ def measure(spec: str, config, games: int, seed: int) -> dict:
     test = ~train
     if train.sum() < 2 or test.sum() < 1:
         raise ValueError(
-            f"{spec}: {games} games gave {len(data['truth'])} responses ({int(train.sum())} to train on, {int(test.sum())} to test); expected more games"
+            f"{spec}: {games} games gave {len(data['truth'])} responses ({int(train.sum())} to train on, "
+            f"{int(test.sum())} to test); expected more games"
         )
     if len(np.unique(data["truth"][train])) < 2:  # every claim true (honest) or false: the reader answers that
         constant = float(data["truth"][train][0])
@@ -138,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "agents",
         nargs="+",
-        help="agents to measure: checkpoint paths, shipped names (classic-4p, ...) or baselines (heuristic, random, ...)",
+        help="agents to measure: checkpoint paths, shipped names (classic-4p, ...) or baselines (heuristic, random, "
+        "...)",
     )
     parser.add_argument(
         "--games",
@@ -158,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.games < 10:
         print(
-            f"error: --games {args.games} is not allowed; expected at least 10 games (the reader is scored on the last 20%)",
+            f"error: --games {args.games} is not allowed; expected at least 10 games (the reader is scored on the "
+            "last 20%)",
             file=sys.stderr,
         )
         return 2
@@ -195,10 +202,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     results = []
     print(
-        f"{config.num_players}-player {config.edition}: {args.games} games per agent among its copies, reader trained on the first {TRAIN_SHARE:.0%}"
+        f"{config.num_players}-player {config.edition}: {args.games} games per agent among its copies, reader trained "
+        f"on the first {TRAIN_SHARE:.0%}"
     )
     print(
-        f"{'agent':<24} {'responses':>9} {'truth':>6} {'base':>6} {'reader':>7} {'own calls':>9} {'reader on calls':>15} {'reader / own':>12} {'peek':>6} {'s':>5}"
+        f"{'agent':<24} {'responses':>9} {'truth':>6} {'base':>6} {'reader':>7} {'own calls':>9} "
+        f"{'reader on calls':>15} {'reader / own':>12} {'peek':>6} {'s':>5}"
     )
     for spec in args.agents:
         try:
@@ -210,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
         pct = lambda v: "-" if v is None else f"{100 * v:.1f}%"  # noqa: E731
         ratio = "-" if not r["own_call_accuracy"] else f"{r['reader_accuracy_on_calls'] / r['own_call_accuracy']:.2f}x"
         print(
-            f"{spec:<24} {r['responses']:>9} {pct(r['truth_rate']):>6} {pct(r['base_rate_accuracy']):>6} {pct(r['reader_accuracy']):>7} {pct(r['own_call_accuracy']):>9} "
+            f"{spec:<24} {r['responses']:>9} {pct(r['truth_rate']):>6} {pct(r['base_rate_accuracy']):>6} "
+            f"{pct(r['reader_accuracy']):>7} {pct(r['own_call_accuracy']):>9} "
             f"{pct(r['reader_accuracy_on_calls']):>15} {ratio:>12} {pct(r['peek_rate']):>6} {r['seconds']:>5.0f}"
         )
     if args.json:

@@ -9,12 +9,12 @@ first (which includes compiling the batched engine) and over the whole run.
     python benchmarks/bench_training.py --config configs/ppo_2p.yaml --updates 20
     python benchmarks/bench_training.py --set model.hidden_sizes=[256,256]
 
-Target (issue 13, part 6): at least 50,000 decisions per second for configs/ppo_4p.yaml
+Target: at least 50,000 decisions per second for configs/ppo_4p.yaml
 on a 2-core machine. The machine's load average is printed, since other processes on the
 same cores lower the figure.
 
-``--compare [REF ...]`` measures the code at each git ``REF`` (default: the commit before
-the throughput work of issue 13) and this tree, each serially and, where it has it, with
+``--compare [REF ...]`` measures the code at each git ``REF`` (default: commit 1f10436,
+before the compiled kernels and the overlapped update) and this tree, each serially and, where it has it, with
 ``ppo.overlap`` (the next rollout collected in a second thread while the update runs),
 alternately, each run in a fresh process, ``--rounds`` times, and prints the medians
 and their ratios to the first ``REF``; with other
@@ -25,7 +25,7 @@ update), measured with ``cProfile`` on the real loop:
 
     python benchmarks/bench_training.py --compare --rounds 3 --updates 20
     python benchmarks/bench_training.py --profile --updates 12
-    python benchmarks/bench_training.py --update-ab --rounds 7   # one PPO update, masked policy from tensor operations vs the compiled pass
+    python benchmarks/bench_training.py --update-ab --rounds 7   # one PPO update: tensor operations vs compiled pass
 
 ``--learning DECISIONS [DECISIONS ...]`` trains the config twice for each number of decisions
 (and each of ``--train-seeds``),
@@ -40,7 +40,7 @@ arena instead (seat rotation, duplicate deals, 95% Wilson intervals):
     python benchmarks/bench_training.py --strength classic-4p --games 4000
     python benchmarks/bench_training.py --strength classic-2p --games 4000
 
-The targets of issue 13: classic 4 players, a loss rate <= 8% against three
+The strength targets: classic 4 players, a loss rate <= 8% against three
 ``heuristic``, <= 3% against three ``random``, and a ``heuristic`` among three copies of
 the agent loses >= 40%; classic 2 players, the agent wins >= 80% against ``heuristic``;
 every other table, at most half of parity's loss rate against N-1 ``heuristic``. All: a
@@ -69,7 +69,7 @@ sys.path.insert(0, str(ROOT))
 
 TARGET = 50_000
 BASELINE = "1f10436"
-"""The commit before issue 13's throughput work."""
+"""The reference commit of ``--compare``: before the compiled kernels and the overlapped update."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         "--compare",
         nargs="*",
         metavar="REF",
-        help=f"alternate runs of git REFs (default {BASELINE}) and this tree, each with and without ppo.overlap where it has it; print the ratios",
+        help=f"alternate runs of git REFs (default {BASELINE}) and this tree, each with and without ppo.overlap where "
+        "it has it; print the ratios",
     )
     parser.add_argument("--rounds", type=int, default=3, help="runs of each side for --compare (default 3)")
     parser.add_argument("--profile", action="store_true", help="print where the training loop's time goes")
@@ -105,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         nargs="+",
         metavar="DECISIONS",
-        help="train without and with ppo.overlap for DECISIONS each (several budgets allowed); compare the agents against heuristic",
+        help="train without and with ppo.overlap for DECISIONS each (several budgets allowed); compare the agents "
+        "against heuristic",
     )
     parser.add_argument(
         "--train-seeds",
@@ -118,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--update-ab",
         action="store_true",
-        help="time one PPO update on 10,000 samples, the masked policy from tensor operations (old) vs training.kernels' compiled pass (new), interleaved",
+        help="time one PPO update on 10,000 samples, the masked policy from tensor operations (old) vs "
+        "training.kernels' compiled pass (new), interleaved",
     )
     args = parser.parse_args(argv)
     if args.compare is not None:
@@ -157,15 +160,18 @@ def main(argv: list[str] | None = None) -> int:
     game = config.game_config()
     print(
         f"config: {args.config} ({game.num_players}-player {game.edition}), network {config.model.hidden_sizes}, "
-        f"{config.ppo.num_envs} games x {config.ppo.num_steps} steps per update, {config.ppo.update_epochs} epochs, torch threads {config.torch_threads}, ppo.overlap {config.ppo.overlap}"
+        f"{config.ppo.num_envs} games x {config.ppo.num_steps} steps per update, {config.ppo.update_epochs} epochs, "
+        f"torch threads {config.torch_threads}, ppo.overlap {config.ppo.overlap}"
     )
     print(f"cpu cores: {os.cpu_count()}, load average before: {load_before[0]:.2f}, after: {os.getloadavg()[0]:.2f}")
     print(
-        f"updates: {len(rows)}, decisions: {len(rows) * per_update:,}, samples (learner decisions): {int(rows[-1]['samples']):,}"
+        f"updates: {len(rows)}, decisions: {len(rows) * per_update:,}, samples (learner decisions): "
+        f"{int(rows[-1]['samples']):,}"
     )
     print(f"end to end, after the first update: {steady:,.0f} decisions/s")
     print(
-        f"end to end, whole run incl. start-up and checkpoint: {len(rows) * per_update / total:,.0f} decisions/s ({total:.1f} s)"
+        f"end to end, whole run incl. start-up and checkpoint: {len(rows) * per_update / total:,.0f} decisions/s "
+        f"({total:.1f} s)"
     )
     print(f"target {TARGET:,} decisions/s: {'met' if steady >= TARGET else 'NOT met'}")
     return 0
@@ -184,7 +190,8 @@ def _bench_config(path: str, updates: int, overrides: list[str], out: str):
 
 
 def compare(refs: list[str], rounds: int, config: str, updates: int, overrides: list[str]) -> int:
-    """Alternate fresh-process runs of each git ref in ``refs`` and of this tree; medians and their ratios to the first ref.
+    """Alternate fresh-process runs of each git ref in ``refs`` and of this tree; medians and their ratios to the first
+    ref.
 
     Each tree runs serially, and also with ``ppo.overlap`` where its config knows it.
     """
@@ -246,11 +253,13 @@ def compare(refs: list[str], rounds: int, config: str, updates: int, overrides: 
     medians = {name: statistics.median(v) for name, v in figures.items()}
     first = medians[refs[0]]
     print(
-        f"config {config}, {updates} updates per run, {rounds} rounds, cpu cores {os.cpu_count()}, load average {min(loads):.2f} to {max(loads):.2f}"
+        f"config {config}, {updates} updates per run, {rounds} rounds, cpu cores {os.cpu_count()}, load average "
+        f"{min(loads):.2f} to {max(loads):.2f}"
     )
     for name, median in medians.items():
         print(
-            f"  median {name:28s} {median:8,.0f} decisions/s   x {refs[0]} {median / first:.2f}   target {TARGET:,}: {'met' if median >= TARGET else 'NOT met'}"
+            f"  median {name:28s} {median:8,.0f} decisions/s   x {refs[0]} {median / first:.2f}   target {TARGET:,}: "
+            f"{'met' if median >= TARGET else 'NOT met'}"
         )
     return 0
 
@@ -265,7 +274,10 @@ PHASES = {
 
 
 def profile(path: str, updates: int, overrides: list[str]) -> int:
-    """Where the time of the training loop goes: cumulative time of its parts under cProfile (which adds some overhead)."""
+    """Where the time of the training loop goes: cumulative time of its parts under cProfile.
+
+    cProfile adds some overhead, so the shares matter more than the seconds.
+    """
     import cProfile
     import pstats
     import re
@@ -286,7 +298,8 @@ def profile(path: str, updates: int, overrides: list[str]) -> int:
     stats = pstats.Stats(profiler).stats
     decisions = updates * config.ppo.num_envs * config.ppo.num_steps
     print(
-        f"config {path}: {updates} updates, {decisions:,} decisions in {total:.1f} s under cProfile ({decisions / total:,.0f} decisions/s), load average {os.getloadavg()[0]:.2f}"
+        f"config {path}: {updates} updates, {decisions:,} decisions in {total:.1f} s under cProfile "
+        f"({decisions / total:,.0f} decisions/s), load average {os.getloadavg()[0]:.2f}"
     )
     accounted = 0.0
     for phase, patterns in PHASES.items():
@@ -298,13 +311,16 @@ def profile(path: str, updates: int, overrides: list[str]) -> int:
         accounted += seconds
         print(f"  {phase:45s} {seconds:6.1f} s  {100 * seconds / total:5.1f}%")
     print(
-        f"  {'the rest (rollout bookkeeping, logs, checkpoint)':45s} {total - accounted:6.1f} s  {100 * (total - accounted) / total:5.1f}%"
+        f"  {'the rest (rollout bookkeeping, logs, checkpoint)':45s} {total - accounted:6.1f} s  "
+        f"{100 * (total - accounted) / total:5.1f}%"
     )
     return 0
 
 
 def update_ab(path: str, rounds: int, samples: int = 10_000) -> int:
-    """One PPO update of ``samples`` real observations: the masked policy's log-probabilities and entropies from tensor operations (old) or from ``training.kernels``'s compiled pass (new), interleaved in this process."""
+    """One PPO update of ``samples`` real observations: the masked policy's log-probabilities and entropies from tensor
+    operations (old) or from ``training.kernels``'s compiled pass (new), interleaved in this process.
+    """
     import statistics
 
     import numpy as np
@@ -364,10 +380,12 @@ def update_ab(path: str, rounds: int, samples: int = 10_000) -> int:
     old, new = statistics.median(seconds["old"]), statistics.median(seconds["new"])
     drift = float((weights["old"] - weights["new"]).abs().max())
     print(
-        f"one update of {samples:,} samples ({config.ppo.update_epochs} epochs x {config.ppo.num_minibatches} minibatches, network {config.model.hidden_sizes}), median of {rounds}; load average {os.getloadavg()[0]:.2f}"
+        f"one update of {samples:,} samples ({config.ppo.update_epochs} epochs x {config.ppo.num_minibatches} "
+        f"minibatches, network {config.model.hidden_sizes}), median of {rounds}; load average {os.getloadavg()[0]:.2f}"
     )
     print(
-        f"  old (masked policy from tensor operations) {old:.3f} s, new (compiled pass over the legal actions) {new:.3f} s: old/new = {old / new:.3f}"
+        f"  old (masked policy from tensor operations) {old:.3f} s, new (compiled pass over the legal actions) "
+        f"{new:.3f} s: old/new = {old / new:.3f}"
     )
     print(f"  largest weight difference after the update: {drift:.1e} (float rounding only)")
     return 0
@@ -376,7 +394,9 @@ def update_ab(path: str, rounds: int, samples: int = 10_000) -> int:
 def learning(
     path: str, decisions: list[int], games: int, seed: int, overrides: list[str], train_seeds: list[int]
 ) -> int:
-    """Train without and with ``ppo.overlap`` for the same decisions, per training seed; each agent against N-1 ``heuristic``."""
+    """Train without and with ``ppo.overlap`` for the same decisions, per training seed; each agent against N-1
+    ``heuristic``.
+    """
     import torch
 
     from training.arena import play_match
@@ -417,8 +437,10 @@ def learning(
                     rows.append((train_seed, budget, name, wall, report))
                     low, high = report.loss_rate_ci95
                     print(
-                        f"seed {train_seed} {name:8s} {budget:,} decisions in {wall:.0f} s ({budget / wall:,.0f}/s); against {n - 1} heuristic: "
-                        f"loss {100 * report.loss_rate:.1f}% [{100 * low:.1f}, {100 * high:.1f}] over {report.games} games",
+                        f"seed {train_seed} {name:8s} {budget:,} decisions in {wall:.0f} s ({budget / wall:,.0f}/s); "
+                        f"against {n - 1} heuristic: "
+                        f"loss {100 * report.loss_rate:.1f}% [{100 * low:.1f}, {100 * high:.1f}] over {report.games} "
+                        "games",
                         flush=True,
                     )
     print(f"config {path}, load average {os.getloadavg()[0]:.2f}")
@@ -426,7 +448,8 @@ def learning(
         serial = [r.loss_rate for s, b, name, _, r in rows if b == budget and name == "serial"]
         overlapped = [r.loss_rate for s, b, name, _, r in rows if b == budget and name == "overlap"]
         print(
-            f"  {budget:,} decisions, mean over seeds {train_seeds}: serial {100 * sum(serial) / len(serial):.1f}%, overlap {100 * sum(overlapped) / len(overlapped):.1f}% losses"
+            f"  {budget:,} decisions, mean over seeds {train_seeds}: serial {100 * sum(serial) / len(serial):.1f}%, "
+            f"overlap {100 * sum(overlapped) / len(overlapped):.1f}% losses"
         )
     return 0
 
@@ -464,11 +487,14 @@ def strength(checkpoint: str, games: int, seed: int) -> int:
             low, high = report.loss_rate_ci95
             b = report.behaviour
             rows.append(
-                f"    {name:10s} loss {100 * report.loss_rate:5.1f}% [{100 * low:4.1f}, {100 * high:4.1f}]  false offers {_pct(b['false_offer_rate'])}"
-                f"  false passes {_pct(b['false_pass_rate'])}  call accuracy {_pct(b['call_accuracy'])}  peek rate {_pct(b['peek_rate'])}"
+                f"    {name:10s} loss {100 * report.loss_rate:5.1f}% [{100 * low:4.1f}, {100 * high:4.1f}]  false "
+                f"offers {_pct(b['false_offer_rate'])}"
+                f"  false passes {_pct(b['false_pass_rate'])}  call accuracy {_pct(b['call_accuracy'])}  peek rate "
+                f"{_pct(b['peek_rate'])}"
             )
         print(
-            f"  {' '.join(str(x) if isinstance(x, str) else 'trained' for x in lineup)}  ({result.games} games, {time.perf_counter() - started:.0f} s)"
+            f"  {' '.join(str(x) if isinstance(x, str) else 'trained' for x in lineup)}  ({result.games} games, "
+            f"{time.perf_counter() - started:.0f} s)"
         )
         print("\n".join(rows))
         return reports[focus], reports

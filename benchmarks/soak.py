@@ -1,5 +1,5 @@
 """Soak: millions of random legal decisions over every rule set, checking the game's
-invariants at every step (the figure quoted in the README's *Reliability* section).
+invariants at every step (the figure quoted in docs/reliability.md).
 
     python benchmarks/soak.py [--games 2000] [--batch 256] [--aec-games 20] [--seed 0]
 
@@ -175,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     totals = np.zeros(6, np.int64)
     start = time.perf_counter()
     print(
-        f"{'rule set':34s} {'batched games':>13s} {'decisions':>11s} {'failures':>8s}   {'AEC games':>9s} {'decisions':>9s} {'failures':>8s}"
+        f"{'rule set':34s} {'batched games':>13s} {'decisions':>11s} {'failures':>8s}   {'AEC games':>9s} "
+        f"{'decisions':>9s} {'failures':>8s}"
     )
     for k, (name, config) in enumerate(sets.items()):
         batched = soak_batched(config, args.games, args.batch, args.seed + k)

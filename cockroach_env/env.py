@@ -5,7 +5,7 @@ A bluffing card game for 2-6 players: pass a face-down card with a claim, call t
 claim true or false, or peek and pass it on with a new claim. Collect four of a kind
 (five with two players) and you lose.
 
-| Import             | `from cockroach_env import env, raw_env`                  |
+| Import             | `from cockroach_env import cockroach_poker_v1`            |
 |--------------------|-----------------------------------------------------------|
 | Actions            | Discrete, masked                                          |
 | Parallel API       | No (turn-based AEC)                                       |
@@ -67,7 +67,17 @@ mode (RLlib passes it so). Every rendering is drawn from `cockroach_env.view.sea
 
 ## Version history
 
-* v0: initial release.
+`cockroach_env.cockroach_poker_v1` names this version (PettingZoo's convention, as
+`pettingzoo.classic.tictactoe_v3`); `cockroach_env.env` and `raw_env` are always the
+latest; `metadata["name"]` says which one runs. The package release is in brackets.
+
+* v1: every agent's `info` holds the same keys on every step, numbers only, so libraries
+  can stack them (`INFO_DEFAULTS`): `loser` and `offender` are seat indices, `loss_reason`
+  an index into `engine.LOSS_REASONS`, `-1` while unset; the refusal text of a penalized
+  illegal action is `env.unwrapped.refusal`, no longer `info["reason"]` (0.2.0).
+* v0: initial release: `info["loser"]` and `info["offender"]` were agent names,
+  `info["loss_reason"]` a string (`same_type`, `empty_hand`, `rainbow`), `info["reason"]`
+  the refusal text, set only when the game ended (0.1.0).
 """
 
 from __future__ import annotations
@@ -191,7 +201,7 @@ class raw_env(AECEnv):
     """Cockroach Poker as a PettingZoo AEC environment (see the module docstring)."""
 
     metadata = {
-        "name": "cockroach_poker_v0",
+        "name": "cockroach_poker_v1",
         "render_modes": ["ansi", "human", "rgb_array"],
         "is_parallelizable": False,
         "render_fps": 1,
@@ -298,7 +308,8 @@ class raw_env(AECEnv):
 
     # ------------------------------------------------------------------ reset
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
-        # Everything is checked before anything changes: a refused reset leaves the game and the seed stream as they were.
+        # Everything is checked before anything changes: a refused reset leaves the game and the seed stream
+        # as they were.
         seed = check_seed("seed", seed)
         if options is not None and not isinstance(options, dict):
             raise ValueError(
@@ -307,6 +318,8 @@ class raw_env(AECEnv):
         rng = np.random.default_rng(seed) if seed is not None else copy.deepcopy(self._rng)
         deal = self._deal_from_options(options or {}, rng)
         game = Game(self.config, deal)  # refuses a deal that has already lost, before the seed stream moves on
+        if game.over:
+            raise ValueError(self._empty_starter_message(options, deal.starter))
         self._rng = rng
         self.game = game
         self._writer.reset()
@@ -318,6 +331,8 @@ class raw_env(AECEnv):
         self.infos = {a: dict(INFO_DEFAULTS) for a in self.agents}
         self.refusal: str | None = None
         """Under ``illegal_action="penalize"``: why the action that ended the game was refused."""
+        self.offender: str | None = None
+        """Under ``illegal_action="penalize"``: the agent whose action ended the game."""
         self._after_move()
 
     def _deal_from_options(self, options: dict, rng: np.random.Generator) -> Any:
@@ -346,6 +361,24 @@ class raw_env(AECEnv):
         check_recall_deal(config, sum(map(sum, deal.hands)))
         return deal
 
+    def _empty_starter_message(self, options: dict, starter: int) -> str:
+        """Why an explicit deal that gives its starter no card is refused (the game would be over before any move).
+
+        It names the starter's own entry only: the rest of the deal may be hidden from whoever reads the error.
+        """
+        hands, name = options["hands"], self.possible_agents[starter]
+        if not hands:
+            given = f"hands={hands!r}"
+        elif name in hands:
+            given = f"hands[{name!r}]={hands[name]!r}"
+        else:
+            given = f"hands (no entry for {name!r})"
+        drawn = "" if "starter" in options or self.config.starter is not None else " (drawn at random)"
+        return (
+            f"reset option {given} gives the starter {name}{drawn} no card: the game would be over before any move "
+            "(empty_hand); expected at least one card in the starter's hand (options['starter'] chooses the starter)"
+        )
+
     def _seat_of(self, what: str, agent: Any) -> int:
         if not isinstance(agent, str) or agent not in self._seat:
             raise ValueError(f"{what}={agent!r} is not an agent of this game; expected one of {self.possible_agents}")
@@ -361,7 +394,8 @@ class raw_env(AECEnv):
         self._require_reset("step()")
         if not self.agents:
             raise ValueError(
-                f"step({action!r}) called after the game ended and every agent is done; call reset() to start a new game"
+                f"step({action!r}) called after the game ended and every agent is done; "
+                "call reset() to start a new game"
             )
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
@@ -412,6 +446,7 @@ class raw_env(AECEnv):
             self.rewards[a] = -1.0 if a == agent else 0.0
             self.infos[a] = {**INFO_DEFAULTS, "illegal_move": True, "offender": self._seat[agent]}
         self.refusal = str(error)
+        self.offender = agent
         self._accumulate_rewards()
         self._set_mask(self._no_action)
 
@@ -583,13 +618,20 @@ class raw_env(AECEnv):
 
     # ------------------------------------------------------------------ public views
     def public_view(self) -> dict[str, Any]:
-        """JSON-serializable public information: what every player may know."""
+        """JSON-serializable public information: what every player may know.
+
+        Once the game is over ``phase`` is ``"over"`` and ``to_act`` is ``None``, whatever ended it: a
+        loss (``loser``, ``loss_reason``), an illegal action penalized under ``illegal_action="penalize"``
+        (``env.offender`` chose it) or ``max_steps``.
+        """
         self._require_reset("public_view()")
         game, cards, names = self.game, self.cards, self.possible_agents
+        truncated = not game.over and self._max_steps is not None and game.steps >= self._max_steps
+        over = game.over or truncated or self.offender is not None  # nobody acts once the env ended the game
         view: dict[str, Any] = {
             "edition": self.config.edition,
-            "phase": game.phase.value,
-            "to_act": None if game.over else names[game.current],
+            "phase": Phase.OVER.value if over else game.phase.value,
+            "to_act": None if over else names[game.current],
             "collections": {
                 names[s]: {cards.identities[c]: n for c, n in enumerate(row) if n}
                 for s, row in enumerate(game.collections)
@@ -645,7 +687,8 @@ class raw_env(AECEnv):
     def render(
         self, mode: str | None = None, *, viewer: str | None = ..., full_information: bool = False
     ) -> str | np.ndarray | None:
-        """The table as ``render_viewer`` sees it: text (``ansi``, ``human``) or an (H, W, 3) uint8 picture (``rgb_array``).
+        """The table as ``render_viewer`` sees it: text (``ansi``, ``human``) or an (H, W, 3) uint8 picture
+        (``rgb_array``).
 
         ``render_viewer`` (set at construction, default ``None``: a spectator, public
         information only) or the keyword ``viewer=`` picks whose hand and seen cards
@@ -655,7 +698,8 @@ class raw_env(AECEnv):
         """
         if mode is not None and mode != self.render_mode:
             raise ValueError(
-                f"render({mode!r}) is not allowed; the positional argument can only repeat this env's render_mode={self.render_mode!r} "
+                f"render({mode!r}) is not allowed; the positional argument can only repeat this env's "
+                f"render_mode={self.render_mode!r} "
                 "(full_information is keyword-only: render(full_information=True))"
             )
         if not isinstance(full_information, bool):
@@ -682,7 +726,8 @@ class raw_env(AECEnv):
     def _render_viewer(self, viewer: Any) -> str | None:
         if viewer is not None and viewer not in self.possible_agents:
             raise ValueError(
-                f"render_viewer={viewer!r} is not allowed; expected None (a spectator: public information only) or one of {self.possible_agents}"
+                f"render_viewer={viewer!r} is not allowed; expected None (a spectator: public information only) "
+                f"or one of {self.possible_agents}"
             )
         return viewer
 

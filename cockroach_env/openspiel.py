@@ -11,9 +11,9 @@ game = pyspiel.load_game("python_cockroach_poker", {"num_players": 3, "rainbow_l
 **Parameters** are the ``GameConfig`` options and ``preset`` (``+``-combined names). OpenSpiel
 parameters have one fixed type each, so "the default" is written ``-1`` for the integer
 options whose default depends on others (``num_players``, ``discard``, ``loss_count``,
-``starter``, ``max_steps``, ``num_types``, ``copies_per_type``) and ``""`` for ``preset``;
+``opening_cards``, ``starter``, ``max_steps``, ``num_types``, ``copies_per_type``) and ``""`` for ``preset``;
 explicit values override the preset, as in ``GameConfig.from_options``. Bad values raise
-``ValueError`` naming the option.
+``ValueError`` naming the option and what was expected, in these terms (``-1``, not ``None``).
 
 **Chance nodes** come first. The starter (when not configured), then the shuffle, dealt as
 ``random_deal`` does: the removed cards, the face-down penalty deck (Royal, one card per
@@ -26,7 +26,10 @@ with a single possible outcome are skipped. So the deal distribution is that of 
 with far fewer chance histories than a card-by-card shuffle.
 
 **Moves** are the env's action indices (``Encoding``: offer, respond, pass, place), legal
-exactly where the env's mask is 1. **Returns** are the env's rewards: the loser -1, every
+exactly where the env's mask is 1. Any other action, and a chance outcome not in
+``chance_outcomes()``, raises ``pyspiel.SpielError`` (as OpenSpiel's own games do) naming the
+action and what was expected, and leaves the state as it was; ``action_to_string`` refuses a
+player or an action out of range the same way. **Returns** are the env's rewards: the loser -1, every
 other player 1/(N-1); 0 for all at a ``max_steps`` truncation.
 
 **Observations** (``observation_tensor``/``observation_string``): the env's observation of that
@@ -65,7 +68,7 @@ from cockroach_env.encoding import (
     recall_moves,
     write_state,
 )
-from cockroach_env.engine import Deal, Game
+from cockroach_env.engine import Deal, Game, IllegalMove
 from cockroach_env.information import information_state_string
 from cockroach_env.observation import decode_observation
 
@@ -110,7 +113,20 @@ def config_from_params(params: dict[str, Any]) -> GameConfig:
                 options[name] = bool(value)
             continue
         options[name] = value
-    return GameConfig.from_options(preset=params.get("preset") or None, **options)
+    try:
+        return GameConfig.from_options(preset=params.get("preset") or None, **options)
+    except ValueError as refusal:
+        raise ValueError(_in_parameter_terms(str(refusal))) from None
+
+
+def _in_parameter_terms(message: str) -> str:
+    """A ``GameConfig`` refusal as the parameters read: an option's ``None`` is written ``DEFAULT`` (-1)."""
+    name = message.split("=", 1)[0]
+    if name not in _INT_OPTIONS or _PARAMETERS[name] != DEFAULT:
+        return message
+    if "expected None" in message:
+        return message.replace("expected None", f"expected {DEFAULT}", 1)
+    return f"{message}, or {DEFAULT} for the default"
 
 
 def _game_type() -> pyspiel.GameType:
@@ -198,13 +214,16 @@ class CockroachPokerGame(pyspiel.Game):
             iig_obs_type.private_info != pyspiel.PrivateInfoType.SINGLE_PLAYER or not iig_obs_type.public_info
         ):
             raise ValueError(
-                f"observation type {iig_obs_type} is not supported; expected the default observation or information state of one player"
+                f"observation type {iig_obs_type} is not supported; "
+                "expected the default observation or information state of one player"
             )
         return InformationStateObserver(self.shape) if perfect_recall else ObservationObserver(self.shape)
 
 
 class _Progress:
-    """Everything that changes in a state, with a fast deep copy (OpenSpiel clones a state by deep-copying its attributes)."""
+    """Everything that changes in a state, with a fast deep copy (OpenSpiel clones a state by deep-copying its
+    attributes).
+    """
 
     def __init__(self, shape: _Shape):
         width = shape.i
@@ -325,20 +344,59 @@ class CockroachPokerState(pyspiel.State):
         return self._deal_outcomes()
 
     def _apply_action(self, action: int) -> None:
+        action = int(action)
         if self.p.game is None:
+            self._check_chance_outcome(action)
             if self.p.starter is None:
-                self.p.starter = int(action)
+                self.p.starter = action
                 self._start_schedule()
             else:
-                self._deal(int(action))
+                self._deal(action)
                 self._skip_forced()
             return
-        apply_action(self.p.game, self.shape.encoding, int(action))
+        if self.is_terminal():
+            raise pyspiel.SpielError(f"action {action} applied to a terminal state; expected no more actions")
+        player, size = self.p.game.current, self.shape.encoding.num_actions
+        if not 0 <= action < size:
+            raise pyspiel.SpielError(
+                f"action {action} of player {player} is out of range; expected an action in [0, {size})"
+            )
+        try:  # the engine refuses exactly the actions legal_actions leaves out, before changing anything
+            apply_action(self.p.game, self.shape.encoding, action)
+        except IllegalMove as refusal:
+            raise pyspiel.SpielError(
+                f"action {action} ({self._action_to_string(player, action)}) of player {player} is illegal: {refusal}; "
+                f"expected one of the {len(legal_actions(self.p.game, self.shape.encoding))} legal actions "
+                "(state.legal_actions())"
+            ) from None
+
+    def _check_chance_outcome(self, action: int) -> None:
+        outcomes = [outcome for outcome, _ in self.chance_outcomes()]
+        if action not in outcomes:
+            raise pyspiel.SpielError(
+                f"chance outcome {action} is not possible at this chance node ({self._chance_node_name()}); "
+                f"expected one of {outcomes}"
+            )
+
+    def _chance_node_name(self) -> str:
+        if self.p.starter is None:
+            return "the starter"
+        kind, where, _ = self.p.steps[self.p.step_at]
+        place = where[0] if len(where) == 1 else f"{where[0]} of player_{where[1]}"
+        if kind == "ordered":
+            return f"the next card to {place}"
+        return f"how many {self.shape.config.cards.identities[self.p.card_type]} go to {place}"
 
     def _action_to_string(self, player: int, action: int) -> str:
         config = self.shape.config
         cards = config.cards
         if player == pyspiel.PlayerId.CHANCE:
+            if self.p.game is not None:
+                raise pyspiel.SpielError(
+                    f"action_to_string(chance, {action}) is not allowed: the deal is complete; "
+                    f"expected a player from 0 to {self.shape.n - 1}"
+                )
+            self._check_chance_outcome(action)
             if self.p.starter is None:
                 return f"starter player_{action}"
             kind, where, _ = self.p.steps[self.p.step_at]
@@ -346,10 +404,18 @@ class CockroachPokerState(pyspiel.State):
             if kind == "ordered":
                 return f"{cards.identities[action]} to {place}"
             return f"{action} x {cards.identities[self.p.card_type]} to {place}"
+        n, size = config.num_players, self.shape.encoding.num_actions
+        if not 0 <= player < n:
+            raise pyspiel.SpielError(
+                f"player {player} is not allowed; expected a player from 0 to {n - 1} "
+                f"or chance ({int(pyspiel.PlayerId.CHANCE)})"
+            )
+        if not 0 <= action < size:
+            raise pyspiel.SpielError(f"action {action} is out of range; expected an action in [0, {size})")
         decoded = self.shape.encoding.decode_action(action)
-        n = config.num_players
         if decoded[0] == "offer":
-            return f"offer {cards.identities[decoded[1]]} to player_{(player + decoded[2]) % n} claiming {cards.claims[decoded[3]]}"
+            target, claim = (player + decoded[2]) % n, cards.claims[decoded[3]]
+            return f"offer {cards.identities[decoded[1]]} to player_{target} claiming {claim}"
         if decoded[0] == "call":
             return f"call {'true' if decoded[1] else 'false'}"
         if decoded[0] == "peek":

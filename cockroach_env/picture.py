@@ -27,7 +27,8 @@ def _pillow():
         from PIL import Image, ImageDraw, ImageFont
     except ImportError as error:
         raise ImportError(
-            'render_mode="rgb_array" draws with Pillow, which is not installed; install it with pip install "cockroach-poker-rl[render]"'
+            'render_mode="rgb_array" draws with Pillow, which is not installed; '
+            'install it with pip install "cockroach-poker-rl[render]"'
         ) from error
     return Image, ImageDraw, ImageFont
 
@@ -181,7 +182,8 @@ def _panel(canvas: _Canvas, view: dict[str, Any], agent: str, x: float, y: float
     canvas.text(
         x + 12,
         y + 36,
-        f"hand {view['hand_sizes'][agent]}  ·  calls {stats['right_calls']} right / {stats['wrong_calls']} wrong  ·  peeks {stats['peeks']}",
+        f"hand {view['hand_sizes'][agent]}  ·  calls {stats['right_calls']} right / {stats['wrong_calls']} wrong  "
+        f"·  peeks {stats['peeks']}",
         11,
         "#444444",
         "lm",
@@ -208,6 +210,11 @@ def _chain(canvas: _Canvas, view: dict[str, Any]) -> None:
         canvas.text(x0 + 150, y0 + 60, f"{view['loser']} loses", 22, LOSER, "mm")
         canvas.text(x0 + 150, y0 + 96, f"({label_of(view['loss_reason'])})", 15, INK, "mm")
         return
+    if view["to_act"] is None:  # ended by the env without a loss: a penalized illegal action or max_steps
+        canvas.box(x0, y0, x0 + 300, y0 + 160, fill="#ffffff", outline=INK, width=3, radius=10)
+        canvas.text(x0 + 150, y0 + 60, "game over", 22, INK, "mm")
+        canvas.text(x0 + 150, y0 + 96, "(ended without a loss)", 15, INK, "mm")
+        return
     if chain is None:
         canvas.text(x0 + 150, y0 + 70, f"{view['to_act']} offers a card", 16, "#ffffff", "mm")
     else:
@@ -223,7 +230,8 @@ def _chain(canvas: _Canvas, view: dict[str, Any]) -> None:
         canvas.text(
             x0 + 300,
             y0 + 150,
-            f"penalty deck {view['penalty_size']}, top: {label_of(view['penalty_top']) if view['penalty_top'] else '-'}",
+            f"penalty deck {view['penalty_size']}, "
+            f"top: {label_of(view['penalty_top']) if view['penalty_top'] else '-'}",
             11,
             "#d8e6dc",
             "rm",

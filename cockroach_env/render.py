@@ -43,4 +43,9 @@ def render_text(env, full_information: bool = False, viewer: str | None = None) 
     lines.append("last event: " + ", ".join(f"{k}={v}" for k, v in last.items()))
     if view["loser"] is not None:
         lines.append(f"{view['loser']} loses ({view['loss_reason']})")
+    elif view["phase"] == "over":  # ended by the env, without a loss
+        if env.offender is not None:
+            lines.append(f"game over: {env.offender} chose an illegal action")
+        else:
+            lines.append(f"game over: cut at max_steps={env.config.max_steps}, nobody loses")
     return "\n".join(lines)

@@ -11,8 +11,12 @@ the whole game is revealed.
 
 from __future__ import annotations
 
+import glob
+import os
 import secrets
+import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +43,8 @@ class MoveError(ValueError):
 
 @dataclass
 class Seat:
+    """One seat of a game: who plays it, and the secret token of a human seat."""
+
     agent: str
     """The env's agent name (``player_0``...)."""
     label: str
@@ -59,7 +65,11 @@ def build_seats(config: GameConfig, specs: list[str], seed: int) -> list[Seat]:
     if len(specs) != config.num_players:
         raise ValueError(f"seats has {len(specs)} entries for {config.num_players} players; expected one per seat")
     if HUMAN not in specs:
-        raise ValueError(f"seats={specs!r} has no human seat; expected at least one 'human'")
+        raise ValueError(f"seats={shown(specs, 300)} has no human seat; expected at least one 'human'")
+    for k, spec in enumerate(specs):
+        problem = seat_file_problem(spec)
+        if problem is not None:  # before any file is read: a pipe or a device would block the reader
+            raise ValueError(f"seat player_{k}: {problem}")
     seats = []
     for k, spec in enumerate(specs):
         agent = f"player_{k}"
@@ -74,10 +84,59 @@ def build_seats(config: GameConfig, specs: list[str], seed: int) -> list[Seat]:
     return seats
 
 
-class GameSession:
-    """A game in progress on the server."""
+def seat_file_problem(spec: str) -> str | None:
+    """Why the files an agent spec may name hold something other than regular files (a pipe, a device), or None.
 
-    def __init__(self, config: GameConfig, specs: list[str], seed: int | None = None, pace_ms: int = 800):
+    Looked at by name and ``os.stat`` only, nothing is opened: the spec itself, ``P.json``, ``P.safetensors``,
+    ``P.<G>.safetensors`` (a checkpoint ``P``) and, for a folder, the ``.json`` and ``.safetensors`` files in it.
+    """
+    import baselines
+
+    if spec == HUMAN or spec in baselines.names() or ":" in spec and not os.path.exists(spec):
+        return None
+    stem = spec[: -len(".json")] if spec.endswith(".json") else spec
+    candidates = [spec, f"{stem}.json", f"{stem}.safetensors", *glob.glob(f"{glob.escape(stem)}.*.safetensors")]
+    if os.path.isdir(spec):
+        with os.scandir(spec) as entries:
+            candidates += [e.path for e in entries if e.name.endswith((".json", ".safetensors"))]
+    for path in candidates:
+        try:
+            mode = os.stat(path).st_mode
+        except (OSError, ValueError):
+            continue
+        if not stat.S_ISREG(mode) and not (path == spec and stat.S_ISDIR(mode)):
+            kind = (
+                "a pipe"
+                if stat.S_ISFIFO(mode)
+                else "a device"
+                if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "not a regular file"
+            )
+            return f"agent {shown(spec)}: {shown(path)} is {kind}; expected a checkpoint file (nothing was read)"
+    return None
+
+
+def shown(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` for an error message, cut to about ``limit`` characters (a request may hold megabytes)."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    length = f" ({len(value)} characters)" if isinstance(value, str) else ""
+    return f"{text[:limit]}...{length}"
+
+
+class GameSession:
+    """A game in progress on the server; ``clock`` (seconds) times its idleness (``GameStore.clock``)."""
+
+    def __init__(
+        self,
+        config: GameConfig,
+        specs: list[str],
+        seed: int | None = None,
+        pace_ms: int = 800,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.clock = clock
         self.seed = int(secrets.randbits(31)) if seed is None else seed
         self.seats = build_seats(config, specs, self.seed)
         self.config = config
@@ -90,7 +149,7 @@ class GameSession:
         """Goes up with every change a page shows (a move, a pace change, an agent's failure)."""
         self.moved_at = 0
         """The version right after the latest move: a move chosen on an older view is refused."""
-        self.created = self.touched = time.monotonic()
+        self.created = self.touched = clock()
         self.saved_path: str | None = None
         self._reveal: dict[str, Any] | None = None
         self.game_id: str | None = None
@@ -103,6 +162,7 @@ class GameSession:
 
     # ------------------------------------------------------------------ seats
     def seat_of_token(self, token: Any) -> Seat:
+        """The human seat whose token is ``token``; ``MoveError`` (403) for any other value."""
         if isinstance(token, str):
             for seat in self.seats:
                 if seat.token is not None and secrets.compare_digest(seat.token, token):
@@ -118,7 +178,7 @@ class GameSession:
         return None if self.over else self.seats[self.env.game.current]
 
     def touch(self) -> None:
-        self.touched = time.monotonic()
+        self.touched = self.clock()
 
     # ------------------------------------------------------------------ moves
     def agent_move(self) -> bool:
@@ -145,12 +205,14 @@ class GameSession:
         if version is not None and version > self.version:
             raise MoveError(
                 422,
-                f"version={version} is ahead of the game (now at version {self.version}); expected the version of a view the server sent",
+                f"version={version} is ahead of the game (now at version {self.version}); "
+                "expected the version of a view the server sent",
             )
         if version is not None and version < self.moved_at:
             raise MoveError(
                 409,
-                f"the move was chosen on version {version} of the game, but moves have been played since (now at version {self.version}); look at the table again",
+                f"the move was chosen on version {version} of the game, but moves have been played since "
+                f"(now at version {self.version}); look at the table again",
             )
         if self.seat_to_act is not seat:
             raise MoveError(409, f"it is not {seat.agent}'s turn; {self.seat_to_act.agent} is to act")
@@ -245,7 +307,7 @@ class GameSession:
             ],
             "over": self.over,
             "reveal": self.reveal() if self.over else None,
-            "saved": self.saved_path,
+            "saved": None if self.saved_path is None else os.path.basename(self.saved_path),
             "error": self.error,
         }
         return view
@@ -274,15 +336,18 @@ class GameSession:
 
 
 def check_pace(pace_ms: Any) -> int:
+    """``pace_ms`` if it is an allowed pace; ``MoveError`` (422) naming it otherwise."""
     if isinstance(pace_ms, bool) or not isinstance(pace_ms, int) or not 0 <= pace_ms <= MAX_PACE_MS:
         raise MoveError(
-            422, f"pace_ms={pace_ms!r} is not allowed; expected an integer from 0 (instant) to {MAX_PACE_MS}"
+            422, f"pace_ms={shown(pace_ms)} is not allowed; expected an integer from 0 (instant) to {MAX_PACE_MS}"
         )
     return pace_ms
 
 
 def random_move(legal: dict, rng: np.random.Generator) -> dict:
-    """A uniformly chosen request body for one of the moves in ``legal`` (a view's ``legal`` entry): what a load generator or a test client sends."""
+    """A uniformly chosen request body for one of the moves in ``legal`` (a view's ``legal`` entry): what a load
+    generator or a test client sends.
+    """
     if legal["offer"]:
         o = legal["offer"]
         return {

@@ -16,19 +16,28 @@ from play.session import GameSession
 
 
 class StoreFull(RuntimeError):
-    pass
+    """The store holds ``max_games`` games, none of them idle: a new game is refused."""
 
 
 class GameStore:
+    """The games of one server, by id; ``clock`` (seconds, ``time.monotonic`` by default) measures idle time and the
+    agents' pace, so that a test can drive time by hand.
+    """
+
     def __init__(
-        self, max_games: int = 64, idle_seconds: float = 1800.0, on_expire: Callable[[GameSession], None] | None = None
+        self,
+        max_games: int = 64,
+        idle_seconds: float = 1800.0,
+        on_expire: Callable[[GameSession], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ):
         if isinstance(max_games, bool) or not isinstance(max_games, int) or max_games < 1:
             raise ValueError(f"max_games={max_games!r} is not allowed; expected a positive integer")
-        if not isinstance(idle_seconds, (int, float)) or not idle_seconds > 0:
+        if isinstance(idle_seconds, bool) or not isinstance(idle_seconds, (int, float)) or not 0 < idle_seconds < 1e9:
             raise ValueError(f"idle_seconds={idle_seconds!r} is not allowed; expected a positive number of seconds")
         self.max_games = max_games
         self.idle_seconds = float(idle_seconds)
+        self.clock = clock
         self._games: dict[str, GameSession] = {}
         self.on_expire = on_expire
         """Called with each game dropped (expired or closed), e.g. to stop its tasks."""
@@ -43,7 +52,8 @@ class GameStore:
         self.expire()
         if len(self._games) >= self.max_games:
             raise StoreFull(
-                f"the server already holds {self.max_games} games (the --max-games limit); finish or close one, or wait for idle games to expire"
+                f"the server already holds {self.max_games} games (the --max-games limit); finish or close one, "
+                "or wait for idle games to expire"
             )
         game_id = secrets.token_urlsafe(9)
         self._games[game_id] = session
@@ -70,4 +80,4 @@ class GameStore:
         return len(stale)
 
     def _idle(self, session: GameSession) -> bool:
-        return time.monotonic() - session.touched > self.idle_seconds
+        return self.clock() - session.touched > self.idle_seconds

@@ -126,7 +126,7 @@ def pytest_make_collect_report(collector):
 # pyproject.toml adds `--dist loadgroup`). Each test module is one group, kept on one
 # worker, so a module-scoped fixture (a trained checkpoint, a started server) is built once
 # and not once per worker. The modules that start a local Ray cluster (directly, through
-# training.distributed, or in a documented recipe they run) share one group, so only one
+# training.core.distributed, or in a documented recipe they run) share one group, so only one
 # cluster runs at a time: each would claim every CPU and a share of memory for its object
 # store. tests/test_ci.py checks that this list names every such module.
 RAY_MODULES = ("test_psro.py", "test_integration_rllib.py", "test_integration_docs.py")

@@ -26,7 +26,7 @@ def observations(config: GameConfig, count: int, seed: int = 0) -> tuple[np.ndar
     while len(obs) < count:
         env.reset(seed=seed + game)
         game += 1
-        for agent in env.agent_iter():
+        for _agent in env.agent_iter():
             observation, _, terminated, truncated, _ = env.last()
             if terminated or truncated:
                 env.step(None)
@@ -110,7 +110,7 @@ def test_near_ties_of_the_heuristic_follow_the_jitter_exactly():
 @pytest.mark.parametrize("greedy", [False, True])
 def test_checkpoint_agent_probabilities_are_the_masked_softmax(greedy):
     torch = pytest.importorskip("torch")
-    from training.model import ActorCritic, PolicyAgent
+    from training.core.model import ActorCritic, PolicyAgent
 
     config = CONFIGS["mini-3p"]
     model = ActorCritic(config, [32], "tanh", card_counting=True, seed=3)

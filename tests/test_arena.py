@@ -14,20 +14,20 @@ import baselines
 from baselines import Agent
 from cockroach_env import GameConfig, raw_env
 from cockroach_env.engine import random_deal
-from training import eval_cli
-from training.arena import (
+from training.cli import eval as eval_cli
+from training.evaluation.arena import (
     ArenaError,
     Behaviour,
-    _reset_options,
     batched_available,
     deal_for,
     expand_lineup,
     play_league,
     play_match,
+    reset_options,
     schedule,
     seat_entries,
 )
-from training.ratings import plackett_luce_ratings, wilson_interval
+from training.evaluation.ratings import plackett_luce_ratings, wilson_interval
 
 needs_batched = pytest.mark.skipif(not batched_available(), reason="cockroach_env.batched is not available")
 
@@ -124,7 +124,7 @@ def test_reset_options_replay_the_deal_exactly(options):
     deal = deal_for(config, seed=3, deal=7)
     assert deal == random_deal(config, np.random.default_rng([3, 7]))
     env = raw_env(config=config)
-    env.reset(options=_reset_options(deal, config, env.possible_agents))
+    env.reset(options=reset_options(deal, config, env.possible_agents))
     game = env.game
     assert (game.starter, game.hands, game.collections, game.removed, game.penalty_deck) == (
         deal.starter,
@@ -159,7 +159,9 @@ def test_matches_are_reproducible_from_the_seed():
 
 # ---------------------------------------------------------------------------- statistics
 def history_counts(history: list[dict], cards, entrant_of: dict[str, int]) -> dict[str, Counter]:
-    """Behaviour counts per entrant (``entrant_of``: player -> entrant) from the public events (the reveal judges every claim of its round)."""
+    """Behaviour counts per entrant (``entrant_of``: player -> entrant) from the public events (the reveal judges every
+    claim of its round).
+    """
     counts = {name: Counter() for name in Behaviour.FIELDS}
     claims = []
     for event in history:
@@ -451,7 +453,8 @@ def test_an_illegal_action_is_reported_with_its_move_never_replaced(engine):
     cheater = (BatchCheater if engine == "batched" else Cheater)(config, seed=0)
     with pytest.raises(
         ArenaError,
-        match=r"agent 'cheater' \(seat player_\d, game \d+\) returned illegal action \d+ = pass\(target=player_\d, claim=cockroach\)",
+        match=r"agent 'cheater' \(seat player_\d, game \d+\) returned illegal action \d+ = "
+        r"pass\(target=player_\d, claim=cockroach\)",
     ):
         play_match([cheater, "random", "random"], config, games=3, engine=engine)
 
@@ -501,15 +504,18 @@ def test_cli_reports_bad_input_with_exit_status_2(capsys):
 
 
 def test_the_training_package_imports_no_torch():
-    code = "import sys, training, training.arena, training.eval_cli, training.ratings, baselines; sys.exit('torch' in sys.modules)"
+    code = (
+        "import sys, training, training.evaluation.arena, training.cli.eval, training.evaluation.ratings, "
+        "baselines; sys.exit('torch' in sys.modules)"
+    )
     assert subprocess.run([sys.executable, "-c", code], cwd=".").returncode == 0
 
 
 @pytest.mark.slow
 def test_a_checkpoint_path_plays_in_the_arena_and_a_mismatched_one_is_refused(tmp_path):
     pytest.importorskip("torch")
-    from training.checkpoint import save_checkpoint
-    from training.model import ActorCritic
+    from training.core.checkpoint import save_checkpoint
+    from training.core.model import ActorCritic
 
     config = GameConfig(num_players=4)
     model = ActorCritic(config, [16], "tanh")

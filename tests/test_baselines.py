@@ -11,7 +11,7 @@ import baselines
 from baselines.agent import Agent, AgentProtocol, pick_uniform
 from baselines.counting import claim_posterior, read_table, rules_for
 from cockroach_env import GameConfig, Move, raw_env
-from training.arena import play_match
+from training.evaluation.arena import play_match
 
 BASELINES = ("random", "honest", "bluffer", "heuristic")
 
@@ -131,7 +131,9 @@ def test_agents_are_reproducible_from_their_seed():
 
 @pytest.mark.parametrize("seed", [-1, "x", 1.5, True, [1, 2]])
 def test_a_bad_seed_is_named(seed):
-    """Reproducible from the seed: what is not one is refused by name (True was taken as seed 1, the rest gave numpy's messages)."""
+    """Reproducible from the seed: what is not one is refused by name (True was taken as seed 1, the rest gave numpy's
+    messages).
+    """
     for name in BASELINES:
         with pytest.raises(
             ValueError, match=rf"seed={re.escape(repr(seed))} is not allowed; expected None or a non-negative integer"

@@ -75,7 +75,9 @@ def test_bench_baselines_exits_1_exactly_when_a_target_is_missed(tmp_path):
 
 
 def test_bench_baselines_plays_the_rule_set_asked_for(tmp_path):
-    """``--preset duel`` is a duel (the default ``--players`` took it back to four seats), measured against no 4-player target."""
+    """``--preset duel`` is a duel (the default ``--players`` took it back to four seats), measured against no 4-player
+    target.
+    """
     out = bench("bench_baselines.py", "--games", "2", "--preset", "duel", "--opponents", "random", cwd=tmp_path).stdout
     assert out.startswith("2-player classic") and re.search(
         r"^heuristic vs 1x random .* 2 games, [\d.]+ s\s*$", out, re.M
@@ -110,8 +112,8 @@ def _agent(path: Path, players: int, seed: int) -> Path:
     import torch
 
     from cockroach_env.config import GameConfig
-    from training import checkpoint as ckpt
-    from training.model import ActorCritic
+    from training.core import checkpoint as ckpt
+    from training.core.model import ActorCritic
 
     game = GameConfig(num_players=players)
     torch.manual_seed(seed)
@@ -124,7 +126,9 @@ def _agent(path: Path, players: int, seed: int) -> Path:
 
 
 def test_bench_agents_adds_a_best_response_start_from_another_network(tmp_path):
-    """``--start-from``: one more best response, from another network of the agent's rules and shape; the worst is the row's."""
+    """``--start-from``: one more best response, from another network of the agent's rules and shape; the worst is the
+    row's.
+    """
     agent, start, other = (
         _agent(tmp_path / "mine", 4, 1),
         _agent(tmp_path / "strong", 4, 2),
@@ -198,7 +202,7 @@ def test_bench_exploit_seeds_summarises_every_start_and_seed(tmp_path):
 
 
 def test_bench_exploit_seeds_starts_heaviest_trains_one_best_response_per_seed_from_the_heaviest_member(tmp_path):
-    from training.checkpoint import load_checkpoint, mixture_weights
+    from training.core.checkpoint import load_checkpoint, mixture_weights
 
     names, weights = mixture_weights(load_checkpoint("classic-2p"))
     report = tmp_path / "heaviest.json"
@@ -227,20 +231,29 @@ def test_bench_exploit_seeds_starts_heaviest_trains_one_best_response_per_seed_f
 
 
 def test_bench_exploit_seeds_start_from_adds_a_start_for_every_seed_and_refuses_a_bad_one_up_front(tmp_path):
-    """``--start-from CKPT``: one more best response per checkpoint and seed, from CKPT's weights; a mixture or a network of
+    """``--start-from CKPT``: one more best response per checkpoint and seed, from CKPT's weights; a mixture or a
+    network of
     other rules is refused before anything is trained.
     """
     import torch
 
-    from training.checkpoint import build_model, load_checkpoint, save_checkpoint
+    from training.core.checkpoint import build_model, load_checkpoint, save_checkpoint
 
     mini = load_checkpoint("mini")
     model = build_model(mini)
     with torch.no_grad():
         for parameter in model.parameters():
             parameter.add_(0.01)
-    save_checkpoint(tmp_path / "other", {f"model.{k}": v for k, v in model.state_dict().items()},
-                    {"kind": "agent", "name": "other", "game_config": mini.metadata["game_config"], "model": mini.metadata["model"]})  # fmt: skip
+    save_checkpoint(
+        tmp_path / "other",
+        {f"model.{k}": v for k, v in model.state_dict().items()},
+        {
+            "kind": "agent",
+            "name": "other",
+            "game_config": mini.metadata["game_config"],
+            "model": mini.metadata["model"],
+        },
+    )
     report = tmp_path / "from.json"
     bench(
         "bench_exploit_seeds.py",
@@ -282,7 +295,7 @@ def test_bench_exploit_seeds_keeps_the_best_responses_where_told(tmp_path):
     """``--keep-runs DIR``: every best response stays under DIR, named in the JSON (loadable: the next exploiters of a
     double oracle); a DIR that holds anything, or is a file, is refused before any training.
     """
-    from training.checkpoint import load_checkpoint
+    from training.core.checkpoint import load_checkpoint
 
     keep, report = tmp_path / "kept", tmp_path / "kept.json"
     bench(
@@ -485,3 +498,46 @@ def test_bench_exploit_seeds_measures_every_budget_given(tmp_path):
     assert "| `mini @ 64` | own weights |" in out and "| `mini @ 128` |" in out
     done = bench("bench_exploit_seeds.py", "mini", "--decisions", "64", "64", cwd=tmp_path, codes=(2,))
     assert "--decisions [64, 64] repeats a budget" in done.stderr
+
+
+TINY_MAIN_JOB = [
+    "ppo.num_envs=32",
+    "ppo.num_steps=8",
+    "schedule.total_decisions=512",
+    "evaluation.every=0",
+    "evaluation.final_games=0",
+    "warm_start.decisions=300",
+    "warm_start.num_envs=16",
+]
+
+
+def test_bench_warm_start_trains_each_seed_and_judges_the_main_job_targets(tmp_path):
+    sets = [a for s in TINY_MAIN_JOB for a in ("--set", s)]
+    out = bench(
+        "bench_warm_start.py", "--train-seeds", "1", "2", "--games", "40", "--mixed-games", "40", *sets, cwd=tmp_path
+    ).stdout
+    assert len(re.findall(r"^seed \d: trained in \d+ s; vs 3 heuristic", out, re.M)) == 2
+    for what in ("against three heuristic", "in the mixed table", "against three random"):
+        assert re.search(rf"worst over seeds {what}: [\d.]+% \(target below \d+%\): (met|NOT met)", out), what
+    assert json.loads(out.strip().splitlines()[-1])["rows"][1]["seed"] == 2
+
+
+def test_bench_warm_start_curve_compares_decisions_with_and_without_the_warm_start(tmp_path):
+    sets = [a for s in TINY_MAIN_JOB for a in ("--set", s)]
+    out = bench(
+        "bench_warm_start.py",
+        "--curve",
+        str(ROOT / "configs" / "quick.yaml"),
+        "--decisions",
+        "1024",
+        "--every",
+        "2",
+        "--games",
+        "40",
+        "--threshold",
+        "0.9",
+        *sets,
+        cwd=tmp_path,
+    ).stdout
+    assert "seed 1, without warm start" in out and "seed 1, with warm start" in out
+    assert re.search(r"with warm start: ([\d.]+M|not reached)", out)

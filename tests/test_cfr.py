@@ -1,4 +1,6 @@
-"""``algorithm: cfr``: the tree solver against OpenSpiel's CFR+, exact resume, bad inputs, the distilled agent and the shipped ``mini`` agents."""
+"""``algorithm: cfr``: the tree solver against OpenSpiel's CFR+, exact resume, bad inputs, the distilled agent and the
+shipped ``mini`` agents.
+"""
 
 from __future__ import annotations
 
@@ -13,12 +15,12 @@ torch = pytest.importorskip("torch")
 
 import baselines  # noqa: E402
 from cockroach_env import GameConfig  # noqa: E402
-from training.cfr import ObservationTablePolicy, average_policy, load_policy  # noqa: E402
-from training.cfr_solver import TreeSolver  # noqa: E402
-from training.checkpoint import CheckpointError, load_agent, load_checkpoint, read_metadata  # noqa: E402
-from training.cli import main as train_cli  # noqa: E402
-from training.config import ConfigError, load_config  # noqa: E402
-from training.exact import evaluate, game_tree  # noqa: E402
+from training.algorithms.cfr import ObservationTablePolicy, average_policy, load_policy  # noqa: E402
+from training.algorithms.cfr_solver import TreeSolver  # noqa: E402
+from training.cli.train import main as train_cli  # noqa: E402
+from training.core.checkpoint import CheckpointError, load_agent, load_checkpoint, read_metadata  # noqa: E402
+from training.core.config import ConfigError, load_config  # noqa: E402
+from training.evaluation.exact import evaluate, game_tree  # noqa: E402
 
 MICRO = {"num_players": 2, "num_types": 2, "copies_per_type": 2, "discard": 2, "loss_count": 2}
 MICRO_3 = {**MICRO, "num_types": 3, "discard": 4}
@@ -39,16 +41,25 @@ def _items(tmp_path: Path, game: dict, **cfr) -> list[str]:
         "keys": "information_state",
         **cfr,
     }
-    sets = ["algorithm=cfr", "name=cfr", f"output_dir={tmp_path}", "model.hidden_sizes=[32]", "evaluation.final_games=0",
-            *[f"game.{k}={v}" for k, v in game.items()], *[f"cfr.{k}={v}" for k, v in options.items()]]  # fmt: skip
+    sets = [
+        "algorithm=cfr",
+        "name=cfr",
+        f"output_dir={tmp_path}",
+        "model.hidden_sizes=[32]",
+        "evaluation.final_games=0",
+        *[f"game.{k}={v}" for k, v in game.items()],
+        *[f"cfr.{k}={v}" for k, v in options.items()],
+    ]
     return sets
 
 
 @pytest.mark.parametrize("variant", ["cfr+", "dcfr"])
 def test_solver_converges_like_openspiels_cfr_plus(variant):
-    """On a micro deck, 64 iterations of the tree solver reach the NashConv of 64 iterations of OpenSpiel's C++ CFR+ (same tree, exported)."""
+    """On a micro deck, 64 iterations of the tree solver reach the NashConv of 64 iterations of OpenSpiel's C++ CFR+
+    (same tree, exported).
+    """
     pyspiel = pytest.importorskip("pyspiel")
-    from training.exact import efg_string
+    from training.evaluation.exact import efg_string
 
     config = GameConfig(**MICRO_3)
     tree = game_tree(config)
@@ -69,19 +80,25 @@ def test_solver_converges_like_openspiels_cfr_plus(variant):
 
 @pytest.mark.parametrize("variant", ["cfr+", "cfr", "linear", "dcfr"])
 def test_each_variant_is_openspiels_solver_iterate_for_iterate(variant):
-    """The average strategy after 20 alternating iterations is OpenSpiel's (CFR+, CFR, LCFR, DCFR 1.5/0/2) on the exported tree."""
+    """The average strategy after 20 alternating iterations is OpenSpiel's (CFR+, CFR, LCFR, DCFR 1.5/0/2) on the
+    exported tree.
+    """
     pyspiel = pytest.importorskip("pyspiel")
     from open_spiel.python.algorithms import discounted_cfr
 
-    from training.exact import efg_string
+    from training.evaluation.exact import efg_string
 
     from .test_openspiel import _decision_states
 
     config = GameConfig(**MICRO_3)
     tree = game_tree(config)
     game = pyspiel.load_efg_game(efg_string(tree))
-    theirs = {"cfr+": pyspiel.CFRPlusSolver, "cfr": pyspiel.CFRSolver, "linear": discounted_cfr.LCFRSolver,
-              "dcfr": lambda g: discounted_cfr.DCFRSolver(g, alpha=1.5, beta=0.0, gamma=2.0)}[variant](game)  # fmt: skip
+    theirs = {
+        "cfr+": pyspiel.CFRPlusSolver,
+        "cfr": pyspiel.CFRSolver,
+        "linear": discounted_cfr.LCFRSolver,
+        "dcfr": lambda g: discounted_cfr.DCFRSolver(g, alpha=1.5, beta=0.0, gamma=2.0),
+    }[variant](game)
     solver = TreeSolver(tree, keys="information_state", variant=variant)
     state = solver.initial_state()
     for _ in range(20):
@@ -159,7 +176,7 @@ def test_interrupted_and_resumed_run_equals_the_uninterrupted_one(tmp_path):
     fa, fb = (load_checkpoint(tmp_path / d / "cfr" / "final") for d in ("a", "b"))
     assert all(torch.equal(fa.tensors[k], fb.tensors[k]) for k in fa.tensors)
     # a resumption that would change the regrets is refused, naming the key
-    from training.cfr import train
+    from training.algorithms.cfr import train
 
     with pytest.raises(CheckpointError, match="cfr.variant"):
         train(load_config(None, _items(tmp_path / "b", game, variant="linear")), resume=True)
@@ -191,10 +208,11 @@ def test_run_directory_discipline_and_checkpoint_validation(tmp_path, capsys):
 
 
 def test_overwrite_retires_the_replaced_runs_checkpoints_before_the_new_run_writes(tmp_path, capsys, monkeypatch):
-    """A run started again with ``--overwrite`` and stopped before its first save leaves no checkpoint of the replaced run
+    """A run started again with ``--overwrite`` and stopped before its first save leaves no checkpoint of the replaced
+    run
     for ``--resume`` to continue (under the new run's ``cfr.csv``), nor its ``final`` to pass for the new agent.
     """
-    import training.cfr
+    import training.algorithms.cfr
 
     assert train_cli(_sets(tmp_path, MICRO, iterations=4)) == 0
     assert (tmp_path / "cfr" / "checkpoint.json").exists() and (tmp_path / "cfr" / "final.json").exists()
@@ -202,7 +220,7 @@ def test_overwrite_retires_the_replaced_runs_checkpoints_before_the_new_run_writ
     def killed(*args, **kwargs):
         raise KeyboardInterrupt("second SIGINT")
 
-    monkeypatch.setattr(training.cfr, "_save_solver", killed)
+    monkeypatch.setattr(training.algorithms.cfr, "_save_solver", killed)
     assert train_cli([*_sets(tmp_path, MICRO, iterations=4), "--overwrite"]) == 130
     monkeypatch.undo()
     assert not [p.name for p in (tmp_path / "cfr").iterdir() if p.name.startswith(("checkpoint", "final"))]
@@ -233,7 +251,7 @@ def test_observation_keys_and_the_distilled_network_match_their_table(tmp_path):
 
 @pytest.mark.parametrize("name", ["mini", pytest.param("mini-3p", marks=pytest.mark.slow)])
 def test_shipped_mini_agents_load_by_name_and_their_exact_nash_conv_is_the_recorded_one(name, capsys):
-    from training.exploitability import main as exploit
+    from training.cli.exploit import main as exploit
 
     agent = load_agent(name)
     config = GameConfig.from_options(preset=name)
@@ -246,15 +264,17 @@ def test_shipped_mini_agents_load_by_name_and_their_exact_nash_conv_is_the_recor
 
 
 def test_cockroach_eval_plays_the_shipped_mini_agent(capsys):
-    from training.eval_cli import main as eval_main
+    from training.cli.eval import main as eval_main
 
     assert eval_main(["mini", "random", "--preset", "mini", "--games", "20"]) == 0
     assert "mini" in capsys.readouterr().out
 
 
 def test_exploitability_descent_gradient_is_the_exact_nash_conv_and_lowers_it():
-    """``training.descent``: its objective equals training.exact's NashConv; a finite difference matches its gradient; steps lower it."""
-    from training.descent import ObservationDescent
+    """``training.algorithms.descent``: its objective equals training.evaluation.exact's NashConv; a finite difference
+    matches its gradient; steps lower it.
+    """
+    from training.algorithms.descent import ObservationDescent
 
     config = GameConfig(**MICRO_3)
     tree = game_tree(config)
@@ -268,9 +288,11 @@ def test_exploitability_descent_gradient_is_the_exact_nash_conv_and_lowers_it():
 
 
 def test_the_value_against_a_fixed_policy_and_its_gradient_are_exact():
-    """``value_against_and_gradient``: the mean over seats of the exact value with the other seat fixed; a finite difference matches its gradient."""
-    from training.descent import ObservationDescent
-    from training.exact import _probabilities
+    """``value_against_and_gradient``: the mean over seats of the exact value with the other seat fixed; a finite
+    difference matches its gradient.
+    """
+    from training.algorithms.descent import ObservationDescent
+    from training.evaluation.exact import _probabilities
 
     config = GameConfig(**MICRO_3)
     tree = game_tree(config)
@@ -316,7 +338,7 @@ def test_sigterm_saves_the_solver_and_exits_143_and_the_run_resumes(tmp_path):
     command = [
         sys.executable,
         "-m",
-        "training.cli",
+        "training.cli.train",
         *_sets(tmp_path, MICRO_3, iterations=10**6, evaluate_every=0, checkpoint_every=10**6),
     ]
     process = subprocess.Popen(
@@ -366,7 +388,7 @@ def test_the_shipped_mini_agents_play_in_the_browser_api(tmp_path, seats, preset
 def test_interrupted_names_its_unit_and_step():
     import signal
 
-    from training.ppo import Interrupted
+    from training.core.runs import Interrupted
 
     stop = Interrupted(signal.SIGTERM, Path("run/checkpoint"), 7, "iteration")
     assert (stop.step, stop.unit, stop.exit_code) == (7, "iteration", 143)

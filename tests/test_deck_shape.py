@@ -92,7 +92,7 @@ def test_baselines_play_whole_games_and_observations_decode(preset):
     losses = Counter()
     for game in range(40):
         e.reset(seed=game)
-        for k, name in enumerate(e.agent_iter()):
+        for k, _name in enumerate(e.agent_iter()):
             obs, _, terminated, truncated, info = e.last()
             if terminated or truncated:
                 e.step(None)
@@ -114,7 +114,10 @@ def test_deal_distribution_is_exact_and_matches_random_deal(preset):
     )
     deals = deal_distribution(config)
     assert sum(p for p, _ in deals) == pytest.approx(1.0, abs=1e-12)
-    key = lambda d: (d.starter, tuple(map(tuple, d.hands)), tuple(map(tuple, d.collections)), tuple(d.removed))  # noqa: E731
+
+    def key(d):
+        return d.starter, tuple(map(tuple, d.hands)), tuple(map(tuple, d.collections)), tuple(d.removed)
+
     assert len({key(d) for _, d in deals}) == len(deals)
     expected = {key(d): p for p, d in deals}
     rng = np.random.default_rng(1)
@@ -152,7 +155,7 @@ def test_batched_engine_plays_like_the_engine_on_smaller_decks(options, backend)
 def test_arena_plays_the_mini_presets(preset, lineup, engine, tmp_path):
     import json
 
-    from training.eval_cli import main
+    from training.cli.eval import main
 
     out = tmp_path / "result.json"
     assert main([*lineup, "--preset", preset, "--games", "120", "--engine", engine, "--quiet", "--json", str(out)]) == 0

@@ -1,4 +1,4 @@
-"""``training.edge``: a best response's edge split by decision (``cockroach-exploit --edge``)."""
+"""``training.evaluation.edge``: a best response's edge split by decision (``cockroach-exploit --edge``)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,17 @@ pytest.importorskip("safetensors")
 
 from cockroach_env import GameConfig, raw_env  # noqa: E402
 from cockroach_env.encoding import encoding_for  # noqa: E402
-from training import checkpoint as ckpt  # noqa: E402
-from training.edge import PartialAgent, combine, edge_lines, edge_sources, partial_agent, partitions  # noqa: E402
-from training.mixture import MixtureAgent  # noqa: E402
-from training.model import ActorCritic, PolicyAgent  # noqa: E402
+from training.core import checkpoint as ckpt  # noqa: E402
+from training.core.mixture import MixtureAgent  # noqa: E402
+from training.core.model import ActorCritic, PolicyAgent  # noqa: E402
+from training.evaluation.edge import (  # noqa: E402
+    PartialAgent,
+    combine,
+    edge_lines,
+    edge_sources,
+    partial_agent,
+    partitions,
+)
 
 GAME = GameConfig(num_players=4)
 SPEC = {"hidden_sizes": [16], "activation": "tanh", "card_counting": False}
@@ -83,7 +90,8 @@ def test_the_parts_split_each_kind_by_the_fields_of_its_decoded_actions(game):
     )  # the same split, the other side decides
     with pytest.raises(
         ValueError,
-        match=r"parts \['offer', 'offer.claim'\] are not allowed together; expected at most one part of each decision kind",
+        match=r"parts \['offer', 'offer.claim'\] are not allowed together; expected at most one part of each "
+        r"decision kind",
     ):
         PartialAgent(
             PolicyAgent(_model(0, game), game), PolicyAgent(_model(1, game), game), ("offer", "offer.claim"), game
@@ -199,13 +207,14 @@ def test_edge_sources_scores_each_part_against_the_checkpoints_copies(tmp_path):
         edge_sources(target, br, games=0)
     with pytest.raises(
         ValueError,
-        match=r"best response 'classic-4p-mixture' is a 'mixture' checkpoint; expected an agent or run checkpoint of one network",
+        match=r"best response 'classic-4p-mixture' is a 'mixture' checkpoint; expected an agent or run "
+        r"checkpoint of one network",
     ):
         edge_sources(target, "classic-4p-mixture", games=8)
 
 
 def test_cockroach_exploit_edge_adds_the_table_to_its_report(tmp_path, capsys):
-    from training.exploitability import main
+    from training.cli.exploit import main
 
     target = _save(tmp_path / "target", _model(0))
     report = tmp_path / "report.json"

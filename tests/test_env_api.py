@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from pettingzoo.test import api_test, seed_test
 
-from cockroach_env import GameConfig, IllegalActionError, env, raw_env
+from cockroach_env import GameConfig, IllegalActionError, Move, env, raw_env
 
 from .conftest import legal_actions, play_random, rule_sets
 
@@ -27,7 +27,7 @@ def test_pettingzoo_seed_test(preset, num_players):
 
 def test_metadata_follows_the_classic_env_conventions():
     metadata = raw_env.metadata
-    assert metadata["name"] == "cockroach_poker_v0"
+    assert metadata["name"] == "cockroach_poker_v1"
     assert set(metadata["render_modes"]) == {"ansi", "human", "rgb_array"}
     assert metadata["is_parallelizable"] is False
     wrapped = env()
@@ -138,7 +138,7 @@ def test_max_steps_truncates_every_agent():
     e.reset(seed=1)
     rng = np.random.default_rng(1)
     steps = 0
-    for a in e.agent_iter():
+    for _agent in e.agent_iter():
         obs, reward, terminated, truncated, info = e.last()
         if terminated or truncated:
             assert truncated and not terminated
@@ -195,3 +195,55 @@ def test_returned_observations_are_snapshots_the_env_does_not_change_later():
     expected = now["action_mask"].copy()
     now["action_mask"][:] = 0  # a caller scribbling on its copy changes nothing
     np.testing.assert_array_equal(e.observe(e.agent_selection)["action_mask"], expected)
+
+
+def _penalized(render_mode: str = "ansi"):
+    e = env(num_players=3, illegal_action="penalize", render_mode=render_mode)
+    e.reset(seed=0)
+    offender = e.agent_selection
+    e.step(int(np.flatnonzero(e.observe(offender)["action_mask"] == 0)[0]))
+    return e, offender
+
+
+def _truncated(render_mode: str = "ansi"):
+    e = env(num_players=3, max_steps=3, render_mode=render_mode)
+    e.reset(seed=0)
+    rng = np.random.default_rng(0)
+    while not any(e.truncations.values()):
+        e.step(int(rng.choice(np.flatnonzero(e.observe(e.agent_selection)["action_mask"]))))
+    return e, None
+
+
+@pytest.mark.parametrize("ended", [_penalized, _truncated], ids=["illegal action penalized", "max_steps"])
+def test_a_game_the_env_ended_shows_nobody_to_act(ended):
+    e, offender = ended()
+    view = e.unwrapped.public_view()
+    assert view["phase"] == "over" and view["to_act"] is None and view["loser"] is None
+    assert e.unwrapped.offender == offender
+    text = e.render()
+    assert not [line for line in text.splitlines() if line.startswith("*")], "no seat is marked to act"
+    assert "phase: over" in text
+    assert ("chose an illegal action" in text) is (offender is not None) and ("cut at max_steps=3" in text) is (
+        offender is None
+    )
+    picture = ended("rgb_array")[0].render()
+    assert picture.ndim == 3 and picture.dtype == np.uint8
+    e.reset(seed=1)
+    view = e.unwrapped.public_view()
+    assert view["to_act"] == e.agent_selection and view["phase"] == "offer" and e.unwrapped.offender is None
+
+
+def test_a_lost_game_shows_its_loser_and_nobody_to_act():
+    e = env(num_players=3)
+    hands = {"player_0": {"bat": 1}, "player_1": {"fly": 1}, "player_2": {"rat": 1}}
+    e.reset(options={"starter": "player_1", "hands": hands, "collections": {"player_2": {"fly": 3}}})
+    e.step(e.unwrapped.encode(Move("offer", card="fly", target="player_2", claim="bat")))
+    e.step(e.unwrapped.encode(Move("call", believe=True)))
+    view = e.unwrapped.public_view()
+    assert (view["phase"], view["to_act"], view["loser"], view["loss_reason"]) == (
+        "over",
+        None,
+        "player_2",
+        "same_type",
+    )
+    assert e.unwrapped.offender is None

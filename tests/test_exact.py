@@ -1,4 +1,6 @@
-"""Exact evaluation (``training.exact``): values computed by hand on a micro deck, profiles, mixtures, sizes."""
+"""Exact evaluation (``training.evaluation.exact``): values computed by hand on a micro deck, profiles, mixtures,
+sizes.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import pytest
 
 import baselines
 from cockroach_env import GameConfig
-from training.exact import TreeTooLarge, best_response_values, build_tree, evaluate, game_tree, nash_conv
+from training.evaluation.exact import TreeTooLarge, best_response_values, build_tree, evaluate, game_tree, nash_conv
 
 MICRO = GameConfig(num_players=2, num_types=2, copies_per_type=2, discard=2, loss_count=2)
 """Cards X X Y Y, two removed unseen, one card each. The round's taker always loses, except
@@ -119,7 +121,7 @@ def test_mini_presets_are_evaluated_in_full(preset):
 def test_cockroach_exploit_exact_for_a_baseline(tmp_path, capsys):
     import json
 
-    from training.exploitability import main
+    from training.cli.exploit import main
 
     out = tmp_path / "exact.json"
     assert main(["honest", "--exact", "--preset", "mini", "--json", str(out)]) == 0
@@ -139,9 +141,9 @@ def test_training_on_mini_and_exact_evaluation_of_its_checkpoint(tmp_path):
     import json
     from pathlib import Path
 
-    from training.checkpoint import load_agent
-    from training.cli import main as train
-    from training.exploitability import main as exploit
+    from training.cli.exploit import main as exploit
+    from training.cli.train import main as train
+    from training.core.checkpoint import load_agent
 
     sets = [
         "ppo.num_envs=16",

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from cockroach_env import GameConfig
 from cockroach_env.batched import BatchedGames, random_legal_actions
+from cockroach_env.batched.numba_kernels import numba
 from cockroach_env.config import MAX_STEPS
 from cockroach_env.engine import Deal, explicit_deal, random_deal
 
@@ -21,6 +22,7 @@ from .hostile import refused
 
 CONFIG = GameConfig(num_players=4)
 B = 4
+NEEDS_NUMBA = pytest.mark.skipif(numba is None, reason="the numba backend needs numba (the [fast] extra)")
 
 
 def _deals(count: int, seed: int = 0, config: GameConfig = CONFIG) -> list[Deal]:
@@ -87,6 +89,8 @@ BAD_DEALS = [
     ("ragged hands", [_with(GOOD, hands=[[1, 2], [3]])], ["deals[0]"]),
     ("wrong shape", [_with(GOOD, hands=GOOD.hands[:3])], ["deals[0]", "(4, 8)"]),
     ("penalty deck in classic", [_with(GOOD, penalty_deck=[0])], ["deals[0]"]),
+    ("no cards dealt", [explicit_deal(CONFIG, 2, {})], ["deals[0]", "seat 2", "empty hand"]),
+    ("starter dealt no card", [explicit_deal(CONFIG, 1, {0: {"fly": 2}, 2: {"bat": 1}})], ["seat 1", "empty hand"]),
 ]
 
 
@@ -125,10 +129,27 @@ def test_bad_constructor_arguments_are_named_errors(kwargs, fragments):
     refused(lambda: BatchedGames(**{"config": CONFIG, "batch_size": B, **kwargs}), *fragments)
 
 
-def test_the_largest_max_steps_plays():
-    games = BatchedGames(GameConfig(num_players=4, max_steps=MAX_STEPS), 4, seed=0)
-    step = games.reset()
-    games.step(random_legal_actions(step.action_mask, np.random.default_rng(0)))
+@pytest.mark.parametrize("backend", ["numpy", pytest.param("numba", marks=NEEDS_NUMBA)])
+def test_the_largest_max_steps_plays_as_no_limit_and_cuts_a_game_at_that_step(backend):
+    """``max_steps=MAX_STEPS``, the largest value the batched engine's step counter holds: whole games
+    play exactly as without a limit, and a game whose counter reaches ``MAX_STEPS`` is cut there (no
+    game is that long, so the counter is set just below it).
+    """
+    limited = BatchedGames(GameConfig(num_players=4, max_steps=MAX_STEPS), B, seed=0, backend=backend)
+    free = BatchedGames(CONFIG, B, seed=0, backend=backend)
+    steps, rng, ended = (limited.reset(), free.reset()), np.random.default_rng(0), 0
+    for _ in range(300):
+        assert all(np.array_equal(a, b) for a, b in zip(dataclasses.astuple(steps[0]), dataclasses.astuple(steps[1])))
+        assert not steps[0].truncated.any()
+        actions = random_legal_actions(steps[0].action_mask, rng)
+        steps = limited.step(actions), free.step(actions)
+        ended += int(steps[0].done.sum())
+    assert ended >= B  # whole games were played to their loss
+    limited._state.steps[:] = MAX_STEPS - 1
+    limited._state.steps[1] = MAX_STEPS - 2
+    step = limited.step(random_legal_actions(steps[0].action_mask, rng))
+    assert step.truncated.tolist() == step.done.tolist() == [True, False, True, True]
+    assert step.loser.tolist() == [-1] * B and not step.rewards.any()
 
 
 def test_state_before_reset_is_refused():

@@ -24,8 +24,10 @@ pytest.importorskip("safetensors")
 from safetensors.torch import save as save_tensors  # noqa: E402
 
 from cockroach_env import GameConfig  # noqa: E402
-from training import checkpoint as ckpt  # noqa: E402
-from training.model import ActorCritic  # noqa: E402
+from training.cli import checkpoint as checkpoint_cli  # noqa: E402
+from training.core import checkpoint as ckpt  # noqa: E402
+from training.core.checkpoint import files as checkpoint_files  # noqa: E402
+from training.core.model import ActorCritic  # noqa: E402
 
 from .hostile import refused  # noqa: E402
 
@@ -251,27 +253,29 @@ def test_the_checkpoint_cli_names_the_problem_instead_of_a_traceback(tmp_path, c
     _save(tmp_path / "agent")
     _set(None, "tensors")(tmp_path / "agent")
     with pytest.raises(SystemExit) as exit_:
-        ckpt.main([str(tmp_path / "agent")])
+        checkpoint_cli.main([str(tmp_path / "agent")])
     assert "'tensors'" in str(exit_.value) and "agent.json" in str(exit_.value)
 
 
 def test_an_export_to_a_place_that_cannot_hold_it_is_named_instead_of_a_traceback(tmp_path, monkeypatch):
-    """``--export DEST`` under a file, or on a full disk: the CLI names DEST and the problem, and leaves no file behind."""
+    """``--export DEST`` under a file, or on a full disk: the CLI names DEST and the problem, and leaves no file
+    behind.
+    """
     import errno
 
     _save(tmp_path / "agent")
     (tmp_path / "notes.txt").write_text("x")
     before = sorted(p.name for p in tmp_path.iterdir())
     with pytest.raises(SystemExit) as exit_:
-        ckpt.main([str(tmp_path / "agent"), "--export", str(tmp_path / "notes.txt" / "small")])
+        checkpoint_cli.main([str(tmp_path / "agent"), "--export", str(tmp_path / "notes.txt" / "small")])
     assert "notes.txt" in str(exit_.value) and "cannot write" in str(exit_.value)
 
     def no_space(final, data):
         raise OSError(errno.ENOSPC, "No space left on device", str(final))
 
-    monkeypatch.setattr(ckpt, "_write_temporary", no_space)
+    monkeypatch.setattr(checkpoint_files, "_write_temporary", no_space)
     with pytest.raises(SystemExit) as exit_:
-        ckpt.main([str(tmp_path / "agent"), "--export", str(tmp_path / "small")])
+        checkpoint_cli.main([str(tmp_path / "agent"), "--export", str(tmp_path / "small")])
     assert "small" in str(exit_.value) and "No space left on device" in str(exit_.value)
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
@@ -292,7 +296,9 @@ def test_non_finite_weights_are_never_saved_over_a_good_checkpoint(tmp_path):
 
 
 def test_a_checkpoint_of_the_fixed_name_layout_loads_and_is_upgraded_on_save(tmp_path):
-    """Checkpoints written before generations have ``P.safetensors``; they load, and a save over one switches to a generation."""
+    """Checkpoints written before generations have ``P.safetensors``; they load, and a save over one switches to a
+    generation.
+    """
     old = _model(3)
     _save(tmp_path / "agent", old)
     meta_path, tensor_path = ckpt.checkpoint_files(tmp_path / "agent")
@@ -349,7 +355,7 @@ def test_a_failure_at_any_step_of_a_save_keeps_the_previous_checkpoint_and_leave
                     raise OSError(28, "No space left on device")
                 return real(*args)
 
-            monkeypatch.setattr(ckpt.os, failing, fail_once)
+            monkeypatch.setattr(os, failing, fail_once)
             try:
                 _save(tmp_path / "agent", _model(6))
             except OSError:
@@ -365,8 +371,8 @@ def test_a_failure_at_any_step_of_a_save_keeps_the_previous_checkpoint_and_leave
 SAVER = """
 import sys, torch
 from cockroach_env import GameConfig
-from training import checkpoint as ckpt
-from training.model import ActorCritic
+from training.core import checkpoint as ckpt
+from training.core.model import ActorCritic
 game = GameConfig(num_players=3)
 print("ready", flush=True)
 for i in range(10**9):
@@ -375,7 +381,8 @@ for i in range(10**9):
         for p in model.parameters():
             p.fill_(i % 7)
     ckpt.save_checkpoint(sys.argv[1], {f"model.{k}": v for k, v in model.state_dict().items()},
-                         {"kind": "agent", "name": str(i % 7), "game_config": game.to_dict(), "model": {"hidden_sizes": [64, 64], "activation": "tanh"}})
+                         {"kind": "agent", "name": str(i % 7), "game_config": game.to_dict(),
+                          "model": {"hidden_sizes": [64, 64], "activation": "tanh"}})
 """
 
 
@@ -385,7 +392,7 @@ def test_a_save_killed_at_random_instants_always_leaves_a_loadable_matching_pair
     rng = np.random.default_rng(0)
     path = tmp_path / "agent"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for kill in range(6):
+    for _kill in range(6):
         process = subprocess.Popen([sys.executable, "-c", SAVER, str(path)], stdout=subprocess.PIPE, env=env)
         assert process.stdout.readline().strip() == b"ready"
         time.sleep(0.05 + 0.6 * rng.random())
@@ -405,14 +412,15 @@ def test_a_save_killed_at_random_instants_always_leaves_a_loadable_matching_pair
 KILLED_WRITER = """
 import os, signal, sys
 from pathlib import Path
-from training import checkpoint as ckpt
-print(ckpt._write_temporary(Path(sys.argv[1]), b'{"half": '), flush=True)
+from training.core.checkpoint import files as checkpoint_files
+print(checkpoint_files._write_temporary(Path(sys.argv[1]), b'{"half": '), flush=True)
 os.kill(os.getpid(), signal.SIGKILL)  # killed between the temporary and the replace
 """
 
 
 def test_a_write_killed_before_its_replace_leaves_a_temporary_that_the_next_write_removes(tmp_path):
-    """``write_file_atomically`` (the payoff cache): a SIGKILLed writer's temporary goes with the next write of the file;
+    """``write_file_atomically`` (the payoff cache): a SIGKILLed writer's temporary goes with the next write of the
+    file;
     the temporary of a live writer (this process's parent stands in for one), of another host, or of another file stays.
     """
     target = tmp_path / "cache.json"
@@ -425,7 +433,7 @@ def test_a_write_killed_before_its_replace_leaves_a_temporary_that_the_next_writ
     assert process.returncode == -signal.SIGKILL
     orphan = Path(process.stdout.decode().strip())
     assert orphan.parent == tmp_path and orphan.exists() and target.read_bytes() == b"old"  # the old file is whole
-    host = ckpt._writer_tag().split("-")[0]
+    host = checkpoint_files._writer_tag().split("-")[0]
     kept = [
         tmp_path / f".cache.json.{host}-{os.getppid()}-abcd1234.tmp",
         tmp_path / ".cache.json.0123abcd-1-abcd1234.tmp",
@@ -440,7 +448,9 @@ def test_a_write_killed_before_its_replace_leaves_a_temporary_that_the_next_writ
 
 
 def test_the_table_of_shipped_checkpoints_in_the_docs_matches_the_files():
-    """docs/training.md lists every shipped checkpoint once, with its network shape, member count and tensor-file size."""
+    """docs/training.md lists every shipped checkpoint once, with its network shape, member count and tensor-file
+    size.
+    """
     import re
 
     text = (ROOT / "docs" / "training.md").read_text()

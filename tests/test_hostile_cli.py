@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from training.eval_cli import main as evaluate
+from training.cli.eval import main as evaluate
 
 pytest.importorskip("torch")
 
 
 def _a_checkpoint(tmp_path):
     """A saved checkpoint's metadata file: a report written there would destroy the checkpoint."""
-    from training import checkpoint as ckpt
+    from training.core import checkpoint as ckpt
 
     source = ckpt.load_checkpoint("classic-2p")
     return ckpt.save_checkpoint(
@@ -41,7 +41,7 @@ def _eval_paths(tmp_path):
 
 
 def test_eval_output_paths_are_checked_before_any_game(tmp_path, capsys, monkeypatch):
-    import training.eval_cli as eval_cli
+    import training.cli.eval as eval_cli
 
     monkeypatch.setattr(
         eval_cli, "play_match", lambda *a, **k: pytest.fail("games were played before the output path was checked")
@@ -101,7 +101,7 @@ def test_eval_writes_json_and_plot_where_asked(tmp_path):
     ],
 )
 def test_exploit_counts_are_named_by_the_parser(capsys, extra, fragment):
-    from training.exploitability import main as exploit
+    from training.cli.exploit import main as exploit
 
     with pytest.raises(SystemExit) as exit_:
         exploit(["classic-2p", *extra])
@@ -109,11 +109,11 @@ def test_exploit_counts_are_named_by_the_parser(capsys, extra, fragment):
 
 
 def test_exploit_paths_are_checked_before_training(tmp_path, capsys, monkeypatch):
-    import training.ppo
-    from training.exploitability import main as exploit
+    import training.algorithms.ppo
+    from training.cli.exploit import main as exploit
 
     monkeypatch.setattr(
-        training.ppo, "train", lambda *a, **k: pytest.fail("trained before the output paths were checked")
+        training.algorithms.ppo, "train", lambda *a, **k: pytest.fail("trained before the output paths were checked")
     )
     (tmp_path / "a_file").write_text("x")
     saved = _a_checkpoint(tmp_path)
@@ -138,14 +138,16 @@ def test_exploit_keeps_an_existing_report_unless_told_to_replace_it(tmp_path, ca
     """
     import json
 
-    import training.ppo
-    from training.exploitability import main as exploit
+    import training.algorithms.ppo
+    from training.cli.exploit import main as exploit
 
     report = tmp_path / "exploit.json"
     report.write_text("mine")
     with monkeypatch.context() as patched:
         patched.setattr(
-            training.ppo, "train", lambda *a, **k: pytest.fail("trained before the report's path was checked")
+            training.algorithms.ppo,
+            "train",
+            lambda *a, **k: pytest.fail("trained before the report's path was checked"),
         )
         assert (
             exploit(

@@ -100,6 +100,22 @@ ENV_CASES = [
         lambda e: e.reset(seed=5, options={"hands": {"player_0": {"fly": 2}}, "collections": {"player_1": {"bat": 4}}}),
         ["seat 1", "already loses"],
     ),
+    ("reset a deal of no cards", lambda e: e.reset(options={"hands": {}}), ["hands={}", "no card", "empty_hand"]),
+    (
+        "reset seed then a deal of no cards",
+        lambda e: e.reset(seed=5, options={"hands": {}}),
+        ["hands={}", "(drawn at random)", "at least one card in the starter's hand"],
+    ),
+    (
+        "reset a starter dealt no card",
+        lambda e: e.reset(options={"starter": "player_1", "hands": {"player_0": {"fly": 2}, "player_1": {"bat": 0}}}),
+        ["hands['player_1']={'bat': 0}", "starter player_1 no card", "empty_hand"],
+    ),
+    (
+        "reset a starter missing from hands",
+        lambda e: e.reset(options={"starter": "player_2", "hands": {"player_0": {"fly": 2}}}),
+        ["no entry for 'player_2'", "starter player_2 no card"],
+    ),
     ("decode a float", lambda e: e.decode(3.7), ["action=3.7"]),
     ("decode a string", lambda e: e.decode("3"), ["action='3'"]),
     ("decode out of range", lambda e: e.decode(10**6), ["action=1000000"]),
@@ -175,7 +191,8 @@ def test_a_penalized_illegal_action_tells_the_others_nothing_about_the_offenders
 
 junk = st.one_of(
     st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True, allow_infinity=True),
-    st.text(max_size=6), st.lists(st.integers(-3, 9), max_size=3), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    st.text(max_size=6), st.lists(st.integers(-3, 9), max_size=3),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
     st.sampled_from(["classic", "royal", "duel", "rainbow+duel", "three-of-a-kind", "player_0", "fly"]),
 )  # fmt: skip
 OPTION_NAMES = ["num_players", "edition", "discard", "loss_count", "rainbow_loses", "opening_cards", "starter",

@@ -21,16 +21,30 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("yaml")
 
-from training import checkpoint as ckpt  # noqa: E402
-from training.cli import main  # noqa: E402
-from training.config import ConfigError, load_config  # noqa: E402
+from training.cli.train import main  # noqa: E402
+from training.core import checkpoint as ckpt  # noqa: E402
+from training.core.checkpoint import files as checkpoint_files  # noqa: E402
+from training.core.config import ConfigError, load_config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = [
-    "ppo.num_envs=16", "ppo.num_steps=8", "ppo.anneal_lr=false", "ppo.num_minibatches=2", "ppo.update_epochs=1",
-    "model.hidden_sizes=[16]", "opponents.snapshot_every=1", "opponents.max_snapshots=2", "opponents.learner_seats=[1, 3]",
-    "schedule.checkpoint_every=2", "evaluation.every=2", "evaluation.games=8", "evaluation.final_games=8",
-]  # fmt: skip
+    "ppo.num_envs=16",
+    "ppo.num_steps=8",
+    "ppo.anneal_lr=false",
+    "ppo.num_minibatches=2",
+    "ppo.update_epochs=1",
+    "model.hidden_sizes=[16]",
+    "opponents.snapshot_every=1",
+    "opponents.max_snapshots=2",
+    "opponents.learner_seats=[1, 3]",
+    "schedule.checkpoint_every=2",
+    "evaluation.every=2",
+    "evaluation.games=8",
+    "evaluation.final_games=8",
+    "warm_start.decisions=200",
+    "warm_start.num_envs=16",
+    "warm_start.epochs=1",
+]
 DECISIONS = 16 * 8
 
 
@@ -94,17 +108,19 @@ def test_a_plain_run_refuses_any_existing_run_and_changes_nothing(finished_run, 
 def test_overwrite_retires_the_replaced_runs_checkpoints_so_a_stop_before_the_first_save_resumes_nothing_of_it(
     finished_run, tmp_path, capsys, monkeypatch
 ):
-    """``--overwrite`` starts again: stopped (second Ctrl-C, kill) before its first checkpoint, the new run must not leave the
-    replaced run's ``checkpoint`` for ``--resume`` to continue under the new run's logs, nor its ``final`` to pass for the new agent.
+    """``--overwrite`` starts again: stopped (second Ctrl-C, kill) before its first checkpoint, the new run must not
+    leave the
+    replaced run's ``checkpoint`` for ``--resume`` to continue under the new run's logs, nor its ``final`` to pass for
+    the new agent.
     """
-    import training.ppo
+    import training.algorithms.ppo
 
     run = _copy(finished_run, tmp_path)
 
     def second_ctrl_c(*args, **kwargs):
         raise KeyboardInterrupt("second SIGINT")
 
-    monkeypatch.setattr(training.ppo, "save_run_checkpoint", second_ctrl_c)
+    monkeypatch.setattr(training.algorithms.ppo, "save_run_checkpoint", second_ctrl_c)
     assert main(_argv(tmp_path, run.name, 4, "--overwrite")) == 130
     monkeypatch.undo()
     assert not (run / "checkpoint.json").exists() and not (run / "final.json").exists()
@@ -120,7 +136,8 @@ def test_an_empty_run_directory_may_be_used(tmp_path):
     assert main(_argv(tmp_path, "empty", 1, "--set", "evaluation.final_games=0")) == 0
 
 
-# ---------------------------------------------------------------------------- items 2 and 7: a bad checkpoint is named before any file changes
+# ---------------------------------------------------------------------------- items 2 and 7: a bad checkpoint is named
+# before any file changes
 
 
 def _meta_edit(edit):
@@ -222,11 +239,14 @@ def test_a_bad_run_checkpoint_refuses_resume_by_name_and_changes_no_file(
     assert _files(run) == before
 
 
-@pytest.mark.parametrize("tamper, fragments", [
-    pytest.param(_meta_edit(lambda m: m["model"].pop("activation")), ["'model.activation'"], id="no activation"),
-    pytest.param(_tensor_edit(_nan), ["NaN"], id="NaN weights"),
-    pytest.param(_meta_edit(lambda m: m.update(model=[])), ["'model'"], id="model a list"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "tamper, fragments",
+    [
+        pytest.param(_meta_edit(lambda m: m["model"].pop("activation")), ["'model.activation'"], id="no activation"),
+        pytest.param(_tensor_edit(_nan), ["NaN"], id="NaN weights"),
+        pytest.param(_meta_edit(lambda m: m.update(model=[])), ["'model'"], id="model a list"),
+    ],
+)
 def test_init_from_a_bad_checkpoint_is_a_named_error(finished_run, tmp_path, capsys, tamper, fragments):
     source = _copy(finished_run, tmp_path / "source")
     tamper(source)
@@ -293,7 +313,8 @@ def test_a_run_killed_during_its_final_evaluation_evaluates_once_on_resume(finis
     assert sum(line.split(",")[3] == "1" for line in reference.splitlines()) == 2  # two opponents, final rows once
 
 
-# ---------------------------------------------------------------------------- items 10 and 11: configs and paths named before any work
+# ---------------------------------------------------------------------------- items 10 and 11: configs and paths named
+# before any work
 
 CONFIG_CASES = [
     ("ppo.learning_rate=.inf", "learning_rate=inf"),
@@ -350,14 +371,14 @@ def test_output_paths_that_cannot_hold_a_run_are_named_before_training(tmp_path,
 def test_a_full_disk_keeps_the_previous_checkpoint_and_exits_with_a_message(tmp_path, capsys, monkeypatch):
     assert main(_argv(tmp_path, "full", 2, "--set", "evaluation.final_games=0")) == 0
     before = _files(tmp_path / "full")
-    real = ckpt._write_temporary
+    real = checkpoint_files._write_temporary
 
     def no_space(final, data):
         raise OSError(errno.ENOSPC, "No space left on device", str(final))
 
-    monkeypatch.setattr(ckpt, "_write_temporary", no_space)
+    monkeypatch.setattr(checkpoint_files, "_write_temporary", no_space)
     assert main(_argv(tmp_path, "full", 4, "--resume", "--set", "evaluation.final_games=0")) == 1
-    monkeypatch.setattr(ckpt, "_write_temporary", real)
+    monkeypatch.setattr(checkpoint_files, "_write_temporary", real)
     err = capsys.readouterr().err
     assert (
         "No space left on device" in err
@@ -371,12 +392,13 @@ def test_a_full_disk_keeps_the_previous_checkpoint_and_exits_with_a_message(tmp_
     }
 
 
-# ---------------------------------------------------------------------------- item 4: signals, and SIGKILL at random instants
+# ---------------------------------------------------------------------------- item 4: signals, and SIGKILL at random
+# instants
 
 
 def _spawn(out: Path, name: str, updates: int, *extra: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    argv = [sys.executable, "-m", "training.cli", *_argv(out, name, updates, *extra)]
+    argv = [sys.executable, "-m", "training.cli.train", *_argv(out, name, updates, *extra)]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
 
 
@@ -409,7 +431,7 @@ def test_a_signal_saves_the_updates_so_far_says_how_to_resume_and_exits_128_plus
 def test_sigkill_at_random_instants_always_leaves_a_run_that_resumes_to_the_uninterrupted_result(
     finished_run, tmp_path
 ):
-    """Kill a real ``python -m training.cli`` again and again; each time continue it (``--resume``, or
+    """Kill a real ``python -m training.cli.train`` again and again; each time continue it (``--resume``, or
     ``--overwrite`` if no checkpoint was written yet). The result equals the uninterrupted run bitwise.
     """
     rng = np.random.default_rng(10)
@@ -455,7 +477,7 @@ def test_ctrl_c_to_the_process_group_of_an_overlapped_run_saves_resumes_and_leav
     """
     overlap = ["--set", "ppo.overlap=true", "--set", "schedule.checkpoint_every=1000"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    argv = [sys.executable, "-m", "training.cli", *_argv(tmp_path, "overlapped", 10_000, *overlap)]
+    argv = [sys.executable, "-m", "training.cli.train", *_argv(tmp_path, "overlapped", 10_000, *overlap)]
     process = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT, start_new_session=True
     )
@@ -481,7 +503,7 @@ def test_ctrl_c_to_the_process_group_of_an_overlapped_run_saves_resumes_and_leav
 
 
 def test_a_dead_update_process_is_a_clear_error_and_the_last_checkpoint_stays(tmp_path, capsys, monkeypatch):
-    from training.update_process import UpdateProcess
+    from training.core.update_process import UpdateProcess
 
     overlap = ["--set", "ppo.overlap=true", "--set", "schedule.checkpoint_every=2"]
     result = UpdateProcess.result
@@ -506,7 +528,9 @@ def test_a_dead_update_process_is_a_clear_error_and_the_last_checkpoint_stays(tm
 
 
 def test_a_script_without_a_main_guard_can_train_with_overlap(tmp_path):
-    """The update process is a fresh interpreter, not a multiprocessing child: it does not re-run the caller's script."""
+    """The update process is a fresh interpreter, not a multiprocessing child: it does not re-run the caller's
+    script.
+    """
     script = tmp_path / "train_me.py"
     sets = [
         *TINY,
@@ -517,8 +541,8 @@ def test_a_script_without_a_main_guard_can_train_with_overlap(tmp_path):
     ]
     script.write_text(
         "import sys\n"
-        "from training.config import load_config\n"
-        "from training.ppo import train\n"
+        "from training.core.config import load_config\n"
+        "from training.algorithms.ppo import train\n"
         f"config = load_config({str(ROOT / 'configs' / 'quick.yaml')!r}, {sets!r})\n"
         "print('ran', flush=True)\n"
         "train(config, progress_bar=False)\n"

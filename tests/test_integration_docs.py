@@ -55,7 +55,7 @@ def run_recipe(name: str, cwd: Path, timeout: float = 420) -> str:
         for line in code.strip().splitlines():
             words = shlex.split(line)
             if words[0] == "cockroach-eval" and shutil.which("cockroach-eval") is None:
-                words = [sys.executable, "-m", "training.eval_cli", *words[1:]]  # the project is not pip-installed here
+                words = [sys.executable, "-m", "training.cli.eval", *words[1:]]  # the project is not pip-installed here
             commands.append(words)
     output = ""
     for command in commands:

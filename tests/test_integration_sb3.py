@@ -104,7 +104,9 @@ def test_the_learner_rotates_seats_and_gets_its_terminal_reward():
 
 
 def test_the_constructor_seed_seeds_only_the_first_reset():
-    """SB3 seeds the first reset itself (``MaskablePPO(..., seed=0)``); the next reset must not replay the constructor's seed."""
+    """SB3 seeds the first reset itself (``MaskablePPO(..., seed=0)``); the next reset must not replay the
+    constructor's seed.
+    """
     env = MaskedSelfPlayEnv(baselines.make("random", seed=0), seed=0)
     env.reset(seed=0)
     first = env.game.state()
@@ -179,8 +181,8 @@ def test_maskable_ppo_trains_2k_steps_saves_and_is_ranked_by_cockroach_eval(tmp_
     from sb3_contrib import MaskablePPO
     from sb3_contrib.common.maskable.utils import get_action_masks
 
-    from training.eval_cli import main as cockroach_eval
-    from training.sb3_agent import SB3Agent
+    from training.cli.eval import main as cockroach_eval
+    from training.evaluation.sb3_agent import SB3Agent
 
     torch.set_num_threads(1)
     config = GameConfig(num_players=4)
@@ -215,7 +217,7 @@ def test_maskable_ppo_trains_2k_steps_saves_and_is_ranked_by_cockroach_eval(tmp_
 def test_self_play_opponents_refresh_a_frozen_copy_on_schedule():
     from sb3_contrib import MaskablePPO
 
-    from training.sb3_agent import SelfPlayOpponents
+    from training.evaluation.sb3_agent import SelfPlayOpponents
 
     config = GameConfig(num_players=3)
     opponents = SelfPlayOpponents(config, refresh_every=2, seed=0, first=baselines.make("random", config, seed=0))
@@ -238,8 +240,8 @@ def test_self_play_opponents_refresh_a_frozen_copy_on_schedule():
 
 def test_a_mixture_opponent_draws_its_member_each_episode_and_replays_from_the_seed():
     pytest.importorskip("torch")
-    from training.mixture import MixtureAgent
-    from training.model import ActorCritic, PolicyAgent
+    from training.core.mixture import MixtureAgent
+    from training.core.model import ActorCritic, PolicyAgent
 
     config = GameConfig(num_players=4)
     members = [PolicyAgent(ActorCritic(config, [8], seed=s), config, seed=s) for s in range(3)]

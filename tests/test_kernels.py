@@ -1,4 +1,6 @@
-"""The compiled passes of training.kernels against the tensor operations they replace: the masked log-probability and entropy (values and gradients), and the card-counting inputs."""
+"""The compiled passes of training.core.kernels against the tensor operations they replace: the masked log-probability
+and entropy (values and gradients), and the card-counting inputs.
+"""
 
 import numpy as np
 import pytest
@@ -8,8 +10,8 @@ pytest.importorskip("numba")
 
 from cockroach_env import GameConfig  # noqa: E402
 from cockroach_env.batched import BatchedGames, random_legal_actions  # noqa: E402
-from training import kernels  # noqa: E402
-from training.model import ActorCritic, CardCounting, mask_bias  # noqa: E402
+from training.core import kernels  # noqa: E402
+from training.core.model import ActorCritic, CardCounting, mask_bias  # noqa: E402
 
 
 def _tensor_path(logits, legal, action):
@@ -19,7 +21,9 @@ def _tensor_path(logits, legal, action):
 
 
 def _real_masks(num_players=4, rows=600, seed=0):
-    """Legal-action masks and legal actions of real positions (offers with many legal moves, calls with two or three)."""
+    """Legal-action masks and legal actions of real positions (offers with many legal moves, calls with two or
+    three).
+    """
     games = BatchedGames(GameConfig(num_players=num_players), batch_size=rows, seed=seed)
     rng = np.random.default_rng(seed)
     step = games.reset(seed=seed)

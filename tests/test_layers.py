@@ -8,9 +8,22 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from training._aliases import ALIASES
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("cockroach_env", "baselines", "training", "play")
-COMMAND_LINES = {"training.cli", "training.eval_cli", "training.exploitability", "training.mixture_cli", "play.cli"}
+COMMAND_LINES = {
+    "training.cli",
+    "training.cli.__main__",
+    "training.cli.train",
+    "training.cli.eval",
+    "training.cli.exploit",
+    "training.cli.mixture",
+    "training.cli.checkpoint",
+    "play.cli",
+}
+TRAINING_ROLES = ("training.core", "training.algorithms", "training.evaluation", "training.cli")
+"""The training package's folders: ``core`` imports none of the others, and only ``cli`` imports ``cli``."""
 
 
 def _module_name(path: Path) -> str:
@@ -18,11 +31,11 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(tree: ast.AST) -> set[str]:
+def _imports(tree: ast.AST, type_hints: bool = False) -> set[str]:
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test) and not type_hints:
             for child in node.orelse:
                 visit(child)
             return
@@ -35,27 +48,27 @@ def _imports(tree: ast.AST) -> set[str]:
             visit(child)
 
     visit(tree)
-    return {name for name in found if name.split(".")[0] in PACKAGES}
+    return {ALIASES.get(name, name) for name in found if name.split(".")[0] in PACKAGES}
 
 
-def _graph() -> dict[str, set[str]]:
-    """``{module: project modules it imports}``; a package's own ``__init__`` (run first anyway) is no edge."""
+def _graph(type_hints: bool = False) -> dict[str, set[str]]:
+    """``{module: project modules it imports}``; a package's own ``__init__`` (run first anyway) is no edge.
+    ``type_hints``: with the imports of ``if TYPE_CHECKING:`` blocks.
+    """
     paths = [p for package in PACKAGES for p in (ROOT / package).rglob("*.py")]
-    graph = {_module_name(p): _imports(ast.parse(p.read_text(encoding="utf-8"))) for p in paths}
+    graph = {_module_name(p): _imports(ast.parse(p.read_text(encoding="utf-8")), type_hints) for p in paths}
     return {m: {d for d in deps if d in graph and not (m == d or m.startswith(d + "."))} for m, deps in graph.items()}
 
 
-def test_no_import_cycles():
-    graph = _graph()
+def _check_acyclic(graph: dict[str, set[str]]) -> None:
     state: dict[str, int] = {}
 
     def walk(module: str, path: list[str]) -> None:
         state[module] = 1
         for dep in sorted(graph.get(module, ())):
             if state.get(dep) == 1:
-                raise AssertionError(
-                    f"import cycle: {' -> '.join(path[path.index(dep) :] + [dep]) if dep in path else module + ' -> ' + dep}"
-                )
+                cycle = " -> ".join(path[path.index(dep) :] + [dep]) if dep in path else f"{module} -> {dep}"
+                raise AssertionError(f"import cycle: {cycle}")
             if dep in graph and dep not in state:
                 walk(dep, path + [dep])
         state[module] = 2
@@ -65,6 +78,15 @@ def test_no_import_cycles():
             walk(module, [module])
 
 
+def test_no_import_cycles():
+    _check_acyclic(_graph())
+
+
+def test_no_import_cycles_in_training_even_through_type_hints():
+    graph = _graph(type_hints=True)
+    _check_acyclic({m: deps for m, deps in graph.items() if m.startswith("training")})
+
+
 def test_lower_layers_never_import_higher_ones():
     rank = {package: i for i, package in enumerate(PACKAGES)}
     for module, deps in _graph().items():
@@ -72,3 +94,58 @@ def test_lower_layers_never_import_higher_ones():
             assert rank[dep.split(".")[0]] <= rank[module.split(".")[0]], f"{module} imports {dep}, a higher layer"
             if dep in COMMAND_LINES:
                 assert module in COMMAND_LINES, f"{module} imports the command line {dep}"
+
+
+def _role(module: str) -> str | None:
+    return next((role for role in TRAINING_ROLES if module == role or module.startswith(role + ".")), None)
+
+
+def test_core_imports_no_algorithm_evaluation_or_command_line():
+    for module, deps in _graph().items():
+        if _role(module) == "training.core":
+            higher = sorted(d for d in deps if _role(d) not in (None, "training.core"))
+            assert not higher, f"{module} (core) imports {higher}"
+
+
+def test_old_module_paths_name_modules_that_exist():
+    graph = _graph()
+    for old, new in ALIASES.items():
+        assert new in graph, f"{old} is an alias of {new}, which is no module"
+        assert not (ROOT / (old.replace(".", "/") + ".py")).exists(), f"{old} is both a file and an alias"
+
+
+def _private_uses(tree: ast.AST, graph: dict[str, set[str]]) -> list[str]:
+    """``from M import _name`` and ``alias._name`` (``alias`` a project module) of another module's private names."""
+    modules: dict[str, str] = {}  # local name -> project module
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            module = ALIASES.get(node.module, node.module)
+            if module.split(".")[0] not in PACKAGES:
+                continue
+            for alias in node.names:
+                submodule = ALIASES.get(f"{module}.{alias.name}", f"{module}.{alias.name}")
+                if submodule in graph:
+                    modules[alias.asname or alias.name] = submodule
+                elif alias.name.startswith("_"):
+                    found.append(f"from {node.module} import {alias.name}")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in PACKAGES and alias.asname:
+                    modules[alias.asname] = ALIASES.get(alias.name, alias.name)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            target = ast.unparse(node.value)
+            module = modules.get(target) or ALIASES.get(target, target)
+            if module in graph:
+                found.append(f"{target}.{node.attr}")
+    return found
+
+
+def test_no_module_uses_another_modules_private_names():
+    """Shared machinery is public (STYLE.md): what two modules use has a name without a leading underscore."""
+    graph = _graph()
+    for package in ("baselines", "training", "play"):
+        for path in (ROOT / package).rglob("*.py"):
+            uses = _private_uses(ast.parse(path.read_text(encoding="utf-8")), graph)
+            assert not uses, f"{_module_name(path)} uses private names of other modules: {uses}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from training.meta_solvers import SOLVERS, MetaGame, solve
+from training.algorithms.meta_solvers import SOLVERS, MetaGame, solve
 
 
 def _rock_paper_scissors(games: int = 100) -> MetaGame:
@@ -57,7 +57,8 @@ def test_expected_payoffs_are_multinomial_over_the_opponent_seats():
     game = _dominated(3)
     x = np.array([0.25, 0.75])
     u = game.expected_payoffs(x)
-    # member 1 loses every game with a member 0 at the table, shared between its seats; a third of them at an all-1 table
+    # member 1 loses every game with a member 0 at the table, shared between its seats; a third of them at an all-1
+    # table
     assert u[1] == pytest.approx(-(0.25**2 * 1 + 2 * 0.25 * 0.75 / 2 + 0.75**2 / 3))
     assert u[0] == pytest.approx(-(0.25**2) / 3)
 
@@ -88,7 +89,7 @@ def test_bad_input_is_refused_by_name():
 
 
 def _exploiter_game(num_players: int, table: dict[tuple[int, tuple[int, ...]], float], size: int, exploiters: int):
-    from training.meta_solvers import ExploiterGame
+    from training.algorithms.meta_solvers import ExploiterGame
 
     game = ExploiterGame(num_players, size=size, exploiters=exploiters)
     for (j, rest), rate in table.items():
@@ -97,7 +98,7 @@ def _exploiter_game(num_players: int, table: dict[tuple[int, tuple[int, ...]], f
 
 
 def test_minimax_weights_balance_two_exploiters_that_each_beat_one_member():
-    from training.meta_solvers import minimax_weights
+    from training.algorithms.meta_solvers import minimax_weights
 
     # 2 players: exploiter 0 beats member 1 (loses 10%) but not member 0 (50%); exploiter 1 the other way round
     game = _exploiter_game(2, {(0, (0,)): 0.5, (0, (1,)): 0.1, (1, (0,)): 0.1, (1, (1,)): 0.5}, size=2, exploiters=2)
@@ -109,13 +110,14 @@ def test_minimax_weights_balance_two_exploiters_that_each_beat_one_member():
     assert x == pytest.approx([0.75, 0.25], abs=0.01) and x @ [0.02, 0.10] <= 0.04 + 1e-9
     with pytest.raises(
         ValueError,
-        match=r"no mixture of these members meets the limits \{'heuristic': 0.01\}; the lowest loss rate each allows is \{'heuristic': 0.02\}",
+        match=r"no mixture of these members meets the limits \{'heuristic': 0.01\}; the lowest loss rate each "
+        r"allows is \{'heuristic': 0.02\}",
     ):
         minimax_weights(game, {"heuristic": np.array([0.02, 0.10])}, {"heuristic": 0.01})
 
 
 def test_cap_weights_keeps_every_row_a_distribution_under_the_cap_and_leaves_rows_inside_alone():
-    from training.meta_solvers import cap_weights
+    from training.algorithms.meta_solvers import cap_weights
 
     rows = np.array([[1.0, 0.0, 0.0, 0.0], [0.7, 0.2, 0.1, 0.0], [0.25, 0.25, 0.25, 0.25], [0.3, 0.3, 0.3, 0.1]])
     capped = cap_weights(rows, 0.3)
@@ -136,9 +138,10 @@ def test_cap_weights_keeps_every_row_a_distribution_under_the_cap_and_leaves_row
 
 
 def test_minimax_weights_under_a_cap_spread_the_weight_and_refuse_a_cap_below_one_over_k():
-    from training.meta_solvers import minimax_weights
+    from training.algorithms.meta_solvers import minimax_weights
 
-    # 2 players, 3 members: no exploiter beats member 0 (50%); exploiter 0 beats member 2 (10%) more than member 1 (40%),
+    # 2 players, 3 members: no exploiter beats member 0 (50%); exploiter 0 beats member 2 (10%) more than member 1
+    # (40%),
     # exploiter 1 member 1 (10%) more than member 2 (20%)
     table = {(0, (0,)): 0.5, (0, (1,)): 0.4, (0, (2,)): 0.1, (1, (0,)): 0.5, (1, (1,)): 0.1, (1, (2,)): 0.2}
     game = _exploiter_game(2, table, size=3, exploiters=2)
@@ -161,7 +164,7 @@ def test_minimax_weights_under_a_cap_spread_the_weight_and_refuse_a_cap_below_on
 
 
 def test_an_exploiter_at_a_four_player_table_meets_multinomial_draws():
-    from training.meta_solvers import ExploiterGame
+    from training.algorithms.meta_solvers import ExploiterGame
 
     game = ExploiterGame(4, size=2, exploiters=1)
     for rest in game.rests():
@@ -173,7 +176,9 @@ def test_an_exploiter_at_a_four_player_table_meets_multinomial_draws():
 
 
 def test_more_games_at_a_table_already_played_change_the_expected_payoffs():
-    """``record`` adds games to a table that has some: the payoffs used afterwards are the pooled ones, not those cached before."""
+    """``record`` adds games to a table that has some: the payoffs used afterwards are the pooled ones, not those
+    cached before.
+    """
     game = _dominated(2)
     x = np.array([0.5, 0.5])
     before = game.expected_payoffs(x)

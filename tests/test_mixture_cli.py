@@ -1,4 +1,6 @@
-"""``cockroach-mixture``: a mixture checkpoint from trained checkpoints, weighted equally, as given, or by a solved meta-game."""
+"""``cockroach-mixture``: a mixture checkpoint from trained checkpoints, weighted equally, as given, or by a solved
+meta-game.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +14,10 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("safetensors")
 
 from cockroach_env import GameConfig  # noqa: E402
-from training import checkpoint as ckpt  # noqa: E402
-from training.mixture import MixtureAgent  # noqa: E402
-from training.mixture_cli import main  # noqa: E402
-from training.model import ActorCritic  # noqa: E402
+from training.cli.mixture import main  # noqa: E402
+from training.core import checkpoint as ckpt  # noqa: E402
+from training.core.mixture import MixtureAgent  # noqa: E402
+from training.core.model import ActorCritic  # noqa: E402
 
 GAME = GameConfig.from_options(preset="mini")
 SPEC = {"hidden_sizes": [8], "activation": "tanh", "card_counting": False}
@@ -151,8 +153,8 @@ def test_a_solver_checkpoint_is_refused_as_a_member(tmp_path, capsys):
 
 
 def test_init_from_a_built_mixture_records_each_members_recipe(tmp_path):
-    from training.cli import _initial_weights
-    from training.config import load_config
+    from training.cli.train import _initial_weights
+    from training.core.config import load_config
 
     for s in range(2):
         _agent(tmp_path / f"a{s}", s)
@@ -169,7 +171,7 @@ def test_init_from_a_built_mixture_records_each_members_recipe(tmp_path):
 
 
 def test_a_psro_mixture_member_keeps_its_recipe_once(tmp_path):
-    from training.checkpoint import save_mixture_checkpoint
+    from training.core.checkpoint import save_mixture_checkpoint
 
     models = [ActorCritic(GAME, [8], seed=s) for s in range(3)]
     meta = {
@@ -223,7 +225,8 @@ def test_weights_against_exploiters_play_every_exploiter_table_and_keep_the_base
     assert (
         weights @ rates >= rates.min() - 1e-9 and weights @ rates >= rates.max() - 0.01
     )  # the member the exploiter beats least
-    # a limit no member meets (these untrained members lose about half their games to random) is refused, and nothing is written
+    # a limit no member meets (these untrained members lose about half their games to random) is refused, and nothing is
+    # written
     assert min(mixture["member_baseline_loss_rates"]["random"]) > 0
     assert main([str(tmp_path / "none"), *args, "--max-loss", "random=0"]) == 2
     assert "no mixture of these members meets the limits {'random': 0.0}" in capsys.readouterr().err and not list(
@@ -285,7 +288,9 @@ def _tables(meta) -> dict:
 
 
 def test_a_payoff_cache_serves_later_rounds_whatever_the_order_of_members_and_exploiters(tmp_path, capsys):
-    """``--payoff-cache``: a second round plays only its new exploiter's tables; the tables do not depend on the argument order."""
+    """``--payoff-cache``: a second round plays only its new exploiter's tables; the tables do not depend on the
+    argument order.
+    """
     game3 = GameConfig.from_options(preset="mini-3p")
     for s in range(3):
         _agent(tmp_path / f"a{s}", s, game3)
@@ -361,10 +366,11 @@ def test_a_payoff_cache_serves_later_rounds_whatever_the_order_of_members_and_ex
 
 
 def test_builds_sharing_a_payoff_cache_keep_each_others_tables(tmp_path):
-    """Two builds on one ``--payoff-cache``: each save merges what the other saved since it read the file (none is lost),
+    """Two builds on one ``--payoff-cache``: each save merges what the other saved since it read the file (none is
+    lost),
     and a file replaced meanwhile by something that is not this rule set's cache is refused by name and left as it is.
     """
-    from training.mixture_cli import PayoffCache
+    from training.cli.mixture import PayoffCache
 
     path = tmp_path / "payoffs.json"
     first, second = PayoffCache(path, GAME), PayoffCache(path, GAME)  # both read the file before either saves
@@ -388,13 +394,15 @@ def test_builds_sharing_a_payoff_cache_keep_each_others_tables(tmp_path):
 
 
 def test_processes_saving_one_payoff_cache_at_once_lose_no_table(tmp_path):
-    """The merge runs under a lock: processes that save the same cache over and over at the same time keep every table."""
+    """The merge runs under a lock: processes that save the same cache over and over at the same time keep every
+    table.
+    """
     import subprocess
     import sys
 
     path = tmp_path / "payoffs.json"
     script = (
-        "import sys; from cockroach_env import GameConfig; from training.mixture_cli import PayoffCache\n"
+        "import sys; from cockroach_env import GameConfig; from training.cli.mixture import PayoffCache\n"
         "path, who = sys.argv[1], sys.argv[2]\n"
         "for k in range(40):\n"
         "    cache = PayoffCache(path, GameConfig.from_options(preset='mini'))\n"
@@ -424,7 +432,7 @@ def test_a_payoff_cache_is_saved_after_each_exploiter_and_a_bad_one_is_refused(t
         "--payoff-cache",
         str(cache),
     ]
-    import training.psro as psro
+    import training.algorithms.psro as psro
 
     real, calls = psro.play_table, []
 
@@ -550,7 +558,8 @@ def test_members_below_a_weight_are_pruned_and_recorded(tmp_path, capsys):
         "agent2",
     ]
     assert len(ckpt.member_models(ckpt.load_checkpoint(tmp_path / "mix"))) == 2
-    # with exploiters: their loss rates against the pruned weights are recorded beside the tables of the members before pruning
+    # with exploiters: their loss rates against the pruned weights are recorded beside the tables of the members before
+    # pruning
     _agent(tmp_path / "br", 9)
     solve = [*members, "--exploiters", str(tmp_path / "br"), "--payoff-games", "20"]
     assert main([str(tmp_path / "whole"), *solve]) == 0

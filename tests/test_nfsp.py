@@ -1,4 +1,6 @@
-"""NFSP (``algorithm: nfsp``, ``training.nfsp``): the reservoir, the average policy's supervised learning, and real runs that resume exactly."""
+"""NFSP (``algorithm: nfsp``, ``training.algorithms.nfsp``): the reservoir, the average policy's supervised learning,
+and real runs that resume exactly.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +15,11 @@ pytest.importorskip("yaml")
 
 from cockroach_env import GameConfig  # noqa: E402
 from tests.test_training import _metrics, _train  # noqa: E402
-from training import checkpoint as ckpt  # noqa: E402
-from training.config import ConfigError, NFSPConfig, load_config  # noqa: E402
-from training.model import ActorCritic  # noqa: E402
-from training.nfsp import AveragePolicy, Reservoir  # noqa: E402
+from training.algorithms.nfsp import AveragePolicy, Reservoir  # noqa: E402
+from training.cli import checkpoint as checkpoint_cli  # noqa: E402
+from training.core import checkpoint as ckpt  # noqa: E402
+from training.core.config import ConfigError, NFSPConfig, load_config  # noqa: E402
+from training.core.model import ActorCritic  # noqa: E402
 
 NFSP = [
     "algorithm=nfsp",
@@ -81,7 +84,8 @@ def test_the_reservoir_stores_observations_as_bytes_masks_as_bits_and_gives_them
         and np.array_equal(got_action.numpy(), action)
     )
     assert got_obs.dtype == torch.float32 and got_mask.dtype == torch.bool and got_action.dtype == torch.int64
-    # an observation that is not a small count (a fraction, a negative number, 256) switches the storage to float32, losing nothing
+    # an observation that is not a small count (a fraction, a negative number, 256) switches the storage to float32,
+    # losing nothing
     odd = np.array([[0.5, -1, 256, 3, 0]], np.float32)
     reservoir.add(odd, mask[:1], action[:1], rng)
     assert reservoir.obs.dtype == np.float32
@@ -97,7 +101,8 @@ def test_the_reservoir_stores_observations_as_bytes_masks_as_bits_and_gives_them
         assert np.array_equal(getattr(again, name), getattr(reservoir, name)), name
     with pytest.raises(
         ckpt.CheckpointError,
-        match=r"here: the average policy's reservoir does not fit nfsp.reservoir_size=20: obs: \(31, 5\), expected \(31, 5\)|size 31",
+        match=r"here: the average policy's reservoir does not fit nfsp.reservoir_size=20: obs: \(31, 5\), "
+        r"expected \(31, 5\)|size 31",
     ):
         Reservoir(20, 5, 11).restore({k.split(".")[-1]: v for k, v in reservoir.tensors("r").items()}, 31, 31, "here")
     with pytest.raises(ckpt.CheckpointError, match=r"mask: \(31, 2\), expected \(31, 3\)"):
@@ -124,7 +129,7 @@ def test_the_average_policy_learns_the_policy_whose_decisions_fill_its_reservoir
         np.int64
     )  # the action numbered by the first entry of the observation, among other legal ones
 
-    class Rollout:  # (what ``observe`` reads of a ``training.learner.Rollout``)
+    class Rollout:  # (what ``observe`` reads of a ``training.core.learner.Rollout``)
         pass
 
     rollout = Rollout()
@@ -160,7 +165,9 @@ def test_the_nfsp_config_is_validated(override, message):
 
 
 def test_cockroach_train_refuses_population_tables_without_a_population_before_writing_anything(tmp_path, capsys):
-    """``opponents.population`` is PSRO's and cockroach-exploit's (they pass a population) or NFSP's average policy; a PPO run has none."""
+    """``opponents.population`` is PSRO's and cockroach-exploit's (they pass a population) or NFSP's average policy; a
+    PPO run has none.
+    """
     assert _train(tmp_path, "run", 2, "--set", "opponents.population=0.5") == 2
     assert "opponents.population=0.5 is not allowed with algorithm: ppo" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
@@ -226,8 +233,10 @@ def test_an_nfsp_run_saves_the_average_policy_as_its_agent_and_the_best_response
 
 
 def test_an_nfsp_runs_average_exports_averaged_with_its_kept_agents_and_bad_sources_are_refused(tmp_path, capsys):
-    """``--average-with``: the run's average policy and its kept agents (``schedule.keep_agent_every``), one network averaged;
-    a mixture, another network shape, a source named twice or the destination among the sources is refused, writing nothing.
+    """``--average-with``: the run's average policy and its kept agents (``schedule.keep_agent_every``), one network
+    averaged;
+    a mixture, another network shape, a source named twice or the destination among the sources is refused, writing
+    nothing.
     """
     assert _nfsp(tmp_path, "run", 6, "--set", "schedule.keep_agent_every=2") == 0
     run = tmp_path / "run"
@@ -273,7 +282,7 @@ def test_an_nfsp_runs_average_exports_averaged_with_its_kept_agents_and_bad_sour
     assert (
         not list(tmp_path.glob("refused*")) and ckpt.load_checkpoint(tmp_path / "soup").metadata == soup.metadata
     )  # unchanged
-    ckpt.main(
+    checkpoint_cli.main(
         [
             str(run / "checkpoint"),
             "--export",
@@ -286,13 +295,15 @@ def test_an_nfsp_runs_average_exports_averaged_with_its_kept_agents_and_bad_sour
     )
     assert ckpt.read_metadata(tmp_path / "cli")["averaged"] == soup.metadata["averaged"]
     with pytest.raises(SystemExit):
-        ckpt.main([str(run / "checkpoint"), "--average-with", str(kept[0].path)])  # without --export
+        checkpoint_cli.main([str(run / "checkpoint"), "--average-with", str(kept[0].path)])  # without --export
     assert "go with --export" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("overlap", [False, True], ids=["serial", "overlap"])
 def test_an_interrupted_nfsp_run_resumes_exactly(tmp_path, overlap):
-    """The average policy's weights, Adam state, reservoir and generator are in the run checkpoint: a resumed run equals the whole one."""
+    """The average policy's weights, Adam state, reservoir and generator are in the run checkpoint: a resumed run
+    equals the whole one.
+    """
     extra = ["--set", f"ppo.overlap={str(overlap).lower()}"]
     assert _nfsp(tmp_path, "whole", 6, *extra) == 0
     assert _nfsp(tmp_path, "split", 2, *extra) == 0
@@ -309,12 +320,13 @@ def test_an_interrupted_nfsp_run_resumes_exactly(tmp_path, overlap):
 
 
 def test_a_run_killed_between_its_two_agent_checkpoints_writes_both_on_resume(tmp_path, monkeypatch):
-    """``final`` (Π) marks a finished run: killed after one of ``final`` and ``best_response`` was written and before the
+    """``final`` (Π) marks a finished run: killed after one of ``final`` and ``best_response`` was written and before
+    the
     other, ``--resume`` must not take the run for finished without its best response.
     """
-    import training.ppo
+    import training.algorithms.ppo
 
-    save = training.ppo.save_agent_checkpoint
+    save = training.algorithms.ppo.save_agent_checkpoint
     written = []
 
     def killed_after_the_first_agent(path, *args, **kwargs):
@@ -323,7 +335,7 @@ def test_a_run_killed_between_its_two_agent_checkpoints_writes_both_on_resume(tm
         written.append(path.name)
         return save(path, *args, **kwargs)
 
-    monkeypatch.setattr(training.ppo, "save_agent_checkpoint", killed_after_the_first_agent)
+    monkeypatch.setattr(training.algorithms.ppo, "save_agent_checkpoint", killed_after_the_first_agent)
     assert _nfsp(tmp_path, "run", 2) == 130
     monkeypatch.undo()
     assert _nfsp(tmp_path, "run", 2, "--resume") == 0
@@ -356,7 +368,9 @@ def test_a_resume_refuses_a_checkpoint_without_the_average_policy_or_with_anothe
 
 
 def test_a_resume_may_change_the_average_policys_supervised_steps_but_not_its_reservoir(tmp_path, capsys):
-    """``nfsp.sl_learning_rate``, ``sl_steps`` and ``sl_batch_size`` may change on resume (Π settles at a lower rate late in a run); the reservoir's size may not."""
+    """``nfsp.sl_learning_rate``, ``sl_steps`` and ``sl_batch_size`` may change on resume (Π settles at a lower rate
+    late in a run); the reservoir's size may not.
+    """
     assert _nfsp(tmp_path, "run", 2) == 0
     before = ckpt.read_metadata(tmp_path / "run" / "checkpoint")
     weights = ckpt.load_checkpoint(tmp_path / "run" / "checkpoint").group("average.model")

@@ -14,7 +14,7 @@ pyspiel = pytest.importorskip("pyspiel")
 import baselines  # noqa: E402
 import cockroach_env.openspiel as cos  # noqa: E402
 from cockroach_env import GameConfig, raw_env  # noqa: E402
-from training.exact import evaluate, game_tree  # noqa: E402
+from training.evaluation.exact import evaluate, game_tree  # noqa: E402
 
 MICRO = {"num_players": 2, "num_types": 2, "copies_per_type": 2, "discard": 2, "loss_count": 2}
 RULE_SETS = [
@@ -63,6 +63,31 @@ def test_params_are_the_config_options_and_preset():
 def test_bad_params_are_refused_naming_the_option(params, name):
     with pytest.raises(Exception, match=name):
         load(params)
+
+
+@pytest.mark.parametrize(
+    "params, expected",
+    [
+        ({"starter": -2}, "starter=-2 is not allowed; expected -1 (random) or a seat from 0 to 3"),
+        ({"max_steps": -5}, "max_steps=-5 is not allowed; expected -1 or an integer from 1 to 32767"),
+        ({"num_players": -3}, "num_players=-3 is not allowed; expected an integer from 2 to 6, or -1 for the default"),
+        (
+            {"opening_cards": -2},
+            "opening_cards=-2 is not allowed; expected 0 or 1 (one face-up card per collection), or -1 for the default",
+        ),
+        (
+            {"preset": "mini", "loss_count": 5},
+            "loss_count=5 is not allowed with copies_per_type=2; expected at most 2 "
+            "so that the same-type loss can happen, or -1 for the default",
+        ),
+    ],
+)
+def test_bad_params_are_refused_in_openspiels_terms(params, expected):
+    """OpenSpiel parameters cannot be None: the default is -1, and the refusal says so."""
+    with pytest.raises(ValueError) as caught:
+        load(params)
+    assert str(caught.value) == expected
+    load({**params, **{name: cos.DEFAULT for name in params if name != "preset"}})
 
 
 @pytest.mark.parametrize("params", RULE_SETS, ids=json.dumps)
@@ -210,7 +235,7 @@ def test_cfr_average_policies_are_evaluated_like_openspiel():
     """Information-state policies (here OpenSpiel's CFR+ average policy) evaluate to OpenSpiel's NashConv."""
     from open_spiel.python.algorithms import cfr, exploitability
 
-    from training.exact import InformationSetPolicy
+    from training.evaluation.exact import InformationSetPolicy
 
     game = load({**MICRO, "num_types": 3, "discard": 4})
     solver = cfr.CFRPlusSolver(game)
@@ -225,7 +250,7 @@ def test_cfr_average_policies_are_evaluated_like_openspiel():
 
 def test_exported_tree_is_the_game_for_openspiels_cpp_solvers():
     """``efg_string``: the same game as a C++ OpenSpiel tree (uniform random and CFR+ NashConv agree with ours)."""
-    from training.exact import InformationSetPolicy, efg_string
+    from training.evaluation.exact import InformationSetPolicy, efg_string
 
     config = GameConfig(**{**MICRO, "num_types": 3, "discard": 4})
     tree = game_tree(config)
@@ -247,3 +272,124 @@ def test_exported_tree_is_the_game_for_openspiels_cpp_solvers():
         table[tree.infoset_strings[infoset]] = row
     ours = evaluate(InformationSetPolicy(table), config).nash_conv
     assert ours == pytest.approx(pyspiel.nash_conv(game, average), abs=1e-9)
+
+
+# ---------------------------------------------------------------------------- refused actions
+
+
+def _snapshot(state) -> tuple:
+    """What a refused action must leave as it was (OpenSpiel's history and every player's view of the state)."""
+    players = range(state.num_players())
+    return (
+        state.history(),
+        state.move_number(),
+        state.current_player(),
+        str(state),
+        state.legal_actions() if not state.is_chance_node() else state.chance_outcomes(),
+        [state.information_state_string(p) for p in players] if not state.is_chance_node() else [],
+    )
+
+
+def _first_decision(params: dict):
+    state = load(params).new_initial_state()
+    while state.is_chance_node():
+        state.apply_action(state.chance_outcomes()[-1][0])
+    return state
+
+
+def _second_chance_node(params: dict):
+    state = load(params).new_initial_state()
+    state.apply_action(0)  # the starter; then how many cards of the first type are removed
+    assert state.is_chance_node()
+    return state
+
+
+def _terminal(params: dict):
+    state, rng = _first_decision(params), np.random.default_rng(0)
+    while not state.is_terminal():
+        state.apply_action(int(rng.choice(state.legal_actions())))
+    return state
+
+
+MINI = {"preset": "mini"}
+ROYAL_3P = {"num_players": 3, "edition": "royal"}
+ROYAL_PLACE = load(ROYAL_3P).shape.encoding.place_start
+REFUSED_ACTIONS = [
+    ("starter 999", lambda: load(MINI).new_initial_state(), 999, ["chance outcome 999", "the starter", "[0, 1]"]),
+    ("starter 10**9", lambda: load(MINI).new_initial_state(), 10**9, ["chance outcome 1000000000", "[0, 1]"]),
+    ("starter 2", lambda: load(MINI).new_initial_state(), 2, ["chance outcome 2", "expected one of [0, 1]"]),
+    ("deal count 999", lambda: _second_chance_node(MINI), 999, ["chance outcome 999", "how many"]),
+    ("decision 999", lambda: _first_decision(MINI), 999, ["action 999", "out of range", "[0, 15)"]),
+    ("decision 10**9", lambda: _first_decision(MINI), 10**9, ["action 1000000000", "out of range"]),
+    ("a pass in the offer phase", lambda: _first_decision(MINI), 14, ["action 14", "illegal", "offer phase"]),
+    ("a card not in hand", lambda: _first_decision({"preset": "mini", "starter": 0}), 0, ["illegal", "in hand"]),
+    ("after the end", lambda: _terminal(MINI), 3, ["terminal state"]),
+    ("a place in the offer phase", lambda: _first_decision(ROYAL_3P), ROYAL_PLACE, ["illegal", "cannot place"]),
+]
+
+
+@pytest.mark.parametrize("make, action, fragments", [pytest.param(m, a, f, id=i) for i, m, a, f in REFUSED_ACTIONS])
+def test_a_refused_action_is_a_spiel_error_that_changes_nothing(make, action, fragments):
+    state = make()
+    before = _snapshot(state)
+    with pytest.raises(pyspiel.SpielError) as caught:
+        state.apply_action(action)
+    for fragment in fragments:
+        assert fragment in str(caught.value)
+    assert _snapshot(state) == before
+
+
+def test_a_refused_action_raises_the_error_of_openspiels_own_games():
+    with pytest.raises(pyspiel.SpielError):  # leduc_poker, C++: SPIEL_CHECK on the dealt card
+        pyspiel.load_game("leduc_poker").new_initial_state().apply_action(999)
+    with pytest.raises(pyspiel.SpielError):
+        load(MINI).new_initial_state().apply_action(999)
+
+
+@pytest.mark.parametrize("params", [MINI, {"preset": "mini-3p"}, ROYAL_3P], ids=json.dumps)
+def test_exactly_the_legal_actions_are_accepted(params):
+    """Every action in range and every chance outcome up to the largest is tried: refused iff not offered."""
+    game, rng = load(params), np.random.default_rng(3)
+    for _ in range(2):
+        state = game.new_initial_state()
+        while not state.is_terminal():
+            if state.is_chance_node():
+                offered = [a for a, _ in state.chance_outcomes()]
+                tried = range(game.max_chance_outcomes() + 1)
+            else:
+                offered, tried = state.legal_actions(), range(game.num_distinct_actions())
+            for action in tried:
+                child = state.clone()
+                try:
+                    child.apply_action(action)
+                except pyspiel.SpielError:
+                    assert action not in offered
+                else:
+                    assert action in offered
+            state.apply_action(int(rng.choice(offered)))
+
+
+ACTION_STRINGS = [
+    ("action 10**6", lambda: _first_decision(MINI), 0, 10**6, ["action 1000000", "out of range", "[0, 15)"]),
+    ("action -5", lambda: _first_decision(MINI), 1, -5, ["action -5", "out of range"]),
+    ("player 7", lambda: _first_decision(MINI), 7, 0, ["player 7", "from 0 to 1"]),
+    ("player -4", lambda: _first_decision(MINI), -4, 0, ["player -4", "from 0 to 1"]),
+    ("chance after the deal", lambda: _first_decision(MINI), -1, 0, ["the deal is complete"]),
+    ("chance outcome 999", lambda: load(MINI).new_initial_state(), -1, 999, ["chance outcome 999", "[0, 1]"]),
+]
+
+
+@pytest.mark.parametrize("make, player, action, fragments", [pytest.param(*c[1:], id=c[0]) for c in ACTION_STRINGS])
+def test_action_to_string_refuses_an_action_or_player_out_of_range(make, player, action, fragments):
+    state = make()
+    with pytest.raises(pyspiel.SpielError) as caught:
+        state.action_to_string(player, action)
+    for fragment in fragments:
+        assert fragment in str(caught.value)
+
+
+def test_action_to_string_describes_any_action_in_range_for_any_player():
+    state = _first_decision(MINI)
+    assert state.action_to_string(1, 14) == "pass to player_0 claiming fly"  # not legal now, still described
+    assert state.action_to_string(0, 0).startswith("offer cockroach to player_1")
+    assert load(MINI).new_initial_state().action_to_string(-1, 1) == "starter player_1"

@@ -31,7 +31,7 @@ from play.server import create_app  # noqa: E402
 from play.session import random_move  # noqa: E402
 from play.store import GameStore  # noqa: E402
 
-from .play_server import free_port  # noqa: E402
+from .play_server import ManualClock, free_port  # noqa: E402
 from .test_no_leak import resampled_replay  # noqa: E402
 from .test_records import random_record  # noqa: E402
 
@@ -186,7 +186,7 @@ def test_a_seat_view_is_unchanged_when_every_card_it_cannot_see_is_reshuffled(cl
     seat = session.seats[0]
     rng = np.random.default_rng(0)
     compared = 0
-    for step in range(40):  # drive the game by hand (the agents wait 10 s each)
+    for _ in range(40):  # drive the game by hand (the agents wait 10 s each)
         if session.over:
             break
         env = session.env
@@ -358,14 +358,36 @@ def test_a_move_chosen_on_a_view_that_moves_have_overtaken_is_refused(client):
     assert answer.status_code == 200, "a move on the latest view is played"
 
 
-def test_the_pace_of_the_agents_can_be_changed_mid_game(client):
-    created = new_game(client, ["human", "heuristic", "heuristic", "heuristic"], seed=8, pace_ms=3000)
-    game_id, token = created["game_id"], created["tokens"]["player_0"]
-    assert client.app.state.store.get(game_id).env.game.starter == 2, "an agent starts: it waits 3 s"
-    response = client.post(f"/api/games/{game_id}/pace", json={"token": token, "pace_ms": 0})
-    assert response.status_code == 200 and response.json() == {"pace_ms": 0}
-    view = wait_for(client, game_id, token, lambda v: v["legal"] is not None, timeout=2.5)
-    assert view["pace_ms"] == 0 and view["legal"] is not None, "the agents moved at once after the change"
+def test_the_pace_of_the_agents_can_be_changed_mid_game(tmp_path):
+    """The agents wait their pace on the store's clock, which moves here only when the test moves it."""
+    clock = ManualClock()
+    with TestClient(
+        create_app(GameStore(max_games=8, idle_seconds=600, clock=clock), save_dir=str(tmp_path))
+    ) as client:
+        created = new_game(client, ["human", "heuristic", "heuristic", "heuristic"], seed=8, pace_ms=3000)
+        game_id, token = created["game_id"], created["tokens"]["player_0"]
+        session = client.app.state.store.get(game_id)
+        assert session.env.game.starter == 2, "an agent starts: it waits 3 s"
+        clock.advance(2.9)
+        time.sleep(0.2)
+        assert session.version == 0, "the agent waits until 3 s have passed on the clock"
+        response = client.post(f"/api/games/{game_id}/pace", json={"token": token, "pace_ms": 0})
+        assert response.status_code == 200 and response.json() == {"pace_ms": 0}
+        view = wait_for(client, game_id, token, lambda v: v["legal"] is not None)
+        assert view["pace_ms"] == 0 and view["legal"] is not None, "the agents moved at once after the change"
+
+
+def test_an_agent_moves_when_its_pace_has_passed_on_the_clock(tmp_path):
+    clock = ManualClock()
+    with TestClient(create_app(GameStore(max_games=8, idle_seconds=600, clock=clock))) as client:
+        created = new_game(client, ["human", "heuristic", "heuristic", "heuristic"], seed=8, pace_ms=3000)
+        game_id, token = created["game_id"], created["tokens"]["player_0"]
+        session = client.app.state.store.get(game_id)
+        time.sleep(0.2)
+        assert session.version == 0
+        clock.advance(3.01)
+        view = wait_for(client, game_id, token, lambda v: v["version"] > 0)
+        assert view["version"] > 0, "the agent moved once its 3 s had passed"
 
 
 def test_two_human_seats_each_see_their_own_hand_and_move_only_in_turn(client):
@@ -416,16 +438,45 @@ def test_websocket_pushes_each_change_and_a_client_may_vanish_mid_game(client):
 
 
 def test_many_games_at_once_are_bounded_and_idle_games_expire(tmp_path):
-    app = create_app(GameStore(max_games=3, idle_seconds=0.5))
+    clock = ManualClock()
+    app = create_app(GameStore(max_games=3, idle_seconds=600, clock=clock))
     with TestClient(app) as client:
         games = [new_game(client, ["human", "random", "random", "random"], seed=k, pace_ms=10_000) for k in range(3)]
         full = client.post("/api/games", json={"seats": ["human", "random", "random", "random"]})
         assert full.status_code == 503 and "3 games" in full.text
-        time.sleep(0.7)
-        gone = client.get(f"/api/games/{games[0]['game_id']}", params={"token": games[0]["tokens"]["player_0"]})
+        clock.advance(599)
+        kept = client.get(f"/api/games/{games[0]['game_id']}", params={"token": games[0]["tokens"]["player_0"]})
+        assert kept.status_code == 200, "a game touched 599 s ago is kept"
+        clock.advance(2)
+        gone = client.get(f"/api/games/{games[1]['game_id']}", params={"token": games[1]["tokens"]["player_0"]})
         assert gone.status_code == 404 and "expired" in gone.text
         assert new_game(client, ["human", "random", "random", "random"], seed=5, pace_ms=10_000)["game_id"]
-        assert len(app.state.store) == 1
+        assert len(app.state.store) == 2, "the game touched 2 s ago is kept, the others expired"
+
+
+def test_a_page_keeps_its_game_alive_by_sending_anything(tmp_path):
+    """A human who only watches (the agents play on a slow pace) keeps the game: the page's keep-alive touches it."""
+    clock = ManualClock()
+    app = create_app(GameStore(max_games=3, idle_seconds=600, clock=clock))
+    with TestClient(app) as client:
+        created = new_game(client, ["human", "random", "random", "random"], seed=1, pace_ms=10_000)
+        game_id, token = created["game_id"], created["tokens"]["player_0"]
+        with client.websocket_connect(f"/api/games/{game_id}/ws?token={token}") as ws:
+            ws.receive_json()
+            for _ in range(4):
+                clock.advance(500)
+                ws.send_text("keep-alive")
+                deadline = time.monotonic() + 10
+                while app.state.store.get(game_id).touched != clock.now and time.monotonic() < deadline:
+                    time.sleep(0.01)
+            assert app.state.store.get(game_id) is not None, "2000 s after its start, the watched game is kept"
+            clock.advance(601)
+            gone = client.get(f"/api/games/{game_id}", params={"token": token})
+            assert gone.status_code == 404
+            with pytest.raises(WebSocketDisconnect) as closed:
+                while True:
+                    ws.receive_json()
+            assert closed.value.code == 4410
 
 
 def test_setup_lists_rules_and_the_agents_that_fit_them(client):
@@ -444,7 +495,7 @@ def test_setup_lists_rules_and_the_agents_that_fit_them(client):
 
 
 class BrokenAgent:
-    """An agent that fails on its first move (a user's module:Class with a bug), printing its own hand in the message."""
+    """An agent that fails on its first move (a user's module:Class with a bug), printing its hand in the message."""
 
     def __init__(self, config, seed=None):
         self.config = config
@@ -501,7 +552,11 @@ def test_cockroach_play_refuses_bad_options_by_name(capsys):
     assert cli.main(["--port", "70000", "--no-browser"]) == 2
     assert "--port 70000" in capsys.readouterr().err
     assert cli.main(["--max-games", "0", "--no-browser", "--no-save"]) == 2
-    assert "max_games=0" in capsys.readouterr().err
+    assert "--max-games 0 is not allowed" in capsys.readouterr().err
+    for minutes in ["1e-7", "0", "-5", "nan", "inf", "1e9"]:
+        assert cli.main(["--idle-minutes", minutes, "--no-browser", "--no-save"]) == 2
+        err = capsys.readouterr().err
+        assert "--idle-minutes" in err and "expected 1 to 10080 minutes" in err and "idle_seconds" not in err, err
 
 
 def test_cockroach_play_names_an_address_it_cannot_listen_on_and_announces_nothing(capsys):
@@ -569,7 +624,7 @@ def test_cockroach_replay_names_an_output_it_cannot_write_and_writes_into_a_pipe
     if os.path.isdir("/proc"):
         assert replay.main([str(path), "-o", "/proc/cockroach-replay.html"]) == 2
         err = capsys.readouterr().err
-        assert "cannot write -o '/proc/cockroach-replay.html'" in err and "Traceback" not in err
+        assert "-o '/proc/cockroach-replay.html'" in err and "cannot create a file" in err and "Traceback" not in err
     pipe = tmp_path / "pipe.html"
     os.mkfifo(pipe)
     reader = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)

@@ -23,7 +23,7 @@ playwright_api = pytest.importorskip("playwright.sync_api")
 from cockroach_env.view import seat_view  # noqa: E402
 from play.store import GameStore  # noqa: E402
 
-from .play_server import running_server  # noqa: E402
+from .play_server import ManualClock, running_server  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [
@@ -60,13 +60,19 @@ def open_setup(browser, url: str, errors: list | None = None):
 def dom_state(page) -> dict:
     return page.evaluate(
         """() => {
-        const chips = (root) => Object.fromEntries([...root.querySelectorAll('.chip')].map(c => [c.dataset.card, Number(c.dataset.count)]));
+        const chips = (root) => Object.fromEntries(
+          [...root.querySelectorAll('.chip')].map(c => [c.dataset.card, Number(c.dataset.count)]));
         const seats = {};
-        for (const s of document.querySelectorAll('.seat[data-agent]')) seats[s.dataset.agent] = {hand: Number(s.dataset.handSize), collection: chips(s), toAct: s.dataset.toAct === '1'};
+        for (const s of document.querySelectorAll('.seat[data-agent]')) {
+          seats[s.dataset.agent] = {
+            hand: Number(s.dataset.handSize), collection: chips(s), toAct: s.dataset.toAct === '1'};
+        }
         const chain = document.querySelector('#chain');
         return {
           version: Number(document.body.dataset.version),
-          hand: Object.fromEntries([...document.querySelectorAll('#hand .card[data-card]')].map(c => [c.dataset.card, Number(c.dataset.count)])),
+          hand: Object.fromEntries(
+            [...document.querySelectorAll('#hand .card[data-card]')]
+              .map(c => [c.dataset.card, Number(c.dataset.count)])),
           seats, toAct: document.querySelector('#turn').dataset.toAct,
           chain: {claim: chain.dataset.claim, holder: chain.dataset.holder, card: chain.dataset.card},
           log: document.querySelectorAll('#log li').length,
@@ -102,8 +108,9 @@ def settle(page, session, seat, timeout=30.0) -> None:
     while not (session.over or session.seat_to_act.agent == seat):
         assert time.monotonic() < deadline, "the agents did not move"
         time.sleep(0.01)
-    # polled on a timer, not on animation frames (which a headless browser may hold back for a page in the background);
-    # the server's version is read again after each short wait, since it may move on meanwhile (the game's end, its save)
+    # polled on a timer, not on animation frames (which a headless browser may hold back for a page in the
+    # background); the server's version is read again after each short wait, since it may move on meanwhile (the
+    # game's end, its save)
     while True:
         version = session.version
         try:
@@ -150,9 +157,9 @@ def play_one_move(page, rng, use_keyboard: bool) -> None:
 
 
 def test_views_that_arrive_while_the_card_art_loads_end_on_the_latest(browser, tmp_path):
-    """A reloaded page waits for its card art before it shows a view; views that the server pushes meanwhile must be shown
-    in order, however the art requests are answered, so the page ends on the server's latest version (it once ended on
-    an older one and stayed there: each view fetched the art anew and the answers came back out of order).
+    """A reloaded page waits for its card art before it shows a view; views that the server pushes meanwhile must be
+    shown in order, however the art requests are answered, so the page ends on the server's latest version (it once
+    ended on an older one and stayed there: each view fetched the art anew and the answers came back out of order).
     """
     store = GameStore(max_games=2, idle_seconds=600)
     with running_server(store) as (url, app):
@@ -188,9 +195,38 @@ def test_views_that_arrive_while_the_card_art_loads_end_on_the_latest(browser, t
         assert not errors, errors
 
 
+def test_a_page_refused_for_good_stops_reconnecting(browser):
+    """A game that expired (4410) or never was (4404) closes the page's WebSocket for good: the page says so and opens
+    no other (it once reconnected forever, as the server refused at the handshake, which a page sees as 1006).
+    """
+    clock = ManualClock()
+    store = GameStore(max_games=2, idle_seconds=600, clock=clock)
+    with running_server(store) as (url, app):
+        page = open_setup(browser, url)
+        sockets = []
+        page.on("websocket", lambda ws: sockets.append(ws))
+        page.click("#start")
+        page.wait_for_selector("#hand .card")
+        page.wait_for_function("document.querySelector('#status').dataset.connected === '1'")
+        session = next(iter(store))
+        clock.advance(601)
+        gone = page.request.get(f"{url}/api/games/{session.game_id}?token={session.seats[0].token}")
+        assert gone.status == 404
+        page.wait_for_function("document.querySelector('#status').textContent.startsWith('game closed')")
+        page.wait_for_timeout(2500)  # a page that retries does so after 0.5 s, then 1 s
+        assert len(sockets) == 1, f"the page opened {len(sockets)} WebSockets"
+        other = browser.new_page()
+        opened = []
+        other.on("websocket", lambda ws: opened.append(ws))
+        other.goto(f"{url}/?game=unknown&token=x")
+        other.wait_for_function("document.querySelector('#status').textContent.startsWith('game closed')")
+        other.wait_for_timeout(2500)
+        assert len(opened) == 1, f"the page opened {len(opened)} WebSockets"
+
+
 def test_a_second_key_press_does_not_answer_the_next_card(browser):
-    """T pressed twice answers the card on the table once: the second press, sent before the first answer came back, must
-    not answer the card the agent offers next, which the human has not seen (in the duel an honest agent's claim is
+    """T pressed twice answers the card on the table once: the second press, sent before the first answer came back,
+    must not answer the card the agent offers next, which the human has not seen (in the duel an honest agent's claim is
     true, so calling it true gives it the card and it offers the next one at once).
     """
     store = GameStore(max_games=2, idle_seconds=600)

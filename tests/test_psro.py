@@ -1,4 +1,6 @@
-"""PSRO: the population opponents of the PPO loop, mixture agents and checkpoints, and the PSRO loop with exact resume."""
+"""PSRO: the population opponents of the PPO loop, mixture agents and checkpoints, and the PSRO loop with exact
+resume.
+"""
 
 from __future__ import annotations
 
@@ -16,12 +18,12 @@ pytest.importorskip("yaml")
 
 import baselines  # noqa: E402
 from cockroach_env import GameConfig  # noqa: E402
-from training import checkpoint as ckpt  # noqa: E402
-from training.arena import play_match  # noqa: E402
-from training.checkpoint import save_mixture_checkpoint  # noqa: E402
-from training.config import load_config  # noqa: E402
-from training.mixture import MixtureAgent  # noqa: E402
-from training.model import ActorCritic  # noqa: E402
+from training.core import checkpoint as ckpt  # noqa: E402
+from training.core.checkpoint import save_mixture_checkpoint  # noqa: E402
+from training.core.config import load_config  # noqa: E402
+from training.core.mixture import MixtureAgent  # noqa: E402
+from training.core.model import ActorCritic  # noqa: E402
+from training.evaluation.arena import play_match  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_PSRO = [
@@ -39,7 +41,7 @@ TINY_PSRO = [
 
 
 def _psro(tmp_path, name: str, iterations: int, *extra: str) -> int:
-    from training.cli import main
+    from training.cli.train import main
 
     sets = [*TINY_PSRO, f"name={name}", f"output_dir={tmp_path}", f"psro.iterations={iterations}"]
     return main(["--no-progress", *[a for s in sets for a in ("--set", s)], *extra])
@@ -49,7 +51,7 @@ def _psro(tmp_path, name: str, iterations: int, *extra: str) -> int:
 
 
 def test_population_tables_seat_the_learner_and_draw_every_other_seat_from_the_weights():
-    from training.ppo import POLICY_SEAT, POPULATION_SEAT, FixedOpponents, Population, Tables
+    from training.algorithms.ppo import POLICY_SEAT, POPULATION_SEAT, FixedOpponents, Population, Tables
 
     game = GameConfig(num_players=4)
     config = load_config(
@@ -70,7 +72,7 @@ def test_population_tables_seat_the_learner_and_draw_every_other_seat_from_the_w
 
 
 def test_a_population_is_refused_without_its_weight_and_with_bad_weights(tmp_path):
-    from training.ppo import Population, train
+    from training.algorithms.ppo import Population, train
 
     game = GameConfig(num_players=2)
     with pytest.raises(ValueError, match=r"population weights \[-1.0, 2.0\] are not allowed"):
@@ -170,14 +172,17 @@ def test_psro_trains_a_mixture_and_an_interrupted_run_resumes_exactly(tmp_path):
     assert whole.metadata["mixture"] == split.metadata["mixture"]
     assert len(split.metadata["commands"]) == 2
     timing = ("wall_seconds", "best_response_seconds", "payoff_seconds")
-    rows = lambda path: [{k: v for k, v in row.items() if k not in timing} for row in csv.DictReader(path.open())]  # noqa: E731
+
+    def rows(path):
+        return [{k: v for k, v in row.items() if k not in timing} for row in csv.DictReader(path.open())]
+
     assert rows(run / "psro.csv") == rows(tmp_path / "split" / "psro.csv")
 
     # the result plays in cockroach-eval and refuses a resume with another config
-    from training.eval_cli import main as evaluate
+    from training.cli.eval import main as evaluate
 
     assert evaluate([str(run / "final"), "random", "--preset", "mini", "--games", "8", "--quiet"]) == 0
-    from training.exploitability import main as exploit
+    from training.cli.exploit import main as exploit
 
     assert (
         exploit([str(run / "final"), "--exact", "--json", str(tmp_path / "exact.json")]) == 0
@@ -190,17 +195,19 @@ def test_psro_trains_a_mixture_and_an_interrupted_run_resumes_exactly(tmp_path):
 
 
 def test_overwrite_retires_the_replaced_runs_checkpoints_before_the_new_run_writes(tmp_path, capsys, monkeypatch):
-    """A PSRO run started again with ``--overwrite`` and stopped in its first iteration leaves no checkpoint of the replaced
-    run for ``--resume`` to continue (under the new run's ``psro.csv``), nor its ``final`` mixture: only the new run's own.
+    """A PSRO run started again with ``--overwrite`` and stopped in its first iteration leaves no checkpoint of the
+    replaced
+    run for ``--resume`` to continue (under the new run's ``psro.csv``), nor its ``final`` mixture: only the new run's
+    own.
     """
-    import training.psro
+    import training.algorithms.psro
 
     assert _psro(tmp_path, "again", 2) == 0
 
     def killed(*args, **kwargs):
         raise KeyboardInterrupt("second SIGINT")
 
-    monkeypatch.setattr(training.psro, "train_best_response", killed)
+    monkeypatch.setattr(training.algorithms.psro, "train_best_response", killed)
     assert _psro(tmp_path, "again", 2, "--overwrite") == 130
     monkeypatch.undo()
     assert not (tmp_path / "again" / "final.json").exists()
@@ -216,10 +223,10 @@ def test_a_signal_during_the_first_iterations_best_response_leaves_a_run_that_re
     """
     import signal
 
-    import training.ppo
+    import training.algorithms.ppo
 
     assert _psro(tmp_path, "whole", 1) == 0
-    rollout, calls = training.ppo._rollout, []
+    rollout, calls = training.algorithms.ppo._rollout, []
 
     def ctrl_c_in_the_first_rollout(*args, **kwargs):
         calls.append(1)
@@ -227,7 +234,7 @@ def test_a_signal_during_the_first_iterations_best_response_leaves_a_run_that_re
             signal.raise_signal(signal.SIGINT)
         return rollout(*args, **kwargs)
 
-    monkeypatch.setattr(training.ppo, "_rollout", ctrl_c_in_the_first_rollout)
+    monkeypatch.setattr(training.algorithms.ppo, "_rollout", ctrl_c_in_the_first_rollout)
     assert _psro(tmp_path, "split", 1) == 130
     monkeypatch.undo()
     assert "--resume" in capsys.readouterr().err
@@ -280,7 +287,7 @@ def test_init_from_a_mixture_seeds_psro_with_every_member_and_ppo_with_the_heavi
             torch.equal(final.group(f"member.{k}.model")[key], value) for key, value in model.state_dict().items()
         )
     # anything else (PPO) starts from the heaviest member
-    from training.cli import _initial_weights
+    from training.cli.train import _initial_weights
 
     weights, population, base_run = _initial_weights(
         str(tmp_path / "seed"), load_config(None, ["game.preset=mini", "model.hidden_sizes=[16]"])
@@ -290,7 +297,7 @@ def test_init_from_a_mixture_seeds_psro_with_every_member_and_ppo_with_the_heavi
 
 
 def test_exact_evaluation_weights_a_mixture_by_reach():
-    from training.exact import nash_conv
+    from training.evaluation.exact import nash_conv
 
     game = GameConfig.from_options(preset="mini")
     members = [baselines.make("random", game, seed=0), baselines.make("honest", game, seed=0)]
@@ -300,11 +307,12 @@ def test_exact_evaluation_weights_a_mixture_by_reach():
 
 
 def test_the_psro_config_is_validated():
-    from training.config import ConfigError
+    from training.core.config import ConfigError
 
     with pytest.raises(
         ConfigError,
-        match=r"meta_solver='nash' is not allowed; expected one of \['alpharank', 'prd', 'regret_matching', 'uniform'\]",
+        match=r"meta_solver='nash' is not allowed; expected one of \['alpharank', 'prd', 'regret_matching', "
+        r"'uniform'\]",
     ):
         load_config(None, ["psro.meta_solver=nash"])
     with pytest.raises(
@@ -334,7 +342,7 @@ def test_the_psro_config_is_validated():
 
 
 def test_a_robust_best_response_keeps_the_configs_opponent_mix_beside_the_population(tmp_path):
-    from training.psro import _best_response_config
+    from training.algorithms.psro import _best_response_config
 
     sets = [
         "algorithm=psro",
@@ -359,7 +367,7 @@ def test_a_robust_best_response_keeps_the_configs_opponent_mix_beside_the_popula
 def ray_cluster():
     """One local Ray cluster of 2 CPUs for the Ray tests (``--ray`` and the executors use it)."""
     pytest.importorskip("ray")
-    from training.distributed import executor
+    from training.core.distributed import executor
 
     workers = executor("local", num_cpus=2)
     yield workers
@@ -368,7 +376,9 @@ def ray_cluster():
 
 @pytest.mark.slow
 def test_psro_on_a_local_ray_cluster_gives_the_single_process_result(tmp_path, ray_cluster):
-    """Two best responses per iteration and the payoff tables run as Ray tasks on a local cluster: the same mixture as in one process."""
+    """Two best responses per iteration and the payoff tables run as Ray tasks on a local cluster: the same mixture as
+    in one process.
+    """
     parallel = ["--set", "psro.best_responses_per_iteration=2"]
     assert _psro(tmp_path, "here", 2, *parallel) == 0
     assert _psro(tmp_path, "ray", 2, *parallel, "--ray") == 0
@@ -382,14 +392,14 @@ def test_psro_on_a_local_ray_cluster_gives_the_single_process_result(tmp_path, r
 
 
 def test_ray_is_refused_for_ppo():
-    from training.cli import main
+    from training.cli.train import main
 
     assert main(["--ray", "--set", "algorithm=ppo", "--print-config"]) == 0  # printing needs no cluster
     assert main(["--ray", "--set", "schedule.total_decisions=10", "--set", "output_dir=/nonexistent-psro-test"]) == 2
 
 
 def test_cockroach_exploit_trains_against_a_mixture_drawn_per_seat_and_game(tmp_path, capsys):
-    from training.exploitability import main
+    from training.cli.exploit import main
 
     game = GameConfig(num_players=3)
     models = [ActorCritic(game, [8], seed=s) for s in range(2)]
@@ -440,7 +450,8 @@ def test_cockroach_exploit_trains_against_a_mixture_drawn_per_seat_and_game(tmp_
         main([*argv, "--start-member", "a", "--from-scratch"]) == 2
         and "--from-scratch starts from a random network" in capsys.readouterr().err
     )
-    # every start: the runs are checked before any is trained (from-a exists), then one run per member, the worst reported
+    # every start: the runs are checked before any is trained (from-a exists), then one run per member, the worst
+    # reported
     every = [*argv, "--json", str(every_report), "--start-member", "all", *[a for s in sets for a in ("--set", s)]]
     assert main(every) == 2 and "exploit_mix-from-a already holds a best-response run" in capsys.readouterr().err
     assert not (tmp_path / "exploit_mix-from-b").exists()
@@ -476,8 +487,10 @@ def test_cockroach_exploit_trains_against_a_mixture_drawn_per_seat_and_game(tmp_
 
 
 def test_cockroach_exploit_starts_from_a_network_outside_the_mixture(tmp_path, capsys):
-    """``--start-from CKPT``: one more start, from a network that is not a member, reported beside the members' starts."""
-    from training.exploitability import main
+    """``--start-from CKPT``: one more start, from a network that is not a member, reported beside the members'
+    starts.
+    """
+    from training.cli.exploit import main
 
     game = GameConfig(num_players=3)
     spec = {"hidden_sizes": [8], "activation": "tanh", "card_counting": False}
@@ -519,7 +532,8 @@ def test_cockroach_exploit_starts_from_a_network_outside_the_mixture(tmp_path, c
     run = ckpt.read_metadata(tmp_path / "exploit_mix-from-strong" / "checkpoint")
     assert run["progress"]["population"]["names"] == ["a", "b"]  # it plays the mixture
     assert "worst over 2 starts" in capsys.readouterr().out
-    # its weights, not a member's, are where the best response began: after one small update it is still the outside network
+    # its weights, not a member's, are where the best response began: after one small update it is still the outside
+    # network
     assert (
         main(
             [*argv, "--start-member", "a", "--start-from", str(tmp_path / "strong"), "--overwrite", "--decisions", "1"]
@@ -533,7 +547,8 @@ def test_cockroach_exploit_starts_from_a_network_outside_the_mixture(tmp_path, c
 
     assert distance(outside) < 0.02 < 0.2 < min(distance(m) for m in models)
     assert [r["start_member"] for r in json.loads(report.read_text())["starts"]] == ["a", "strong (--start-from)"]
-    # a --start-from with the weights of a start already planned (a member saved on its own, a file given twice) trains once
+    # a --start-from with the weights of a start already planned (a member saved on its own, a file given twice) trains
+    # once
     ckpt.save_checkpoint(
         tmp_path / "a_alone",
         {f"model.{k}": v for k, v in models[0].state_dict().items()},
@@ -563,11 +578,13 @@ def test_cockroach_exploit_starts_from_a_network_outside_the_mixture(tmp_path, c
     assert main([str(tmp_path / "a_alone"), *argv[1:], "--start-from", str(tmp_path / "strong"), "--overwrite"]) == 0
     out = capsys.readouterr().out
     assert re.search(
-        r"worst over 2 starts: from (its own weights \(a_alone\)|strong \(--start-from\)), .* \(by start: its own weights \(a_alone\) [+-][\d.]+, strong \(--start-from\) [+-][\d.]+\)",
+        r"worst over 2 starts: from (its own weights \(a_alone\)|strong \(--start-from\)), .* \(by start: its "
+        r"own weights \(a_alone\) [+-][\d.]+, strong \(--start-from\) [+-][\d.]+\)",
         out,
     ), out
     assert [r["start_member"] for r in json.loads(report.read_text())["starts"]] == [None, "strong (--start-from)"]
-    # refused before anything is trained: another network shape, a mixture, a missing file, two starts of one name, --from-scratch
+    # refused before anything is trained: another network shape, a mixture, a missing file, two starts of one name,
+    # --from-scratch
     ckpt.save_checkpoint(
         tmp_path / "elsewhere" / "strong",
         {f"model.{k}": v for k, v in ActorCritic(game, [8], seed=10).state_dict().items()},
@@ -602,7 +619,7 @@ def test_cockroach_exploit_starts_from_a_network_outside_the_mixture(tmp_path, c
 @pytest.mark.slow
 def test_a_league_on_a_local_ray_cluster_equals_the_league_here(ray_cluster):
     import baselines
-    from training.arena import play_league
+    from training.evaluation.arena import play_league
 
     game = GameConfig(num_players=2)
     pool = [
@@ -623,7 +640,7 @@ def test_cockroach_mixture_on_a_local_ray_cluster_plays_the_tables_of_one_proces
     """``cockroach-mixture --ray``: exploiter tables, baseline games and meta-game tables as Ray tasks give the same
     tables, weights and payoff cache as the single-process build; a cache written by one serves the other.
     """
-    from training.mixture_cli import main
+    from training.cli.mixture import main
 
     game = GameConfig.from_options(preset="mini-3p")
     spec = {"hidden_sizes": [8], "activation": "tanh", "card_counting": False}
@@ -710,8 +727,10 @@ def test_cockroach_mixture_on_a_local_ray_cluster_plays_the_tables_of_one_proces
 def test_cockroach_exploit_on_a_local_ray_cluster_trains_every_start_at_once_with_the_reports_of_one_process(
     tmp_path, capsys, ray_cluster
 ):
-    """``cockroach-exploit --ray``: each start's best response is a Ray task; the reports and networks are those of the starts trained one after another."""
-    from training.exploitability import main
+    """``cockroach-exploit --ray``: each start's best response is a Ray task; the reports and networks are those of the
+    starts trained one after another.
+    """
+    from training.cli.exploit import main
 
     game = GameConfig(num_players=3)
     spec = {"hidden_sizes": [8], "activation": "tanh", "card_counting": False}

@@ -14,7 +14,7 @@ from cockroach_env import raw_env
 from cockroach_env.config import GameConfig
 from cockroach_env.encoding import encoding_for, max_decisions, public_moves, recall_moves
 from cockroach_env.observation import decode_observation
-from training.exact import build_tree
+from training.evaluation.exact import build_tree
 
 from .conftest import legal_actions
 
@@ -122,10 +122,12 @@ def test_an_explicit_deal_with_more_cards_in_hand_than_the_recall_slots_allow_is
 
 
 def test_an_agent_without_recall_plays_the_same_rules_with_recall_and_is_just_as_exploitable():
-    """``load_agent(name, config=rules with recall)`` reads the observation's prefix: same policy, same exact NashConv."""
+    """``load_agent(name, config=rules with recall)`` reads the observation's prefix: same policy, same exact
+    NashConv.
+    """
     from baselines.agent import RecallPrefixAgent
     from training import load_agent
-    from training.exact import evaluate, game_tree
+    from training.evaluation.exact import evaluate, game_tree
 
     plain, recall = GameConfig.from_options("mini"), GameConfig.from_options("mini", recall=True)
     wrapped = load_agent("mini", config=recall)
@@ -138,25 +140,30 @@ def test_an_agent_without_recall_plays_the_same_rules_with_recall_and_is_just_as
 
 
 def test_the_shipped_recall_agent_meets_its_table_and_shares_it_with_an_agent_without_recall():
-    """``mini-recall`` (CFR on the recall observation): exact NashConv under issue 13's 0.02; it plays ``mini`` at one table."""
+    """``mini-recall`` (CFR on the recall observation): exact NashConv under issue 13's 0.02; it plays ``mini`` at one
+    table.
+    """
     from training import load_agent
-    from training.arena import play_match
-    from training.checkpoint import read_metadata
-    from training.exact import evaluate, game_tree
+    from training.core.checkpoint import read_metadata
+    from training.evaluation.arena import play_match
+    from training.evaluation.exact import evaluate, game_tree
 
     recall = GameConfig.from_options("mini", recall=True)
     agent = load_agent("mini-recall", seed=0)
     assert agent.config == recall
     nash_conv = evaluate(agent, recall, game_tree(recall)).nash_conv
     assert nash_conv <= 0.02
-    # the recorded figure is the network's own; float32 forward passes differ in the last bits between CPU kernels and builds
+    # the recorded figure is the network's own; float32 forward passes differ in the last bits between CPU kernels and
+    # builds
     assert nash_conv == pytest.approx(read_metadata("mini-recall")["exact"]["nash_conv"], rel=1e-4)
     result = play_match(["mini-recall", "mini"], recall, games=200, seed=1)
     assert sum(result.report(name).games for name in ("mini-recall", "mini")) == 400
 
 
 def test_openspiel_observation_tensor_is_the_recall_observation():
-    """The OpenSpiel parameter ``recall``: ``observation_tensor`` is the AEC env's recall observation, step by step from the same deal."""
+    """The OpenSpiel parameter ``recall``: ``observation_tensor`` is the AEC env's recall observation, step by step
+    from the same deal.
+    """
     pyspiel = pytest.importorskip("pyspiel")
     import cockroach_env.openspiel as cos
     from cockroach_env.record import deal_of, env_from_deal

@@ -52,7 +52,9 @@ def test_recall_plays_like_the_env(config, backend):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_recall_with_explicit_and_queued_deals_plays_like_the_env(backend):
-    """``reset(deals=...)`` with more deals than games: the re-deals take the queued ones (rare Royal paths: draws, specials to hand)."""
+    """``reset(deals=...)`` with more deals than games: the re-deals take the queued ones (rare Royal paths: draws,
+    specials to hand).
+    """
     config = GameConfig(num_players=3, edition="royal", recall=True)
     deals = crafted_royal_deals(config, 60, np.random.default_rng(7))
     seen = differential(config, backend, batch_size=4, finished_games=30, seed=7, deals=deals)
@@ -150,7 +152,9 @@ def deal_of(env) -> Deal:
 def test_recall_observation_is_unchanged_when_everything_the_viewer_cannot_see_is_reshuffled(
     preset, num_players, backend
 ):
-    """tests/test_no_leak.py's reshuffle, played on the batched engine: the seat to act sees the same observation in both games."""
+    """tests/test_no_leak.py's reshuffle, played on the batched engine: the seat to act sees the same observation in
+    both games.
+    """
     rng = np.random.default_rng(num_players)
     compared = recall_changed = 0
     for seed in range(10):
@@ -189,7 +193,7 @@ def test_the_arena_plays_recall_configs_on_both_engines(config):
     """Baselines read the observation by segment name: with recall they play the very same games, on either engine."""
     from dataclasses import replace
 
-    from training.arena import play_match
+    from training.evaluation.arena import play_match
 
     lineup = ["heuristic", "bluffer", "random"]
     batched = play_match(lineup, config, games=24, seed=3, engine="batched", batch_size=8)
@@ -224,22 +228,34 @@ def test_recall_layouts_the_engine_does_not_write_are_refused():
 
 
 def test_an_agent_trained_on_recall_observations_plays_in_the_arena(tmp_path):
-    """``cockroach-train`` with ``game.recall`` (PPO on the batched engine), then the agent in the arena on both engines and in ``cockroach-eval``."""
+    """``cockroach-train`` with ``game.recall`` (PPO on the batched engine), then the agent in the arena on both
+    engines and in ``cockroach-eval``.
+    """
     pytest.importorskip("torch")
     pytest.importorskip("safetensors")
     pytest.importorskip("yaml")
     from pathlib import Path
 
-    from training import checkpoint as ckpt
-    from training.arena import play_match
-    from training.cli import main as train
-    from training.eval_cli import main as evaluate
+    from training.cli.eval import main as evaluate
+    from training.cli.train import main as train
+    from training.core import checkpoint as ckpt
+    from training.evaluation.arena import play_match
 
     sets = [
-        "game.recall=true", "ppo.num_envs=8", "ppo.num_steps=8", "ppo.num_minibatches=2", "ppo.update_epochs=1", "model.hidden_sizes=[16]",
-        "opponents.snapshot_every=1", "schedule.checkpoint_every=2", f"schedule.total_decisions={2 * 8 * 8}", "evaluation.every=0",
-        "evaluation.final_games=8", "name=recall", f"output_dir={tmp_path}",
-    ]  # fmt: skip
+        "game.recall=true",
+        "ppo.num_envs=8",
+        "ppo.num_steps=8",
+        "ppo.num_minibatches=2",
+        "ppo.update_epochs=1",
+        "model.hidden_sizes=[16]",
+        "opponents.snapshot_every=1",
+        "schedule.checkpoint_every=2",
+        f"schedule.total_decisions={2 * 8 * 8}",
+        "evaluation.every=0",
+        "evaluation.final_games=8",
+        "name=recall",
+        f"output_dir={tmp_path}",
+    ]
     config_path = Path(__file__).resolve().parents[1] / "configs" / "ppo_mini.yaml"
     assert train(["--config", str(config_path), "--no-progress", *[a for s in sets for a in ("--set", s)]]) == 0
     config = GameConfig.from_options("mini", recall=True)
@@ -266,8 +282,10 @@ def test_an_agent_trained_on_recall_observations_plays_in_the_arena(tmp_path):
 
 
 def test_an_explicit_deal_with_more_cards_in_hand_than_the_recall_slots_allow_is_refused_as_by_the_env():
-    """The batched engine refuses the deal the env refuses (``cockroach_env.encoding.check_recall_deal``): a duel dealt 64
-    cards where it deals 54 could outrun the observation's move slots (it raised 'made more than max_decisions' mid-game).
+    """The batched engine refuses the deal the env refuses (``cockroach_env.encoding.check_recall_deal``): a duel dealt
+    64
+    cards where it deals 54 could outrun the observation's move slots (it raised 'made more than max_decisions'
+    mid-game).
     """
     config = GameConfig.from_options("duel", recall=True)
     deal = Deal(0, [[4] * 8, [4] * 8], [[0] * 8, [0] * 8], [0] * 8, [])

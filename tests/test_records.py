@@ -11,9 +11,9 @@ import pytest
 
 from cockroach_env import raw_env
 from cockroach_env.record import RecordError, deal_of, game_record, load_record, replay_record, save_record
-from training import eval_cli
-from training.arena import play_match
-from training.game_saving import GameSaver
+from training.cli import eval as eval_cli
+from training.evaluation.arena import play_match
+from training.evaluation.game_saving import GameSaver
 
 from .conftest import legal_actions
 

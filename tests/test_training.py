@@ -17,9 +17,11 @@ pytest.importorskip("yaml")
 
 import baselines  # noqa: E402
 from cockroach_env import GameConfig, env  # noqa: E402
-from training import checkpoint as ckpt  # noqa: E402
-from training.config import ConfigError, load_config  # noqa: E402
-from training.model import ActorCritic, PolicyAgent  # noqa: E402
+from training.cli import checkpoint as checkpoint_cli  # noqa: E402
+from training.core import checkpoint as ckpt  # noqa: E402
+from training.core.checkpoint import files as checkpoint_files  # noqa: E402
+from training.core.config import ConfigError, load_config  # noqa: E402
+from training.core.model import ActorCritic, PolicyAgent  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
@@ -76,7 +78,7 @@ def test_overrides_use_dotted_keys_and_yaml_values():
 
 
 def test_help_lists_every_option_with_its_documentation():
-    from training.cli import build_parser
+    from training.cli.train import build_parser
 
     text = build_parser().format_help()
     for key in (
@@ -91,7 +93,7 @@ def test_help_lists_every_option_with_its_documentation():
 
 
 def test_importing_training_does_not_import_torch():
-    code = "import sys, training, training.arena; assert 'torch' not in sys.modules, 'torch imported'"
+    code = "import sys, training, training.evaluation.arena; assert 'torch' not in sys.modules, 'torch imported'"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
@@ -156,14 +158,14 @@ def test_a_failure_in_the_middle_of_a_save_leaves_the_previous_checkpoint_intact
     old, new = _model(0), _model(1)
     _save(tmp_path / "agent", old)
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
-    real_write = ckpt._write_temporary
+    real_write = checkpoint_files._write_temporary
 
     def failing_write(final, data):
         if final.suffix == ".json":  # the tensor file is written, the metadata is being written
             raise OSError(28, "No space left on device")
         return real_write(final, data)
 
-    monkeypatch.setattr(ckpt, "_write_temporary", failing_write)
+    monkeypatch.setattr(checkpoint_files, "_write_temporary", failing_write)
     with pytest.raises(OSError, match="No space left"):
         _save(tmp_path / "agent", new)
     monkeypatch.undo()
@@ -259,7 +261,7 @@ def test_a_loaded_checkpoint_is_a_protocol_agent_that_plays_legal_moves_in_the_a
     game = env(num_players=4)
     for seed in range(3):
         game.reset(seed=seed)
-        for name in game.agent_iter():
+        for _name in game.agent_iter():
             observation, _, terminated, truncated, _ = game.last()
             if terminated or truncated:
                 game.step(None)
@@ -321,11 +323,14 @@ TINY = [
     "evaluation.every=2",
     "evaluation.games=8",
     "evaluation.final_games=8",
+    "warm_start.decisions=200",
+    "warm_start.num_envs=16",
+    "warm_start.epochs=1",
 ]
 
 
 def _train(tmp_path, name: str, updates: int, *extra: str) -> int:
-    from training.cli import main
+    from training.cli.train import main
 
     sets = [*TINY, f"name={name}", f"output_dir={tmp_path}", f"schedule.total_decisions={updates * 16 * 8}"]
     argv = [
@@ -366,12 +371,12 @@ def test_train_checkpoint_resume_load_and_evaluate_on_a_tiny_budget(tmp_path):
     assert _metrics(run / "metrics.csv") == _metrics(tmp_path / "split" / "metrics.csv")
 
     # The final agent loads as a protocol agent and plays in the arena.
-    from training.arena import play_match
+    from training.evaluation.arena import play_match
 
     agent = ckpt.load_agent(run / "final", seed=0)
     result = play_match([agent, "random*3"], GameConfig(num_players=4), games=40, seed=0)
     assert result.report("whole").games == 40
-    from training.eval_cli import main as evaluate
+    from training.cli.eval import main as evaluate
 
     assert evaluate([str(run / "final.safetensors"), "heuristic", "honest", "random", "--games", "8", "--quiet"]) == 0
     meta = ckpt.read_metadata(run / "final")
@@ -383,7 +388,9 @@ def test_train_checkpoint_resume_load_and_evaluate_on_a_tiny_budget(tmp_path):
 
 
 def test_a_run_with_an_exploiter_and_a_magnet_trains_both_networks_and_resumes_exactly(tmp_path):
-    """The exploiter (its weights and Adam state) is in the run checkpoint; a reset puts it in the pool and restarts it from the policy."""
+    """The exploiter (its weights and Adam state) is in the run checkpoint; a reset puts it in the pool and restarts it
+    from the policy.
+    """
     exploiter = [
         "--set",
         "opponents.exploiter=0.5",
@@ -433,18 +440,21 @@ def test_a_run_with_an_exploiter_and_a_magnet_trains_both_networks_and_resumes_e
 
 
 def test_shared_reward_gives_the_policys_seats_their_mean_at_tables_with_another_agent():
-    from training.ppo import EXPLOITER_SEAT, POLICY_SEAT, shared_rewards
+    from training.algorithms.ppo import EXPLOITER_SEAT, POLICY_SEAT, shared_rewards
 
     P, X = POLICY_SEAT, EXPLOITER_SEAT
     owner = np.array([[P, P, P, P], [P, X, P, P], [P, 2, 2, 2], [P, P, 3, 3], [P, X, P, P]])
     third = 1 / 3
-    rewards = np.array([
-        [-1, third, third, third],  # self-play: every seat keeps its own reward
-        [third, -1, third, third],  # the exploiter lost: the three policy seats gain 1 together, a third each
-        [-1, third, third, third],  # one policy seat against a baseline: unchanged
-        [-1, third, third, third],  # two policy seats against a snapshot: they share -2/3
-        [third, third, -1, third],  # not finished now: unchanged
-    ], np.float32)  # fmt: skip
+    rewards = np.array(
+        [
+            [-1, third, third, third],  # self-play: every seat keeps its own reward
+            [third, -1, third, third],  # the exploiter lost: the three policy seats gain 1 together, a third each
+            [-1, third, third, third],  # one policy seat against a baseline: unchanged
+            [-1, third, third, third],  # two policy seats against a snapshot: they share -2/3
+            [third, third, -1, third],  # not finished now: unchanged
+        ],
+        np.float32,
+    )
     out = shared_rewards(rewards, np.array([0, 1, 2, 3]), owner)
     assert (
         out[0] == pytest.approx(rewards[0])
@@ -453,7 +463,8 @@ def test_shared_reward_gives_the_policys_seats_their_mean_at_tables_with_another
     )
     assert out[1] == pytest.approx([third, -1, third, third])
     assert out[3] == pytest.approx([-third, -third, third, third])
-    # a policy seat lost to the exploiter: the team shares -1 + 2/3 = -1/3, and still gets exactly what the exploiter loses
+    # a policy seat lost to the exploiter: the team shares -1 + 2/3 = -1/3, and still gets exactly what the exploiter
+    # loses
     lost = shared_rewards(np.array([[-1, third, third, third]], np.float32), np.array([0]), owner[1:2])
     assert lost[0] == pytest.approx([-1 / 9, third, -1 / 9, -1 / 9]) and lost[0][owner[1] == P].sum() == pytest.approx(
         -third
@@ -483,8 +494,10 @@ def test_a_run_with_shared_rewards_trains_another_policy_and_resumes_exactly(tmp
 
 
 def test_checkpoint_opponents_seat_the_learner_and_each_other_seat_draws_from_that_checkpoint(tmp_path):
-    """``opponents.checkpoints``: a table of a saved agent puts it in every other seat; a mixture's seats draw their members."""
-    from training.ppo import (
+    """``opponents.checkpoints``: a table of a saved agent puts it in every other seat; a mixture's seats draw their
+    members.
+    """
+    from training.algorithms.ppo import (
         POLICY_SEAT,
         POPULATION_SEAT,
         FixedOpponents,
@@ -501,8 +514,16 @@ def test_checkpoint_opponents_seat_the_learner_and_each_other_seat_draws_from_th
         ["a", "b"],
         {"name": "mix", "game_config": GAME.to_dict(), "model": SPEC},
     )
-    config = load_config(None, ["opponents.self_play=0", "opponents.snapshots=0", "opponents.baselines={}", "opponents.learner_seats=[1]",
-                                f"opponents.checkpoints={{{agent}: 1, {mixture}: 3}}"])  # fmt: skip
+    config = load_config(
+        None,
+        [
+            "opponents.self_play=0",
+            "opponents.snapshots=0",
+            "opponents.baselines={}",
+            "opponents.learner_seats=[1]",
+            f"opponents.checkpoints={{{agent}: 1, {mixture}: 3}}",
+        ],
+    )
     loaded = load_checkpoint_opponents(config, GAME)
     assert [g.names for g, _ in loaded.values()] == [["test"], ["a", "b"]] and loaded[str(mixture)][1][
         "sha256"
@@ -525,8 +546,17 @@ def test_checkpoint_opponents_seat_the_learner_and_each_other_seat_draws_from_th
     )  # ... the mixture's members 1 and 2, by their weights
 
     # checkpoint_seats=1: a checkpoint takes one seat and the policy all the others (an exploiter's table)
-    config = load_config(None, [*[f"opponents.{k}" for k in ("self_play=0", "snapshots=0", "baselines={heuristic: 1}", "learner_seats=[1]")],
-                                f"opponents.checkpoints={{{agent}: 1}}", "opponents.checkpoint_seats=1"])  # fmt: skip
+    config = load_config(
+        None,
+        [
+            *[
+                f"opponents.{k}"
+                for k in ("self_play=0", "snapshots=0", "baselines={heuristic: 1}", "learner_seats=[1]")
+            ],
+            f"opponents.checkpoints={{{agent}: 1}}",
+            "opponents.checkpoint_seats=1",
+        ],
+    )
     tables = Tables(config, GAME, 4000, FixedOpponents(None, load_checkpoint_opponents(config, GAME)))
     tables.draw(np.arange(4000), np.random.default_rng(0), {"heuristic": 1}, [])
     against_checkpoint = np.array(tables.kinds)[tables.kind] == checkpoint_kind(str(agent))
@@ -573,8 +603,11 @@ def test_a_run_against_checkpoints_logs_them_resumes_exactly_and_refuses_changed
     assert ckpt.load_checkpoint(tmp_path / "split" / "checkpoint", kind="run").metadata["step"]["update"] == 8
 
     other_rules = tmp_path / "two"
-    ckpt.save_checkpoint(other_rules, {f"model.{k}": v for k, v in ActorCritic(GameConfig(num_players=2), [16]).state_dict().items()},
-                         {"kind": "agent", "game_config": GameConfig(num_players=2).to_dict(), "model": SPEC})  # fmt: skip
+    ckpt.save_checkpoint(
+        other_rules,
+        {f"model.{k}": v for k, v in ActorCritic(GameConfig(num_players=2), [16]).state_dict().items()},
+        {"kind": "agent", "game_config": GameConfig(num_players=2).to_dict(), "model": SPEC},
+    )
     for entry, name in ((tmp_path / "nowhere", "missing"), (other_rules, "rules")):
         assert _train(tmp_path, name, 2, "--set", f"opponents.checkpoints={{{entry}: 1}}") == 2
         assert not list((tmp_path / name).glob("*"))  # refused before anything was written
@@ -590,7 +623,7 @@ def test_resume_refuses_a_changed_config(tmp_path):
 
 
 def test_card_counting_inputs_are_derived_from_the_observation_and_round_trip(tmp_path):
-    from training.model import CardCounting
+    from training.core.model import CardCounting
 
     features = CardCounting(GAME)
     enc_obs = np.zeros((1, ActorCritic(GAME, [4]).observation_size), np.float32)
@@ -665,7 +698,9 @@ def test_the_edge_by_decision_benchmark_plays_every_hybrid_and_refuses_a_mixture
 
 
 def test_a_portable_network_rebuilds_the_same_network_elsewhere():
-    """``ActorCritic.portable``: rules, shape and weights as plain data and tensors (what a Ray task receives); ``from_portable`` gives the same network."""
+    """``ActorCritic.portable``: rules, shape and weights as plain data and tensors (what a Ray task receives);
+    ``from_portable`` gives the same network.
+    """
     import pickle
 
     royal = GameConfig(num_players=3, edition="royal")
@@ -684,7 +719,7 @@ def test_a_portable_network_rebuilds_the_same_network_elsewhere():
 
 
 def test_exploitability_trains_a_best_response_against_a_frozen_checkpoint(tmp_path, capsys):
-    from training.exploitability import main
+    from training.cli.exploit import main
 
     _save(tmp_path / "target", _model())
     report = tmp_path / "report.json"
@@ -717,20 +752,28 @@ def test_exploitability_trains_a_best_response_against_a_frozen_checkpoint(tmp_p
 
 
 def test_a_stopped_best_response_continues_with_resume_to_the_uninterrupted_result(tmp_path, capsys, monkeypatch):
-    """Ctrl-C saves the best response's run; the same command with ``--resume`` continues it (re-running without is refused,
+    """Ctrl-C saves the best response's run; the same command with ``--resume`` continues it (re-running without is
+    refused,
     naming ``--resume``), and the report and weights equal those of a run that was never stopped.
     """
     import signal
 
-    import training.ppo
-    from training.exploitability import main
+    import training.algorithms.ppo
+    from training.cli.exploit import main
 
     _save(tmp_path / "target", _model())
     sets = ["ppo.num_envs=16", "ppo.num_steps=8", "evaluation.every=0", "schedule.checkpoint_every=2"]
-    argv = lambda out: [str(tmp_path / "target"), "--decisions", "512", "--games", "20", "--output-dir", str(tmp_path / out), "--json", str(tmp_path / f"{out}.json"),  # noqa: E731
-                        "--no-progress", *[a for s in sets for a in ("--set", s)]]  # fmt: skip
+
+    def argv(out):
+        return [
+            str(tmp_path / "target"),
+            *("--decisions", "512", "--games", "20", "--output-dir", str(tmp_path / out)),
+            *("--json", str(tmp_path / f"{out}.json"), "--no-progress"),
+            *[a for s in sets for a in ("--set", s)],
+        ]
+
     assert main(argv("whole")) == 0
-    rollout, calls = training.ppo._rollout, []
+    rollout, calls = training.algorithms.ppo._rollout, []
 
     def ctrl_c_in_the_second_rollout(*args, **kwargs):
         calls.append(1)
@@ -738,7 +781,7 @@ def test_a_stopped_best_response_continues_with_resume_to_the_uninterrupted_resu
             signal.raise_signal(signal.SIGINT)
         return rollout(*args, **kwargs)
 
-    monkeypatch.setattr(training.ppo, "_rollout", ctrl_c_in_the_second_rollout)
+    monkeypatch.setattr(training.algorithms.ppo, "_rollout", ctrl_c_in_the_second_rollout)
     assert main(argv("split")) == 130
     monkeypatch.undo()
     assert "--resume" in capsys.readouterr().err
@@ -755,7 +798,8 @@ def test_a_stopped_best_response_continues_with_resume_to_the_uninterrupted_resu
         main([*argv("split"), "--resume", "--json", str(tmp_path / "other.json"), "--set", "ppo.num_envs=32"]) == 2
     )  # another config: named
     assert "ppo.num_envs" in capsys.readouterr().err
-    # stopped before its first checkpoint: its logs are not replaced without --overwrite (or --resume, which starts it again)
+    # stopped before its first checkpoint: its logs are not replaced without --overwrite (or --resume, which starts it
+    # again)
     early = tmp_path / "early" / "exploit_target"
     early.mkdir(parents=True)
     (early / "metrics.csv").write_text("update\n")
@@ -766,9 +810,11 @@ def test_a_stopped_best_response_continues_with_resume_to_the_uninterrupted_resu
 
 
 def test_an_evaluation_reports_the_opponents_behaviour_beside_the_policys():
-    """``opponent_*``: the false offers, false passes and call accuracy of the opponents' seats together, as the arena counts them."""
-    from training.arena import play_match
-    from training.ppo import evaluate_agent
+    """``opponent_*``: the false offers, false passes and call accuracy of the opponents' seats together, as the arena
+    counts them.
+    """
+    from training.algorithms.ppo import evaluate_agent
+    from training.evaluation.arena import play_match
 
     model = _model()
     make = lambda i: PolicyAgent(model, GAME, seed=11 + i, name="policy")  # noqa: E731
@@ -787,7 +833,7 @@ def test_an_evaluation_reports_the_opponents_behaviour_beside_the_policys():
 
 
 def test_best_response_runs_of_two_runs_final_checkpoints_get_different_names():
-    from training.exploitability import _label
+    from training.evaluation.exploitability import checkpoint_label as _label
 
     assert _label("runs/ppo_4p/final") == "ppo_4p-final" and _label("runs/other/final.json") == "other-final"
     assert _label("classic-4p") == "classic-4p" and _label("agents/mine.safetensors") == "mine"
@@ -838,18 +884,20 @@ def test_an_export_refuses_an_existing_destination_unless_overwrite(tmp_path, ca
         ckpt.export_agent(tmp_path / "b", tmp_path / "out")
     assert (tmp_path / "out.json").read_bytes() == before  # nothing changed
     with pytest.raises(SystemExit, match="already exists"):
-        ckpt.main([str(tmp_path / "b"), "--export", str(tmp_path / "out")])
+        checkpoint_cli.main([str(tmp_path / "b"), "--export", str(tmp_path / "out")])
     with pytest.raises(ckpt.CheckpointError, match="is its source"):
         ckpt.export_agent(tmp_path / "a", tmp_path / "a", overwrite=True)
-    ckpt.main([str(tmp_path / "b"), "--export", str(tmp_path / "out"), "--overwrite"])
+    checkpoint_cli.main([str(tmp_path / "b"), "--export", str(tmp_path / "out"), "--overwrite"])
     assert _same_weights(ckpt.build_model(ckpt.load_checkpoint(tmp_path / "out")), second)
     with pytest.raises(SystemExit):
-        ckpt.main([str(tmp_path / "b"), "--overwrite"])  # --overwrite without --export
+        checkpoint_cli.main([str(tmp_path / "b"), "--overwrite"])  # --overwrite without --export
     assert "go with --export" in capsys.readouterr().err
 
 
 def test_a_run_exports_the_average_of_its_policy_and_its_late_policy_snapshots(tmp_path, capsys):
-    """``--average-from U``: the policy and every policy snapshot of the pool from update U on, averaged; exploiter snapshots are not the policy."""
+    """``--average-from U``: the policy and every policy snapshot of the pool from update U on, averaged; exploiter
+    snapshots are not the policy.
+    """
     sets = [
         "opponents.exploiter=0.5",
         "opponents.exploiter_reset_every=3",
@@ -871,8 +919,11 @@ def test_a_run_exports_the_average_of_its_policy_and_its_late_policy_snapshots(t
         ).mean(0)
         assert torch.allclose(value.double(), expected, atol=1e-6), key
     assert agent.metadata["averaged"] == {
-        "from_update": 3, "policy_update": 6, "snapshots": [{"id": e["id"], "update": e["update"]} for e in sorted(late, key=lambda e: e["update"])], "networks": 1 + len(late),
-    }  # fmt: skip
+        "from_update": 3,
+        "policy_update": 6,
+        "snapshots": [{"id": e["id"], "update": e["update"]} for e in sorted(late, key=lambda e: e["update"])],
+        "networks": 1 + len(late),
+    }
     assert ckpt.load_agent(path) is not None
 
     for source, value, message in [
@@ -887,10 +938,12 @@ def test_a_run_exports_the_average_of_its_policy_and_its_late_policy_snapshots(t
         with pytest.raises(ckpt.CheckpointError, match=message):
             ckpt.export_agent(source, tmp_path / "refused", average_from=value)
     assert not list(tmp_path.glob("refused*"))
-    ckpt.main([str(tmp_path / "avg" / "checkpoint"), "--export", str(tmp_path / "cli"), "--average-from", "3"])
+    checkpoint_cli.main(
+        [str(tmp_path / "avg" / "checkpoint"), "--export", str(tmp_path / "cli"), "--average-from", "3"]
+    )
     assert ckpt.read_metadata(tmp_path / "cli")["averaged"] == agent.metadata["averaged"]
     with pytest.raises(SystemExit):
-        ckpt.main([str(tmp_path / "avg" / "checkpoint"), "--average-from", "3"])  # without --export
+        checkpoint_cli.main([str(tmp_path / "avg" / "checkpoint"), "--average-from", "3"])  # without --export
     assert "go with --export" in capsys.readouterr().err
 
 
@@ -925,7 +978,7 @@ def test_one_member_of_a_mixture_exports_as_an_agent_with_its_recipe(tmp_path):
     )
     assert left.metadata["commands"] == recipes[0]["commands"] and left.metadata["training_config"] == {"seed": 3}
     assert left.metadata["exported_member"] == {"name": "left", "index": 0, "weight": 0.25, "mixture": "mix"}
-    ckpt.main(
+    checkpoint_cli.main(
         [str(tmp_path / "mix"), "--export", str(tmp_path / "right"), "--member", "1"]
     )  # by index; no recipe recorded for it
     right = ckpt.load_checkpoint(tmp_path / "right")
@@ -939,7 +992,9 @@ def test_one_member_of_a_mixture_exports_as_an_agent_with_its_recipe(tmp_path):
 
 
 def test_printing_metadata_into_a_reader_that_stops_early_is_quiet():
-    """``python -m training.checkpoint classic-4p | head -1``: the closed pipe ends the command without a traceback."""
+    """``python -m training.checkpoint classic-4p | head -1``: the closed pipe ends the command without a
+    traceback.
+    """
     proc = subprocess.Popen(
         [sys.executable, "-m", "training.checkpoint", "classic-4p"],
         cwd=ROOT,
@@ -972,8 +1027,10 @@ def test_a_run_can_start_from_the_weights_of_another(tmp_path):
 
 
 def test_games_carry_on_across_updates_between_checkpoints(tmp_path):
-    """A game is longer than one rollout here (8 decisions), so games end only if they continue from update to update."""
-    from training.cli import main
+    """A game is longer than one rollout here (8 decisions), so games end only if they continue from update to
+    update.
+    """
+    from training.cli.train import main
 
     sets = [
         *TINY,
@@ -1005,7 +1062,9 @@ def _weights(model) -> tuple:
 
 @pytest.mark.parametrize("overlap", [False, True])
 def test_the_exploiter_learns_at_its_own_rate_annealed_like_the_policys(tmp_path, overlap):
-    """``opponents.exploiter_learning_rate``: the exploiter's Adam rate, annealed with ``ppo.anneal_lr`` as the policy's is; the policy keeps ``ppo.learning_rate``."""
+    """``opponents.exploiter_learning_rate``: the exploiter's Adam rate, annealed with ``ppo.anneal_lr`` as the
+    policy's is; the policy keeps ``ppo.learning_rate``.
+    """
     sets = [
         "--set",
         "opponents.exploiter=0.5",
@@ -1028,9 +1087,11 @@ def test_the_exploiter_learns_at_its_own_rate_annealed_like_the_policys(tmp_path
 
 
 def test_overlap_rollouts_play_the_weights_from_before_the_update_they_overlap(tmp_path, monkeypatch):
-    """``ppo.overlap``: within a checkpoint segment, rollout k+1 is collected during update k (in the update process) with the weights update k started from; a segment's first rollout waits for the update before it."""
-    import training.ppo as ppo
-    from training.update_process import UpdateProcess
+    """``ppo.overlap``: within a checkpoint segment, rollout k+1 is collected during update k (in the update process)
+    with the weights update k started from; a segment's first rollout waits for the update before it.
+    """
+    import training.algorithms.ppo as ppo
+    from training.core.update_process import UpdateProcess
 
     seen, before_update, order = [], [], []
     rollout, submit, result = ppo._rollout, UpdateProcess.submit, UpdateProcess.result
@@ -1073,7 +1134,9 @@ def test_overlap_rollouts_play_the_weights_from_before_the_update_they_overlap(t
 
 
 def test_an_overlapped_run_is_reproducible_and_resumes_exactly(tmp_path):
-    """The rollouts and the update process draw from their own generators, so overlap changes nothing run to run (the Adam states come back for each checkpoint)."""
+    """The rollouts and the update process draw from their own generators, so overlap changes nothing run to run (the
+    Adam states come back for each checkpoint).
+    """
     overlap = [
         "--set",
         "ppo.overlap=true",
@@ -1105,10 +1168,12 @@ def test_an_overlapped_run_is_reproducible_and_resumes_exactly(tmp_path):
 
 
 def test_sampling_draws_legal_actions_with_the_softmax_probabilities():
-    """``ActorCritic.sample`` (inverse-CDF, one draw per row): never an illegal action, frequencies within sampling error of the masked softmax."""
+    """``ActorCritic.sample`` (inverse-CDF, one draw per row): never an illegal action, frequencies within sampling
+    error of the masked softmax.
+    """
     model = ActorCritic(GameConfig(num_players=4), [32], card_counting=True, seed=0).eval()
     gen = torch.Generator().manual_seed(0)
-    for trial in range(3):
+    for _trial in range(3):
         obs = torch.rand(1, model.observation_size, generator=gen) * 3
         mask = torch.rand(1, model.num_actions, generator=gen) > 0.8
         mask[0, -1] = True  # the last action legal too: the draw's upper edge
@@ -1127,7 +1192,9 @@ def test_sampling_draws_legal_actions_with_the_softmax_probabilities():
 
 
 def test_the_readability_benchmark_scores_a_reader_beside_the_copies_own_calls(tmp_path, capsys):
-    """``benchmarks/bench_readability.py``: responses among copies, labelled with the hidden truth; honest claims are all readable."""
+    """``benchmarks/bench_readability.py``: responses among copies, labelled with the hidden truth; honest claims are
+    all readable.
+    """
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
@@ -1165,11 +1232,12 @@ def test_the_readability_benchmark_scores_a_reader_beside_the_copies_own_calls(t
 @pytest.mark.parametrize("minibatches", [1, 3])
 def test_the_magnets_kl_in_an_update_is_kl_of_the_policy_from_the_magnet_on_the_same_rows(minibatches):
     """The magnet's policy is computed once per update (it is frozen); each minibatch's KL must still pair every row
-    with the magnet's policy on that row. With learning rate 0 the reported KL (the last minibatch's) is computed directly.
+    with the magnet's policy on that row. With learning rate 0 the reported KL (the last minibatch's) is computed
+    directly.
     """
     from cockroach_env.batched import BatchedGames
-    from training.config import PPOConfig
-    from training.learner import Learner, ppo_update
+    from training.core.config import PPOConfig
+    from training.core.learner import Learner, ppo_update
 
     games = BatchedGames(GAME, 64, seed=5)
     step = games.reset()
@@ -1212,10 +1280,12 @@ def test_the_magnets_kl_in_an_update_is_kl_of_the_policy_from_the_magnet_on_the_
 def test_keep_agent_every_keeps_the_agent_at_those_updates_and_a_resume_rewrites_the_ones_after_its_checkpoint(
     tmp_path,
 ):
-    """``schedule.keep_agent_every``: ``agents/update_<U>`` at every multiple (the run's agent at that update, the last one ``final``'s
-    weights); a resumed run keeps those its checkpoint holds and writes its own after it, identical to the uninterrupted run's.
+    """``schedule.keep_agent_every``: ``agents/update_<U>`` at every multiple (the run's agent at that update, the last
+    one ``final``'s
+    weights); a resumed run keeps those its checkpoint holds and writes its own after it, identical to the
+    uninterrupted run's.
     """
-    from training.checkpoint import load_agent, load_checkpoint
+    from training.core.checkpoint import load_agent, load_checkpoint
 
     keep = ["--set", "schedule.keep_agent_every=1"]
     assert _train(tmp_path, "whole", 4, *keep) == 0
@@ -1270,14 +1340,25 @@ def test_advantages_match_a_reference_rebuilt_from_the_logged_games(
     import torch
 
     from cockroach_env.batched import BatchedGames
-    from training import ppo
-    from training.config import config_from_dict
-    from training.learner import Learner, gae
+    from training.algorithms import ppo
+    from training.core.config import config_from_dict
+    from training.core.learner import Learner, gae
 
     envs, steps, rollouts = 12, 30, 6
     options = {"num_players": players, **({"max_steps": max_steps} if max_steps else {})}
-    cfg = config_from_dict({"game": options, "ppo": {"num_envs": envs, "num_steps": steps, "gamma": gamma, "gae_lambda": lam},
-                            "opponents": {"self_play": 0.3, "snapshots": 0.2, "exploiter": 0.3, "baselines": {"random": 0.2}, "learner_seats": list(learner_seats)}})  # fmt: skip
+    cfg = config_from_dict(
+        {
+            "game": options,
+            "ppo": {"num_envs": envs, "num_steps": steps, "gamma": gamma, "gae_lambda": lam},
+            "opponents": {
+                "self_play": 0.3,
+                "snapshots": 0.2,
+                "exploiter": 0.3,
+                "baselines": {"random": 0.2},
+                "learner_seats": list(learner_seats),
+            },
+        }
+    )
     game = cfg.game_config()
     models = {
         code: ActorCritic(game, [16], seed=seed) for code, seed in ((ppo.POLICY_SEAT, 1), (ppo.EXPLOITER_SEAT, 2))
@@ -1367,14 +1448,15 @@ def test_advantages_match_a_reference_rebuilt_from_the_logged_games(
         successor = {a: b for ids in by_seat.values() for a, b in zip(ids, ids[1:])}
         last = {ids[-1]: ends[g] for (g, _), ids in by_seat.items() if g in ends}
 
-        def done_by(i, t_end):  # its next decision or its game's end happened within the rollouts up to t_end
+        # its next decision or its game's end happened within the rollouts up to t_end
+        def done_by(i, t_end, log=log, successor=successor, last=last):
             return (log[successor[i]]["t"] if i in successor else last[i][1] if i in last else t_end) < t_end
 
         for r in range(rollouts):
             t_end = max(t for (rr, _, _, t) in trained[code].values() if rr == r)
             memo: dict = {}
 
-            def advantage(i):
+            def advantage(i, memo=memo, t_end=t_end, log=log, successor=successor, last=last):
                 if i not in memo:
                     if not done_by(i, t_end):
                         memo[i] = 0.0

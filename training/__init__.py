@@ -1,13 +1,23 @@
 """Self-play training, checkpoints, evaluation (arena) and ratings.
 
+The package is split by role: ``training.core`` (what every algorithm uses: config, network,
+learner, checkpoints, runs), ``training.algorithms`` (PPO, NFSP, PSRO, CFR), ``training.evaluation``
+(arena, exact evaluation, exploitability, ratings) and ``training.cli`` (the command lines). The
+module paths of the flat layout (``training.checkpoint``, ``training.ppo``, ...) still import, as
+the same module objects (``training._aliases``).
+
 Importing this package does not import torch: the arena and the baselines work with
 the environment alone; ``load_agent`` and the trainer import torch when used.
 """
 
+from training import _aliases
+
+_aliases.install()
+
 
 def __getattr__(name):
     if name == "load_agent":
-        from training.checkpoint import load_agent
+        from training.core.checkpoint import load_agent
 
         return load_agent
     raise AttributeError(f"module 'training' has no attribute {name!r}")

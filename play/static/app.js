@@ -18,6 +18,8 @@ const label = (name) => (name || "").replace(/_/g, " ");
 // the number key of the k-th choice: 1 to 9, then 0; later choices (a Royal hand holds up to 16 kinds) are reached with Tab and Enter
 const keyOf = (k) => (k < 9 ? String(k + 1) : k === 9 ? "0" : null);
 
+const KEEP_ALIVE_MS = 20_000;
+
 const state = {
   setup: null, lastRequest: null, gameId: null, token: null, view: null,
   art: {}, artLoading: {}, selection: {}, ws: null, retry: 0, endShown: false, closedForGood: false,
@@ -141,11 +143,15 @@ function connect() {
   const ws = new WebSocket(`${proto}://${location.host}/api/games/${state.gameId}/ws?token=${encodeURIComponent(state.token)}`);
   state.ws = ws;
   ws.onopen = () => { state.retry = 0; $("#status").textContent = "connected"; $("#status").dataset.connected = "1"; };
+  // keep-alive: a page that only watches keeps its game from expiring after --idle-minutes (one minute at least)
+  const keepAlive = setInterval(() => { if (ws.readyState === WebSocket.OPEN) ws.send("keep-alive"); }, KEEP_ALIVE_MS);
   ws.onmessage = (message) => show(JSON.parse(message.data));
   ws.onclose = (event) => {
+    clearInterval(keepAlive);
     $("#status").dataset.connected = "";
     if (state.ws !== ws || state.closedForGood) return;
-    if ([4403, 4404, 4410].includes(event.code)) { $("#status").textContent = `game closed: ${event.reason}`; return; }
+    // 4400-4499: the server refused the page for good (wrong host or token, no such game, expired, too many pages)
+    if (event.code >= 4400 && event.code < 4500) { $("#status").textContent = `game closed: ${event.reason}`; return; }
     $("#status").textContent = "reconnecting...";
     state.retry = Math.min(state.retry + 1, 6);
     setTimeout(() => { if (state.ws === ws) connect(); }, 250 * 2 ** state.retry);

@@ -1,0 +1,113 @@
+"""The module paths of the flat layout still import, as the very modules of the new one, and
+``python -m OLD`` still runs the command line the docs name (``training._aliases``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from training._aliases import ALIASES, COMMANDS
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+
+
+def _python(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=120)
+
+
+def test_every_old_path_imports_as_its_new_module_in_a_fresh_interpreter():
+    code = "\n".join(
+        [
+            "import importlib, sys",
+            "import training",
+            "assert 'torch' not in sys.modules, 'import training imported torch'",
+            f"aliases = {ALIASES!r}",
+            "for old, new in aliases.items():",
+            "    module = importlib.import_module(old)",
+            "    assert module is importlib.import_module(new), (old, new)",
+            "    assert module.__name__ == new and module.__spec__.name == new, (old, module.__spec__)",
+            "    assert sys.modules[old] is module and getattr(training, old.split('.')[1]) is module, old",
+            "import training.psro as psro",
+            "from training.checkpoint import load_agent, read_metadata",
+            "from training.cli import main",
+            "import training.cli.train",
+            "assert psro is training.algorithms.psro and main is training.cli.train.main",
+            "assert load_agent is training.load_agent is training.core.checkpoint.load_agent",
+            "assert read_metadata('mini')['kind'] == 'agent'",
+            "print('ok')",
+        ]
+    )
+    result = _python("-c", code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+
+
+def test_a_monkeypatch_through_an_old_path_is_seen_through_the_new_one(monkeypatch):
+    import training.ppo
+
+    import training.algorithms.ppo
+
+    monkeypatch.setattr(training.ppo, "AGENT_NAME", "patched")
+    assert training.algorithms.ppo.AGENT_NAME == "patched"
+
+
+def test_the_old_console_script_entry_points_still_resolve():
+    """An install made before the split names ``training.cli:main``, ``training.eval_cli:main``, ... ."""
+    import importlib
+
+    import training.cli.eval
+    import training.cli.exploit
+    import training.cli.mixture
+    import training.cli.train
+    import training.evaluation.exploitability as library
+
+    for old, new in [
+        ("training.cli", training.cli.train),
+        ("training.eval_cli", training.cli.eval),
+        ("training.exploitability", training.cli.exploit),
+        ("training.mixture_cli", training.cli.mixture),
+    ]:
+        assert importlib.import_module(old).main is new.main, old
+    old = importlib.import_module("training.exploitability")
+    assert old.train_start is library.train_start and old.FROZEN == library.FROZEN
+
+
+def test_an_unknown_old_path_is_still_an_import_error():
+    with pytest.raises(ModuleNotFoundError):
+        __import__("training.no_such_module")
+
+
+@pytest.mark.parametrize(
+    "module, usage",
+    [
+        ("training.checkpoint", "usage: python -m training.checkpoint"),
+        ("training.exploitability", "usage: cockroach-exploit"),
+        ("training.eval_cli", "usage: cockroach-eval"),
+        ("training.mixture_cli", "usage: cockroach-mixture"),
+        ("training.cli", "usage: cockroach-train"),
+    ],
+)
+def test_python_dash_m_of_an_old_path_runs_its_command_line(module, usage):
+    assert module in ALIASES or module in COMMANDS or module == "training.cli"
+    result = _python("-m", module, "--help")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(usage), result.stdout[:200]
+    assert "Warning" not in result.stderr, result.stderr
+
+
+def test_python_dash_m_training_checkpoint_prints_a_shipped_checkpoints_metadata():
+    result = _python("-m", "training.checkpoint", "mini")
+    assert result.returncode == 0, result.stderr
+    assert '"format": "cockroach-poker-checkpoint"' in result.stdout
+
+
+def test_python_dash_m_training_checkpoint_refuses_a_missing_checkpoint_by_name():
+    result = _python("-m", "training.checkpoint", "no-such-checkpoint")
+    assert result.returncode == 1
+    assert "no-such-checkpoint" in result.stderr

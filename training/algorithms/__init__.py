@@ -1,0 +1,3 @@
+"""The training algorithms: PPO, NFSP (around PPO), PSRO (+ meta-solvers), CFR (+ its tree solver),
+NashConv descent and distillation.
+"""

@@ -1,0 +1,255 @@
+"""``cockroach-train``: train a self-play PPO agent (or, with ``algorithm: psro``, a PSRO mixture; with ``algorithm:
+cfr``, CFR on a small rule set's exact tree, distilled into a network; with ``algorithm: nfsp``, NFSP's average policy)
+from a YAML config.
+
+cockroach-train --config configs/ppo_4p.yaml
+cockroach-train --config configs/ppo_4p.yaml --set ppo.learning_rate=1e-3 --set seed=2
+cockroach-train --config configs/ppo_4p.yaml --resume      # continue runs/ppo_4p
+cockroach-train --config configs/psro_2p.yaml --ray        # PSRO, its iterations' pieces on a local Ray cluster
+cockroach-train --config configs/cfr_mini.yaml             # CFR on mini's exact tree -> runs/cfr_mini/final
+cockroach-train --config configs/nfsp_4p.yaml --init-from classic-4p-mixture   # NFSP: runs/nfsp_4p/final is the
+average policy
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from training.core.config import ConfigError, describe_options, load_config
+from training.core.distributed import add_ray_option
+from training.core.output_paths import run_dir_problem
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``cockroach-train``."""
+    parser = argparse.ArgumentParser(
+        prog="cockroach-train",
+        description="Self-play masked PPO for Cockroach Poker. Writes runs/<name>/: checkpoint.json + "
+        "checkpoint.<G>.safetensors (for --resume), "
+        "final.json + final.<G>.safetensors (the trained weights, for load_agent and cockroach-eval), "
+        "metrics.csv, eval.csv, tensorboard/ and learning_curves.png. "
+        "SIGINT/SIGTERM: finish the current update (CFR: iteration), save, exit 130/143 (continue with --resume).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="config options (YAML keys, or --set dotted.key=value):\n" + "\n".join(describe_options()),
+    )
+    parser.add_argument(
+        "--config", metavar="YAML", help="config file (e.g. configs/ppo_4p.yaml); defaults are used without one"
+    )
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config entry (repeatable)",
+    )
+    parser.add_argument("--resume", action="store_true", help="continue the run in output_dir/name from its checkpoint")
+    parser.add_argument(
+        "--init-from",
+        metavar="CHECKPOINT",
+        help="start a fresh run from a checkpoint's weights (same rules and network) instead of a random network",
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="start afresh even if output_dir/name already holds a run"
+    )
+    parser.add_argument("--print-config", action="store_true", help="print the resolved config as YAML and exit")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
+    add_ray_option(parser, "psro only: run each iteration's best responses and payoff tables")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``cockroach-train``: check the config and the run directory, train, and print where the agent is."""
+    args = build_parser().parse_args(argv)
+    try:
+        config = load_config(args.config, args.overrides)
+    except ConfigError as error:
+        print(f"cockroach-train: error: {error}", file=sys.stderr)
+        return 2
+    if args.print_config:
+        import yaml
+
+        print(yaml.safe_dump(config.to_dict(), sort_keys=False), end="")
+        return 0
+    # (creates the run directory: after every other check)
+    problem = _config_problem(args, config) or run_dir_problem(
+        config.run_dir, resume=args.resume, overwrite=args.overwrite
+    )
+    if problem:
+        print(f"cockroach-train: error: {problem}", file=sys.stderr)
+        return 2
+    from training.core.runs import CHECKPOINT_NAME
+
+    command = "cockroach-train " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+    resume_command = _resume_command(args)
+    agent = _train(args, config, command, resume_command)
+    if isinstance(agent, int):
+        return agent
+    if agent.with_suffix("").name == CHECKPOINT_NAME:  # a CFR run without a network, or stopped by its time limit
+        print(
+            f"solver checkpoint: {agent}  (its table: training.algorithms.cfr.load_policy("
+            f"{str(agent.with_suffix(''))!r}); continue with {resume_command})"
+        )
+        return 0
+    print(
+        f"agent checkpoint: {agent}  (load with training.load_agent({str(agent.with_suffix(''))!r}) or cockroach-eval)"
+    )
+    return 0
+
+
+def _config_problem(args: argparse.Namespace, config) -> str | None:
+    """What the command line cannot run of a valid config, or None."""
+    if args.ray is not None and config.algorithm != "psro":
+        return (
+            f"--ray runs PSRO's best responses and payoff tables; the config has algorithm={config.algorithm!r} "
+            "(use algorithm: psro)"
+        )
+    if config.algorithm == "ppo" and config.opponents.population > 0:
+        # (PSRO's best responses and cockroach-exploit pass theirs to training.algorithms.ppo.train)
+        return (
+            f"opponents.population={config.opponents.population} is not allowed with algorithm: ppo; its tables are "
+            "against a population that PSRO or cockroach-exploit gives, or NFSP's average policy (algorithm: nfsp); "
+            "expected 0"
+        )
+    return None
+
+
+def _trainer(args: argparse.Namespace, config):
+    """The ``train`` function of the config's algorithm."""
+    if config.algorithm == "psro":
+        from functools import partial
+
+        from training.algorithms.psro import train as train_psro
+
+        return partial(train_psro, ray_address=args.ray)
+    if config.algorithm == "cfr":
+        from training.algorithms.cfr import train
+    elif config.algorithm == "nfsp":
+        from training.algorithms.nfsp import train
+    else:
+        from training.algorithms.ppo import train
+    return train
+
+
+def _train(args: argparse.Namespace, config, command: str, resume_command: str) -> Path | int:
+    """Train (or resume) the run; the agent's path, or the exit status after a stop or an error (printed)."""
+    from training.core.checkpoint import CheckpointError
+    from training.core.runs import CHECKPOINT_NAME, Interrupted
+    from training.core.update_process import UpdateProcessError
+    from training.evaluation.exact import TreeTooLarge
+
+    train = _trainer(args, config)
+    try:
+        initial, population, base_run = (
+            _initial_weights(args.init_from, config) if args.init_from and not args.resume else (None, None, None)
+        )
+        more = {"initial_population": population} if population else {}
+        return train(
+            config,
+            resume=args.resume,
+            command=command,
+            progress_bar=not args.no_progress,
+            initial_weights=initial,
+            base_run=base_run,
+            **more,
+        )
+    except (CheckpointError, TreeTooLarge) as error:
+        print(f"cockroach-train: error: {error}", file=sys.stderr)
+        return 2
+    except Interrupted as stop:
+        print(f"cockroach-train: stopped by {stop}. Continue with:\n  {resume_command}", file=sys.stderr)
+        return stop.exit_code
+    except KeyboardInterrupt:
+        if not (config.run_dir / f"{CHECKPOINT_NAME}.json").exists():
+            # stopped before the run's first checkpoint: nothing to resume
+            print(
+                f"cockroach-train: interrupted before the first checkpoint of {config.run_dir}; "
+                "start it again with --overwrite",
+                file=sys.stderr,
+            )
+            return 130
+        print(
+            f"cockroach-train: interrupted; the last checkpoint written in {config.run_dir} is intact. "
+            f"Continue with:\n  {resume_command}",
+            file=sys.stderr,
+        )
+        return 130
+    except UpdateProcessError as error:  # ppo.overlap's update process died (killed, out of memory) or failed
+        print(
+            f"cockroach-train: error: {error}\nThe last checkpoint written in {config.run_dir} (if any) is intact. "
+            f"Continue with:\n  {resume_command}",
+            file=sys.stderr,
+        )
+        return 1
+    except OSError as error:  # a full disk, a directory made read-only meanwhile: the previous checkpoint is kept
+        where = f" ({error.filename})" if error.filename else ""
+        print(
+            f"cockroach-train: error: cannot write the run{where}: {error.strerror or error}; the previous checkpoint "
+            f"in {config.run_dir} (if any) is kept. Free space or fix the permissions, then continue with:\n"
+            f"  {resume_command}",
+            file=sys.stderr,
+        )
+        return 1
+
+
+def _resume_command(args) -> str:
+    argv = ["cockroach-train"]
+    if args.config:
+        argv += ["--config", args.config]
+    for item in args.overrides:
+        argv += ["--set", item]
+    return " ".join(shlex.quote(a) for a in argv + ["--resume"])
+
+
+def _initial_weights(path: str, config) -> tuple[dict | None, list[tuple[str, dict]] | None, dict]:
+    """``(weights, population, base_run)`` of ``path``, checked against the rules and network of ``config``: the
+    weights to start from
+    and the record of where they came from. A mixture starts PSRO's population from all its members (``population``:
+    name and
+    weights of each) and anything else from its heaviest member.
+    """
+    from training.core.checkpoint import CheckpointError, build_model, load_checkpoint, member_models, mixture_weights
+
+    checkpoint = load_checkpoint(path, game=config.game_config())
+    spec = checkpoint.metadata["model"]
+    wanted = {
+        "hidden_sizes": list(config.model.hidden_sizes),
+        "activation": config.model.activation,
+        "card_counting": config.model.card_counting,
+    }
+    if {**wanted, **spec} != wanted:
+        raise CheckpointError(
+            f"{checkpoint.path}: --init-from needs the network of the config {wanted}, the checkpoint has {spec}"
+        )
+    meta = checkpoint.metadata
+    base_run = {
+        "path": str(checkpoint.path.with_suffix("")),
+        "commands": meta.get("commands") or [meta.get("command")],
+        "step": meta.get("step"),
+    }
+    if meta.get("base_run"):
+        base_run["base_run"] = meta["base_run"]
+    if meta["kind"] != "mixture":
+        return build_model(checkpoint).state_dict(), None, base_run
+    names, weights = mixture_weights(checkpoint)
+    models = member_models(checkpoint)
+    if meta["mixture"].get("recipes"):  # a cockroach-mixture checkpoint: how each member was made
+        base_run["recipes"] = meta["mixture"]["recipes"]
+    if config.algorithm == "psro":
+        base_run["members"] = names
+        return None, [(name, model.state_dict()) for name, model in zip(names, models)], base_run
+    heaviest = int(weights.argmax())
+    base_run["member"] = names[heaviest]
+    print(
+        f"--init-from {path}: a mixture of {len(names)}; starting from its heaviest member "
+        f"{names[heaviest]!r} (weight {weights[heaviest] / weights.sum():.3f})",
+        file=sys.stderr,
+    )
+    return models[heaviest].state_dict(), None, base_run
+
+
+if __name__ == "__main__":
+    sys.exit(main())

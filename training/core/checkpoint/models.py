@@ -1,0 +1,212 @@
+"""Networks and agents from checkpoints: ``build_model``, ``load_agent``, mixtures' members and weights."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cockroach_env.config import GameConfig
+from training.core.checkpoint.files import save_checkpoint
+from training.core.checkpoint.format import MEMBER_PREFIX, NFSP_AVERAGE, Checkpoint, CheckpointError
+from training.core.checkpoint.loading import load_checkpoint, read_metadata
+
+
+def build_model(checkpoint: Checkpoint, device: str = "cpu"):
+    """The ``ActorCritic`` of a checkpoint, with its weights (of an NFSP run checkpoint: the average policy, the run's
+    agent).
+    """
+    if checkpoint.metadata["kind"] == "mixture":
+        raise CheckpointError(
+            f"{checkpoint.path}: a mixture checkpoint holds several networks; load it with load_agent, or its "
+            f"members with training.core.mixture.member_models"
+        )
+    if checkpoint.metadata["kind"] == "solver":
+        raise CheckpointError(
+            f"{checkpoint.path}: a CFR solver checkpoint holds regrets over a game tree, not a network; its "
+            f"agent is the run's final checkpoint (runs/<name>/final), its table "
+            f"training.algorithms.cfr.load_policy"
+        )
+    nfsp = (
+        checkpoint.metadata["kind"] == "run" and NFSP_AVERAGE in checkpoint.metadata
+    )  # the run's agent is its average policy
+    return build_model_from(checkpoint, f"{NFSP_AVERAGE}.model" if nfsp else "model", device)
+
+
+def build_model_from(checkpoint: Checkpoint, prefix: str, device: str = "cpu"):
+    """An ``ActorCritic`` of the checkpoint's recorded network holding its ``prefix.*`` tensors
+    (``model``, or a mixture member's ``member.<k>.model``), their shapes checked first.
+    """
+    from training.core.model import ActorCritic
+
+    spec = checkpoint.metadata["model"]
+    check_shapes(checkpoint, prefix)
+    weights = checkpoint.group(prefix)
+    model = ActorCritic(
+        checkpoint.game_config, spec["hidden_sizes"], spec["activation"], spec.get("card_counting", False)
+    )
+    try:
+        model.load_state_dict(weights)
+    except RuntimeError as error:
+        raise CheckpointError(
+            f"{checkpoint.path}: the weights do not fit the recorded network {spec}: {error}"
+        ) from None
+    return model.to(device)
+
+
+def check_shapes(checkpoint: Checkpoint, prefix: str = "model") -> None:
+    """The tensors under ``prefix`` must be exactly those of the recorded network: checked on
+    torch's meta device, so a bogus ``hidden_sizes`` costs nothing before it is refused.
+    """
+    import torch
+
+    from training.core.model import ActorCritic
+
+    spec = checkpoint.metadata["model"]
+    with torch.device("meta"):
+        expected = {
+            k: tuple(v.shape)
+            for k, v in ActorCritic(
+                checkpoint.game_config, spec["hidden_sizes"], spec["activation"], spec.get("card_counting", False)
+            )
+            .state_dict()
+            .items()
+        }
+    found = {k: tuple(v.shape) for k, v in checkpoint.group(prefix).items()}
+    if found != expected:
+        wrong = sorted(set(found) ^ set(expected)) or [k for k in expected if found[k] != expected[k]]
+        detail = ", ".join(
+            f"{prefix}.{k}: {found.get(k, 'absent')} (expected {expected.get(k, 'absent')})" for k in wrong[:3]
+        )
+        raise CheckpointError(
+            f"{checkpoint.path}: the {prefix!r} tensors do not fit the recorded network {spec}: {detail}"
+        )
+
+
+def load_agent(
+    path_or_name: str | os.PathLike,
+    seed: int | None = None,
+    config: GameConfig | None = None,
+    greedy: bool = False,
+    device: str = "cpu",
+):
+    """An agent of the ``baselines`` protocol playing a checkpoint.
+
+    ``path_or_name`` is a checkpoint path (``runs/ppo_4p/final``, with or without
+    ``.json``) or a shipped name (``classic-4p``, ``classic-2p``, ...). ``config``, if
+    given, must be the rule set the checkpoint was trained for, or that rule set with
+    ``recall=True`` (the agent then reads the observation without the history, a
+    ``baselines.agent.RecallPrefixAgent``). A mixture checkpoint
+    (PSRO's result) gives a ``training.core.mixture.MixtureAgent``.
+    """
+    from baselines.agent import RecallPrefixAgent
+    from training.core.model import PolicyAgent
+
+    table = config
+    if (
+        config is not None and config.recall
+    ):  # an agent trained without recall also plays the same rules with it (the observation's prefix)
+        trained = GameConfig(**read_metadata(path_or_name)["game_config"])
+        if not trained.recall and dataclasses.replace(config, recall=False) == trained:
+            config = trained
+    checkpoint = load_checkpoint(path_or_name, game=config)
+    if checkpoint.metadata["kind"] == "mixture":  # one member per game, drawn with the mixture's weights
+        agent = load_mixture_agent(checkpoint, seed=seed, greedy=greedy, device=device)
+        if table is not config:
+            agent.members = [RecallPrefixAgent(member, table) for member in agent.members]
+            agent.config = table
+        return agent
+    model = build_model(checkpoint, device)
+    name = checkpoint.metadata.get("name") or checkpoint.path.stem
+    agent = PolicyAgent(model, checkpoint.game_config, seed=seed, name=name, greedy=greedy)
+    return RecallPrefixAgent(agent, table) if table is not config else agent
+
+
+# ---------------------------------------------------------------------------- mixtures (PSRO)
+
+
+def save_mixture_checkpoint(
+    path: str | Path, models: Sequence[Any], weights: Sequence[float], names: Sequence[str], metadata: dict[str, Any]
+) -> Path:
+    """Write a mixture checkpoint: every member's weights and ``metadata`` (``game_config``, ``model``, ...) plus the
+    ``mixture`` entry.
+    """
+    weights = [float(w) for w in weights]
+    if not (len(models) == len(weights) == len(names)) or not models:
+        raise ValueError(
+            f"a mixture checkpoint needs one weight and one name per member; got {len(models)} models, "
+            f"{len(weights)} weights, {len(names)} names"
+        )
+    tensors = {
+        f"{MEMBER_PREFIX}.{k}.model.{name}": value
+        for k, model in enumerate(models)
+        for name, value in model.state_dict().items()
+    }
+    mixture = {**metadata.get("mixture", {}), "members": [{"name": n, "weight": w} for n, w in zip(names, weights)]}
+    return save_checkpoint(path, tensors, {**metadata, "kind": "mixture", "mixture": mixture})
+
+
+def member_models(checkpoint, device: str = "cpu") -> list[Any]:
+    """The ``ActorCritic`` of every member of a loaded mixture checkpoint."""
+    members = _members_entry(checkpoint)
+    models = []
+    for k in range(len(members)):
+        prefix = f"{MEMBER_PREFIX}.{k}.model"
+        if not checkpoint.group(prefix):
+            raise CheckpointError(
+                f"{checkpoint.path}: member {k} of {len(members)} has no weights ({prefix}.*) in the tensor file"
+            )
+        models.append(build_model_from(checkpoint, prefix, device))
+    return models
+
+
+def mixture_weights(checkpoint) -> tuple[list[str], np.ndarray]:
+    """Names and weights of a loaded mixture checkpoint's members."""
+    members = _members_entry(checkpoint)
+    return [m["name"] for m in members], np.array([m["weight"] for m in members], np.float64)
+
+
+def load_mixture_agent(checkpoint, seed: int | None = None, greedy: bool = False, device: str = "cpu"):
+    """A ``training.core.mixture.MixtureAgent`` of PolicyAgents, one per member, seeded from ``seed``."""
+    from training.core.mixture import MixtureAgent
+    from training.core.model import PolicyAgent
+
+    names, weights = mixture_weights(checkpoint)
+    rng = np.random.default_rng(seed)
+    seeds = rng.integers(0, 2**63 - 1, size=len(names) + 1)
+    game = checkpoint.game_config
+    members = [
+        PolicyAgent(model, game, seed=int(s), name=n, greedy=greedy)
+        for model, n, s in zip(member_models(checkpoint, device), names, seeds)
+    ]
+    name = checkpoint.metadata.get("name") or checkpoint.path.stem
+    return MixtureAgent(members, weights, game, seed=int(seeds[-1]), name=name)
+
+
+def _members_entry(checkpoint) -> list[dict[str, Any]]:
+    entry = checkpoint.metadata.get("mixture")
+    members = entry.get("members") if isinstance(entry, dict) else None
+    ok = (
+        isinstance(members, list)
+        and members
+        and all(
+            isinstance(m, dict)
+            and isinstance(m.get("name"), str)
+            and isinstance(m.get("weight"), (int, float))
+            and m["weight"] >= 0
+            for m in members
+        )
+    )
+    if not ok or not sum(m["weight"] for m in members) > 0:
+        raise CheckpointError(
+            f"{checkpoint.path}: a mixture checkpoint needs mixture.members, a list of {{name, weight >= 0}} "
+            f"with a positive total weight; got {members!r}"
+        )
+    return members
+
+
+# ---------------------------------------------------------------------------- optimizer and RNG state

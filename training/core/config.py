@@ -1,0 +1,846 @@
+"""Training configuration: dataclasses loaded from YAML and validated.
+
+A config file is a YAML mapping whose sections match the dataclasses below
+(``game``, ``ppo``, ``model``, ``opponents``, ``schedule``, ``evaluation``, ``psro``, ``cfr``, ``nfsp``) plus a few
+top-level keys (``name``, ``seed``, ``device``, ``output_dir``, ``torch_threads``).
+Every key is checked: an unknown key is an error that names it and lists the allowed
+keys, and a bad value is an error that names the value and what is allowed. Anything
+left out takes the default shown by ``cockroach-train --help``.
+
+``--set key=value`` overrides one entry with a dotted key (``--set ppo.learning_rate=1e-3``,
+``--set game.num_players=3``); the value is read as YAML, so ``1e-3``, ``true`` and
+``[256, 256]`` work as expected.
+
+The field docstrings below are the option documentation: ``cockroach-train --help``
+prints them.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import math
+import re
+import types
+import typing
+from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from cockroach_env.config import GameConfig
+
+
+def baseline_names() -> list[str]:
+    """Agents a config may name: the ``baselines`` registry (``baselines.register`` adds more)."""
+    import baselines
+
+    return baselines.names()
+
+
+class ConfigError(ValueError):
+    """A training config that cannot be used; the message names the key and the problem."""
+
+
+@dataclass
+class PPOConfig:
+    """Masked PPO hyperparameters (one update per rollout)."""
+
+    num_envs: int = 512
+    """Games played in parallel (the ``BatchedGames`` batch size)."""
+    num_steps: int = 32
+    """Environment decisions per game in one rollout (all seats); a rollout is ``num_envs * num_steps`` decisions."""
+    learning_rate: float = 3e-4
+    """Adam learning rate."""
+    anneal_lr: bool = True
+    """Decay the learning rate linearly to zero over ``schedule.total_decisions``."""
+    gamma: float = 1.0
+    """Discount per learner decision (the only reward is at the end of the game)."""
+    gae_lambda: float = 0.95
+    """GAE lambda."""
+    num_minibatches: int = 4
+    """Minibatches per epoch over the learner's decisions of one rollout."""
+    update_epochs: int = 4
+    """Passes over the rollout per update."""
+    clip_coef: float = 0.2
+    """PPO ratio clip."""
+    clip_vloss: bool = True
+    """Clip the value loss as in the PPO paper's implementation."""
+    ent_coef: float = 0.01
+    """Entropy bonus weight."""
+    vf_coef: float = 0.5
+    """Value loss weight."""
+    max_grad_norm: float = 0.5
+    """Gradient norm clip."""
+    norm_adv: bool = True
+    """Normalize advantages per minibatch."""
+    magnet_coef: float = 0.0
+    """Weight of the KL divergence from the policy to its magnet, a past copy of itself refreshed every
+    ``magnet_every`` updates (regularized Nash dynamics, as in R-NaD and magnetic mirror descent): it damps the cycling
+    of self-play in bluffing games (0: off).
+    """
+    magnet_every: int = 100
+    """Updates between two refreshes of the magnet (it becomes the current policy)."""
+    target_kl: float | None = None
+    """Stop the epochs of an update early once the approximate KL exceeds this (``null``: never)."""
+    overlap: bool = False
+    """Collect the next rollout while the update runs in a second process (``training.core.update_process``; both cores
+    at work, POSIX only): the rollout plays the weights from before the update, one update behind (as in asynchronous
+    PPO), and the ratio and clip correct for it. Each checkpoint segment's first rollout waits for nothing, so a
+    segment's results depend only on its seed, as without overlap.
+    """
+
+    def validate(self, where: str) -> None:
+        for name in ("num_envs", "num_steps", "num_minibatches", "update_epochs", "magnet_every"):
+            _require(where, name, getattr(self, name), getattr(self, name) >= 1, "an integer >= 1")
+        _require(where, "learning_rate", self.learning_rate, self.learning_rate > 0, "a number > 0")
+        for name in ("gamma", "gae_lambda"):
+            _require(where, name, getattr(self, name), 0 <= getattr(self, name) <= 1, "a number from 0 to 1")
+        for name in ("clip_coef", "max_grad_norm"):
+            _require(where, name, getattr(self, name), getattr(self, name) > 0, "a number > 0")
+        for name in ("ent_coef", "vf_coef", "magnet_coef"):
+            _require(where, name, getattr(self, name), getattr(self, name) >= 0, "a number >= 0")
+        if self.target_kl is not None:
+            _require(where, "target_kl", self.target_kl, self.target_kl > 0, "null or a number > 0")
+
+
+ACTIVATIONS = ("tanh", "relu")
+
+
+@dataclass
+class ModelConfig:
+    """The shared actor-critic network."""
+
+    hidden_sizes: list[int] = field(default_factory=lambda: [256, 256])
+    """Widths of the MLP trunk shared by the policy and value heads."""
+    activation: str = "tanh"
+    """Activation of the trunk: ``tanh`` or ``relu``."""
+    card_counting: bool = True
+    """Add card-counting inputs derived from the observation (chance that a claim is true, danger of the card in play
+    per seat); see ``training.core.model.CardCounting``.
+    """
+
+    def validate(self, where: str) -> None:
+        ok = len(self.hidden_sizes) >= 1 and all(h >= 1 for h in self.hidden_sizes)
+        _require(where, "hidden_sizes", self.hidden_sizes, ok, "a non-empty list of positive integers")
+        _require(where, "activation", self.activation, self.activation in ACTIVATIONS, f"one of {list(ACTIVATIONS)}")
+
+
+@dataclass
+class OpponentConfig:
+    """Who the learner plays against. Each game draws its table when it starts."""
+
+    self_play: float = 0.5
+    """Weight of games where every seat is the current policy (every seat's decisions are training samples)."""
+    snapshots: float = 0.3
+    """Weight of games against a past snapshot of the policy (drawn uniformly from the pool; self-play while the pool
+    is empty).
+    """
+    baselines: dict[str, float] = field(default_factory=lambda: {"heuristic": 0.15, "random": 0.05})
+    """Weight of games against each baseline agent, by name."""
+    checkpoints: dict[str, float] = field(default_factory=dict)
+    """Weight of games against each frozen checkpoint, by path or shipped name (an agent, a run, or a mixture, whose
+    seats
+    each draw their own member per game with its weights): a league of saved agents, e.g. best responses that beat an
+    earlier version of the policy. Trained for the same rules, any network shape. Loaded (and checked) when training
+    starts; a resume refuses a checkpoint whose weights changed."""
+    exploiter: float = 0.0
+    """Weight of games against the exploiter: a second network, trained at the same time, in one seat and the policy in
+    all the others. It learns to beat the current policy, and the policy learns from the same games to close the
+    weaknesses it finds (0: no exploiter).
+    """
+    population: float = 0.0
+    """Weight of games against a fixed population given by the caller (a PSRO best response's opponents,
+    ``cockroach-exploit`` against a mixture): the learner takes ``learner_seats`` seats and every other seat draws its
+    own member for the game, with the population's weights. With ``algorithm: nfsp``: the weight of games against the
+    average policy (required > 0).
+    """
+    exploiter_reset_every: int = 0
+    """Updates between exploiter resets: its weights enter the snapshot pool, and it starts again from the current
+    policy (0: never reset).
+    """
+    exploiter_learning_rate: float | None = None
+    """The exploiter's Adam learning rate (annealed like the policy's with ``ppo.anneal_lr``); None:
+    ``ppo.learning_rate``. A fine-tune often gives the policy a small rate, which also holds back an exploiter that
+    should find its weaknesses as fast as a best response would.
+    """
+    learner_seats: list[int] = field(default_factory=lambda: [1])
+    """Seats the learner takes in games against snapshots and baselines (the other seats are the opponent); each game
+    draws one of these counts.
+    """
+    shared_reward: bool = False
+    """At a table with any other agent (an exploiter, snapshot, baseline, population or checkpoint seat), the policy's
+    seats share their rewards: each gets their mean, so together they gain exactly what the other agents lose (the
+    terminal rewards are zero-sum). The policy then learns to make any one deviating seat lose, the quantity a best
+    response against N-1 copies measures (exploitability), instead of only its own seat's result. Self-play tables keep
+    each seat's own reward (their shared reward is always 0). With one policy seat nothing changes."""
+    checkpoint_seats: int | None = None
+    """Seats a checkpoint of ``checkpoints`` takes at its tables, the policy all the others (1: the shape of an
+    exploiter's
+    tables, for checkpoints that are best responses; null: the policy takes ``learner_seats`` seats, as against
+    baselines).
+    """
+    snapshot_every: int = 20
+    """Updates between two snapshots entering the pool (0: only when the policy beats the pool)."""
+    beat_pool_loss_rate: float = 0.8
+    """A snapshot also enters the pool when the learner's loss rate against the pool falls below this fraction of
+    parity (0 disables).
+    """
+    beat_pool_games: int = 2000
+    """Games against the pool needed before ``beat_pool_loss_rate`` is judged."""
+    max_snapshots: int = 20
+    """Pool size; the oldest snapshot leaves when a new one enters."""
+
+    def validate(self, where: str) -> None:
+        for name in ("self_play", "snapshots", "exploiter", "population"):
+            _require(where, name, getattr(self, name), getattr(self, name) >= 0, "a weight >= 0")
+        for name, weight in self.baselines.items():
+            if name not in baseline_names():
+                raise ConfigError(
+                    f"{where}: baselines: unknown baseline {name!r}; expected names from {baseline_names()}"
+                )
+            _require(f"{where}.baselines", name, weight, weight >= 0, "a weight >= 0")
+        for name, weight in self.checkpoints.items():
+            _require(
+                f"{where}.checkpoints", "checkpoint", name, name.strip() != "", "a checkpoint path or shipped name"
+            )
+            _require(f"{where}.checkpoints", name, weight, weight >= 0, "a weight >= 0")
+        total = (
+            self.self_play
+            + self.snapshots
+            + self.exploiter
+            + self.population
+            + sum(self.baselines.values())
+            + sum(self.checkpoints.values())
+        )
+        _require(
+            where,
+            "self_play",
+            self.self_play,
+            total > 0,
+            "weights (self_play, snapshots, exploiter, population, baselines, checkpoints) with a positive sum",
+        )
+        _require(
+            where,
+            "exploiter_reset_every",
+            self.exploiter_reset_every,
+            self.exploiter_reset_every >= 0,
+            "an integer >= 0",
+        )
+        if self.exploiter_learning_rate is not None:
+            _require(
+                where,
+                "exploiter_learning_rate",
+                self.exploiter_learning_rate,
+                self.exploiter_learning_rate > 0,
+                "a number > 0, or null for ppo.learning_rate",
+            )
+        _require(where, "snapshot_every", self.snapshot_every, self.snapshot_every >= 0, "an integer >= 0")
+        _require(
+            where,
+            "beat_pool_loss_rate",
+            self.beat_pool_loss_rate,
+            0 <= self.beat_pool_loss_rate <= 1,
+            "a number from 0 to 1",
+        )
+        _require(where, "beat_pool_games", self.beat_pool_games, self.beat_pool_games >= 1, "an integer >= 1")
+        _require(where, "max_snapshots", self.max_snapshots, self.max_snapshots >= 1, "an integer >= 1")
+
+
+@dataclass
+class ScheduleConfig:
+    """How long to train and when to write checkpoints."""
+
+    total_decisions: int = 20_000_000
+    """Environment decisions (all seats, all games) to train for."""
+    checkpoint_every: int = 50
+    """Updates between checkpoints; the games restart at each checkpoint so that ``--resume`` repeats the run
+    exactly.
+    """
+    time_limit_minutes: float | None = None
+    """Stop early (with a checkpoint) after this many minutes of wall time (``null``: no limit). A time limit makes the
+    stopping point depend on the machine.
+    """
+    keep_agent_every: int = 0
+    """Updates between kept agent checkpoints, ``runs/<name>/agents/update_<U>`` (the evaluated network's weights only,
+    as ``final``;
+    an NFSP run's average policy), so that a point of the run can be chosen by measurement later (0: none kept)."""
+
+    def validate(self, where: str) -> None:
+        _require(where, "total_decisions", self.total_decisions, self.total_decisions >= 1, "an integer >= 1")
+        _require(where, "checkpoint_every", self.checkpoint_every, self.checkpoint_every >= 1, "an integer >= 1")
+        _require(
+            where,
+            "keep_agent_every",
+            self.keep_agent_every,
+            self.keep_agent_every >= 0,
+            "an integer >= 0 (0: keep none)",
+        )
+        if self.time_limit_minutes is not None:
+            _require(
+                where,
+                "time_limit_minutes",
+                self.time_limit_minutes,
+                self.time_limit_minutes > 0,
+                "null or a number > 0",
+            )
+
+
+@dataclass
+class EvalConfig:
+    """Periodic evaluation in the arena against baselines (the learner in one seat, the baseline in all others)."""
+
+    every: int = 25
+    """Updates between evaluations (0: only at the end)."""
+    games: int = 1000
+    """Games per opponent in a periodic evaluation."""
+    final_games: int = 4000
+    """Games per opponent in the evaluation at the end of training."""
+    opponents: list[str] = field(default_factory=lambda: ["random", "heuristic"])
+    """Baselines to evaluate against."""
+
+    def validate(self, where: str) -> None:
+        _require(where, "every", self.every, self.every >= 0, "an integer >= 0")
+        _require(where, "games", self.games, self.games >= 1, "an integer >= 1")
+        _require(where, "final_games", self.final_games, self.final_games >= 0, "an integer >= 0")
+        for name in self.opponents:
+            if name not in baseline_names():
+                raise ConfigError(
+                    f"{where}: opponents: unknown baseline {name!r}; expected names from {baseline_names()}"
+                )
+
+
+@dataclass
+class WarmStartConfig:
+    """A warm start by imitation before the run trains (``training.algorithms.imitation``): behaviour cloning of a
+    teacher's decisions, then optional DAgger rounds.
+    """
+
+    teacher: str | None = None
+    """Who to imitate: a baseline name (``heuristic``), a checkpoint path or a shipped agent's name (null: none)."""
+    decisions: int = 200_000
+    """Teacher-labelled decisions to collect, over all rounds (every seat of the teacher's games)."""
+    rounds: int = 1
+    """1: behaviour cloning; more: DAgger, where each later round the fitted network plays and the teacher labels."""
+    epochs: int = 4
+    """Passes over the labelled decisions after each round."""
+    batch_size: int = 1024
+    """Decisions per Adam step."""
+    learning_rate: float = 1e-3
+    """Adam learning rate of the fit."""
+    num_envs: int = 512
+    """Games played in parallel while collecting."""
+
+    def validate(self, where: str) -> None:
+        if self.teacher is not None:
+            _require(where, "teacher", self.teacher, isinstance(self.teacher, str) and self.teacher.strip() != "",
+                     "null, a baseline name, a checkpoint path or a shipped agent's name")  # fmt: skip
+        for name in ("decisions", "rounds", "epochs", "batch_size", "num_envs"):
+            _require(where, name, getattr(self, name), getattr(self, name) >= 1, "an integer >= 1")
+        _require(where, "learning_rate", self.learning_rate, self.learning_rate > 0, "a number > 0")
+
+
+ALGORITHMS = ("ppo", "psro", "cfr", "nfsp")
+
+
+META_SOLVERS = ("alpharank", "prd", "regret_matching", "uniform")
+"""The meta-solvers of PSRO's meta-game, by name (``training.algorithms.meta_solvers.SOLVERS`` implements them)."""
+
+
+@dataclass
+class PSROConfig:
+    """Policy-space response oracles (``algorithm: psro``): a population, its meta-game and a best response per
+    iteration (``training.algorithms.psro``).
+    """
+
+    iterations: int = 10
+    """PSRO iterations; each adds ``best_responses_per_iteration`` members to the population."""
+    best_responses_per_iteration: int = 1
+    """Best responses trained per iteration against the same meta-strategy, with different seeds (in parallel with
+    ``--ray``).
+    """
+    best_response_decisions: int = 2_000_000
+    """Environment decisions of each best response (a PPO run with the ``ppo`` settings, against the meta-strategy in
+    every other seat).
+    """
+    warm_start: bool = True
+    """Start each best response from the newest member's weights (else from a fresh network)."""
+    payoff_games: int = 400
+    """Games per new table of the meta-game (duplicate deals, seat rotation; rounded up to whole rotations)."""
+    population_share: float = 1.0
+    """Share of each best response's tables against the meta-strategy (1: PSRO's pure best responses). Below 1, the
+    rest of its
+    tables follow the config's ``opponents`` mix (self-play, snapshots, exploiter, baselines), scaled to ``1 -
+    population_share``:
+    a robust best response, which stays a good player against what the population does not cover (AlphaStar's main
+    agents).
+    """
+    meta_solver: str = "regret_matching"
+    """Meta-solver of the meta-game: ``regret_matching`` (measured best, see ``training.algorithms.meta_solvers``),
+    ``prd`` (projected replicator dynamics), ``alpharank`` or ``uniform``. May change on ``--resume`` (the saved
+    meta-game is solved again).
+    """
+
+    def validate(self, where: str) -> None:
+        for name in ("iterations", "best_responses_per_iteration", "best_response_decisions", "payoff_games"):
+            _require(where, name, getattr(self, name), getattr(self, name) >= 1, "an integer >= 1")
+        _require(
+            where, "meta_solver", self.meta_solver, self.meta_solver in META_SOLVERS, f"one of {sorted(META_SOLVERS)}"
+        )
+        _require(where, "population_share", self.population_share, 0 < self.population_share <= 1, "a number in (0, 1]")
+
+
+@dataclass
+class NFSPConfig:
+    """Neural fictitious self-play (``algorithm: nfsp``, ``training.algorithms.nfsp``): the PPO policy is the best
+    response, and an average policy is fitted to all its past decisions; ``opponents.population`` is the weight of the
+    tables against the average policy.
+    """
+
+    reservoir_size: int = 3_000_000
+    """Decisions of the best response kept for the average policy's supervised learning: a uniform sample of all its
+    decisions since the run began (reservoir sampling). About 160 bytes each on 4 players, in memory and in the run
+    checkpoint.
+    """
+    sl_steps: int = 4
+    """Supervised steps (cross-entropy on the reservoir) of the average policy per PPO update."""
+    sl_batch_size: int = 4096
+    """Reservoir decisions per supervised step (drawn with replacement); no step runs before the reservoir holds this
+    many.
+    """
+    sl_learning_rate: float = 3e-4
+    """Adam learning rate of the average policy."""
+
+    def validate(self, where: str) -> None:
+        for name in ("reservoir_size", "sl_batch_size"):
+            _require(where, name, getattr(self, name), getattr(self, name) >= 1, "an integer >= 1")
+        _require(where, "sl_steps", self.sl_steps, self.sl_steps >= 0, "an integer >= 0")
+        _require(where, "sl_learning_rate", self.sl_learning_rate, self.sl_learning_rate > 0, "a number > 0")
+        _require(
+            where,
+            "sl_batch_size",
+            self.sl_batch_size,
+            self.sl_batch_size <= self.reservoir_size,
+            f"an integer <= reservoir_size ({self.reservoir_size})",
+        )
+
+
+CFR_VARIANTS = ("cfr+", "dcfr", "linear", "cfr")
+CFR_KEYS = ("observation", "information_state")
+
+
+@dataclass
+class CFRConfig:
+    """Counterfactual regret minimisation over the exact game tree of a small rule set (``algorithm: cfr``,
+    ``training.algorithms.cfr``), then distilled into the ``model`` network.
+    """
+
+    iterations: int = 2000
+    """CFR iterations (may grow on ``--resume``)."""
+    variant: str = "dcfr"
+    """``dcfr`` (discounted CFR; measured best on ``mini``, docs/cfr.md), ``cfr+``, ``linear`` or ``cfr`` (vanilla)."""
+    keys: str = "information_state"
+    """What the regrets are keyed by: ``information_state`` (perfect recall: textbook CFR; the network is fitted to its
+    projection onto observations) or ``observation`` (what a network over the env's observations sees; CFR with
+    imperfect recall, measured not to converge on ``mini``, docs/cfr.md).
+    """
+    alternating: bool = True
+    """Alternating updates (each seat regrets against the strategy the seats before it just updated), else
+    simultaneous.
+    """
+    evaluate_every: int = 50
+    """Iterations between two exact NashConv evaluations of the average strategy, logged to ``cfr.csv`` (0: only at the
+    end).
+    """
+    checkpoint_every: int = 100
+    """Iterations between two checkpoints of the regrets and the average strategy."""
+    max_nodes: int = 3_000_000
+    """Refuse rule sets whose game tree has more nodes than this (``training.evaluation.exact.TreeTooLarge``)."""
+    descent_steps: int = 0
+    """Exploitability-descent steps on the table over observations before it is distilled
+    (``training.algorithms.descent``: gradient steps on its exact NashConv; 0: none). Measured to help where
+    observations alias information states (docs/cfr.md).
+    """
+    descent_learning_rate: float = 0.05
+    """Adam learning rate of the exploitability descent (on the table's logits)."""
+    distill_steps: int = 3000
+    """Full-batch Adam steps fitting the ``model`` network to the average strategy (0: no network; ``final`` is then
+    not written).
+    """
+    distill_learning_rate: float = 3e-3
+    """Adam learning rate of the distillation."""
+
+    def validate(self, where: str) -> None:
+        for name in ("iterations", "checkpoint_every", "max_nodes"):
+            _require(where, name, getattr(self, name), getattr(self, name) >= 1, "an integer >= 1")
+        for name in ("evaluate_every", "distill_steps", "descent_steps"):
+            _require(where, name, getattr(self, name), getattr(self, name) >= 0, "an integer >= 0")
+        _require(where, "variant", self.variant, self.variant in CFR_VARIANTS, f"one of {list(CFR_VARIANTS)}")
+        _require(where, "keys", self.keys, self.keys in CFR_KEYS, f"one of {list(CFR_KEYS)}")
+        _require(
+            where, "distill_learning_rate", self.distill_learning_rate, self.distill_learning_rate > 0, "a number > 0"
+        )
+        _require(
+            where, "descent_learning_rate", self.descent_learning_rate, self.descent_learning_rate > 0, "a number > 0"
+        )
+
+
+@dataclass
+class TrainConfig:
+    """One training run."""
+
+    name: str = "ppo"
+    """Run name; the run directory is ``output_dir/name``."""
+    algorithm: str = "ppo"
+    """``ppo`` (self-play PPO, ``training.algorithms.ppo``), ``psro`` (a population and its solved meta-game,
+    ``training.algorithms.psro``, with the ``psro`` settings), ``cfr`` (regret minimisation over the exact tree of a
+    small rule set, ``training.algorithms.cfr``, with the ``cfr`` settings) or ``nfsp`` (neural fictitious self-play:
+    the PPO policy as best response and an average policy fitted to its decisions, ``training.algorithms.nfsp``, with
+    the ``nfsp`` settings).
+    """
+    seed: int = 1
+    """Seed of everything random in the run (games, sampling, opponents, evaluation)."""
+    device: str = "cpu"
+    """Torch device for the network (``cpu`` or ``cuda``)."""
+    torch_threads: int = 1
+    """Torch intra-op threads (0: torch's default). One thread is fastest on a small, busy CPU: the network is small."""
+    output_dir: str = "runs"
+    """Directory that holds the run directories."""
+    game: dict[str, Any] = field(default_factory=lambda: {"num_players": 4})
+    """Rule options of ``cockroach_env.GameConfig`` (``num_players``, ``edition``, ``loss_count``, ...) and optionally
+    ``preset``.
+    """
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    opponents: OpponentConfig = field(default_factory=OpponentConfig)
+    schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
+    evaluation: EvalConfig = field(default_factory=EvalConfig)
+    psro: PSROConfig = field(default_factory=PSROConfig)
+    cfr: CFRConfig = field(default_factory=CFRConfig)
+    nfsp: NFSPConfig = field(default_factory=NFSPConfig)
+    warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
+
+    def validate(self, where: str = "config") -> None:
+        _require(
+            where,
+            "name",
+            self.name,
+            _RUN_NAME.fullmatch(self.name) is not None and self.name not in (".", ".."),
+            "a directory name of letters, digits, '.', '_' and '-' (not '.' or '..'), so that the run stays "
+            "inside output_dir",
+        )
+        _require(
+            where,
+            "output_dir",
+            self.output_dir,
+            bool(self.output_dir.strip()) and "\0" not in self.output_dir,
+            "a directory path",
+        )
+        _require(where, "seed", self.seed, 0 <= self.seed < 2**32, "an integer from 0 to 2**32 - 1")
+        _require(where, "device", self.device, _DEVICE.fullmatch(self.device) is not None, "'cpu', 'cuda' or 'cuda:N'")
+        if self.device != "cpu":
+            _check_cuda(where, self.device)
+        _require(where, "torch_threads", self.torch_threads, self.torch_threads >= 0, "an integer >= 0")
+        game = self.game_config(where)
+        self.ppo.validate(f"{where}: ppo")
+        self.model.validate(f"{where}: model")
+        self.opponents.validate(f"{where}: opponents")
+        seats = self.opponents.learner_seats
+        _require(
+            f"{where}: opponents",
+            "learner_seats",
+            seats,
+            len(seats) >= 1 and all(1 <= k < game.num_players for k in seats),
+            f"a non-empty list of seat counts from 1 to {game.num_players - 1} (game.num_players={game.num_players})",
+        )
+        if self.opponents.checkpoint_seats is not None:
+            _require(
+                f"{where}: opponents",
+                "checkpoint_seats",
+                self.opponents.checkpoint_seats,
+                1 <= self.opponents.checkpoint_seats < game.num_players,
+                f"null or a seat count from 1 to {game.num_players - 1} (game.num_players={game.num_players})",
+            )
+        self.schedule.validate(f"{where}: schedule")
+        self.evaluation.validate(f"{where}: evaluation")
+        _require(where, "algorithm", self.algorithm, self.algorithm in ALGORITHMS, f"one of {list(ALGORITHMS)}")
+        self.psro.validate(f"{where}: psro")
+        if self.algorithm == "psro" and self.psro.population_share < 1:
+            mix = self.opponents
+            rest = (
+                mix.self_play
+                + mix.snapshots
+                + mix.exploiter
+                + sum(mix.baselines.values())
+                + sum(mix.checkpoints.values())
+            )
+            _require(
+                f"{where}: psro",
+                "population_share",
+                self.psro.population_share,
+                rest > 0,
+                "1, or opponents weights (self_play, snapshots, exploiter, baselines, checkpoints) with a "
+                "positive sum for the rest of a best response's tables",
+            )
+        self.cfr.validate(f"{where}: cfr")
+        self.nfsp.validate(f"{where}: nfsp")
+        self.warm_start.validate(f"{where}: warm_start")
+        if self.warm_start.teacher is not None:
+            _require(
+                where,
+                "algorithm",
+                self.algorithm,
+                self.algorithm != "cfr",
+                "ppo, psro or nfsp with warm_start (cfr solves the game tree and trains no network from play)",
+            )
+        if self.algorithm == "nfsp":
+            _require(
+                f"{where}: opponents",
+                "population",
+                self.opponents.population,
+                self.opponents.population > 0,
+                "a weight > 0 with algorithm: nfsp (the share of the best response's tables against the "
+                "average policy)",
+            )
+
+    def game_config(self, where: str = "config") -> GameConfig:
+        """The ``GameConfig`` named by the ``game`` section."""
+        options = dict(self.game)
+        preset = options.pop("preset", None)
+        try:
+            return GameConfig.from_options(preset=preset, **options)
+        except ValueError as error:
+            raise ConfigError(f"{where}: game: {error}") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.output_dir) / self.name
+
+
+SECTIONS = {f.name: f.type for f in fields(TrainConfig)}
+_RUN_NAME = re.compile(r"[A-Za-z0-9._-]+")
+_DEVICE = re.compile(r"cpu|cuda(:\d+)?")
+
+
+def _check_cuda(where: str, device: str) -> None:
+    """``cuda[:N]`` must exist here (checked when the config is read, not at the first tensor)."""
+    import torch
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    index = int(device.partition(":")[2] or 0)
+    if index >= count:
+        found = f"{count} CUDA device(s)" if count else "no CUDA device (or a torch build without CUDA)"
+        raise ConfigError(
+            f"{where}: device={device!r} is not allowed; this machine has {found}; expected 'cpu'"
+            + (f" or 'cuda:0' to 'cuda:{count - 1}'" if count else "")
+        )
+
+
+# ---------------------------------------------------------------------------- loading
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> TrainConfig:
+    """Read a YAML config (or start from the defaults), apply ``key=value`` overrides, validate."""
+    data: dict[str, Any] = {}
+    where = "config"
+    if path is not None:
+        import yaml
+
+        where = str(path)
+        try:
+            text = Path(path).read_text()
+        except OSError as error:
+            raise ConfigError(f"cannot read config file {path}: {error.strerror}") from None
+        try:
+            data = yaml.safe_load(text) or {}
+        except yaml.YAMLError as error:
+            raise ConfigError(f"{path} is not valid YAML: {error}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: expected a mapping of config keys at the top level, got {type(data).__name__}")
+    for item in overrides or []:
+        apply_override(data, item)
+    return config_from_dict(data, where)
+
+
+def config_from_dict(data: dict[str, Any], where: str = "config") -> TrainConfig:
+    """Build and validate a ``TrainConfig`` from plain data (YAML, or a checkpoint's metadata)."""
+    config = _build(TrainConfig, data, where, "")
+    config.validate(where)
+    return config
+
+
+def apply_override(data: dict[str, Any], item: str) -> None:
+    """Apply one ``dotted.key=value`` override to raw config data (the value is parsed as YAML)."""
+    import yaml
+
+    key, sep, raw = item.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"--set {item!r} is not allowed; expected key=value, e.g. ppo.learning_rate=1e-3")
+    parts = key.strip().split(".")
+    _check_key_path(parts)
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError:
+        value = raw
+    node = data
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"--set {item!r}: {part!r} is not a section")
+    node[parts[-1]] = value
+
+
+def _check_key_path(parts: list[str]) -> None:
+    """Unknown dotted keys are refused up front, naming the allowed keys."""
+    cls: Any = TrainConfig
+    for depth, part in enumerate(parts):
+        if not (isinstance(cls, type) and is_dataclass(cls)):
+            return  # inside a free-form mapping (game options, baseline weights): checked later
+        allowed = [f.name for f in fields(cls)]
+        if part not in allowed:
+            prefix = ".".join(parts[:depth])
+            section = f" in section {prefix!r}" if prefix else ""
+            raise ConfigError(f"unknown key {'.'.join(parts)!r}{section}; allowed keys: {allowed}")
+        cls = _hints(cls)[part]
+
+
+@cache
+def _hints_cached(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    return _hints_cached(cls)
+
+
+def _build(cls: type, data: Any, where: str, prefix: str) -> Any:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: {prefix or 'the config'} must be a mapping of keys, got {data!r}")
+    hints = _hints(cls)
+    allowed = [f.name for f in fields(cls)]
+    unknown = [k for k in data if k not in allowed]
+    if unknown:
+        section = f" in section {prefix!r}" if prefix else ""
+        raise ConfigError(f"{where}: unknown key {_dotted(prefix, unknown[0])!r}{section}; allowed keys: {allowed}")
+    values = {}
+    for name, raw in data.items():
+        values[name] = _convert(hints[name], raw, where, _dotted(prefix, name))
+    return cls(**values)
+
+
+def _convert(kind: Any, value: Any, where: str, key: str) -> Any:
+    """Check ``value`` against the annotation ``kind``; ints are accepted where floats are expected."""
+    if isinstance(kind, type) and is_dataclass(kind):
+        return _build(kind, value, where, key)
+    origin = typing.get_origin(kind)
+    args = typing.get_args(kind)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _convert(inner[0], value, where, key)
+    if kind is Any:
+        return value
+    if origin is list:
+        if not isinstance(value, list):
+            raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected a list of {_type_name(args[0])}")
+        return [_convert(args[0], v, where, f"{key}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(
+                f"{where}: {key}={value!r} is not allowed; expected a mapping of {_type_name(args[0])} to "
+                f"{_type_name(args[1])}"
+            )
+        return {
+            _convert(args[0], k, where, key): _convert(args[1], v, where, _dotted(key, str(k)))
+            for k, v in value.items()
+        }
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected true or false")
+        return value
+    if kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected an integer")
+        return value
+    if kind is float:
+        text = (
+            isinstance(value, str) and _FLOAT_TEXT.fullmatch(value.strip()) is not None
+        )  # YAML 1.1 reads 3e-4 (no dot) as a string
+        if not text and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected a number")
+        try:
+            number = float(value)
+        except OverflowError:  # an integer beyond the float range
+            number = math.inf
+        if not math.isfinite(number):
+            raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected a finite number")
+        return number
+    if kind is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected a string")
+        return value
+    raise TypeError(f"unsupported config annotation {kind!r} for {key}")
+
+
+_FLOAT_TEXT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+
+
+def _require(where: str, key: str, value: Any, ok: bool, expected: str) -> None:
+    if not ok:
+        raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected {expected}")
+
+
+def _dotted(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
+def _type_name(kind: Any) -> str:
+    return getattr(kind, "__name__", str(kind))
+
+
+# ---------------------------------------------------------------------------- documentation
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """The docstrings written under each field of a dataclass (read from its source)."""
+    try:
+        tree = ast.parse(inspect.getsource(cls))
+    except (OSError, TypeError):
+        return {}
+    body = tree.body[0].body
+    docs = {}
+    for node, after in zip(body, body[1:]):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            if (
+                isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+            ):
+                docs[node.target.id] = " ".join(after.value.value.split())
+    return docs
+
+
+def describe_options(cls: type = TrainConfig, prefix: str = "") -> list[str]:
+    """One line per option: dotted key, default and documentation (for ``--help``)."""
+    lines = []
+    docs = field_docs(cls)
+    hints = _hints(cls)
+    for f in fields(cls):
+        key = _dotted(prefix, f.name)
+        kind = hints[f.name]
+        if isinstance(kind, type) and is_dataclass(kind):
+            lines.append(f"{key}:  {(kind.__doc__ or '').strip()}")
+            lines.extend(describe_options(kind, key))
+            continue
+        default = f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
+        lines.append(f"  {key} = {default!r}  {docs.get(f.name, '')}")
+        if key == "game":
+            game_docs = field_docs(GameConfig)
+            for g in fields(GameConfig):
+                lines.append(f"      game.{g.name} (default {g.default!r})  {game_docs.get(g.name, '')}")
+            lines.append("      game.preset  named rule set(s), e.g. 'royal' or 'rainbow+even-deal'")
+    return lines

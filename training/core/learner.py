@@ -1,0 +1,248 @@
+"""The PPO learner, shared by the training loop (``training.algorithms.ppo``) and its update process
+(``training.core.update_process``).
+
+``Rollout``: a learner's decisions of one rollout (observations, masks, actions, their
+log-probabilities and values, rewards, and each decision's successor in its game and
+seat). ``Learner``: a network in training with its Adam state, its rollout and its
+magnet. ``gae``: advantages and returns of a
+rollout. ``ppo_update``: the clipped PPO update on a rollout's complete decisions.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import torch
+
+from training.core.model import ActorCritic, mask_bias
+
+
+class Rollout:
+    """The learner's decisions of one rollout, linked to their successors (flat arrays)."""
+
+    def __init__(self, capacity: int, obs_size: int, num_actions: int):
+        self.obs = np.zeros((capacity, obs_size), np.float32)
+        self.mask = np.zeros((capacity, num_actions), bool)
+        self.action = np.zeros(capacity, np.int64)
+        self.logprob = np.zeros(capacity, np.float32)
+        self.value = np.zeros(capacity, np.float32)
+        self.reward = np.zeros(capacity, np.float32)
+        self.terminal = np.zeros(capacity, bool)
+        self.successor = np.full(capacity, -1, np.int64)
+        self.size = 0
+        # ``[start, stop)`` of the decisions made at the same environment step, in time order.
+        self.blocks: list[tuple[int, int]] = []
+
+    def clear(self) -> None:
+        self.size = 0
+        self.blocks = []
+
+    def append(self, obs, mask, action, logprob, value) -> np.ndarray:
+        start, stop = self.size, self.size + len(action)
+        self.obs[start:stop] = obs
+        self.mask[start:stop] = mask
+        self.action[start:stop] = action
+        self.logprob[start:stop] = logprob
+        self.value[start:stop] = value
+        self.reward[start:stop] = 0.0
+        self.terminal[start:stop] = False
+        self.successor[start:stop] = -1
+        self.size = stop
+        self.blocks.append((start, stop))
+        return np.arange(start, stop)
+
+    def carry_into(self, other: Rollout, pending: np.ndarray) -> None:
+        """Copy the decisions still waiting for a successor into the (cleared) ``other``; renumber ``pending``."""
+        waiting = pending[pending >= 0]
+        if len(waiting) == 0:
+            return
+        new = other.append(
+            self.obs[waiting], self.mask[waiting], self.action[waiting], self.logprob[waiting], self.value[waiting]
+        )
+        pending[pending >= 0] = new
+
+
+class Learner:
+    """A network in training: its optimizer, its rollout, and each seat's decision still waiting for its successor."""
+
+    def __init__(
+        self,
+        model: ActorCritic,
+        learning_rate: float,
+        capacity: int,
+        batch: int,
+        n_players: int,
+        obs_size: int,
+        num_actions: int,
+    ):
+        self.model = model
+        self.learning_rate = learning_rate
+        self.reset_optimizer()
+        self.rollout = Rollout(capacity, obs_size, num_actions)
+        self.spare = Rollout(capacity, obs_size, num_actions)
+        # Rollout index of each seat's latest decision of this learner still waiting for its successor.
+        self.pending = np.full((batch, n_players), -1, np.int64)
+        # A frozen past copy of ``model`` that the update pulls towards (``ppo.magnet_coef``), or None.
+        self.magnet: ActorCritic | None = None
+
+    def reset_optimizer(self) -> None:
+        """A fresh Adam state."""
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.learning_rate, eps=1e-5)
+
+    def refresh_magnet(self) -> None:
+        """The magnet becomes a frozen copy of the current network."""
+        self.magnet = frozen_copy(self.model)
+
+    def restart(self) -> None:
+        """The games restart: nothing is waiting any more."""
+        self.pending[:] = -1
+        self.rollout.clear()
+
+    def act(self, step, rows: np.ndarray, seat: np.ndarray, sampler: torch.Generator, device) -> np.ndarray:
+        """Sample the actions of ``rows`` (games where this learner is to act), record them and link them to their
+        predecessors.
+        """
+        obs = torch.from_numpy(step.observation[rows]).to(device)
+        mask = torch.from_numpy(step.action_mask[rows].astype(bool)).to(device)
+        action, logprob, value = self.model.sample(obs, mask, sampler)
+        action = action.cpu().numpy()
+        index = self.rollout.append(
+            step.observation[rows], mask.cpu().numpy(), action, logprob.cpu().numpy(), value.cpu().numpy()
+        )
+        previous = self.pending[rows, seat[rows]]
+        linked = previous >= 0
+        self.rollout.successor[previous[linked]] = index[linked]
+        self.pending[rows, seat[rows]] = index
+        return action
+
+    def finish(self, finished: np.ndarray, rewards: np.ndarray) -> None:
+        """Games ``finished`` ended: each seat's last decision gets the seat's terminal reward."""
+        waiting = self.pending[finished]
+        has = waiting >= 0
+        self.rollout.reward[waiting[has]] = rewards[finished][has]
+        self.rollout.terminal[waiting[has]] = True
+        self.pending[finished] = -1
+
+    def carry_over(self) -> Rollout:
+        """After a rollout: the decisions still waiting for a successor move into a fresh rollout; returns the finished
+        one (for the update).
+        """
+        self.spare.clear()
+        self.rollout.carry_into(self.spare, self.pending)
+        self.rollout, self.spare = self.spare, self.rollout
+        return self.spare
+
+
+def gae(rollout: Rollout, ppo) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """GAE over a rollout: ``(advantages, returns, rows to train)``.
+
+    Walk the decisions backwards in time: each one's successor is later, so its
+    advantage is already known. Decisions still waiting for their successor are not
+    trained now; they are carried into the next rollout.
+    """
+    size = rollout.size
+    advantages = np.zeros(size, np.float32)
+    complete = rollout.terminal[:size] | (rollout.successor[:size] >= 0)
+    for start, stop in reversed(rollout.blocks):
+        rows = slice(start, stop)
+        successor = rollout.successor[rows]
+        has_next = successor >= 0
+        next_value = np.where(has_next, rollout.value[successor], 0.0)
+        next_advantage = np.where(has_next, advantages[successor], 0.0)
+        delta = rollout.reward[rows] + ppo.gamma * next_value - rollout.value[rows]
+        advantages[rows] = np.where(complete[rows], delta + ppo.gamma * ppo.gae_lambda * next_advantage, 0.0)
+    return advantages, advantages + rollout.value[:size], np.flatnonzero(complete)
+
+
+def ppo_update(
+    learner: Learner,
+    rollout: Rollout,
+    advantages: np.ndarray,
+    returns: np.ndarray,
+    train_rows: np.ndarray,
+    ppo,
+    rng: np.random.Generator,
+    device,
+) -> dict[str, float]:
+    """Clipped PPO on a learner's complete decisions; returns the statistics of the last minibatch."""
+    model, optimizer = learner.model, learner.optimizer
+    model.train()
+    b_obs = torch.from_numpy(rollout.obs[train_rows]).to(device)
+    b_mask = torch.from_numpy(rollout.mask[train_rows]).to(device)
+    b_action = torch.from_numpy(rollout.action[train_rows]).to(device)
+    b_logprob = torch.from_numpy(rollout.logprob[train_rows]).to(device)
+    b_value = torch.from_numpy(rollout.value[train_rows]).to(device)
+    b_advantage = torch.from_numpy(advantages[train_rows]).to(device)
+    b_return = torch.from_numpy(returns[train_rows]).to(device)
+    b_inputs = model.network_inputs(b_obs)  # once per update, not once per minibatch and epoch (the same values)
+    magnet = learner.magnet
+    if magnet is not None:
+        b_mask = mask_bias(
+            b_mask
+        )  # the magnet's KL takes the tensor path over all actions, with the mask as a bias, likewise once
+        with (
+            torch.no_grad()
+        ):  # the frozen magnet's policy on these rows: once per update, not once per minibatch and epoch
+            b_magnet_log_policy = torch.log_softmax(magnet.heads(b_inputs)[0] + b_mask, dim=-1)
+    n_train = len(train_rows)
+    minibatch = max(1, math.ceil(n_train / ppo.num_minibatches))
+    clipfracs = []
+    for _epoch in range(ppo.update_epochs if n_train else 0):
+        order = torch.from_numpy(rng.permutation(n_train)).to(device)
+        for start in range(0, n_train, minibatch):
+            mb = order[start : start + minibatch]  # (index_select: several times faster than indexing with a tensor)
+            mb_inputs, mb_mask = b_inputs.index_select(0, mb), b_mask.index_select(0, mb)
+            new_logprob, entropy, new_value, log_policy, policy = model.evaluate(
+                mb_inputs, mb_mask, b_action.index_select(0, mb), full_policy=magnet is not None
+            )
+            log_ratio = new_logprob - b_logprob.index_select(0, mb)
+            ratio = log_ratio.exp()
+            with torch.no_grad():
+                approx_kl = ((ratio - 1) - log_ratio).mean()
+                clipfracs.append(((ratio - 1.0).abs() > ppo.clip_coef).float().mean().item())
+            mb_advantage = b_advantage.index_select(0, mb)
+            if ppo.norm_adv and len(mb) > 1:
+                mb_advantage = (mb_advantage - mb_advantage.mean()) / (mb_advantage.std() + 1e-8)
+            pg_loss = torch.max(
+                -mb_advantage * ratio, -mb_advantage * ratio.clamp(1 - ppo.clip_coef, 1 + ppo.clip_coef)
+            ).mean()
+            mb_value, mb_return = b_value.index_select(0, mb), b_return.index_select(0, mb)
+            if ppo.clip_vloss:
+                v_clipped = mb_value + (new_value - mb_value).clamp(-ppo.clip_coef, ppo.clip_coef)
+                v_loss = 0.5 * torch.max((new_value - mb_return) ** 2, (v_clipped - mb_return) ** 2).mean()
+            else:
+                v_loss = 0.5 * ((new_value - mb_return) ** 2).mean()
+            entropy_loss = entropy.mean()
+            loss = pg_loss - ppo.ent_coef * entropy_loss + ppo.vf_coef * v_loss
+            if magnet is not None:  # KL(policy || magnet) over the legal actions (illegal ones have probability 0)
+                magnet_kl = (policy * (log_policy - b_magnet_log_policy.index_select(0, mb))).sum(-1).mean()
+                loss = loss + ppo.magnet_coef * magnet_kl
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), ppo.max_grad_norm)
+            optimizer.step()
+        if ppo.target_kl is not None and approx_kl.item() > ppo.target_kl:
+            break
+    if not n_train:
+        return {}
+    var_y = (
+        b_return.var().item() if n_train > 1 else 0.0
+    )  # (one sample has no variance: explained variance is undefined)
+    return {
+        "pg_loss": pg_loss.item(),
+        "v_loss": v_loss.item(),
+        "entropy": entropy_loss.item(),
+        "approx_kl": approx_kl.item(),
+        "clipfrac": float(np.mean(clipfracs)),
+        "explained_variance": float("nan") if var_y == 0 else 1 - (b_return - b_value).var().item() / var_y,
+        **({"magnet_kl": magnet_kl.item()} if magnet is not None else {}),
+    }
+
+
+def frozen_copy(model: ActorCritic) -> ActorCritic:
+    """A copy of ``model`` for inference only (snapshots, the magnet)."""
+    frozen = copy.deepcopy(model)
+    frozen.zero_grad(set_to_none=True)
+    return frozen.eval().requires_grad_(False)

@@ -1,0 +1,298 @@
+"""The masked actor-critic network and the agent that plays with it.
+
+One network serves every seat: observations are ego-centric (the observer is seat 0)
+and action targets are seat offsets, so the same weights play any position. Inputs
+are scaled by fixed per-segment constants derived from the observation ``Layout``
+(card counts by the number of copies, collections by ``loss_count``, hand sizes by
+the largest hand, ...), so no running statistics need saving. Illegal actions get a
+logit of ``MASKED_LOGIT``, which gives them probability exactly zero.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+import torch
+from torch import nn
+
+from baselines.agent import LogitsAgent
+from cockroach_env.config import GameConfig
+from cockroach_env.encoding import encoding_for
+from training.core import kernels
+
+MASKED_LOGIT = -1e9
+"""Logit of an illegal action: ``exp`` underflows to 0, and ``0 * MASKED_LOGIT`` stays finite in the entropy."""
+
+
+def mask_bias(mask: torch.Tensor) -> torch.Tensor:
+    """The additive form of a legal-action mask: 0.0 where ``mask`` is True, ``MASKED_LOGIT`` elsewhere (float32).
+
+    Logits plus this bias equal the masked logits. A PPO update computes it once for
+    all its epochs: on the CPU, turning a boolean mask into floats costs about ten
+    times a float addition of the same size, and ``masked_fill`` as much again in its
+    backward pass.
+    """
+    return (~mask).to(torch.float32) * MASKED_LOGIT
+
+
+def observation_scale(config: GameConfig) -> np.ndarray:
+    """Per-entry input scale (observation ``* scale`` lies roughly in [0, 1]), segment by segment."""
+    enc = encoding_for(config)
+    cards = config.cards
+    n = config.num_players
+    dealt = cards.deck_size - config.discard - config.penalty_deck_size
+    largest_hand = math.ceil(dealt / n) + 2  # Royal players may take specials back into hand
+    copies = np.asarray(cards.copies, np.float32)
+    divisor_by_segment = {
+        "own_hand": copies,
+        "dealt_hand": copies,
+        "opening_collections": float(config.loss_count),
+        "collections": float(config.loss_count),
+        "hand_sizes": float(largest_hand),
+        "history": float(largest_hand),
+        "penalty_size": float(max(config.penalty_deck_size, 1)),
+        "place_remaining": 2.0,
+    }
+    scale = np.ones(enc.observation.size, np.float32)
+    for seg in enc.observation.segments.values():
+        divisor = divisor_by_segment.get(seg.name)  # every other segment is one-hot or a 0/1 flag
+        if divisor is not None:
+            view = scale[seg.start : seg.stop].reshape(seg.shape)
+            view[...] = 1.0 / np.broadcast_to(divisor, seg.shape)
+    return scale
+
+
+def _layer(inputs: int, outputs: int, std: float, generator: torch.Generator | None) -> nn.Linear:
+    layer = nn.Linear(inputs, outputs)
+    nn.init.orthogonal_(layer.weight, std, generator=generator)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+class CardCounting(nn.Module):
+    """Inputs a card counter computes, derived from the observation (no hidden information).
+
+    Per claim, the chance that an unseen card makes it true (copies of the cards that
+    fit it, less those visible in the own hand and in every collection, over the
+    number of unseen cards); for the claim in play, that chance, the own cards that fit
+    it and whether the card in play (when the observer has seen it) fits it; and per
+    seat, the collected cards that fit the claim in play and the collected cards of the
+    card in play's identity (how close each seat is to a loss if it takes the card).
+    These are products of observation segments that an MLP would otherwise have to
+    learn to multiply.
+    """
+
+    def __init__(self, config: GameConfig):
+        super().__init__()
+        enc = encoding_for(config)
+        cards = config.cards
+        truth = torch.tensor(cards.truth, dtype=torch.float32)  # (identities, claims)
+        copies = torch.tensor(cards.copies, dtype=torch.float32)
+        self.register_buffer("truth", truth, persistent=False)
+        self.register_buffer("true_total", copies @ truth, persistent=False)
+        seg = enc.observation.segments
+        self.own = slice(seg["own_hand"].start, seg["own_hand"].stop)
+        self.collections = slice(seg["collections"].start, seg["collections"].stop)
+        self.claim = slice(seg["chain_claim"].start, seg["chain_claim"].stop)
+        self.card = slice(seg["chain_card"].start, seg["chain_card"].stop)
+        self.n, self.i, self.c = config.num_players, len(cards.identities), len(cards.claims)
+        self.deck = float(cards.deck_size)
+        self.loss_count = float(config.loss_count)
+        self.max_copies = float(max(cards.copies))
+        self.size = self.c + 3 + 2 * self.n
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """(B, ``size``): on the CPU in one compiled pass (``training.core.kernels.card_counting``), else as tensor
+        operations.
+        """
+        if kernels.available(obs) and not obs.requires_grad:
+            return kernels.card_counting(obs, self)
+        return self.tensor_forward(obs)
+
+    def tensor_forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """``forward`` as tensor operations (any device, differentiable in ``obs``)."""
+        own = obs[:, self.own]
+        collections = obs[:, self.collections].reshape(-1, self.n, self.i)
+        claim = obs[:, self.claim]
+        card = obs[:, self.card]
+        visible = own + collections.sum(1)
+        unseen = (self.deck - visible.sum(1, keepdim=True)).clamp(min=1.0)
+        p_true = (self.true_total - visible @ self.truth) / unseen
+        p_claim = (p_true * claim).sum(1, keepdim=True)
+        own_fitting = ((own @ self.truth) * claim).sum(1, keepdim=True) / self.max_copies
+        card_fits = ((card @ self.truth) * claim).sum(1, keepdim=True)
+        collected_fitting = ((collections @ self.truth) * claim[:, None, :]).sum(2) / self.loss_count
+        collected_card = (collections * card[:, None, :]).sum(2) / self.loss_count
+        return torch.cat([p_true, p_claim, own_fitting, card_fits, collected_fitting, collected_card], dim=1)
+
+
+class Evaluation(NamedTuple):
+    """``ActorCritic.evaluate``'s result, (B,) or (B, A), with gradients."""
+
+    logprob: torch.Tensor
+    entropy: torch.Tensor
+    value: torch.Tensor
+    log_policy: torch.Tensor | None
+    """(B, A); None unless ``evaluate(..., full_policy=True)`` or off the compiled path."""
+    policy: torch.Tensor | None
+
+
+class ActorCritic(nn.Module):
+    """MLP trunk shared by a masked policy head (``num_actions`` logits) and a value head."""
+
+    def __init__(
+        self,
+        config: GameConfig,
+        hidden_sizes: list[int] = (256, 256),
+        activation: str = "tanh",
+        card_counting: bool = False,
+        seed: int | None = None,
+    ):
+        """``card_counting`` adds the ``CardCounting`` inputs; ``seed`` makes the (orthogonal) initialization
+        reproducible.
+        """
+        super().__init__()
+        generator = torch.Generator().manual_seed(seed) if seed is not None else None
+        self.game_config = config
+        # The constructor's network arguments, as a checkpoint's ``model`` entry records them.
+        self.spec = {
+            "hidden_sizes": [int(h) for h in hidden_sizes],
+            "activation": activation,
+            "card_counting": bool(card_counting),
+        }
+        self.card_counting = CardCounting(config) if card_counting else None
+        enc = encoding_for(config)
+        self.observation_size = enc.observation.size
+        self.num_actions = enc.num_actions
+        self.register_buffer("obs_scale", torch.from_numpy(observation_scale(config)), persistent=False)
+        act = {"tanh": nn.Tanh, "relu": nn.ReLU}[activation]
+        layers: list[nn.Module] = []
+        width = self.observation_size + (self.card_counting.size if card_counting else 0)
+        for hidden in hidden_sizes:
+            layers += [_layer(width, hidden, math.sqrt(2), generator), act()]
+            width = hidden
+        self.trunk = nn.Sequential(*layers)
+        self.policy_head = _layer(width, self.num_actions, 0.01, generator)
+        self.value_head = _layer(width, 1, 1.0, generator)
+
+    def portable(self) -> dict:
+        """Everything needed to rebuild this network elsewhere (another process, a Ray task): rules, shape and weights,
+        as
+        plain data and tensors; ``ActorCritic.from_portable`` is the inverse.
+        """
+        return {
+            "game_config": self.game_config.to_dict(),
+            "spec": dict(self.spec),
+            "weights": {k: v.detach().cpu().clone() for k, v in self.state_dict().items()},
+        }
+
+    @classmethod
+    def from_portable(cls, data: dict) -> ActorCritic:
+        spec = data["spec"]
+        model = cls(GameConfig(**data["game_config"]), spec["hidden_sizes"], spec["activation"], spec["card_counting"])
+        model.load_state_dict(data["weights"])
+        return model
+
+    @torch.no_grad()
+    def network_inputs(self, obs: torch.Tensor) -> torch.Tensor:
+        """The first layer's inputs: the scaled observation, then the ``CardCounting`` inputs (with card counting).
+
+        A fixed function of the observation, so a PPO update computes it once for all
+        its epochs and minibatches (the same values as ``forward`` computes).
+        """
+        inputs = obs * self.obs_scale
+        if self.card_counting is not None:
+            inputs = torch.cat([inputs, self.card_counting(obs)], dim=1)
+        return inputs
+
+    def heads(self, inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Unmasked logits (B, A) and values (B,) of ``network_inputs(obs)``."""
+        hidden = self.trunk(inputs)
+        return self.policy_head(hidden), self.value_head(hidden).squeeze(-1)
+
+    def forward(self, obs: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Masked logits (B, A) and values (B,); ``mask`` is boolean (True = legal), or its ``mask_bias`` (float) if
+        already computed.
+        """
+        logits, value = self.heads(self.network_inputs(obs))
+        return logits + (mask_bias(mask) if mask.dtype == torch.bool else mask), value
+
+    @torch.no_grad()
+    def sample(self, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None):
+        """Sample actions from the masked softmax: actions, log-probabilities, values.
+
+        Inverse-CDF sampling, one uniform draw per row (a Gumbel-max draw needs one per
+        action and two logarithms of each). The draw is scaled by the row's total, so
+        it falls below the last cumulative probability, and the first action whose
+        cumulative probability exceeds it has a positive probability: an illegal
+        action (probability exactly 0) is never drawn. On the CPU the draw is made in
+        one compiled pass per row (``training.core.kernels.sample_masked``), from the same
+        uniform numbers.
+        """
+        logits, value = self.heads(self.network_inputs(obs))
+        draw = torch.rand((len(logits), 1), generator=generator, device=logits.device)
+        if mask.dtype == torch.bool and kernels.available(logits):
+            action, logprob = kernels.sample_masked(
+                logits, mask, draw[:, 0]
+            )  # the same draw in one compiled pass per row
+            return action, logprob, value
+        logits = logits + (mask_bias(mask) if mask.dtype == torch.bool else mask)
+        log_policy = torch.log_softmax(logits, dim=-1)
+        cumulative = torch.softmax(logits, dim=-1).cumsum_(dim=-1)
+        action = torch.searchsorted(cumulative, draw * cumulative[:, -1:], right=True).squeeze(1)
+        return action, log_policy.gather(1, action[:, None]).squeeze(1), value
+
+    def evaluate(
+        self, inputs: torch.Tensor, legal: torch.Tensor, action: torch.Tensor, full_policy: bool = False
+    ) -> Evaluation:
+        """Log-probabilities of ``action``, policy entropies and values of ``network_inputs`` rows, with gradients.
+
+        ``legal`` is the boolean mask (or, with ``full_policy``, its ``mask_bias``,
+        computed once per update). With ``full_policy`` (the magnet's KL needs it),
+        the log-policy and the policy over all actions too, from tensor operations
+        (``softmax``, not ``exp`` of the log-policy: on the CPU, ``exp`` of the
+        underflowing illegal entries is many times slower than the softmax kernel).
+        Without it, on the CPU, the log-probability and the entropy come from
+        ``training.core.kernels`` in one compiled pass over the legal entries, and
+        ``log_policy`` and ``policy`` are None.
+        """
+        logits, value = self.heads(inputs)
+        if not full_policy and kernels.available(logits):
+            logprob, entropy = kernels.masked_logprob_entropy(logits, legal, action)
+            return Evaluation(logprob, entropy, value, None, None)
+        logits = logits + (mask_bias(legal) if legal.dtype == torch.bool else legal)
+        log_policy = torch.log_softmax(logits, dim=-1)
+        policy = torch.softmax(logits, dim=-1)
+        logprob = log_policy.gather(1, action[:, None]).squeeze(1)
+        entropy = -(policy * log_policy).sum(-1)
+        return Evaluation(logprob, entropy, value, log_policy, policy)
+
+
+class PolicyAgent(LogitsAgent):
+    """An agent of the ``baselines`` protocol that plays a trained ``ActorCritic``.
+
+    Seat-independent (observations are ego-centric); samples from the policy with its
+    own seeded ``numpy.random.Generator`` (``greedy=True`` plays the most likely move).
+    """
+
+    def __init__(
+        self, model: ActorCritic, config: GameConfig, seed: int | None = None, name: str = "ppo", greedy: bool = False
+    ):
+        super().__init__(config, seed)
+        self.model = model.eval()
+        self.name = name
+        self.greedy = greedy
+        self.device = next(model.parameters()).device
+
+    def logits(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        with torch.inference_mode():
+            obs = torch.as_tensor(observations, device=self.device)
+            logits, _ = self.model(obs, torch.as_tensor(masks, device=self.device))
+            return logits.cpu().numpy()
+
+    def __repr__(self) -> str:
+        return (
+            f"PolicyAgent(name={self.name!r}, {self.config.num_players}p {self.config.edition}, greedy={self.greedy})"
+        )
