@@ -46,10 +46,10 @@ def test_the_declared_agent_plugins_resolve_their_names_and_refuse_others():
     from importlib.metadata import EntryPoint
 
     from cockroach_env import GameConfig
-    from cockroach_env.vector.opponents import GROUP, _checkout_entry_points
+    from cockroach_env.vector.opponents import GROUP, agent_sources
 
     config = GameConfig(num_players=4)
-    declared = {point.name: point for point in _checkout_entry_points()}
+    declared = agent_sources()
     assert set(declared) == {"baselines", "checkpoints"} and all(isinstance(p, EntryPoint) for p in declared.values())
     assert all(point.group == GROUP for point in declared.values())
     make, load = declared["baselines"].load(), declared["checkpoints"].load()

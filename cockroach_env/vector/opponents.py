@@ -12,19 +12,17 @@ know. The project registers two in ``pyproject.toml``::
 so this package names neither ``baselines`` nor ``training``: a name is tried on every
 plugin in the order of their names, the first agent returned wins, and a name no plugin
 knows is refused with every plugin's answer (the baselines' answer lists their names).
-In a source checkout whose installed metadata predates the entry points, the same
-table is read from the checkout's ``pyproject.toml``.
+An install made before the entry points existed needs ``pip install -e .`` again to
+register them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from importlib.metadata import EntryPoint, entry_points
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import tomllib
 
 from cockroach_env.config import GameConfig
 
@@ -33,23 +31,8 @@ PROJECT = "cockroach-poker-rl"
 
 
 def agent_sources() -> dict[str, EntryPoint]:
-    """``{name: entry point}`` of every agent plugin (installed ones, then the source checkout's)."""
-    found = {point.name: point for point in entry_points(group=GROUP)}
-    for point in _checkout_entry_points():
-        found.setdefault(point.name, point)
-    return dict(sorted(found.items()))
-
-
-def _checkout_entry_points() -> list[EntryPoint]:
-    """The plugin table of the source checkout this package runs from, if it is one."""
-    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
-    if not pyproject.is_file():
-        return []
-    project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
-    if project.get("name") != PROJECT:
-        return []
-    table = project.get("entry-points", {}).get(GROUP, {})
-    return [EntryPoint(name, value, GROUP) for name, value in table.items()]
+    """``{name: entry point}`` of every installed agent plugin, in the order of their names."""
+    return dict(sorted((point.name, point) for point in entry_points(group=GROUP)))
 
 
 def resolve_agent(spec: str, config: GameConfig, seed: int | None = None) -> Any:
