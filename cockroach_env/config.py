@@ -95,7 +95,7 @@ class GameConfig:
     (creature-to-start) and one slot per decision so far (its actor, the move without its
     hidden card, the card a call revealed, the face-up penalty card after it) to the
     observation, so that two observations are equal exactly when the observer's
-    information states are (``cockroach_env.encoding``; README, *Perfect recall*)."""
+    information states are (``cockroach_env.encoding``; ``docs/env.md``, *Perfect recall*)."""
 
     def __post_init__(self) -> None:
         self._integer("num_players")

@@ -73,7 +73,7 @@ except ImportError:  # pragma: no cover - exercised where numba is absent
 # divisions by N and C become multiplications. The rule numbers (``P_*`` positions in
 # ``params``) and the card table (``_Rules.card_table``) are runtime arguments.
 # The kernels allocate nothing and are compiled without numba's reference counting
-# (``_nrt=False``): with it, the arrays handed through the inlined helpers cost a few
+# (``_nrt=False``): with it, the arrays handed through the inlined functions cost a few
 # atomic reference-count calls per game, more than the game step itself. Where the
 # outcome of a branch is a coin flip (whether a seat claimed, the phase of a random
 # game), the code computes both sides instead: mispredicted branches cost more.
