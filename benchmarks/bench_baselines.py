@@ -16,8 +16,8 @@ import argparse
 import sys
 
 from cockroach_env.config import GameConfig
-from training.arena import play_match
-from training.eval_cli import format_result
+from training.cli.eval import format_result
+from training.evaluation.arena import play_match
 
 TARGETS = {"random": 0.05, "honest": 0.25}
 """Highest acceptable heuristic loss rate (point estimate vs random, interval top vs honest)."""

@@ -27,10 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from cockroach_env import GameConfig  # noqa: E402
-from training.cfr import ObservationTablePolicy, average_policy, observation_table  # noqa: E402
-from training.cfr_solver import VARIANTS, TreeSolver  # noqa: E402
-from training.descent import ObservationDescent  # noqa: E402
-from training.exact import efg_string, evaluate, game_tree  # noqa: E402
+from training.algorithms.cfr import ObservationTablePolicy, average_policy, observation_table  # noqa: E402
+from training.algorithms.cfr_solver import VARIANTS, TreeSolver  # noqa: E402
+from training.algorithms.descent import ObservationDescent  # noqa: E402
+from training.evaluation.exact import efg_string, evaluate, game_tree  # noqa: E402
 
 
 def aliasing(tree) -> None:

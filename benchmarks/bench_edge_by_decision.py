@@ -57,8 +57,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import torch
 
-    from training.checkpoint import CheckpointError, load_checkpoint
-    from training.edge import edge_sources, partitions
+    from training.core.checkpoint import CheckpointError, load_checkpoint
+    from training.evaluation.edge import edge_sources, partitions
 
     if args.torch_threads > 0:
         torch.set_num_threads(args.torch_threads)
