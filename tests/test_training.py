@@ -992,11 +992,11 @@ def test_one_member_of_a_mixture_exports_as_an_agent_with_its_recipe(tmp_path):
 
 
 def test_printing_metadata_into_a_reader_that_stops_early_is_quiet():
-    """``python -m training.checkpoint classic-4p | head -1``: the closed pipe ends the command without a
+    """``python -m training.checkpoint classic-4p --json | head -1``: the closed pipe ends the command without a
     traceback.
     """
     proc = subprocess.Popen(
-        [sys.executable, "-m", "training.checkpoint", "classic-4p"],
+        [sys.executable, "-m", "training.checkpoint", "classic-4p", "--json"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
