@@ -664,10 +664,10 @@ def train_cockroach(minutes: float, workdir: str) -> tuple[object, dict]:
 def train_sb3(minutes: float) -> tuple[object, dict]:
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.callbacks import BaseCallback
+    from training.sb3_agent import SB3Agent
 
     import baselines
     from cockroach_env.integrations.sb3 import MaskedSelfPlayEnv
-    from training.sb3_agent import SB3Agent
 
     class Deadline(BaseCallback):
         def __init__(self, seconds: float):
