@@ -244,14 +244,38 @@ def test_a_checkpoint_for_other_rules_is_refused(tmp_path):
         ckpt.load_checkpoint(tmp_path / "agent", kind="run")
 
 
-def test_loading_never_unpickles(tmp_path, monkeypatch):
+def test_loading_and_resuming_never_unpickle(tmp_path, monkeypatch):
+    """A checkpoint is data: loading an agent or a run checkpoint, and resuming a run, unpickle nothing (no
+    ``pickle.load``/``loads``/``Unpickler``, no ``torch.load``, no ``np.load`` that allows pickles).
+    """
+    import pickle
+
     _save(tmp_path / "agent", _model())
+    assert _train(tmp_path, "run", 2) == 0
+    unpickled = []
 
-    def forbidden(*args, **kwargs):
-        raise AssertionError("torch.load must not be used")
+    def forbidden(name: str):
+        def refuse(*args, **kwargs):
+            unpickled.append(name)
+            raise AssertionError(f"{name} must not be used")
 
-    monkeypatch.setattr(torch, "load", forbidden)
+        return refuse
+
+    numpy_load = np.load
+
+    def load_without_pickles(*args, allow_pickle=False, **kwargs):
+        if allow_pickle:
+            forbidden("np.load(allow_pickle=True)")()
+        return numpy_load(*args, allow_pickle=False, **kwargs)
+
+    for module, name in ((torch, "load"), (pickle, "load"), (pickle, "loads"), (pickle, "Unpickler")):
+        monkeypatch.setattr(module, name, forbidden(f"{module.__name__}.{name}"))
+    monkeypatch.setattr(np, "load", load_without_pickles)
     ckpt.load_agent(tmp_path / "agent")
+    ckpt.load_checkpoint(tmp_path / "run" / "checkpoint", kind="run")
+    ckpt.load_agent(tmp_path / "run" / "final")
+    assert _train(tmp_path, "run", 4, "--resume") == 0
+    assert ckpt.read_metadata(tmp_path / "run" / "checkpoint")["step"]["update"] == 4 and not unpickled
 
 
 def test_a_loaded_checkpoint_is_a_protocol_agent_that_plays_legal_moves_in_the_aec_env(tmp_path):
