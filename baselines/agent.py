@@ -55,7 +55,8 @@ class Agent:
             isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0
         ):
             raise ValueError(
-                f"seed={seed!r} is not allowed; expected None or a non-negative integer (the agent's generator is numpy.random.default_rng(seed))"
+                f"seed={seed!r} is not allowed; expected None or a non-negative integer (the agent's generator is "
+                f"numpy.random.default_rng(seed))"
             )
         self.config = config
         self.encoding: Encoding = encoding_for(config)
@@ -83,7 +84,9 @@ class Agent:
         return self.action_probabilities_batch(obs, mask)[0]
 
     def action_probabilities_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
-        """``(B, A)`` float64: ``action_probabilities`` of each row (exact evaluation calls this once for a whole game tree)."""
+        """``(B, A)`` float64: ``action_probabilities`` of each row (exact evaluation calls this once for a whole
+        game tree).
+        """
         raise NotImplementedError(f"{type(self).__name__} does not define its action probabilities")
 
     def __repr__(self) -> str:
@@ -123,7 +126,9 @@ class LogitsAgent(Agent):
         return np.argmax(np.where(masks, logits, -np.inf), axis=1).astype(np.int64)
 
     def action_probabilities_batch(self, observations: np.ndarray, masks: np.ndarray, chunk: int = 65536) -> np.ndarray:
-        """``(B, A)`` float64 masked softmax of the logits (one-hot on the most likely legal action when greedy), in chunks of ``chunk`` rows."""
+        """``(B, A)`` float64 masked softmax of the logits (one-hot on the most likely legal action when greedy), in
+        chunks of ``chunk`` rows.
+        """
         masks = self._legal_rows(masks)
         observations = np.asarray(observations, np.float32)
         out = np.zeros(masks.shape)
@@ -180,7 +185,8 @@ class RecallPrefixAgent:
             or replace(config, recall=False) != trained
         ):
             raise ValueError(
-                f"RecallPrefixAgent plays an agent of a rule set without recall at the same rule set with recall=True; got the agent's {trained!r} and the table's {config!r}"
+                "RecallPrefixAgent plays an agent of a rule set without recall at the same rule set with recall=True; "
+                f"got the agent's {trained!r} and the table's {config!r}"
             )
         self.agent = agent
         self.config = config

@@ -51,6 +51,7 @@ class Rules:
 
 @lru_cache(maxsize=64)
 def rules_for(config: GameConfig) -> Rules:
+    """The ``Rules`` arrays of ``config`` (cached: one per rule set)."""
     cards = config.cards
     group = np.zeros((len(cards.identities), len(cards.groups)))
     for card, g in enumerate(cards.group_of):

@@ -131,7 +131,9 @@ class HeuristicAgent(Agent):
         return probs
 
     def _losses(self, observations: np.ndarray, legal: np.ndarray):
-        """Loss probability of every action, which claims are truthful, which rows claim, and the odds of telling the truth."""
+        """Loss probability of every action, which claims are truthful, which rows claim, and the odds of telling the
+        truth.
+        """
         enc = self.encoding
         batch = len(legal)
         table = read_table(self.rules, observations)

@@ -39,7 +39,7 @@ class Runner:
         while time.perf_counter() - start < seconds:
             env.reset(seed=self.seed + self.games)
             self.games += 1
-            for agent in env.agent_iter():
+            for _agent in env.agent_iter():
                 observation, reward, terminated, truncated, info = env.last()
                 if terminated or truncated:
                     action = None
@@ -85,7 +85,8 @@ def main(argv: list[str] | None = None) -> None:
             per_round[name].append(steps / cpu)
 
     print(
-        f"{'env':32s} {'steps/CPU s':>12s} {'steps/wall s':>13s} {'games':>7s}  {'x ' + reference.split()[-1] + ' (CPU)':>24s}"
+        f"{'env':32s} {'steps/CPU s':>12s} {'steps/wall s':>13s} {'games':>7s}  "
+        f"{'x ' + reference.split()[-1] + ' (CPU)':>24s}"
     )
     for name, (steps, wall, cpu) in totals.items():
         if reference in per_round:

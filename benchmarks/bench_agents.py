@@ -62,7 +62,7 @@ def start_sources(agents: list[str], starts: list[str]) -> dict[str, list[str]]:
     """For each agent, the ``--start-from`` checkpoints of its rules and network shape; a ``ValueError`` naming a
     start that is not one network, cannot be read, or fits none of the agents.
     """
-    from training.checkpoint import CheckpointError, read_metadata
+    from training.core.checkpoint import CheckpointError, read_metadata
 
     fits: dict[str, list[str]] = {name: [] for name in agents}
     shapes = {name: read_metadata(name) for name in agents}
@@ -96,9 +96,9 @@ def measure(name: str, games: int, decisions: int, seed: int, exploit: bool, sta
     import torch
 
     torch.set_num_threads(1)
-    from training.arena import play_match
-    from training.checkpoint import load_agent, read_metadata
-    from training.exact import TreeTooLarge, evaluate, game_tree
+    from training.core.checkpoint import load_agent, read_metadata
+    from training.evaluation.arena import play_match
+    from training.evaluation.exact import TreeTooLarge, evaluate, game_tree
 
     agent = load_agent(name, seed=seed)
     config = agent.config
@@ -152,7 +152,7 @@ def measure(name: str, games: int, decisions: int, seed: int, exploit: bool, sta
         }
         print(f"  {name}: exact NashConv {result.nash_conv:.4f} (target <= {limit})", flush=True)
         return row
-    from training.exploitability import main as exploitability
+    from training.cli.exploit import main as exploitability
 
     with tempfile.TemporaryDirectory() as out:
         report_path = Path(out) / "report.json"
@@ -237,7 +237,7 @@ def markdown(rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from training.checkpoint import shipped_checkpoints
+    from training.core.checkpoint import shipped_checkpoints
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("agents", nargs="*", help="shipped names or checkpoint paths (default: every shipped agent)")
@@ -269,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.games < 1 or args.decisions < 1:
         parser.error(f"--games {args.games} and --decisions {args.decisions} must be positive integers")
-    from training.output_paths import output_file_problem, write_json_report
+    from training.core.output_paths import output_file_problem, write_json_report
 
     problem = output_file_problem("--json", args.json, replace=args.overwrite)  # before any game is played
     if problem:

@@ -16,8 +16,8 @@ import argparse
 import sys
 
 from cockroach_env.config import GameConfig
-from training.arena import play_match
-from training.eval_cli import format_result
+from training.cli.eval import format_result
+from training.evaluation.arena import play_match
 
 TARGETS = {"random": 0.05, "honest": 0.25}
 """Highest acceptable heuristic loss rate (point estimate vs random, interval top vs honest)."""
@@ -57,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
             if not ok:
                 failures.append(opponent)
         summary.append(
-            f"heuristic vs {config.num_players - 1}x {opponent:8s} loss rate {hero.loss_rate:6.2%}  95% CI [{low:.2%}, {high:.2%}]  {result.games} games, {result.seconds:.1f} s  {verdict}"
+            f"heuristic vs {config.num_players - 1}x {opponent:8s} loss rate {hero.loss_rate:6.2%}  "
+            f"95% CI [{low:.2%}, {high:.2%}]  {result.games} games, {result.seconds:.1f} s  {verdict}"
         )
     print("\n".join(summary))
     return 1 if failures else 0

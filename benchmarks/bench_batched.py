@@ -49,7 +49,9 @@ RULE_SETS = {
     "royal 4p recall": GameConfig(num_players=4, edition="royal", recall=True),
 }
 DEFAULT_RULE_SETS = ["classic 4p", "classic 6p", "royal 4p"]
-"""Run without ``--rule-sets``; the ``recall`` ones (``GameConfig.recall``, observations of 24k and 47k floats) on request."""
+"""Run without ``--rule-sets``; the ``recall`` ones (``GameConfig.recall``, observations of 24k and 47k floats) on
+request.
+"""
 VARIANTS = {"numba": ("numba", False), "numba-threads": ("numba", True), "numpy": ("numpy", False)}
 
 
@@ -209,14 +211,16 @@ def main(argv: list[str] | None = None) -> None:
     print(f"the timed loop is random_legal_actions ({sampler_name}) + games.step, re-deals included.")
     threads = f"{numba.get_num_threads()} numba threads" if numba is not None else "no numba"
     print(
-        f"cpus={os.cpu_count()}, {threads}, load average {os.getloadavg()[0]:.2f} at start (other processes share these cores)"
+        f"cpus={os.cpu_count()}, {threads}, load average {os.getloadavg()[0]:.2f} at start "
+        "(other processes share these cores)"
     )
     for name in args.rule_sets:
         config = RULE_SETS[name]
         aec = aec_rate(config, args.seconds)
         print(f"\n{name}: single AEC env {aec.wall:,.0f} steps/s wall, {aec.cpu:,.0f} per CPU-second")
         print(
-            f"{'B':>6} {'variant':>14} {'steps/s wall':>14} {'x AEC':>7} {'per CPU-s':>12} {'x AEC':>7} {'cores':>6} {'sampler':>8}"
+            f"{'B':>6} {'variant':>14} {'steps/s wall':>14} {'x AEC':>7} {'per CPU-s':>12} {'x AEC':>7} "
+            f"{'cores':>6} {'sampler':>8}"
         )
         per_game = 0
         for size in args.sizes:
@@ -226,7 +230,8 @@ def main(argv: list[str] | None = None) -> None:
                     continue
                 rate, per_game = batched_rate(config, size, backend, parallel, args.seconds, sampler)
                 print(
-                    f"{size:>6} {variant:>14} {rate.wall:>14,.0f} {rate.wall / aec.wall:>6.1f}x {rate.cpu:>12,.0f} {rate.cpu / aec.cpu:>6.1f}x"
+                    f"{size:>6} {variant:>14} {rate.wall:>14,.0f} {rate.wall / aec.wall:>6.1f}x "
+                    f"{rate.cpu:>12,.0f} {rate.cpu / aec.cpu:>6.1f}x"
                     f" {rate.cores:>6.2f} {rate.sampler:>7.0%}"
                 )
         print(f"({per_game} bytes of game state per game)")

@@ -27,10 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from cockroach_env import GameConfig  # noqa: E402
-from training.cfr import ObservationTablePolicy, average_policy, observation_table  # noqa: E402
-from training.cfr_solver import VARIANTS, TreeSolver  # noqa: E402
-from training.descent import ObservationDescent  # noqa: E402
-from training.exact import efg_string, evaluate, game_tree  # noqa: E402
+from training.algorithms.cfr import ObservationTablePolicy, average_policy, observation_table  # noqa: E402
+from training.algorithms.cfr_solver import VARIANTS, TreeSolver  # noqa: E402
+from training.algorithms.descent import ObservationDescent  # noqa: E402
+from training.evaluation.exact import efg_string, evaluate, game_tree  # noqa: E402
 
 
 def aliasing(tree) -> None:
@@ -39,8 +39,11 @@ def aliasing(tree) -> None:
     per_row = np.bincount(pairs[0], minlength=len(tree.observations))
     seats = np.unique(np.stack([tree.observation[decision], tree.player[decision]]), axis=1)
     shared = int((np.bincount(seats[0], minlength=len(tree.observations)) > 1).sum())
-    print(f"aliasing: {len(tree.infoset_seat):,} information sets, {len(tree.observations):,} distinct observations; information sets per observation "
-          f"mean {per_row.mean():.1f}, max {per_row.max()}, {int((per_row > 1).sum()):,} observations alias more than one; {shared:,} are seen by more than one seat")  # fmt: skip
+    print(
+        f"aliasing: {len(tree.infoset_seat):,} information sets, {len(tree.observations):,} distinct observations; "
+        f"information sets per observation mean {per_row.mean():.1f}, max {per_row.max()}, "
+        f"{int((per_row > 1).sum()):,} observations alias more than one; {shared:,} are seen by more than one seat"
+    )
 
 
 def solve(tree, config, keys: str, variant: str, alternating: bool, iterations: int):
@@ -80,7 +83,8 @@ def main() -> None:
         their_seconds = time.perf_counter() - started
         their_value = pyspiel.nash_conv(efg, theirs.average_policy())
         print(
-            f"OpenSpiel C++ CFR+ (information states, alternating): {args.iterations} iterations in {their_seconds:.1f} s, NashConv {their_value:.5f}"
+            f"OpenSpiel C++ CFR+ (information states, alternating): {args.iterations} iterations in "
+            f"{their_seconds:.1f} s, NashConv {their_value:.5f}"
         )
 
     print(
@@ -97,7 +101,8 @@ def main() -> None:
                 solver, state, seconds, value = solve(tree, config, keys, variant, alternating, args.iterations)
                 ratio = f" {their_seconds / seconds:.2f}x faster |" if not args.skip_openspiel else ""
                 print(
-                    f"| {keys} | {variant} | {'alternating' if alternating else 'simultaneous'} | {value:.5f} | {seconds:.1f} |{ratio}",
+                    f"| {keys} | {variant} | {'alternating' if alternating else 'simultaneous'} | {value:.5f} | "
+                    f"{seconds:.1f} |{ratio}",
                     flush=True,
                 )
                 if keys == "information_state" and (best is None or value < best[3]):
@@ -107,7 +112,8 @@ def main() -> None:
     table = observation_table(solver, state)[0]
     projected = evaluate(ObservationTablePolicy(tree, table), config, tree).nash_conv
     print(
-        f"\nthe best information-state solution ({variant}, NashConv {value:.5f}) projected onto observations: NashConv {projected:.5f}"
+        f"\nthe best information-state solution ({variant}, NashConv {value:.5f}) projected onto observations: "
+        f"NashConv {projected:.5f}"
     )
     descent = ObservationDescent(tree)
     for label, start in (
@@ -116,7 +122,8 @@ def main() -> None:
     ):
         result = descent.run(start, args.descent_steps)
         print(
-            f"exploitability descent over observations {label}: {args.descent_steps} steps in {result.history[-1][1]:.1f} s, NashConv {result.history[0][2]:.5f} -> {result.nash_conv:.5f}",
+            f"exploitability descent over observations {label}: {args.descent_steps} steps in "
+            f"{result.history[-1][1]:.1f} s, NashConv {result.history[0][2]:.5f} -> {result.nash_conv:.5f}",
             flush=True,
         )
 

@@ -22,7 +22,8 @@ hybrid plays the same deals (duplicate deals, seat rotation, one seed). The hybr
 ``training.edge``'s partial agents (``cockroach-exploit --edge`` plays the same table with
 the checkpoint itself as the base).
 
-    python benchmarks/bench_edge_by_decision.py classic-4p runs/exploit_classic-4p/final runs/members/ppo_4p_g --games 4000
+    python benchmarks/bench_edge_by_decision.py classic-4p runs/exploit_classic-4p/final runs/members/ppo_4p_g \
+        --games 4000
 """
 
 from __future__ import annotations
@@ -57,8 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import torch
 
-    from training.checkpoint import CheckpointError, load_checkpoint
-    from training.edge import edge_sources, partitions
+    from training.core.checkpoint import CheckpointError, load_checkpoint
+    from training.evaluation.edge import edge_sources, partitions
 
     if args.torch_threads > 0:
         torch.set_num_threads(args.torch_threads)
@@ -70,8 +71,11 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_factors:
             variants += [(p,) for p in table if "." in p]
         parity = 1 / game.num_players
-        print(f"{game.num_players}-player {game.edition}: hybrids of {args.best_response} (best response) and {args.base} (base) "
-              f"against {game.num_players - 1} x {args.checkpoint}, {args.games} games each; parity {100 * parity:.1f}%; load average {os.getloadavg()[0]:.2f}")  # fmt: skip
+        print(
+            f"{game.num_players}-player {game.edition}: hybrids of {args.best_response} (best response) and "
+            f"{args.base} (base) against {game.num_players - 1} x {args.checkpoint}, {args.games} games each; "
+            f"parity {100 * parity:.1f}%; load average {os.getloadavg()[0]:.2f}"
+        )
         started = time.perf_counter()
         edge = edge_sources(
             args.checkpoint, args.best_response, games=args.games, seed=args.seed, base=args.base, variants=variants
@@ -91,12 +95,17 @@ def main(argv: list[str] | None = None) -> int:
         low, high = entry["ci95"]
         points[chosen] = 100 * (parity - entry["loss_rate"])
         print(
-            f"  best response's {'+'.join(chosen) or 'nothing':24s} loss rate {100 * entry['loss_rate']:5.1f}% [{100 * low:.1f}, {100 * high:.1f}]  {points[chosen]:+5.1f} points",
+            f"  best response's {'+'.join(chosen) or 'nothing':24s} loss rate {100 * entry['loss_rate']:5.1f}% "
+            f"[{100 * low:.1f}, {100 * high:.1f}]  {points[chosen]:+5.1f} points",
             flush=True,
         )
     alone = {kind: points[(kind,)] - points[()] for kind in kinds}
-    print("gain over the base of each kind alone: " + ", ".join(f"{kind} {gain:+.1f}" for kind, gain in alone.items())
-          + f"; their sum {sum(alone.values()):+.1f}, all together {points[kinds] - points[()]:+.1f} points ({time.perf_counter() - started:.0f} s)")  # fmt: skip
+    print(
+        "gain over the base of each kind alone: "
+        + ", ".join(f"{kind} {gain:+.1f}" for kind, gain in alone.items())
+        + f"; their sum {sum(alone.values()):+.1f}, all together {points[kinds] - points[()]:+.1f} points "
+        f"({time.perf_counter() - started:.0f} s)"
+    )
     factors = {p: points[(p,)] - points[()] for p in table if (p,) in points and "." in p}
     if factors:
         print(

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 import baselines  # noqa: E402
 from cockroach_env import GameConfig  # noqa: E402
-from training.exact import efg_string, evaluate, game_tree  # noqa: E402
+from training.evaluation.exact import efg_string, evaluate, game_tree  # noqa: E402
 
 BASELINES = ("random", "honest", "bluffer", "heuristic")
 
@@ -249,7 +249,7 @@ def main() -> None:
     parser.add_argument("--json", help="also write every figure as JSON")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --plot or --json file")
     args = parser.parse_args()
-    from training.output_paths import output_file_problem
+    from training.core.output_paths import output_file_problem
 
     for option, path in (("--plot", args.plot), ("--json", args.json)):
         problem = output_file_problem(option, path, replace=args.overwrite)

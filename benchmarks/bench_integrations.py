@@ -1,7 +1,8 @@
 """The cost of each RL-library route: env throughput beside PettingZoo's Leduc, and strength per wall time.
 
     python benchmarks/bench_integrations.py [--seconds 20] [--rounds 5] [--minutes 10] [--games 1000]
-                                            [--only throughput|strength] [--libraries rllib,sb3,tianshou,torchrl]
+                                            [--only throughput|batched|strength] [--num-envs 1024]
+                                            [--libraries rllib,sb3,tianshou,torchrl,gymnasium]
 
 **Throughput.** Each library's own loop with random legal actions, on 4-player
 Cockroach Poker and on PettingZoo's ``leduc_holdem_v4``, interleaved in short slices
@@ -17,6 +18,24 @@ of the per-round ratios of steps per CPU second of this process:
   ``PettingZooEnv(env)`` in a ``DummyVectorEnv`` (one step = one decision);
 - TorchRL: ``PettingZooWrapper(env, use_mask=True).rollout`` with random actions from
   the masked spec (one step = one decision).
+
+**Batched.** For Gymnasium, SB3 and TorchRL, the one-game route beside the batched
+route (``cockroach_env.vector``), both with ``--num-envs`` sub-environments, one learner
+seat against three ``random`` in each, random legal learner actions, interleaved over
+``--rounds`` rounds; the ratio is the median of the per-round ratios of steps per wall
+second:
+
+- Gymnasium: ``SyncVectorEnv`` of ``MaskedSelfPlayEnv`` vs ``SelfPlayVectorEnv``;
+- SB3: ``DummyVecEnv`` of ``MaskedSelfPlayEnv`` vs ``MaskedSelfPlayVecEnv`` (masks
+  through ``get_action_masks``; one step = one learner decision in each sub-environment);
+- TorchRL: ``PettingZooWrapper(env, use_mask=True).rollout`` (one step = one decision of
+  any seat, one game) vs ``BatchedCockroachEnv.rollout`` (one step = one learner decision).
+
+Then the env's share of the wall time of each library's own masked PPO loop on the
+batched route, for ``--seconds``: the CleanRL-style loop of ``docs/integrations.md``
+(its settings), ``MaskablePPO.learn`` (``n_steps=16``, ``batch_size=1024``) and a TorchRL
+loop of ``rollout`` + ``GAE`` + ``ClipPPOLoss``; the env's time is that of its
+``step``/``reset`` calls. Tianshou and RLlib have no batched route here.
 
 **Strength.** What each route's agent reaches in the same ``--minutes`` of wall time as
 ``cockroach-train`` (``configs/ppo_4p.yaml`` cut to that time): the loss rate of one
@@ -37,6 +56,7 @@ for every route.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import subprocess
@@ -53,7 +73,7 @@ sys.path.insert(0, str(ROOT))
 from baselines.agent import LogitsAgent  # noqa: E402
 from cockroach_env import GameConfig  # noqa: E402
 
-LIBRARIES = ("rllib", "sb3", "tianshou", "torchrl")
+LIBRARIES = ("rllib", "sb3", "tianshou", "torchrl", "gymnasium")
 CONFIG = GameConfig(num_players=4)
 
 
@@ -233,7 +253,7 @@ def throughput(libraries: list[str], seconds: float, rounds: int) -> list[dict]:
 
     warnings.filterwarnings("ignore")
     rows = []
-    for library in libraries:
+    for library in [name for name in libraries if name in LOOPS]:
         try:
             loops = {name: LOOPS[library](name) for name in ("cockroach", "leduc")}
         except (
@@ -257,10 +277,288 @@ def throughput(libraries: list[str], seconds: float, rounds: int) -> list[dict]:
             row[name + "_wall"] = steps / wall
         rows.append(row)
         print(
-            f"{library}: cockroach {row['cockroach']:,.0f} steps/CPU s, leduc {row['leduc']:,.0f}, ratio {row['ratio']:.2f}",
+            f"{library}: cockroach {row['cockroach']:,.0f} steps/CPU s, leduc {row['leduc']:,.0f}, "
+            f"ratio {row['ratio']:.2f}",
             flush=True,
         )
     return rows
+
+
+# ---------------------------------------------------------------------------- batched routes
+BATCHED = ("gymnasium", "sb3", "torchrl")
+"""The libraries with a batched route (``cockroach_env.vector``) beside their one-game route."""
+
+
+def _random_legal(masks, rng):
+    from cockroach_env.batched import random_legal_actions
+
+    return random_legal_actions(np.asarray(masks), rng)
+
+
+class GymnasiumOneGame(Loop):
+    """``gymnasium.vector.SyncVectorEnv`` over ``MaskedSelfPlayEnv`` (one game per sub-environment)."""
+
+    def __init__(self, num_envs: int):
+        import gymnasium
+
+        import baselines
+        from cockroach_env.integrations.sb3 import MaskedSelfPlayEnv
+
+        def make(i):
+            return lambda: MaskedSelfPlayEnv(baselines.make("random", CONFIG, seed=i), seed=i, config=CONFIG)
+
+        self.envs = gymnasium.vector.SyncVectorEnv([make(i) for i in range(num_envs)])
+        self.envs.reset(seed=0)
+        self.rng, self.num_envs = np.random.default_rng(0), num_envs
+
+    def chunk(self) -> int:
+        self.envs.step(_random_legal(np.stack(self.envs.call("action_masks")), self.rng))
+        return self.num_envs
+
+
+class GymnasiumBatched(Loop):
+    def __init__(self, num_envs: int):
+        from cockroach_env.vector import SelfPlayVectorEnv
+
+        self.envs = SelfPlayVectorEnv(num_envs, "random", seed=0, config=CONFIG)
+        self.obs, _ = self.envs.reset()
+        self.rng, self.num_envs = np.random.default_rng(0), num_envs
+
+    def chunk(self) -> int:
+        self.obs, *_ = self.envs.step(_random_legal(self.obs["action_mask"], self.rng))
+        return self.num_envs
+
+
+class SB3OneGame(Loop):
+    """``DummyVecEnv`` over ``MaskedSelfPlayEnv``, masks through ``get_action_masks``."""
+
+    def __init__(self, num_envs: int):
+        from stable_baselines3.common.vec_env import DummyVecEnv
+
+        import baselines
+        from cockroach_env.integrations.sb3 import MaskedSelfPlayEnv
+
+        def make(i):
+            return lambda: MaskedSelfPlayEnv(baselines.make("random", CONFIG, seed=i), seed=i, config=CONFIG)
+
+        self.venv = DummyVecEnv([make(i) for i in range(num_envs)])
+        self.venv.reset()
+        self.rng, self.num_envs = np.random.default_rng(0), num_envs
+
+    def chunk(self) -> int:
+        from sb3_contrib.common.maskable.utils import get_action_masks
+
+        self.venv.step(_random_legal(get_action_masks(self.venv), self.rng))
+        return self.num_envs
+
+
+class SB3Batched(SB3OneGame):
+    def __init__(self, num_envs: int):
+        from cockroach_env.integrations.sb3 import MaskedSelfPlayVecEnv
+
+        self.venv = MaskedSelfPlayVecEnv(num_envs, "random", seed=0, config=CONFIG)
+        self.venv.reset()
+        self.rng, self.num_envs = np.random.default_rng(0), num_envs
+
+
+class TorchRLOneGame(TorchRLLoop):
+    def __init__(self, num_envs: int):
+        super().__init__("cockroach")
+
+
+class TorchRLBatched(Loop):
+    def __init__(self, num_envs: int):
+        from cockroach_env.integrations.torchrl import BatchedCockroachEnv
+
+        self.env = BatchedCockroachEnv(batch_size=[num_envs], opponents="random", seed=0, config=CONFIG)
+
+    def chunk(self) -> int:
+        return int(self.env.rollout(10, break_when_any_done=False).numel())
+
+
+ROUTES = {
+    "gymnasium": (GymnasiumOneGame, GymnasiumBatched, "SyncVectorEnv(MaskedSelfPlayEnv) vs SelfPlayVectorEnv"),
+    "sb3": (SB3OneGame, SB3Batched, "DummyVecEnv(MaskedSelfPlayEnv) vs MaskedSelfPlayVecEnv"),
+    "torchrl": (TorchRLOneGame, TorchRLBatched, "PettingZooWrapper.rollout vs BatchedCockroachEnv.rollout"),
+}
+
+
+def batched(libraries: list[str], seconds: float, rounds: int, num_envs: int) -> list[dict]:
+    """Each library's one-game route and batched route, interleaved over ``rounds``: steps per wall second and ratio."""
+    import warnings
+
+    import torch
+
+    warnings.filterwarnings("ignore")
+    torch.set_num_threads(1)
+    rows = []
+    for library in [name for name in libraries if name in BATCHED]:
+        one, many, what = ROUTES[library]
+        try:
+            loops = {"one": one(num_envs), "batched": many(num_envs)}
+        except ImportError as error:
+            print(f"{library}: skipped ({error}); pip install '.[{library}]'", flush=True)
+            continue
+        # The one-game route holds num_envs envs of many Python objects each: without this, every full
+        # garbage collection walks them all, slowing both routes alike by whatever the other allocates.
+        gc.collect()
+        gc.freeze()
+        totals = {name: [0, 0.0, 0.0] for name in loops}
+        ratios = []
+        for _ in range(rounds):
+            rates = {}
+            for name, loop in loops.items():
+                steps, wall, cpu = loop.run(seconds / rounds)
+                totals[name] = [totals[name][0] + steps, totals[name][1] + wall, totals[name][2] + cpu]
+                rates[name] = steps / max(wall, 1e-9)
+            ratios.append(rates["batched"] / rates["one"])
+        row = {"library": library, "routes": what, "ratio": statistics.median(ratios), "ratio_min": min(ratios)}
+        for name, (steps, wall, _) in totals.items():
+            row[name] = steps / wall
+        del loops
+        gc.unfreeze()
+        gc.collect()
+        row["share"] = env_share(library, num_envs, seconds)
+        rows.append(row)
+        print(
+            f"{library}: one-game {row['one']:,.0f} steps/s, batched {row['batched']:,.0f} steps/s, "
+            f"ratio {row['ratio']:.1f}; env share of the training loop {100 * row['share']:.1f}%",
+            flush=True,
+        )
+    return rows
+
+
+class _Clock:
+    """Seconds spent inside the wrapped calls."""
+
+    def __init__(self):
+        self.seconds = 0.0
+
+    def wrap(self, function):
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - start
+
+        return timed
+
+
+def env_share(library: str, num_envs: int, seconds: float) -> float:
+    """The env's share of the wall time of the library's own training loop on the batched route (masked PPO)."""
+    clock, start = _Clock(), time.perf_counter()
+    {"gymnasium": _share_gymnasium, "sb3": _share_sb3, "torchrl": _share_torchrl}[library](num_envs, seconds, clock)
+    return clock.seconds / (time.perf_counter() - start)
+
+
+def _share_gymnasium(num_envs: int, seconds: float, clock: _Clock) -> None:
+    """The CleanRL-style masked PPO loop of docs/integrations.md (its settings), cut to ``seconds``."""
+    import torch
+    from torch import nn
+
+    from cockroach_env.vector import SelfPlayVectorEnv
+
+    envs = SelfPlayVectorEnv(num_envs, "random", seed=0, config=CONFIG)
+    envs.step = clock.wrap(envs.step)
+    size, num_actions, num_steps = envs.single_observation_space["observation"].shape[0], envs.single_action_space.n, 32
+    actor = nn.Sequential(nn.Linear(size, 128), nn.Tanh(), nn.Linear(128, num_actions))
+    critic = nn.Sequential(nn.Linear(size, 128), nn.Tanh(), nn.Linear(128, 1))
+    optimizer = torch.optim.Adam([*actor.parameters(), *critic.parameters()], lr=3e-4, eps=1e-5)
+
+    def act(x, mask, action=None):
+        dist = torch.distributions.Categorical(logits=actor(x).masked_fill(~mask, -1e9))
+        action = dist.sample() if action is None else action
+        return action, dist.log_prob(action), dist.entropy(), critic(x).squeeze(-1)
+
+    obs, _ = envs.reset(seed=0)
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        batch = []
+        for _ in range(num_steps):
+            x, mask = torch.as_tensor(obs["observation"]), torch.as_tensor(obs["action_mask"]).bool()
+            with torch.no_grad():
+                action, logprob, _, value = act(x, mask)
+            obs, reward, terminated, truncated, _ = envs.step(action.numpy())
+            done = torch.as_tensor(terminated | truncated, dtype=torch.float32)
+            batch.append((x, mask, action, logprob, value, torch.as_tensor(reward), done))
+        x, mask, action, logprob, value, reward, done = (torch.stack(part) for part in zip(*batch))
+        with torch.no_grad():
+            following = critic(torch.as_tensor(obs["observation"])).squeeze(-1)
+        advantage, last = torch.zeros_like(reward), 0.0
+        for t in reversed(range(num_steps)):
+            delta = reward[t] + following * (1 - done[t]) - value[t]
+            advantage[t] = last = delta + 0.95 * (1 - done[t]) * last
+            following = value[t]
+        returns = (advantage + value).reshape(-1)
+        x, mask, action, logprob, advantage = (
+            t.reshape(num_steps * num_envs, *t.shape[2:]) for t in (x, mask, action, logprob, advantage)
+        )
+        for _ in range(4):
+            for index in torch.randperm(len(x)).split(512):
+                _, new_logprob, entropy, new_value = act(x[index], mask[index], action[index])
+                ratio = (new_logprob - logprob[index]).exp()
+                a = (advantage[index] - advantage[index].mean()) / (advantage[index].std() + 1e-8)
+                policy_loss = torch.max(-a * ratio, -a * ratio.clamp(0.8, 1.2)).mean()
+                loss = policy_loss - 0.01 * entropy.mean() + 0.25 * ((new_value - returns[index]) ** 2).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+
+
+def _share_sb3(num_envs: int, seconds: float, clock: _Clock) -> None:
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    from cockroach_env.integrations.sb3 import MaskedSelfPlayVecEnv
+
+    class Deadline(BaseCallback):
+        def _on_step(self) -> bool:
+            return time.perf_counter() < deadline
+
+    env = MaskedSelfPlayVecEnv(num_envs, "random", seed=0, config=CONFIG)
+    env.step_wait = clock.wrap(env.step_wait)
+    env.reset = clock.wrap(env.reset)
+    model = MaskablePPO("MlpPolicy", env, n_steps=16, batch_size=1024, n_epochs=4, seed=0)
+    deadline = time.perf_counter() + seconds
+    model.learn(10**12, callback=Deadline())
+
+
+def _share_torchrl(num_envs: int, seconds: float, clock: _Clock) -> None:
+    import torch
+    from tensordict.nn import TensorDictModule
+    from torchrl.modules import MLP, MaskedCategorical, ProbabilisticActor, ValueOperator
+    from torchrl.objectives import ClipPPOLoss
+    from torchrl.objectives.value import GAE
+
+    from cockroach_env.integrations.torchrl import BatchedCockroachEnv
+
+    env = BatchedCockroachEnv(batch_size=[num_envs], opponents="random", seed=0, config=CONFIG)
+    env._step = clock.wrap(env._step)
+    env._reset = clock.wrap(env._reset)
+    size, actions = env.observation_spec["observation"].shape[-1], env.action_spec.space.n
+    policy = ProbabilisticActor(
+        TensorDictModule(MLP(in_features=size, out_features=actions, num_cells=[128]), ["observation"], ["logits"]),
+        in_keys={"logits": "logits", "mask": "action_mask"},
+        distribution_class=MaskedCategorical,
+        return_log_prob=True,
+    )
+    critic = ValueOperator(MLP(in_features=size, out_features=1, num_cells=[128]), in_keys=["observation"])
+    loss = ClipPPOLoss(policy, critic)
+    advantage = GAE(gamma=1.0, lmbda=0.95, value_network=critic)
+    optimizer = torch.optim.Adam(loss.parameters(), lr=3e-4)
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        with torch.no_grad():
+            batch = env.rollout(16, policy, break_when_any_done=False)
+            advantage(batch)
+        batch = batch.reshape(-1)
+        for _ in range(4):
+            for index in torch.randperm(len(batch)).split(1024):
+                losses = loss(batch[index])
+                optimizer.zero_grad()
+                (losses["loss_objective"] + losses["loss_critic"] + losses["loss_entropy"]).backward()
+                optimizer.step()
 
 
 # ---------------------------------------------------------------------------- strength
@@ -366,10 +664,10 @@ def train_cockroach(minutes: float, workdir: str) -> tuple[object, dict]:
 def train_sb3(minutes: float) -> tuple[object, dict]:
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.callbacks import BaseCallback
+    from training.sb3_agent import SB3Agent
 
     import baselines
     from cockroach_env.integrations.sb3 import MaskedSelfPlayEnv
-    from training.sb3_agent import SB3Agent
 
     class Deadline(BaseCallback):
         def __init__(self, seconds: float):
@@ -483,7 +781,10 @@ def train_tianshou(minutes: float) -> tuple[object, dict]:
 
 
 def _seat_decisions(game, seat: str):
-    """One seat's decisions in a one-game TorchRL rollout as a flat sequence: what it saw, did, and got until its next decision."""
+    """One seat's decisions in a one-game TorchRL rollout as a flat sequence.
+
+    Each is what the seat saw and did, and what it got until its next decision.
+    """
     import torch
     from tensordict import TensorDict
 
@@ -599,7 +900,9 @@ def strength(libraries: list[str], minutes: float, games: int) -> list[dict]:
             row = {"route": name, **info, **evaluate(agent, games)}
             rows.append(row)
             print(
-                f"{name}: {row['trained']} in {row['seconds'] / 60:.1f} min; loss rate against three heuristic {100 * row['loss_rate']:.1f}% [{100 * row['ci'][0]:.1f}, {100 * row['ci'][1]:.1f}] ({row['games']} games)",
+                f"{name}: {row['trained']} in {row['seconds'] / 60:.1f} min; loss rate against three heuristic "
+                f"{100 * row['loss_rate']:.1f}% [{100 * row['ci'][0]:.1f}, {100 * row['ci'][1]:.1f}] "
+                f"({row['games']} games)",
                 flush=True,
             )
     return rows
@@ -613,7 +916,10 @@ def main(argv: list[str] | None = None) -> None:
         "--minutes", type=float, default=10.0, help="strength: wall-time budget of every route (default 10)"
     )
     parser.add_argument("--games", type=int, default=1000, help="strength: arena games against three heuristic")
-    parser.add_argument("--only", choices=("throughput", "strength"), default=None)
+    parser.add_argument("--only", choices=("throughput", "batched", "strength"), default=None)
+    parser.add_argument(
+        "--num-envs", type=int, default=1024, help="batched: sub-environments of both routes of each library"
+    )
     parser.add_argument(
         "--libraries", default=",".join(LIBRARIES), help="comma-separated subset of " + ",".join(LIBRARIES)
     )
@@ -622,14 +928,15 @@ def main(argv: list[str] | None = None) -> None:
     unknown = sorted(set(libraries) - set(LIBRARIES))
     if unknown:
         parser.error(f"--libraries has unknown name(s) {unknown}; expected some of {list(LIBRARIES)}")
-    if args.minutes <= 0 or args.seconds <= 0 or args.rounds < 1 or args.games < 4:
-        parser.error("--minutes and --seconds must be > 0, --rounds >= 1, --games >= 4")
+    if args.minutes <= 0 or args.seconds <= 0 or args.rounds < 1 or args.games < 4 or args.num_envs < 1:
+        parser.error("--minutes and --seconds must be > 0, --rounds >= 1, --games >= 4, --num-envs >= 1")
     load = os.getloadavg()[0]
     print(f"bench_integrations {time.strftime('%Y-%m-%d %H:%M')} load average {load:.2f}", flush=True)
-    if args.only != "strength":
+    if args.only in (None, "throughput"):
         rows = throughput(libraries, args.seconds, args.rounds)
         print(
-            "\n| library | loop | cockroach 4p steps / CPU s | leduc_holdem_v4 steps / CPU s | ratio (median of rounds) |"
+            "\n| library | loop | cockroach 4p steps / CPU s | leduc_holdem_v4 steps / CPU s "
+            "| ratio (median of rounds) |"
         )
         print("|---|---|---|---|---|")
         loops = {
@@ -640,15 +947,29 @@ def main(argv: list[str] | None = None) -> None:
         }
         for row in rows:
             print(
-                f"| {row['library']} | {loops[row['library']]} | {row['cockroach']:,.0f} | {row['leduc']:,.0f} | {row['ratio']:.2f}× (min {row['ratio_min']:.2f}) |"
+                f"| {row['library']} | {loops[row['library']]} | {row['cockroach']:,.0f} | {row['leduc']:,.0f} "
+                f"| {row['ratio']:.2f}× (min {row['ratio_min']:.2f}) |"
             )
-    if args.only != "throughput":
+    if args.only in (None, "batched"):
+        rows = batched(libraries, args.seconds, args.rounds, args.num_envs)
+        print(
+            f"\n| library | routes ({args.num_envs} sub-environments each) | one-game route steps / s | "
+            "batched route steps / s | ratio (median of rounds) | env share of the training loop |"
+        )
+        print("|---|---|---|---|---|---|")
+        for row in rows:
+            print(
+                f"| {row['library']} | {row['routes']} | {row['one']:,.0f} | {row['batched']:,.0f} | "
+                f"{row['ratio']:.1f}× (min {row['ratio_min']:.1f}) | {100 * row['share']:.1f}% |"
+            )
+    if args.only in (None, "strength"):
         rows = strength(libraries, args.minutes, args.games)
         print(f"\n| route ({args.minutes:g} min wall time) | trained | loss rate against three heuristic | 95% CI |")
         print("|---|---|---|---|")
         for row in rows:
             print(
-                f"| {row['route']} | {row['trained']} | {100 * row['loss_rate']:.1f}% | [{100 * row['ci'][0]:.1f}, {100 * row['ci'][1]:.1f}] |"
+                f"| {row['route']} | {row['trained']} | {100 * row['loss_rate']:.1f}% "
+                f"| [{100 * row['ci'][0]:.1f}, {100 * row['ci'][1]:.1f}] |"
             )
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
 

@@ -36,10 +36,10 @@ sys.path.insert(0, str(ROOT))
 
 import baselines  # noqa: E402
 from cockroach_env import GameConfig  # noqa: E402
-from training.cfr import observation_table  # noqa: E402
-from training.cfr_solver import TreeSolver  # noqa: E402
-from training.descent import ObservationDescent  # noqa: E402
-from training.exact import _probabilities, evaluate, game_tree  # noqa: E402
+from training.algorithms.cfr import observation_table  # noqa: E402
+from training.algorithms.cfr_solver import TreeSolver  # noqa: E402
+from training.algorithms.descent import ObservationDescent  # noqa: E402
+from training.evaluation.exact import _probabilities, evaluate, game_tree  # noqa: E402
 
 BUDGETS = (0.005, 0.01, 0.02, 0.05, 0.1)
 

@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     args = parser.parse_args(argv)
     if args.nashconv:
-        from training.output_paths import output_file_problem
+        from training.core.output_paths import output_file_problem
 
         problem = output_file_problem("--out", args.out, replace=args.overwrite)
         if problem:
@@ -108,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
 def solvers(path: str) -> int:
     import numpy as np
 
-    from training.checkpoint import read_metadata
-    from training.meta_solvers import SOLVERS, MetaGame
+    from training.algorithms.meta_solvers import SOLVERS, MetaGame
+    from training.core.checkpoint import read_metadata
 
     meta = read_metadata(path)
     if "psro" not in meta:
@@ -134,8 +134,8 @@ def scaling(iterations: int, decisions: int) -> int:
     """The same PSRO run in one process and on local Ray clusters of 1 and 2 CPUs."""
     import ray
 
-    from training.config import load_config
-    from training.psro import train
+    from training.algorithms.psro import train
+    from training.core.config import load_config
 
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     sets = [
@@ -183,8 +183,8 @@ def mixture_scaling(exploiters: int) -> int:
     """
     import ray
 
-    from training import checkpoint as ckpt
-    from training.mixture_cli import main as mixture
+    from training.cli.mixture import main as mixture
+    from training.core import checkpoint as ckpt
 
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     names, _ = ckpt.mixture_weights(ckpt.load_checkpoint("classic-4p-mixture"))
@@ -255,7 +255,7 @@ def nashconv(minutes: float, out: Path, cfr_seconds: float = 60.0, descent_steps
     descent, the shipped network; one plot.
     """
     try:
-        from training.exact import nash_conv
+        from training.evaluation.exact import nash_conv
     except ImportError:
         print("--nashconv needs training.exact, the exact evaluator of the mini rule sets", file=sys.stderr)
         return 2
@@ -351,7 +351,7 @@ def _openspiel_cfr_curve(game, seconds: float) -> list[tuple[float, float]]:
     import pyspiel
 
     from benchmarks.bench_exact import openspiel_curve
-    from training.exact import efg_string, game_tree
+    from training.evaluation.exact import efg_string, game_tree
 
     efg = pyspiel.load_efg_game(efg_string(game_tree(game)))
     curve = openspiel_curve(efg, pyspiel.CFRPlusSolver, seconds, "OpenSpiel CFR+")
@@ -366,10 +366,10 @@ def _tree_solver_curves(game, seconds: float, descent_steps: int) -> dict[str, l
     over observations from its projection (the table the shipped network is fitted to), its time counted after the
     solver's.
     """
-    from training.cfr import average_policy, observation_table
-    from training.cfr_solver import TreeSolver
-    from training.descent import ObservationDescent
-    from training.exact import evaluate, game_tree
+    from training.algorithms.cfr import average_policy, observation_table
+    from training.algorithms.cfr_solver import TreeSolver
+    from training.algorithms.descent import ObservationDescent
+    from training.evaluation.exact import evaluate, game_tree
 
     tree = game_tree(game)
     solver = TreeSolver(tree, keys="information_state", variant="dcfr")
@@ -413,8 +413,8 @@ def _shipped_point(preset: str, game) -> list[tuple[float, float]] | None:
 
     The wall time is the one its metadata records: solver, descent and distillation.
     """
-    from training.checkpoint import CheckpointError, load_agent, read_metadata
-    from training.exact import nash_conv
+    from training.core.checkpoint import CheckpointError, load_agent, read_metadata
+    from training.evaluation.exact import nash_conv
 
     try:
         meta = read_metadata(preset)
@@ -443,9 +443,9 @@ def _uniform(game):
 
 def _psro_curve(preset: str, game, minutes: float, tmp: Path, nash_conv) -> list[tuple[float, float]]:
     """PSRO one iteration at a time (each call resumes the last): (wall seconds, NashConv of the mixture) after each."""
-    from training.checkpoint import load_agent, read_metadata
-    from training.config import load_config
-    from training.psro import train
+    from training.algorithms.psro import train
+    from training.core.checkpoint import load_agent, read_metadata
+    from training.core.config import load_config
 
     sets = [
         *COMMON,
@@ -486,10 +486,10 @@ def _ppo_curve(
     segments of
     200,000 decisions (each resumes the last): (wall seconds, NashConv of the run's agent) after each.
     """
-    from training.checkpoint import load_agent, read_metadata
-    from training.config import load_config
-    from training.nfsp import train as train_nfsp
-    from training.ppo import train as train_ppo
+    from training.algorithms.nfsp import train as train_nfsp
+    from training.algorithms.ppo import train as train_ppo
+    from training.core.checkpoint import load_agent, read_metadata
+    from training.core.config import load_config
 
     segment = 200_000
     per_update = 128 * 16

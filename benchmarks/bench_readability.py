@@ -39,7 +39,7 @@ def collect(spec: str, config, games: int, seed: int) -> dict[str, np.ndarray]:
     """
     from cockroach_env import raw_env
     from cockroach_env.engine import Phase
-    from training.arena import resolve_agent
+    from training.evaluation.arena import resolve_agent
 
     env = raw_env(config=config)
     respond = env.encoding.respond_start
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    from training.output_paths import output_file_problem, write_json_report
+    from training.core.output_paths import output_file_problem, write_json_report
 
     problem = output_file_problem("--json", args.json, replace=args.overwrite)  # before any game is played
     if problem:
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from cockroach_env.config import GameConfig
-    from training.checkpoint import CheckpointError, load_checkpoint
+    from training.core.checkpoint import CheckpointError, load_checkpoint
 
     torch.set_num_threads(max(1, args.torch_threads))
     config = None

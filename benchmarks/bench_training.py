@@ -137,8 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.exploit:
         return exploit(args.exploit, args.decisions, args.games, args.seed)
 
-    from training.config import load_config
-    from training.ppo import train
+    from training.algorithms.ppo import train
+    from training.core.config import load_config
 
     with tempfile.TemporaryDirectory() as out:
         config = load_config(
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _bench_config(path: str, updates: int, overrides: list[str], out: str):
-    from training.config import load_config
+    from training.core.config import load_config
 
     config = load_config(
         path, [*overrides, f"output_dir={out}", "name=bench", "evaluation.every=0", "evaluation.final_games=0"]
@@ -282,7 +282,7 @@ def profile(path: str, updates: int, overrides: list[str]) -> int:
     import pstats
     import re
 
-    from training.ppo import train
+    from training.algorithms.ppo import train
 
     with tempfile.TemporaryDirectory() as out:
         overrides = [
@@ -327,10 +327,10 @@ def update_ab(path: str, rounds: int, samples: int = 10_000) -> int:
     import torch
 
     from cockroach_env.batched import BatchedGames, random_legal_actions
-    from training import kernels
-    from training.config import load_config
-    from training.learner import Learner, ppo_update
-    from training.model import ActorCritic
+    from training.core import kernels
+    from training.core.config import load_config
+    from training.core.learner import Learner, ppo_update
+    from training.core.model import ActorCritic
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -399,10 +399,10 @@ def learning(
     """
     import torch
 
-    from training.arena import play_match
-    from training.checkpoint import load_agent
-    from training.config import load_config
-    from training.ppo import train
+    from training.algorithms.ppo import train
+    from training.core.checkpoint import load_agent
+    from training.core.config import load_config
+    from training.evaluation.arena import play_match
 
     rows = []
     with tempfile.TemporaryDirectory() as out:
@@ -459,8 +459,8 @@ def strength(checkpoint: str, games: int, seed: int) -> int:
 
     torch.set_num_threads(1)
     from cockroach_env import GameConfig
-    from training.arena import play_match
-    from training.checkpoint import load_agent, read_metadata
+    from training.core.checkpoint import load_agent, read_metadata
+    from training.evaluation.arena import play_match
 
     meta = read_metadata(checkpoint)
     config = GameConfig(**meta["game_config"])
@@ -557,7 +557,7 @@ def exploit(checkpoint: str, decisions: int, games: int, seed: int) -> int:
     """Train a best response with ``cockroach-exploit`` and check it stays within 5 points of parity."""
     import json
 
-    from training.exploitability import main as exploitability
+    from training.cli.exploit import main as exploitability
 
     with tempfile.TemporaryDirectory() as out:
         report_path = Path(out) / "report.json"

@@ -21,6 +21,8 @@ CARD_WIDTH, CARD_HEIGHT = 120, 168
 INK = "#1f1f1f"
 PAPER = "#fbf8f1"
 BACK = "#24324a"
+FONT = "DejaVu Sans, Verdana, sans-serif"
+"""The text font of the SVG cards (a browser falls back along the list)."""
 
 PALETTE = {
     "cockroach": "#E69F00",  # orange
@@ -223,7 +225,8 @@ def card_art(identity: str) -> CardArt:
     creature = identity[len("royal_") :] if royal else identity
     if creature not in PALETTE:
         raise ValueError(
-            f"no card art for {identity!r}; expected a creature of {sorted(PALETTE)}, royal_<creature>, 'joker' or 'blank'"
+            f"no card art for {identity!r}; expected a creature of {sorted(PALETTE)}, royal_<creature>, 'joker' or "
+            "'blank'"
         )
     shapes = _creature(creature, PALETTE[creature]) + (_crown() if royal else [])
     label = creature.replace("_", " ").upper()
@@ -256,15 +259,20 @@ def card_svg(identity: str) -> str:
     art = card_art(identity)
     label_size = 13 if len(art.label) <= 10 else 10
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {CARD_WIDTH} {CARD_HEIGHT}" role="img" aria-label="{escape(art.label.lower())}">',
-        f'<rect x="2" y="2" width="{CARD_WIDTH - 4}" height="{CARD_HEIGHT - 4}" rx="10" fill="{PAPER}" stroke="{art.colour}" stroke-width="4"'
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {CARD_WIDTH} {CARD_HEIGHT}" role="img" '
+        f'aria-label="{escape(art.label.lower())}">',
+        f'<rect x="2" y="2" width="{CARD_WIDTH - 4}" height="{CARD_HEIGHT - 4}" rx="10" fill="{PAPER}" '
+        f'stroke="{art.colour}" stroke-width="4"'
         + (' stroke-dasharray="8 5"' if art.identity == "blank" else "")
         + "/>",
         f'<rect x="8" y="8" width="{CARD_WIDTH - 16}" height="22" rx="5" fill="{art.colour}"/>',
-        f'<text x="14" y="24" font-family="DejaVu Sans, Verdana, sans-serif" font-size="14" font-weight="bold" fill="{text_colour_on(art.colour)}">{art.code}</text>',
+        f'<text x="14" y="24" font-family="{FONT}" font-size="14" font-weight="bold" '
+        f'fill="{text_colour_on(art.colour)}">{art.code}</text>',
         *(_svg_shape(s) for s in art.shapes),
-        f'<rect x="8" y="{CARD_HEIGHT - 32}" width="{CARD_WIDTH - 16}" height="24" rx="5" fill="#ffffff" stroke="{art.colour}" stroke-width="2"/>',
-        f'<text x="{CARD_WIDTH / 2:g}" y="{CARD_HEIGHT - 15}" text-anchor="middle" font-family="DejaVu Sans, Verdana, sans-serif" font-size="{label_size}" font-weight="bold" fill="{INK}">{escape(art.label)}</text>',
+        f'<rect x="8" y="{CARD_HEIGHT - 32}" width="{CARD_WIDTH - 16}" height="24" rx="5" fill="#ffffff" '
+        f'stroke="{art.colour}" stroke-width="2"/>',
+        f'<text x="{CARD_WIDTH / 2:g}" y="{CARD_HEIGHT - 15}" text-anchor="middle" font-family="{FONT}" '
+        f'font-size="{label_size}" font-weight="bold" fill="{INK}">{escape(art.label)}</text>',
         "</svg>",
     ]
     return "".join(parts)
@@ -273,10 +281,14 @@ def card_svg(identity: str) -> str:
 def back_svg() -> str:
     """The back of a card: the same for every card, so it tells nothing."""
     return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {CARD_WIDTH} {CARD_HEIGHT}" role="img" aria-label="face-down card">'
-        f'<rect x="2" y="2" width="{CARD_WIDTH - 4}" height="{CARD_HEIGHT - 4}" rx="10" fill="{BACK}" stroke="#0d1626" stroke-width="4"/>'
-        f'<rect x="12" y="12" width="{CARD_WIDTH - 24}" height="{CARD_HEIGHT - 24}" rx="6" fill="none" stroke="#8fa3c4" stroke-width="2" stroke-dasharray="4 4"/>'
-        f'<text x="60" y="98" text-anchor="middle" font-family="DejaVu Sans, Verdana, sans-serif" font-size="40" font-weight="bold" fill="#8fa3c4">?</text>'
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {CARD_WIDTH} {CARD_HEIGHT}" role="img" '
+        'aria-label="face-down card">'
+        f'<rect x="2" y="2" width="{CARD_WIDTH - 4}" height="{CARD_HEIGHT - 4}" rx="10" fill="{BACK}" '
+        'stroke="#0d1626" stroke-width="4"/>'
+        f'<rect x="12" y="12" width="{CARD_WIDTH - 24}" height="{CARD_HEIGHT - 24}" rx="6" fill="none" '
+        'stroke="#8fa3c4" stroke-width="2" stroke-dasharray="4 4"/>'
+        f'<text x="60" y="98" text-anchor="middle" font-family="{FONT}" font-size="40" font-weight="bold" '
+        'fill="#8fa3c4">?</text>'
         "</svg>"
     )
 

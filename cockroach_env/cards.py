@@ -99,6 +99,11 @@ def classic_cards(num_types: int = len(CARD_TYPES), copies_per_type: int = 8) ->
 
 @cache
 def royal_cards(blank_counts_as_royal: bool = False, royal_counts_as_animal: bool = True) -> CardSet:
+    """The Royal deck: eight of each creature but the spider, a royal of each, the joker and the blank.
+
+    ``blank_counts_as_royal``: a "royal" claim is true of the blank; ``royal_counts_as_animal``: a royal card
+    counts towards its creature's loss group (else the royals form a group of their own).
+    """
     animals = len(ROYAL_ANIMALS)
     claims = ROYAL_ANIMALS + (ROYAL_CLAIM,)
     royal_claim = animals

@@ -87,7 +87,9 @@ class GameConfig:
     num_types: int = 8
     """Classic deck shape: creature types in play, the first ``num_types`` of the canonical order (2 to 8)."""
     copies_per_type: int = 8
-    """Classic deck shape: cards of each type in play (2 to 8: a type must hold ``loss_count`` cards, and ``loss_count`` is at least 2)."""
+    """Classic deck shape: cards of each type in play (2 to 8: a type must hold ``loss_count`` cards, and
+    ``loss_count`` is at least 2).
+    """
     recall: bool = False
     """Observation option, not a rule: the observation also keeps the game's history (perfect recall).
 
@@ -95,13 +97,14 @@ class GameConfig:
     (creature-to-start) and one slot per decision so far (its actor, the move without its
     hidden card, the card a call revealed, the face-up penalty card after it) to the
     observation, so that two observations are equal exactly when the observer's
-    information states are (``cockroach_env.encoding``; README, *Perfect recall*)."""
+    information states are (``cockroach_env.encoding``; ``docs/env.md``, *Perfect recall*)."""
 
     def __post_init__(self) -> None:
         self._integer("num_players")
         if not MIN_PLAYERS <= self.num_players <= MAX_PLAYERS:
             raise ValueError(
-                f"num_players={self.num_players!r} is not allowed; expected an integer from {MIN_PLAYERS} to {MAX_PLAYERS}"
+                f"num_players={self.num_players!r} is not allowed; expected an integer from {MIN_PLAYERS} to "
+                f"{MAX_PLAYERS}"
             )
         if self.edition not in EDITIONS:
             raise ValueError(f"edition={self.edition!r} is not allowed; expected one of {list(EDITIONS)}")
@@ -125,7 +128,8 @@ class GameConfig:
         if self.edition == "royal":
             if self.discard != 0:
                 raise ValueError(
-                    f"discard={self.discard!r} is not allowed with edition='royal'; the Royal edition sets aside a penalty deck instead, expected 0"
+                    f"discard={self.discard!r} is not allowed with edition='royal'; the Royal edition sets aside a "
+                    "penalty deck instead, expected 0"
                 )
             if self.opening_cards != 0:
                 raise ValueError(
@@ -135,13 +139,15 @@ class GameConfig:
             for name, default in (("blank_counts_as_royal", False), ("royal_counts_as_animal", True)):
                 if getattr(self, name) != default:
                     raise ValueError(
-                        f"{name}={getattr(self, name)!r} is not allowed with edition={self.edition!r}; it is a Royal edition flag, expected edition='royal'"
+                        f"{name}={getattr(self, name)!r} is not allowed with edition={self.edition!r}; it is a Royal "
+                        "edition flag, expected edition='royal'"
                     )
         if self.discard < 0:
             raise ValueError(f"discard={self.discard!r} is not allowed; expected a non-negative integer")
         if self.opening_cards not in (0, 1):
             raise ValueError(
-                f"opening_cards={self.opening_cards!r} is not allowed; expected 0 or 1 (one face-up card per collection)"
+                f"opening_cards={self.opening_cards!r} is not allowed; expected 0 or 1 (one face-up card per "
+                "collection)"
             )
         dealt = (
             deck
@@ -158,7 +164,8 @@ class GameConfig:
             self._integer("starter")
             if not 0 <= self.starter < self.num_players:
                 raise ValueError(
-                    f"starter={self.starter!r} is not allowed; expected None (random) or a seat from 0 to {self.num_players - 1}"
+                    f"starter={self.starter!r} is not allowed; expected None (random) or a seat from 0 to "
+                    f"{self.num_players - 1}"
                 )
         if self.max_steps is not None:
             self._integer("max_steps")
@@ -177,12 +184,14 @@ class GameConfig:
                 raise ValueError(f"{name}={value!r} is not allowed; expected an integer from 2 to 8{why}")
         if self.edition == "royal" and self.deck_shape != FULL_DECK:
             raise ValueError(
-                f"num_types={self.num_types!r}, copies_per_type={self.copies_per_type!r} is not allowed with edition='royal'; "
-                "the deck shape is a classic option, expected 8 and 8"
+                f"num_types={self.num_types!r}, copies_per_type={self.copies_per_type!r} is not allowed with "
+                "edition='royal'; the deck shape is a classic option, expected 8 and 8"
             )
 
     def _integer(self, name: str) -> int:
-        """Check that option ``name`` is an integer and store it as a Python ``int`` (a numpy integer would not be JSON)."""
+        """Check that option ``name`` is an integer and store it as a Python ``int`` (a numpy integer would not be
+        JSON).
+        """
         value = getattr(self, name)
         _check_type(name, value, int)
         object.__setattr__(self, name, int(value))
@@ -226,8 +235,8 @@ class GameConfig:
         config = cls(**merged)
         if "three-of-a-kind" in names and config.num_players < THREE_OF_A_KIND_PLAYERS:
             raise ValueError(
-                f"preset='three-of-a-kind' is not allowed with num_players={config.num_players}; the rules allow three of a kind "
-                f"for {THREE_OF_A_KIND_PLAYERS} to {MAX_PLAYERS} players (or set loss_count=3 explicitly)"
+                f"preset='three-of-a-kind' is not allowed with num_players={config.num_players}; the rules allow three "
+                f"of a kind for {THREE_OF_A_KIND_PLAYERS} to {MAX_PLAYERS} players (or set loss_count=3 explicitly)"
             )
         return config
 
@@ -241,7 +250,8 @@ def _preset_names(preset: str | Iterable[str] | None) -> list[str]:
         names = list(preset)
     else:
         raise ValueError(
-            f"preset={preset!r} is not allowed; expected a preset name from {sorted(PRESETS)}, names joined by '+', or a list of names"
+            f"preset={preset!r} is not allowed; expected a preset name from {sorted(PRESETS)}, names joined by '+', "
+            "or a list of names"
         )
     for name in names:
         if not isinstance(name, str) or name not in PRESETS:
@@ -261,7 +271,9 @@ def _is_numpy_int(value: Any) -> bool:
 
 
 def check_seed(name: str, value: Any) -> int | None:
-    """``value`` as a seed: ``None`` or an integer from 0 to 2**64 - 1 (what ``numpy.random.default_rng`` and torch take)."""
+    """``value`` as a seed: ``None`` or an integer from 0 to 2**64 - 1 (what ``numpy.random.default_rng`` and torch
+    take).
+    """
     if value is None:
         return None
     if isinstance(value, bool) or not (isinstance(value, int) or _is_numpy_int(value)) or not 0 <= int(value) < 2**64:

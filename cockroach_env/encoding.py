@@ -79,7 +79,9 @@ class Segment:
     seat_axis: int | None = None
     """Axis indexed by seat (rotated ego-centrically in observations), if any."""
     visibility: str = "public"
-    """``public``, ``own`` (only the row of the observer), ``seen`` (only if the observer saw the card in play) or ``hidden``."""
+    """``public``, ``own`` (only the row of the observer), ``seen`` (only if the observer saw the card in play) or
+    ``hidden``.
+    """
 
     size: int = 0
     stop: int = 0
@@ -210,9 +212,9 @@ def check_recall_deal(config: GameConfig, hand_cards: int, where: str = "the dea
     slots = max_decisions(config)
     if config.recall and max_decisions(config, hand_cards) > slots:
         raise ValueError(
-            f"{where} puts {hand_cards} cards in hands, more than the {dealt_cards(config)} this rule set deals; with recall=True the "
-            f"observation has {slots} move slots (max_decisions), too few for such a game: expected at most "
-            f"{dealt_cards(config)} cards in hands, or a max_steps of at most {slots}, or recall=False"
+            f"{where} puts {hand_cards} cards in hands, more than the {dealt_cards(config)} this rule set deals; with "
+            f"recall=True the observation has {slots} move slots (max_decisions), too few for such a game: expected "
+            f"at most {dealt_cards(config)} cards in hands, or a max_steps of at most {slots}, or recall=False"
         )
 
 
@@ -313,7 +315,9 @@ class Encoding:
         return self.place_start + card
 
     def decode_action(self, action: int) -> tuple:
-        """``("offer", card, offset, claim) | ("call", believe) | ("peek",) | ("pass", offset, claim) | ("place", card)``."""
+        """One of ``("offer", card, offset, claim)``, ``("call", believe)``, ``("peek",)``, ``("pass", offset,
+        claim)``, ``("place", card)``.
+        """
         if action < self.respond_start:
             rest, claim = divmod(action, self.num_claims)
             card, offset = divmod(rest, self.num_targets)
@@ -525,7 +529,8 @@ def write_recall(encoding: Encoding, game, out: np.ndarray) -> None:
     moves = recall_moves(encoding, game)
     if len(moves) > encoding.state.segments["move_actor"].shape[0]:
         raise RuntimeError(
-            f"the game has {len(moves)} decisions, more than the recall layout's {encoding.state.segments['move_actor'].shape[0]} slots (max_decisions); this is a bug"
+            f"the game has {len(moves)} decisions, more than the recall layout's "
+            f"{encoding.state.segments['move_actor'].shape[0]} slots (max_decisions); this is a bug"
         )
     for k, (actor, move, revealed, top) in enumerate(moves):
         out[actor_at + k * n + actor] = 1.0

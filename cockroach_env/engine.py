@@ -35,6 +35,8 @@ LOSS_REASONS = ("same_type", "empty_hand", "rainbow")
 
 
 class Phase(str, Enum):
+    """Whose decision the game waits for: an offer, a response to a card, a pass, a Royal placement, or none."""
+
     OFFER = "offer"
     RESPOND = "respond"
     PASS = "pass"
@@ -132,7 +134,8 @@ def deal_distribution(config: GameConfig, limit: int | None = None) -> list[tupl
     deck_size = cards.deck_size
     out: list[tuple[float, Deal]] = []
     for starter in starters:
-        # where the card at each position of the permuted deck goes: ("removed",), ("penalty",), ("collection", seat), ("hand", seat)
+        # where the card at each position of the permuted deck goes: ("removed",), ("penalty",),
+        # ("collection", seat), ("hand", seat)
         where: list[tuple] = [("removed",)] * config.discard + [("penalty",)] * config.penalty_deck_size
         where += [("collection", (starter + k) % n) for k in range(config.opening_cards * n)]
         rest = deck_size - len(where)
@@ -168,7 +171,8 @@ def deal_distribution(config: GameConfig, limit: int | None = None) -> list[tupl
                     grown[tuple(key)] = grown.get(tuple(key), 0.0) + p * count / total
             if limit is not None and len(grown) > limit:
                 raise ValueError(
-                    f"{config} has more than limit={limit} distinct deals; expected a small deck (presets mini, mini-3p)"
+                    f"{config} has more than limit={limit} distinct deals; expected a small deck (presets mini, "
+                    "mini-3p)"
                 )
             partial = grown
         for (_, removed, penalty, collections, hands), p in partial.items():
@@ -220,14 +224,16 @@ def explicit_deal(
         raise ValueError(f"penalty_deck={penalty_deck!r} is not allowed; expected a list of card names, top card first")
     if penalty_deck and config.edition != "royal":
         raise ValueError(
-            f"penalty_deck={list(penalty_deck)!r} is not allowed with edition={config.edition!r}; only the Royal edition has a penalty deck"
+            f"penalty_deck={list(penalty_deck)!r} is not allowed with edition={config.edition!r}; only the Royal "
+            "edition has a penalty deck"
         )
     penalty = [cards.index(name) for name in (penalty_deck or [])]
     used = [sum(row[c] for row in hand_rows + collection_rows) + penalty.count(c) for c in range(width)]
     for card, (count, copies) in enumerate(zip(used, cards.copies)):
         if count > copies:
             raise ValueError(
-                f"the deal uses {count} cards of {cards.identities[card]!r} but the {cards.edition} deck holds only {copies}"
+                f"the deal uses {count} cards of {cards.identities[card]!r} but the {cards.edition} deck holds only "
+                f"{copies}"
             )
     removed = [copies - count for count, copies in zip(used, cards.copies)]
     return Deal(starter, hand_rows, collection_rows, removed, penalty)
@@ -272,7 +278,8 @@ class Game:
         for seat in range(self.num_players):
             if self._check_loss(seat):
                 raise ValueError(
-                    f"the deal's collection of seat {seat} already loses ({self.loss_reason}); expected a game that is not over at the start"
+                    f"the deal's collection of seat {seat} already loses ({self.loss_reason}); expected a game that is "
+                    "not over at the start"
                 )
         self.phase = Phase.OFFER
         self.current = deal.starter
@@ -404,7 +411,8 @@ class Game:
         self._require(Phase.PLACE, "place")
         if card not in self.placeable_cards():
             raise IllegalMove(
-                f"{self._card_name(card)} cannot be placed now; placeable: {[self.cards.identities[c] for c in self.placeable_cards()]}"
+                f"{self._card_name(card)} cannot be placed now; placeable: "
+                f"{[self.cards.identities[c] for c in self.placeable_cards()]}"
             )
         player = self.replacement.player
         self.hands[player][card] -= 1
@@ -514,7 +522,8 @@ class Game:
     def _require_target(self, player: int, target: int, allowed) -> None:
         if target == player or target not in allowed:
             raise IllegalMove(
-                f"seat {target} cannot receive the card from seat {player}; eligible seats: {[s for s in allowed if s != player]}"
+                f"seat {target} cannot receive the card from seat {player}; eligible seats: "
+                f"{[s for s in allowed if s != player]}"
             )
 
     def _require_claim(self, claim: int) -> None:
@@ -532,4 +541,7 @@ class Game:
 
     def __repr__(self) -> str:
         hands = ", ".join(f"{s}:{self.hand_size(s)}" for s in range(self.num_players))
-        return f"Game({self.config.edition}, {self.num_players}p, phase={self.phase.value}, current={self.current}, hand sizes {{{hands}}}, chain={self.chain}, loser={self.loser})"
+        return (
+            f"Game({self.config.edition}, {self.num_players}p, phase={self.phase.value}, current={self.current}, "
+            f"hand sizes {{{hands}}}, chain={self.chain}, loser={self.loser})"
+        )

@@ -47,9 +47,11 @@ def seat_view(env: Any, viewer: str | None = None, full_information: bool = Fals
 def describe_event(event: dict[str, Any]) -> str:
     """One public event (an entry of ``env.history``) as a short sentence."""
     kind = event.get("type")
-    name = lambda key: (
-        str(event.get(key, "?")).replace("_", " ") if key in ("card", "claim") else str(event.get(key, "?"))
-    )  # noqa: E731
+
+    def name(key: str) -> str:
+        value = str(event.get(key, "?"))
+        return value.replace("_", " ") if key in ("card", "claim") else value
+
     if kind == "deal":
         return f"cards dealt; {name('starter')} starts"
     if kind == "offer":

@@ -1,4 +1,4 @@
-"""Shared helpers for the rules, environment and property tests.
+"""Shared move builders and checks for the rules, environment and property tests.
 
 Moves read like the rulebook: ``offer("fly", to=1, says="bat")``, ``call(True)``,
 ``peek()``, ``pass_to(2, says="fly")``; seats are given as numbers and turned into

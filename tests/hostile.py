@@ -1,4 +1,4 @@
-"""Helpers of the hostile suite (``tests/test_hostile_*.py``): a bad input is refused with a
+"""The checks the hostile suite shares (``tests/test_hostile_*.py``): a bad input is refused with a
 ``ValueError`` whose message names the value, and the refused call changes nothing.
 """
 

@@ -101,8 +101,11 @@ def test_python_dash_m_of_an_old_path_runs_its_command_line(module, usage):
     assert "Warning" not in result.stderr, result.stderr
 
 
-def test_python_dash_m_training_checkpoint_prints_a_shipped_checkpoints_metadata():
+def test_python_dash_m_training_checkpoint_describes_a_shipped_checkpoint_and_prints_its_metadata():
     result = _python("-m", "training.checkpoint", "mini")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("mini\n") and "$ cockroach-train --config configs/cfr_mini.yaml" in result.stdout
+    result = _python("-m", "training.checkpoint", "mini", "--json")
     assert result.returncode == 0, result.stderr
     assert '"format": "cockroach-poker-checkpoint"' in result.stdout
 

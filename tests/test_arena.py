@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -529,6 +530,31 @@ def test_a_checkpoint_path_plays_in_the_arena_and_a_mismatched_one_is_refused(tm
     assert result.games == 4 and result.agents[0].spec == str(path)
     with pytest.raises(ArenaError, match=r"cannot load the checkpoint .*trained for 4-player classic"):
         play_match([str(path), "random"], GameConfig(num_players=2), games=2)
+
+
+def test_a_shipped_agent_is_labelled_by_its_shipped_name_and_a_path_by_its_run(tmp_path, capsys):
+    """``classic-4p`` is the label everywhere a user sees it (table, JSON report, saved games), not the name of the
+    run that trained it; the same checkpoint loaded by path keeps the run's name.
+    """
+    pytest.importorskip("torch")
+    from cockroach_env.record import load_record
+    from training.core.checkpoint import read_metadata
+
+    run_name = read_metadata("classic-4p")["name"]
+    assert run_name != "classic-4p"  # what the label must not show
+    report, games = tmp_path / "report.json", tmp_path / "games"
+    argv = ["classic-4p", "heuristic*3", "--players", "4", "--games", "4", "--json", str(report)]
+    assert eval_cli.main([*argv, "--save-games", "1", str(games)]) == 0
+    table = capsys.readouterr().out
+    assert "classic-4p" in table and run_name not in table
+    data = json.loads(report.read_text())
+    assert data["lineup"][0] == "classic-4p" and data["agents"][0]["name"] == "classic-4p"
+    assert run_name not in report.read_text()
+    (saved,) = games.glob("game-*.json")
+    assert "classic-4p" in load_record(str(saved))["players"].values()
+    path = str(Path(__file__).resolve().parents[1] / "training" / "checkpoints" / "classic-4p")
+    by_path = play_match([path, "heuristic*3"], GameConfig(num_players=4), games=4)
+    assert by_path.lineup[0] == run_name and by_path.agents[0].spec == path
 
 
 def test_an_agent_built_for_other_rules_is_refused():

@@ -80,7 +80,8 @@ def compare(step: BatchStep, states: np.ndarray, envs: list, b: int, context: st
     if not np.array_equal(step.observation[b], observed["observation"]):
         differ = np.flatnonzero(step.observation[b] != observed["observation"])
         raise AssertionError(
-            f"{context}: observation differs at {differ.tolist()}: batched {step.observation[b][differ]} vs env {observed['observation'][differ]}"
+            f"{context}: observation differs at {differ.tolist()}: batched {step.observation[b][differ]} vs env "
+            f"{observed['observation'][differ]}"
         )
     if not np.array_equal(step.action_mask[b], observed["action_mask"]):
         differ = np.flatnonzero(step.action_mask[b] != observed["action_mask"])
@@ -217,7 +218,8 @@ def test_truncation_by_max_steps_plays_like_the_env(backend):
 @pytest.mark.parametrize("config", [
     GameConfig(num_players=n, **options)
     for n in range(2, 7)
-    for options in ({}, {"rainbow_loses": True, "discard": 4}, {"edition": "royal"}, {"edition": "royal", "blank_counts_as_royal": True, "royal_counts_as_animal": False})
+    for options in ({}, {"rainbow_loses": True, "discard": 4}, {"edition": "royal"},
+                    {"edition": "royal", "blank_counts_as_royal": True, "royal_counts_as_animal": False})
 ], ids=config_id)  # fmt: skip
 def test_batched_plays_like_the_engine_long(config, backend):
     """The bigger sweep: 400 games per rule set and backend (16,000 games, about 2 minutes)."""

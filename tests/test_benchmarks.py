@@ -498,3 +498,46 @@ def test_bench_exploit_seeds_measures_every_budget_given(tmp_path):
     assert "| `mini @ 64` | own weights |" in out and "| `mini @ 128` |" in out
     done = bench("bench_exploit_seeds.py", "mini", "--decisions", "64", "64", cwd=tmp_path, codes=(2,))
     assert "--decisions [64, 64] repeats a budget" in done.stderr
+
+
+TINY_MAIN_JOB = [
+    "ppo.num_envs=32",
+    "ppo.num_steps=8",
+    "schedule.total_decisions=512",
+    "evaluation.every=0",
+    "evaluation.final_games=0",
+    "warm_start.decisions=300",
+    "warm_start.num_envs=16",
+]
+
+
+def test_bench_warm_start_trains_each_seed_and_judges_the_main_job_targets(tmp_path):
+    sets = [a for s in TINY_MAIN_JOB for a in ("--set", s)]
+    out = bench(
+        "bench_warm_start.py", "--train-seeds", "1", "2", "--games", "40", "--mixed-games", "40", *sets, cwd=tmp_path
+    ).stdout
+    assert len(re.findall(r"^seed \d: trained in \d+ s; vs 3 heuristic", out, re.M)) == 2
+    for what in ("against three heuristic", "in the mixed table", "against three random"):
+        assert re.search(rf"worst over seeds {what}: [\d.]+% \(target below \d+%\): (met|NOT met)", out), what
+    assert json.loads(out.strip().splitlines()[-1])["rows"][1]["seed"] == 2
+
+
+def test_bench_warm_start_curve_compares_decisions_with_and_without_the_warm_start(tmp_path):
+    sets = [a for s in TINY_MAIN_JOB for a in ("--set", s)]
+    out = bench(
+        "bench_warm_start.py",
+        "--curve",
+        str(ROOT / "configs" / "quick.yaml"),
+        "--decisions",
+        "1024",
+        "--every",
+        "2",
+        "--games",
+        "40",
+        "--threshold",
+        "0.9",
+        *sets,
+        cwd=tmp_path,
+    ).stdout
+    assert "seed 1, without warm start" in out and "seed 1, with warm start" in out
+    assert re.search(r"with warm start: ([\d.]+M|not reached)", out)

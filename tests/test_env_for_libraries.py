@@ -78,7 +78,7 @@ def test_np_random_is_the_generator_of_the_deals():
 
 def _infos_of_a_game(e, rng, illegal_at: int | None = None) -> list[dict]:
     seen = []
-    for step, agent in enumerate(e.agent_iter()):
+    for step, _agent in enumerate(e.agent_iter()):
         obs, reward, terminated, truncated, info = e.last()
         seen.append(dict(info))
         seen.extend(dict(i) for i in e.infos.values())

@@ -1,4 +1,4 @@
-"""Hostile inputs to the batched engine (issue #10, items 13 and 14): a bad constructor
+"""Hostile inputs to the batched engine: a bad constructor
 argument, seed or deal is a named ``ValueError``, and a refused ``reset`` changes nothing
 (the games, the queued deals and the stream of re-deals). Hypothesis fuzzes the deals.
 """

@@ -1,4 +1,4 @@
-"""A tamper corpus over checkpoints (issue #10, items 3, 5, 7, 8, 9): every damaged or
+"""A tamper corpus over checkpoints: every damaged or
 hostile file is a ``CheckpointError`` naming the file and the problem, never another
 exception, never an unpickle, never a network built before its shapes are checked; a
 save killed at any instant leaves a loadable checkpoint; old and shipped files still load.
@@ -115,7 +115,7 @@ def _set(value, *keys):
 
 
 TAMPERS = [
-    # metadata fields (item 7)
+    # metadata fields
     ("no model.hidden_sizes", _pop("model", "hidden_sizes"), ["'model.hidden_sizes'"]),
     ("no model.activation", _pop("model", "activation"), ["'model.activation'"]),
     ("no tensors.sha256", _pop("tensors", "sha256"), ["'tensors.sha256'"]),
@@ -186,7 +186,7 @@ TAMPERS = [
         lambda p: _rewrite_tensors(p, blob=(2**62).to_bytes(8, "little") + b"{}"),
         ["not a valid safetensors file"],
     ),
-    # layouts and shapes (item 8)
+    # layouts and shapes
     (
         "tensor names of another layout",
         lambda p: _rewrite_tensors(p, {k.replace("trunk", "body"): v for k, v in _state(_model()).items()}),
@@ -213,7 +213,7 @@ TAMPERS = [
         lambda p: _rewrite_tensors(p, {**_state(_model()), "model.trunk.0.bias": torch.zeros(())}),
         ["do not fit", "model.trunk.0.bias"],
     ),
-    # values (item 9)
+    # values
     ("a NaN weight, checksum matched", _with_nan(float("nan")), ["'model.trunk.0.weight'", "NaN or infinite"]),
     ("an inf weight, checksum matched", _with_nan(float("inf")), ["'model.trunk.0.weight'", "NaN or infinite"]),
     ("a -inf weight, checksum matched", _with_nan(float("-inf")), ["'model.trunk.0.weight'", "NaN or infinite"]),

@@ -1,4 +1,4 @@
-"""Command lines name bad input before doing any work (issue #10, items 11 and 12):
+"""Command lines name bad input before doing any work:
 ``cockroach-eval`` and ``cockroach-exploit`` output paths, counts and lineups.
 """
 

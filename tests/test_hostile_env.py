@@ -1,5 +1,5 @@
 """Hostile inputs to the rule options and the PettingZoo env: each is a named ``ValueError``
-that changes nothing (issue #10, items 15 and 17, and the ``max_steps`` bound of item 14),
+that changes nothing (an out-of-range ``max_steps`` included),
 and Hypothesis throws arbitrary options, seeds and actions at them.
 """
 

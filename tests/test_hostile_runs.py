@@ -1,4 +1,4 @@
-"""Runs are never destroyed (issue #10, items 1-6, 10, 11): the real ``cockroach-train`` on a
+"""Runs are never destroyed: the real ``cockroach-train`` on a
 tiny config, hostile run directories, tampered run checkpoints, bad configs, signals and
 SIGKILLs at random instants (real subprocesses). A refused command leaves every file as it was.
 """
@@ -41,6 +41,9 @@ TINY = [
     "evaluation.every=2",
     "evaluation.games=8",
     "evaluation.final_games=8",
+    "warm_start.decisions=200",
+    "warm_start.num_envs=16",
+    "warm_start.epochs=1",
 ]
 DECISIONS = 16 * 8
 
@@ -74,7 +77,7 @@ def _copy(run: Path, tmp_path: Path) -> Path:
     return target
 
 
-# ---------------------------------------------------------------------------- item 1: a plain run never overwrites
+# ---------------------------------------------------------------------------- a plain run never overwrites
 
 
 @pytest.mark.parametrize(
@@ -133,7 +136,7 @@ def test_an_empty_run_directory_may_be_used(tmp_path):
     assert main(_argv(tmp_path, "empty", 1, "--set", "evaluation.final_games=0")) == 0
 
 
-# ---------------------------------------------------------------------------- items 2 and 7: a bad checkpoint is named
+# ---------------------------------------------------------------------------- a bad checkpoint is named
 # before any file changes
 
 
@@ -253,7 +256,7 @@ def test_init_from_a_bad_checkpoint_is_a_named_error(finished_run, tmp_path, cap
     assert not (tmp_path / "fresh" / "checkpoint.json").exists()
 
 
-# ---------------------------------------------------------------------------- items 5 and 6: stale files, finished runs
+# ---------------------------------------------------------------------------- stale files, finished runs
 
 
 def test_resume_removes_stale_temporary_files_and_old_generations(finished_run, tmp_path):
@@ -310,7 +313,7 @@ def test_a_run_killed_during_its_final_evaluation_evaluates_once_on_resume(finis
     assert sum(line.split(",")[3] == "1" for line in reference.splitlines()) == 2  # two opponents, final rows once
 
 
-# ---------------------------------------------------------------------------- items 10 and 11: configs and paths named
+# ---------------------------------------------------------------------------- configs and paths named
 # before any work
 
 CONFIG_CASES = [
@@ -389,7 +392,7 @@ def test_a_full_disk_keeps_the_previous_checkpoint_and_exits_with_a_message(tmp_
     }
 
 
-# ---------------------------------------------------------------------------- item 4: signals, and SIGKILL at random
+# ---------------------------------------------------------------------------- signals, and SIGKILL at random
 # instants
 
 

@@ -16,7 +16,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "integrations.md"
 RECIPE = re.compile(r"<!-- recipe: (?P<name>[\w-]+) -->\n```(?P<lang>\w+)\n(?P<code>.*?)```", re.S)
-NEEDS = {"rllib": "ray.rllib", "sb3": "sb3_contrib", "tianshou": "tianshou", "torchrl": "torchrl"}
+NEEDS = {
+    "rllib": "ray.rllib",
+    "sb3": "sb3_contrib",
+    "tianshou": "tianshou",
+    "torchrl": "torchrl",
+    "gymnasium-vector": "torch",
+    "sb3-vector": "sb3_contrib",
+    "torchrl-vector": "torchrl",
+}
 
 
 def recipes() -> dict[str, tuple[str, str]]:
@@ -58,7 +66,7 @@ def run_recipe(name: str, cwd: Path, timeout: float = 420) -> str:
 
 
 def test_the_doc_has_one_recipe_per_library():
-    assert set(recipes()) == {"rllib", "sb3", "sb3-eval", "tianshou", "torchrl"}
+    assert set(recipes()) == {"sb3-eval", *NEEDS}
 
 
 @pytest.mark.slow
@@ -76,6 +84,17 @@ def test_recipe_runs_as_written(library, tmp_path):
         assert "cockroach_sb3" in table and "loss rate" in table
     elif library == "tianshou":
         assert output.strip()
+    elif library == "gymnasium-vector":  # iteration, games ended, mean terminal reward of the learner
+        lines = [line.split() for line in output.strip().splitlines()]
+        assert [int(line[0]) for line in lines] == [0, 1, 2] and all(int(line[1]) > 10 for line in lines)
+        assert all(-1.0 <= float(line[2]) <= 1 / 3 for line in lines)
+    elif library == "sb3-vector":
+        assert (tmp_path / "cockroach_sb3_vec.zip").is_file()
+        games, reward = re.search(r"^games (\d+) mean reward against three heuristic (\S+)$", output, re.M).groups()
+        assert int(games) >= 200 and -1.0 <= float(reward) <= 1 / 3
+    elif library == "torchrl-vector":
+        decisions, games = re.search(r"^decisions (\d+) games (\d+) mean reward \S+$", output, re.M).groups()
+        assert int(decisions) == 25_600 and int(games) > 100
     else:
         rewards = [float(line.split()[-1]) for line in output.strip().splitlines()[-4:]]
         assert sorted(rewards) == pytest.approx([-1.0, 1 / 3, 1 / 3, 1 / 3], abs=1e-6)

@@ -37,7 +37,13 @@ def _modules_after(statement: str) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    "statement", ["import cockroach_env", "import cockroach_env.integrations", "import cockroach_env.integrations.sb3"]
+    "statement",
+    [
+        "import cockroach_env",
+        "import cockroach_env.integrations",
+        "import cockroach_env.integrations.sb3",
+        "import cockroach_env.vector",
+    ],
 )
 def test_importing_the_env_and_the_integrations_package_imports_no_library(statement):
     loaded = _modules_after(statement)

@@ -180,6 +180,23 @@ def test_whole_games_through_the_api_show_each_seat_only_its_own_view(
     assert html.status_code == 200 and html.text.startswith("<!doctype html>") and 'id="replay-data"' in html.text
 
 
+def test_a_shipped_agent_seat_is_named_by_its_shipped_name_in_every_payload_record_and_replay(client):
+    from training.core.checkpoint import read_metadata
+
+    run_name = read_metadata("classic-4p")["name"]  # the run that trained it: shown nowhere
+    seats = ["human", "classic-4p", "heuristic", "random"]
+    game_id, tokens, payloads, session = play_through_the_api(client, seats, "classic", 4, seed=6)
+    assert session.seats[1].label == "classic-4p" and session.seats[1].player.name == "classic-4p"
+    for _, view in payloads:
+        assert [s["label"] for s in view["seats"]] == seats
+        assert run_name not in json.dumps(view)
+    token = tokens["player_0"]
+    record = client.get(f"/api/games/{game_id}/record", params={"token": token}).json()
+    assert record["players"]["player_1"] == "classic-4p" and run_name not in json.dumps(record)
+    html = client.get(f"/api/games/{game_id}/replay", params={"token": token}).text
+    assert '"player_1":"classic-4p"' in html and run_name not in html
+
+
 def test_a_seat_view_is_unchanged_when_every_card_it_cannot_see_is_reshuffled(client):
     created = new_game(client, ["human", "heuristic", "heuristic", "heuristic"], pace_ms=10_000)
     session = client.app.state.store.get(created["game_id"])

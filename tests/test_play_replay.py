@@ -4,6 +4,7 @@ or a run's file never, whatever the options say; a pipe or a device is written i
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -92,3 +93,24 @@ def test_a_device_is_written_into_without_overwrite(game, capsys):
         pytest.skip("no /dev/null here")
     assert replay.main([str(game), "-o", "/dev/null"]) == 0
     assert "wrote /dev/null" in capsys.readouterr().out
+
+
+def test_the_page_of_an_arena_game_names_a_shipped_agent_by_its_shipped_name(tmp_path):
+    """``cockroach-eval classic-4p ... --save-games``, then ``cockroach-replay``: the page says ``classic-4p``, not
+    the name of the run that trained it.
+    """
+    pytest.importorskip("torch")
+    from training.cli import eval as eval_cli
+    from training.core.checkpoint import read_metadata
+
+    run_name = read_metadata("classic-4p")["name"]
+    games = tmp_path / "games"
+    argv = ["random", "classic-4p", "heuristic*2", "--games", "4", "--quiet", "--save-games", "4", str(games)]
+    assert eval_cli.main(argv) == 0
+    for saved in sorted(games.glob("game-*.json")):
+        page = saved.with_suffix(".html")
+        assert replay.main([str(saved), "-o", str(page)]) == 0
+        html = page.read_text()
+        data = json.loads(html.split('id="replay-data"', 1)[1].split(">", 1)[1].split("</script>", 1)[0])
+        assert sorted(data["players"].values()) == ["classic-4p", "heuristic", "heuristic", "random"]
+        assert run_name not in html

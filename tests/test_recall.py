@@ -140,7 +140,7 @@ def test_an_agent_without_recall_plays_the_same_rules_with_recall_and_is_just_as
 
 
 def test_the_shipped_recall_agent_meets_its_table_and_shares_it_with_an_agent_without_recall():
-    """``mini-recall`` (CFR on the recall observation): exact NashConv under issue 13's 0.02; it plays ``mini`` at one
+    """``mini-recall`` (CFR on the recall observation): exact NashConv under the 0.02 target; it plays ``mini`` at one
     table.
     """
     from training import load_agent

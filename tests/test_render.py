@@ -1,8 +1,8 @@
 """Rendering: text and pictures show a seat's view, and nothing hidden unless asked by keyword.
 
-Issue #10 item 16: RLlib's ``PettingZooEnv.render()`` calls ``env.render(self.render_mode)``;
-on ``raw_env`` that positional argument used to land in ``full_information`` and print
-every hand. The leak tests reuse ``test_no_leak``'s reshuffle: everything the viewer
+RLlib's ``PettingZooEnv.render()`` calls ``env.render(self.render_mode)``; on ``raw_env``
+that positional argument must not land in ``full_information`` (it would print every
+hand). The leak tests reuse ``test_no_leak``'s reshuffle: everything the viewer
 cannot see is dealt differently, and each public rendering must stay identical.
 """
 

@@ -585,7 +585,7 @@ def play_randomly(e, rng: np.random.Generator, check=None) -> int:
     game = e.unwrapped.game
     bound, steps = step_bound(game), 0
     potential, round_steps = hidden_potential(game), 0
-    for agent in e.agent_iter():
+    for _agent in e.agent_iter():
         obs, _, terminated, truncated, _ = e.last()
         if terminated or truncated:
             e.step(None)
@@ -882,7 +882,7 @@ def _check_no_leak(num_players: int, seeds: range, resamples: int, coverage: dic
         e.reset(seed=seed)
         rng = np.random.default_rng(seed)
 
-        def check(env) -> None:
+        def check(env, rng=rng, seed=seed) -> None:  # (called within this iteration: the defaults are its values)
             game = env.unwrapped.game
             assert card_counts(game) == list(game.cards.copies)
             for viewer in range(num_players):

@@ -347,6 +347,9 @@ TINY = [
     "evaluation.every=2",
     "evaluation.games=8",
     "evaluation.final_games=8",
+    "warm_start.decisions=200",
+    "warm_start.num_envs=16",
+    "warm_start.epochs=1",
 ]
 
 
@@ -1044,11 +1047,11 @@ def test_one_member_of_a_mixture_exports_as_an_agent_with_its_recipe(tmp_path):
 
 
 def test_printing_metadata_into_a_reader_that_stops_early_is_quiet():
-    """``python -m training.checkpoint classic-4p | head -1``: the closed pipe ends the command without a
+    """``python -m training.checkpoint classic-4p --json | head -1``: the closed pipe ends the command without a
     traceback.
     """
     proc = subprocess.Popen(
-        [sys.executable, "-m", "training.checkpoint", "classic-4p"],
+        [sys.executable, "-m", "training.checkpoint", "classic-4p", "--json"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -139,7 +139,8 @@ def _deals_from_engine(config: GameConfig, rules: _Rules, deals: Sequence[Deal])
         )
         if hands.shape != (n, i) or collections.shape != (n, i) or removed.shape != (i,):
             raise ValueError(
-                f"{where} has hands {hands.shape}, collections {collections.shape}, removed {removed.shape}; expected ({n}, {i}), ({n}, {i}), ({i},)"
+                f"{where} has hands {hands.shape}, collections {collections.shape}, removed {removed.shape}; expected "
+                f"({n}, {i}), ({n}, {i}), ({i},)"
             )
         if min(hands.min(), collections.min(), removed.min()) < 0:
             raise ValueError(f"{where} has a negative card count; expected counts >= 0")
@@ -156,8 +157,9 @@ def _deals_from_engine(config: GameConfig, rules: _Rules, deals: Sequence[Deal])
         if (used != copies).any():
             card = int(np.argmax(used != copies))
             raise ValueError(
-                f"{where} places {int(used.sum())} of the {int(copies.sum())} cards ({used[card]} of the {copies[card]} {config.cards.identities[card]!r}); "
-                "expected every card in a hand, a collection, the penalty deck or removed (as engine.explicit_deal deals)"
+                f"{where} places {int(used.sum())} of the {int(copies.sum())} cards ({used[card]} of the "
+                f"{copies[card]} {config.cards.identities[card]!r}); expected every card in a hand, a collection, the "
+                "penalty deck or removed (as engine.explicit_deal deals)"
             )
         if isinstance(deal.starter, (bool, np.bool_)) or not (
             isinstance(deal.starter, (int, np.integer)) and 0 <= deal.starter < n
@@ -166,7 +168,8 @@ def _deals_from_engine(config: GameConfig, rules: _Rules, deals: Sequence[Deal])
         check_recall_deal(config, int(hands.sum()), where)
         if Game(config, deal).over:  # raises ValueError for a collection that already loses
             raise ValueError(
-                f"{where} makes seat {deal.starter} start with an empty hand; expected a game that is not over at the start"
+                f"{where} makes seat {deal.starter} start with an empty hand; expected a game that is not over at the "
+                "start"
             )
         block.starter[k], block.hands[k], block.collections[k], block.removed[k] = (
             deal.starter,
@@ -179,7 +182,9 @@ def _deals_from_engine(config: GameConfig, rules: _Rules, deals: Sequence[Deal])
 
 
 def _counts(where: str, field: str, value) -> np.ndarray:
-    """A deal field as int64 card counts (or indices), refusing what is not integers (floats, bools, strings, ragged lists)."""
+    """A deal field as int64 card counts (or indices), refusing what is not integers (floats, bools, strings, ragged
+    lists).
+    """
     try:
         array = np.asarray(value)
     except (TypeError, ValueError) as error:  # ragged nesting

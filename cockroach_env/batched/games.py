@@ -99,7 +99,9 @@ class BatchedGames:
 
     @property
     def bytes_per_game(self) -> int:
-        """Bytes of game state per game in the batch arrays, the recall log included (outputs and queued deals excluded)."""
+        """Bytes of game state per game in the batch arrays, the recall log included (outputs and queued deals
+        excluded).
+        """
         return self._state.bytes_per_game + (self._recall.bytes_per_game if self._recall is not None else 0)
 
     @property
@@ -121,12 +123,14 @@ class BatchedGames:
         if deals is not None:
             if isinstance(deals, (str, bytes, Deal)) or not hasattr(deals, "__iter__"):
                 raise ValueError(
-                    f"deals={deals!r} is not allowed; expected a sequence of engine.Deal, at least batch_size={self.batch_size}"
+                    f"deals={deals!r} is not allowed; expected a sequence of engine.Deal, at least "
+                    f"batch_size={self.batch_size}"
                 )
             deals = list(deals)
             if len(deals) < self.batch_size:
                 raise ValueError(
-                    f"reset got {len(deals)} deals; expected at least batch_size={self.batch_size} (one per game, extra ones are queued)"
+                    f"reset got {len(deals)} deals; expected at least batch_size={self.batch_size} (one per game, "
+                    "extra ones are queued)"
                 )
             block = _deals_from_engine(self.config, self.rules, deals)
         if seed is not None:
@@ -265,7 +269,10 @@ class BatchedGames:
         decoded = enc.decode_action(action)
         kind = decoded[0]
         if kind == "offer":
-            return f"offer(card={cards.identities[decoded[1]]}, target=seat {(seat + decoded[2]) % n}, claim={cards.claims[decoded[3]]})"
+            return (
+                f"offer(card={cards.identities[decoded[1]]}, target=seat {(seat + decoded[2]) % n}, "
+                f"claim={cards.claims[decoded[3]]})"
+            )
         if kind == "call":
             return f"call(believe={decoded[1]})"
         if kind == "peek":
@@ -294,7 +301,10 @@ class BatchedGames:
         return f"game {game}: action {action} = {self.describe_action(game, action)} by seat {seat} is illegal: {why}"
 
     def __repr__(self) -> str:
-        return f"BatchedGames({self.config.edition}, {self.rules.n}p, B={self.batch_size}, backend={self.backend}, {self.bytes_per_game} bytes/game)"
+        return (
+            f"BatchedGames({self.config.edition}, {self.rules.n}p, B={self.batch_size}, backend={self.backend}, "
+            f"{self.bytes_per_game} bytes/game)"
+        )
 
 
 _NO_GAMES = np.zeros(0, np.int64)

@@ -85,7 +85,9 @@ OBSERVATION_SEGMENTS = {
     "place_claim": (("c",), None, "public"),
     "place_remaining": ((1,), None, "public"),
 }
-"""The observation segments the compiled kernels write: shape, seat axis (rotated so the viewer is seat 0), visibility."""
+"""The observation segments the compiled kernels write: shape, seat axis (rotated so the viewer is seat 0),
+visibility.
+"""
 
 RECALL_STATE_SEGMENTS = {
     "dealt_hands": ("n", "i"),
@@ -96,7 +98,9 @@ RECALL_STATE_SEGMENTS = {
     "move_revealed": ("l", "i"),
     "move_top": ("l", "i"),
 }
-"""The ``GameConfig.recall`` state segments, written by ``recall.py`` in numpy (``l``: decisions, ``p``: public moves)."""
+"""The ``GameConfig.recall`` state segments, written by ``recall.py`` in numpy (``l``: decisions, ``p``: public
+moves).
+"""
 assert tuple(RECALL_STATE_SEGMENTS) == RECALL_SEGMENTS
 
 RECALL_OBSERVATION_SEGMENTS = {
@@ -136,7 +140,10 @@ class BatchStep:
 
     def __repr__(self) -> str:
         b, o = self.observation.shape
-        return f"BatchStep(B={b}, O={o}, A={self.action_mask.shape[1]}, done={int(self.done.sum())}, to_act={self.to_act[:8].tolist()}{'...' if b > 8 else ''})"
+        return (
+            f"BatchStep(B={b}, O={o}, A={self.action_mask.shape[1]}, done={int(self.done.sum())}, "
+            f"to_act={self.to_act[:8].tolist()}{'...' if b > 8 else ''})"
+        )
 
 
 class _Dims(NamedTuple):
@@ -202,7 +209,8 @@ class _Rules:
         self.specials = np.flatnonzero(self.is_special)
         if self.specials.size not in (0, 2):
             raise ValueError(
-                f"the {cards.edition} card set has {self.specials.size} special cards; the batched engine expects 0 or 2"
+                f"the {cards.edition} card set has {self.specials.size} special cards; the batched engine expects 0 "
+                "or 2"
             )
         self.special_row = np.full(i, -1, np.int64)
         self.special_row[self.specials] = np.arange(self.specials.size)
@@ -232,7 +240,9 @@ class _Rules:
         """``{name: start}`` of the recall segments in the state and observation vectors (empty without recall)."""
         self.state_size = min(self.recall_state.values(), default=enc.state.size)
         self.observation_size = min(self.recall_observation.values(), default=enc.observation.size)
-        """Sizes of what the backends write: everything before the recall segments (the whole vectors without recall)."""
+        """Sizes of what the backends write: everything before the recall segments (the whole vectors without
+        recall).
+        """
         self.segments = self._segment_starts(encoding)
         index = np.stack(
             [
@@ -241,7 +251,9 @@ class _Rules:
             ]
         )
         self.observation_index = np.where(index == encoding.zero_slot, self.state_size, index).astype(np.intp)
-        """``(N, 2, O)``: ``Encoding.observation_index(viewer, has_seen_card)`` over the backends' part (zero slot: ``state_size``)."""
+        """``(N, 2, O)``: ``Encoding.observation_index(viewer, has_seen_card)`` over the backends' part (zero slot:
+        ``state_size``).
+        """
         self.state_position = np.append(np.arange(self.state_size, dtype=np.int32), -1)
         self.card_table = np.zeros((i, TRUTH + 2 * c), np.int8)
         self.card_table[:, GROUP] = self.group_of
@@ -251,19 +263,22 @@ class _Rules:
         self.card_table[:, TRUTH : TRUTH + c] = self.truth
         self.card_table[:, TRUTH + c :] = self.fits
         values = dict(
-            n=n, i=i, c=c, k=self.k, loss_count=self.loss_count, rainbow=int(self.rainbow), animal_groups=self.animal_groups,
-            max_steps=self.max_steps,
+            n=n, i=i, c=c, k=self.k, loss_count=self.loss_count, rainbow=int(self.rainbow),
+            animal_groups=self.animal_groups, max_steps=self.max_steps,
         )  # fmt: skip
         self.params = np.array([values[name] for name in PARAM_NAMES], np.int64)
         starts = self._observation_starts(encoding)
         self.dims = _Dims(
-            n=n, i=i, c=c, k=self.k, royal=int(self.royal), offer_size=self.offer_size, respond_start=self.respond_start,
-            pass_start=self.pass_start, place_start=self.place_start, num_actions=self.num_actions,
+            n=n, i=i, c=c, k=self.k, royal=int(self.royal), offer_size=self.offer_size,
+            respond_start=self.respond_start, pass_start=self.pass_start, place_start=self.place_start,
+            num_actions=self.num_actions,
             observation_size=self.observation_size, **starts,
         )  # fmt: skip
 
     def _recall_starts(self, segments, known: dict, vector: str) -> dict[str, int]:
-        """``{name: start}`` of the recall segments of a layout, checked: the known shapes, after every other segment, in order."""
+        """``{name: start}`` of the recall segments of a layout, checked: the known shapes, after every other segment,
+        in order.
+        """
         extent = {"n": self.n, "i": self.i, "l": self.recall_length, "p": self.recall_moves}
         segments = list(segments)
         starts = {seg.name: seg.start for seg in segments if seg.name in known}
@@ -272,7 +287,8 @@ class _Rules:
         tail = [seg for seg in segments if seg.start >= min(starts.values())]
         if [seg.name for seg in tail] != [name for name in known if name in starts]:
             raise ValueError(
-                f"the {vector} layout ends with {[seg.name for seg in tail]}; the batched engine expects the recall segments {list(known)} (those present) last, in that order"
+                f"the {vector} layout ends with {[seg.name for seg in tail]}; the batched engine expects the recall "
+                f"segments {list(known)} (those present) last, in that order"
             )
         for seg in tail:
             shape = known[seg.name][0] if vector == "observation" else known[seg.name]
@@ -294,7 +310,8 @@ class _Rules:
                 continue
             if seg.name not in STATE_SEGMENTS:
                 raise ValueError(
-                    f"state segment {seg.name!r} is unknown to the batched engine; expected only {list(SEGMENT_NAMES)} (update cockroach_env/batched/layout.py with the layout)"
+                    f"state segment {seg.name!r} is unknown to the batched engine; expected only {list(SEGMENT_NAMES)} "
+                    "(update cockroach_env/batched/layout.py with the layout)"
                 )
             expected = tuple(extent.get(d, d) for d in STATE_SEGMENTS[seg.name])
             if tuple(seg.shape) != expected:
@@ -313,13 +330,15 @@ class _Rules:
                 continue
             if seg.name not in OBSERVATION_SEGMENTS:
                 raise ValueError(
-                    f"observation segment {seg.name!r} is unknown to the batched engine; expected only {list(OBSERVATION_SEGMENTS)} (update cockroach_env/batched/layout.py with the layout)"
+                    f"observation segment {seg.name!r} is unknown to the batched engine; expected only "
+                    f"{list(OBSERVATION_SEGMENTS)} (update cockroach_env/batched/layout.py with the layout)"
                 )
             shape, seat_axis, visibility = OBSERVATION_SEGMENTS[seg.name]
             expected = (tuple(extent.get(d, d) for d in shape), seat_axis, visibility)
             if (tuple(seg.shape), seg.seat_axis, seg.visibility) != expected:
                 raise ValueError(
-                    f"observation segment {seg.name!r} is {(seg.shape, seg.seat_axis, seg.visibility)}; the batched engine writes it as (shape, seat axis, visibility) {expected}"
+                    f"observation segment {seg.name!r} is {(seg.shape, seg.seat_axis, seg.visibility)}; the batched "
+                    f"engine writes it as (shape, seat axis, visibility) {expected}"
                 )
             starts[seg.name] = seg.start
         counts = {
@@ -333,7 +352,8 @@ class _Rules:
             0 <= at < end for name, at in starts.items() if name not in counts
         ):
             raise ValueError(
-                f"the observation layout does not lead with {list(counts)} at {list(counts.values())}; the batched engine writes them first, eight entries at a time"
+                f"the observation layout does not lead with {list(counts)} at {list(counts.values())}; the batched "
+                "engine writes them first, eight entries at a time"
             )
         return starts
 

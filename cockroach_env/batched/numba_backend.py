@@ -26,7 +26,9 @@ class _NumbaBackend:
             else self.kernels
         )
         self.scratch = np.zeros((-(-state.info.shape[0] // CHUNK), rules.observation_size + 8), np.float32)
-        """One observation row per chunk of games (and room for ``_nb_widen8`` to spill), written in cache before it is copied out."""
+        """One observation row per chunk of games (and room for ``_nb_widen8`` to spill), written in cache before it
+        is copied out.
+        """
 
     def first_illegal(self, actions: np.ndarray) -> int:
         s = self.state
@@ -35,17 +37,21 @@ class _NumbaBackend:
     def step(self, actions: np.ndarray, out: BatchStep, queue: _DealQueue) -> tuple[int, int]:
         s, r, d = self.state, self.rules, queue.deals
         dealt = self.threaded["step"](
-            actions, s.hands, s.collections, s.stats, s.seat_claim, s.seen, s.removed, s.penalty, s.info, s.steps, r.card_table, r.params,
+            actions, s.hands, s.collections, s.stats, s.seat_claim, s.seen, s.removed, s.penalty, s.info, s.steps,
+            r.card_table, r.params,
             queue.next, d.starter, d.hands, d.collections, d.removed, d.penalty, d.penalty_size,
-            out.to_act, out.observation, out.action_mask, out.rewards, out.done, out.loser, out.loss_reason, out.truncated, self.scratch,
+            out.to_act, out.observation, out.action_mask, out.rewards, out.done, out.loser, out.loss_reason,
+            out.truncated, self.scratch,
         )  # fmt: skip
         return (-1 - dealt, 0) if dealt < 0 else (-1, dealt)
 
     def deal(self, out: BatchStep, queue: _DealQueue, slot_of: np.ndarray) -> None:
         s, r, d = self.state, self.rules, queue.deals
         self.threaded["deal"](
-            slot_of, s.hands, s.collections, s.stats, s.seat_claim, s.seen, s.removed, s.penalty, s.info, s.steps, r.card_table,
-            d.starter, d.hands, d.collections, d.removed, d.penalty, d.penalty_size, out.to_act, out.observation, out.action_mask, self.scratch,
+            slot_of, s.hands, s.collections, s.stats, s.seat_claim, s.seen, s.removed, s.penalty, s.info, s.steps,
+            r.card_table,
+            d.starter, d.hands, d.collections, d.removed, d.penalty, d.penalty_size,
+            out.to_act, out.observation, out.action_mask, self.scratch,
         )  # fmt: skip
 
     def states(self, out: np.ndarray) -> np.ndarray:

@@ -73,7 +73,7 @@ except ImportError:  # pragma: no cover - exercised where numba is absent
 # divisions by N and C become multiplications. The rule numbers (``P_*`` positions in
 # ``params``) and the card table (``_Rules.card_table``) are runtime arguments.
 # The kernels allocate nothing and are compiled without numba's reference counting
-# (``_nrt=False``): with it, the arrays handed through the inlined helpers cost a few
+# (``_nrt=False``): with it, the arrays handed through the inlined functions cost a few
 # atomic reference-count calls per game, more than the game step itself. Where the
 # outcome of a branch is a coin flip (whether a seat claimed, the phase of a random
 # game), the code computes both sides instead: mispredicted branches cost more.
@@ -165,7 +165,9 @@ if numba is not None:
 
     @intrinsic
     def _nb_word8(typingctx, source, game, seat, column):
-        """The 8 bytes ``source[game, seat, column:column + 8]`` as one little-endian uint64 (one load; see ``_nb_widen8``)."""
+        """The 8 bytes ``source[game, seat, column:column + 8]`` as one little-endian uint64 (one load; see
+        ``_nb_widen8``).
+        """
         if not (isinstance(source, types.Array) and source.ndim == 3 and source.dtype in (types.int8, types.uint8)):
             return None
 
@@ -528,7 +530,8 @@ _deal_orders_compiled = numba.njit(cache=True, _nrt=False)(_nb_deal_orders) if n
 
 @_jit
 def _nb_redeal(hands, collections, stats, seat_claim, seen, removed, penalty, info, steps, b,
-               slot, deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty, deal_penalty_size):  # fmt: skip
+               slot, deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty,
+               deal_penalty_size):  # fmt: skip
     """Start game ``b`` afresh from the queued deal at ``slot``."""
     for p in range(hands.shape[1]):
         for card in range(hands.shape[2]):
@@ -697,7 +700,8 @@ def _compile(d: _Dims) -> dict:
         for b in range(games):
             if done[b]:
                 _nb_redeal(hands, collections, stats, seat_claim, seen, removed, penalty, info, steps, b,
-                           slot, deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty, deal_penalty_size)  # fmt: skip
+                           slot, deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty,
+                           deal_penalty_size)  # fmt: skip
                 _nb_emit_called(
                     d,
                     hands,
@@ -728,7 +732,8 @@ def _compile(d: _Dims) -> dict:
             for b in range(chunk * CHUNK, min(games, (chunk + 1) * CHUNK)):
                 if slot_of[b] >= 0:
                     _nb_redeal(hands, collections, stats, seat_claim, seen, removed, penalty, info, steps, b,
-                               slot_of[b], deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty, deal_penalty_size)  # fmt: skip
+                               slot_of[b], deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty,
+                               deal_penalty_size)  # fmt: skip
                 _nb_emit_called(
                     d,
                     hands,

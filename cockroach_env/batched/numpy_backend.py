@@ -310,7 +310,9 @@ class _NumpyBackend:
         return _write_states(self.rules, self.state, out)
 
     def step(self, actions: np.ndarray, out: BatchStep, queue: _DealQueue) -> tuple[int, int]:
-        """Check, apply, deal finished games from the queue in game order, emit; (first illegal game or -1, games dealt)."""
+        """Check, apply, deal finished games from the queue in game order, emit; (first illegal game or -1, games
+        dealt).
+        """
         bad = self.apply(actions, out)
         if bad >= 0:
             return bad, 0
@@ -321,7 +323,9 @@ class _NumpyBackend:
         return -1, games.size
 
     def deal(self, out: BatchStep, queue: _DealQueue, slot_of: np.ndarray) -> None:
-        """Deal game ``b`` from the queued deal at ``slot_of[b]`` (where >= 0), then write to_act, masks and observations of every game."""
+        """Deal game ``b`` from the queued deal at ``slot_of[b]`` (where >= 0), then write to_act, masks and
+        observations of every game.
+        """
         r, s = self.rules, self.state
         games = np.flatnonzero(slot_of >= 0)
         if games.size:

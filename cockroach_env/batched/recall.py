@@ -89,7 +89,8 @@ class _RecallLog:
         slot = self.count[games]
         if slot.size and slot.max() >= self.length:  # encoding.max_decisions bounds a game's decisions
             raise RuntimeError(
-                f"game {int(games[np.argmax(slot)])} made more than max_decisions={self.length} decisions; the bound in cockroach_env.encoding is wrong"
+                f"game {int(games[np.argmax(slot)])} made more than max_decisions={self.length} decisions; the bound "
+                "in cockroach_env.encoding is wrong"
             )
         act = actions[games]
         self.actor[games, slot] = actor[games]
@@ -103,7 +104,9 @@ class _RecallLog:
 
     # ------------------------------------------------------------ the vectors
     def write_observations(self, out: np.ndarray, viewer: np.ndarray) -> None:
-        """The recall segments of every game's observation by seat ``viewer[b]`` into ``out`` (B, O), zeros there already."""
+        """The recall segments of every game's observation by seat ``viewer[b]`` into ``out`` (B, O), zeros there
+        already.
+        """
         self._write(out, self.rules.recall_observation, viewer.astype(np.int64), own=True)
 
     def write_states(self, out: np.ndarray) -> None:

@@ -2,10 +2,13 @@
 
 | module | entry point | library (extra) |
 |---|---|---|
-| ``cockroach_env.integrations.rllib`` | ``RLlibMultiAgentEnv(env_config)``, ``ppo_config(...)`` | Ray RLlib (``[rllib]``) |
-| ``cockroach_env.integrations.sb3`` | ``MaskedSelfPlayEnv(opponents, seed=None, illegal_action="raise", **game_options)`` | Stable-Baselines3 / sb3-contrib (``[sb3]``) |
-| ``cockroach_env.integrations.tianshou`` | ``EverySeatRewarded(env)`` | Tianshou (``[tianshou]``) |
+| ``rllib`` | ``RLlibMultiAgentEnv(env_config)``, ``ppo_config(...)`` | Ray RLlib (``[rllib]``) |
+| ``sb3`` | ``MaskedSelfPlayEnv(opponents, seed=None, illegal_action="raise", **game_options)`` | SB3 (``[sb3]``) |
+| ``sb3`` | ``MaskedSelfPlayVecEnv(num_envs, opponents, ...)``: a ``VecEnv`` over the batched engine | SB3 (``[sb3]``) |
+| ``tianshou`` | ``EverySeatRewarded(env)`` | Tianshou (``[tianshou]``) |
+| ``torchrl`` | ``BatchedCockroachEnv(batch_size=[B], opponents=...)``: an ``EnvBase``, batched | TorchRL |
 
-TorchRL needs no adapter: ``torchrl.envs.PettingZooWrapper(cockroach_env.env(), use_mask=True)``.
-``docs/integrations.md`` has a tested recipe for each library.
+One game at a time TorchRL needs no adapter: ``torchrl.envs.PettingZooWrapper(cockroach_env.env(),
+use_mask=True)``. The batched routes (and Gymnasium's ``cockroach_env.vector.SelfPlayVectorEnv``)
+are described in ``cockroach_env.vector``. ``docs/integrations.md`` has a tested recipe for each.
 """

@@ -8,7 +8,8 @@
     ray.init(num_cpus=2)
     algo = ppo_config({"num_players": 4}).build_algo()
     for _ in range(10):
-        print(algo.train()["env_runners"]["agent_episode_returns_mean"])  # per seat: the game is zero-sum, so the episode return is 0
+        # per seat: the game is zero-sum, so the episode return is 0
+        print(algo.train()["env_runners"]["agent_episode_returns_mean"])
 
 ``RLlibMultiAgentEnv(env_config)``: ``env_config`` holds ``GameConfig`` options
 (``num_players``, ``preset``, ``edition``, ...), or ``config`` (a ``GameConfig``), and
@@ -59,13 +60,15 @@ class RLlibMultiAgentEnv(MultiAgentEnv):
         super().__init__()
         if env_config is not None and not isinstance(env_config, Mapping):
             raise ValueError(
-                f"env_config={env_config!r} is not allowed; expected a dict of GameConfig options (or config) and illegal_action, or None"
+                f"env_config={env_config!r} is not allowed; expected a dict of GameConfig options (or config) "
+                "and illegal_action, or None"
             )
         options = dict(env_config or {})  # an EnvContext is a dict with runner attributes
         unknown = sorted(set(options) - set(ENV_OPTIONS) - set(GameConfig.__dataclass_fields__) - {"render_mode"})
         if unknown:
             raise ValueError(
-                f"env_config has unknown key(s) {unknown}; expected GameConfig fields ({sorted(GameConfig.__dataclass_fields__)}) or {list(ENV_OPTIONS) + ['render_mode']}"
+                f"env_config has unknown key(s) {unknown}; expected GameConfig fields "
+                f"({sorted(GameConfig.__dataclass_fields__)}) or {list(ENV_OPTIONS) + ['render_mode']}"
             )
         options.setdefault("illegal_action", "penalize")
         self.game = raw_env(**options)
@@ -98,7 +101,8 @@ class RLlibMultiAgentEnv(MultiAgentEnv):
             raise RuntimeError("step() called after the episode ended; call reset() first")
         if agent not in action_dict or len(action_dict) != 1:
             raise ValueError(
-                f"action_dict={dict(action_dict)!r} is not allowed; expected exactly one action, for {agent!r}, the agent to act"
+                f"action_dict={dict(action_dict)!r} is not allowed; expected exactly one action, for {agent!r}, "
+                "the agent to act"
             )
         self.game.step(action_dict[agent])
         game = self.game

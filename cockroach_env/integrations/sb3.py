@@ -27,8 +27,20 @@ dealt again within ``reset``, up to ``REDEALS`` times in a row):
   number of episodes this env has started: self-play against a frozen copy refreshed
   on the callable's own schedule (``training.sb3_agent.SelfPlayOpponents``).
 
-This module imports neither Stable-Baselines3 nor ``baselines``/``training``: the
-user passes the agents in. Observations are the env's float32 vector (a bounded
+``MaskedSelfPlayVecEnv(num_envs, opponents, *, seed=None, learner_seat=None,
+illegal_action="raise", **game_options)`` is the batched form: a Stable-Baselines3
+``VecEnv`` of ``num_envs`` learner seats over the batched engine
+(``cockroach_env.vector.SeatedGames``), which MaskablePPO trains on directly
+(``get_action_masks(env)`` works: ``env_method("action_masks")`` gives one mask per
+sub-environment). ``opponents`` there may also be names (``"random"``,
+``"classic-4p"``) or a list drawn per game (see ``cockroach_env.vector``). SB3's
+autoreset convention: a game that ends is dealt again in the same step, the returned
+observation is the new game's, and ``infos[i]["terminal_observation"]`` is the learner's
+observation of the final state (``infos[i]["TimeLimit.truncated"]`` where ``max_steps``
+cut it). Importing the name ``MaskedSelfPlayVecEnv`` imports Stable-Baselines3 (the ``[sb3]`` extra).
+
+``MaskedSelfPlayEnv`` imports neither Stable-Baselines3 nor ``baselines``/``training``:
+the user passes the agents in. Observations are the env's float32 vector (a bounded
 ``Box``), the reward is the learner's terminal reward (−1 for losing, +1/(N−1) for
 every other seat) and ``info`` the learner's env info (``cockroach_env.env.INFO_DEFAULTS``).
 
@@ -54,7 +66,7 @@ import gymnasium
 import numpy as np
 
 from cockroach_env.config import GameConfig, check_seed
-from cockroach_env.env import IllegalActionError, raw_env
+from cockroach_env.env import INFO_DEFAULTS, IllegalActionError, raw_env
 
 REDEALS = 100
 """How many deals in a row ``reset`` tries before it refuses a table where the learner never gets a decision."""
@@ -101,18 +113,21 @@ class MaskedSelfPlayEnv(gymnasium.Env):
             lineup = list(opponents)
             if len(lineup) != n - 1:
                 raise ValueError(
-                    f"{what} has {len(lineup)} agents; expected one agent or a list of {n - 1} (one per other seat of a {n}-player game)"
+                    f"{what} has {len(lineup)} agents; expected one agent or a list of {n - 1} "
+                    f"(one per other seat of a {n}-player game)"
                 )
         else:
             lineup = [opponents] * (n - 1)
         for i, agent in enumerate(lineup):
             if isinstance(agent, type):
                 raise ValueError(
-                    f"{what}[{i}]={agent!r} is a class, not an agent; expected an instance, e.g. {agent.__name__}(config) or baselines.make(name, config)"
+                    f"{what}[{i}]={agent!r} is a class, not an agent; expected an instance, "
+                    f"e.g. {agent.__name__}(config) or baselines.make(name, config)"
                 )
             if not callable(getattr(agent, "act", None)):
                 raise ValueError(
-                    f"{what}[{i}]={agent!r} is not an agent; expected an object with act(observation_dict) -> int (see baselines.agent)"
+                    f"{what}[{i}]={agent!r} is not an agent; "
+                    "expected an object with act(observation_dict) -> int (see baselines.agent)"
                 )
             built_for = getattr(agent, "config", None)
             if isinstance(built_for, GameConfig) and built_for != self.config:
@@ -161,8 +176,9 @@ class MaskedSelfPlayEnv(gymnasium.Env):
             self._play_opponents()
         else:
             raise ValueError(
-                f"the learner's seat {self._learner} had no decision in {REDEALS} deals in a row (max_steps={self.config.max_steps}, "
-                f"starter={self.config.starter}, reset options {options!r}); expected a table where every seat gets to decide"
+                f"the learner's seat {self._learner} had no decision in {REDEALS} deals in a row "
+                f"(max_steps={self.config.max_steps}, starter={self.config.starter}, reset options {options!r}); "
+                "expected a table where every seat gets to decide"
             )
         return self._observation(), dict(self.game.infos[self._learner])
 
@@ -217,9 +233,137 @@ class MaskedSelfPlayEnv(gymnasium.Env):
                 action, bool
             ):
                 raise ValueError(
-                    f"opponent {_name(agent)} (seat {game.agent_selection}) returned {action!r}, which is not a legal action; an agent must return one of the actions its action_mask allows"
+                    f"opponent {_name(agent)} (seat {game.agent_selection}) returned {action!r}, which is not a "
+                    "legal action; an agent must return one of the actions its action_mask allows"
                 )
             game.step(index)
+
+
+def __getattr__(name: str) -> Any:
+    """``MaskedSelfPlayVecEnv``, a subclass of SB3's ``VecEnv``, is defined on first access (SB3 is imported then)."""
+    if name == "MaskedSelfPlayVecEnv":
+        return _vec_env_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_VEC_ENV_CLASS: list[type] = []
+
+
+def _vec_env_class() -> type:
+    """The ``VecEnv`` subclass, defined on first use so that importing this module does not import SB3."""
+    if _VEC_ENV_CLASS:
+        return _VEC_ENV_CLASS[0]
+    from stable_baselines3.common.vec_env import VecEnv
+
+    from cockroach_env.vector.seated import INFO_KEYS, SeatedGames
+
+    class MaskedSelfPlayVecEnv(VecEnv):
+        """``num_envs`` learner seats of batched games as an SB3 ``VecEnv`` (see the module docstring).
+
+        ``env_method("action_masks")`` gives one mask per sub-environment, for MaskablePPO.
+        """
+
+        def __init__(
+            self,
+            num_envs: int,
+            opponents: Any,
+            *,
+            seed: int | None = None,
+            learner_seat: int | None = None,
+            illegal_action: str = "raise",
+            **options: Any,
+        ):
+            self.games = SeatedGames(
+                num_envs, opponents, seed=seed, learner_seat=learner_seat, illegal_action=illegal_action, **options
+            )
+            self.config = self.games.config
+            self.render_mode = None
+            single = raw_env(config=self.config)
+            super().__init__(
+                self.games.num_envs,
+                single.observation_space("player_0")["observation"],
+                single.action_space("player_0"),
+            )
+            self._first_seed = self.games.seed
+            self._actions: np.ndarray | None = None
+            self._rng = np.random.default_rng(self._first_seed)
+
+        def reset(self) -> np.ndarray:
+            seed = self._seeds[0] if self._seeds[0] is not None else self._first_seed
+            self._first_seed = None
+            self._reset_seeds()
+            self._reset_options()
+            if seed is None:
+                seed = int(self._rng.integers(2**63))
+            step = self.games.reset(seed=seed)
+            self.reset_infos = self._infos(step.info)
+            return step.observation
+
+        def step_async(self, actions: np.ndarray) -> None:
+            self._actions = np.asarray(actions)
+
+        def step_wait(self):
+            if self._actions is None:
+                raise RuntimeError("step_wait() called without step_async(actions)")
+            actions, self._actions = self._actions, None
+            step = self.games.step(actions)
+            infos = self._infos(step.info)
+            for i in np.flatnonzero(step.done):
+                infos[i]["terminal_observation"] = step.final_observation[i]
+                infos[i]["TimeLimit.truncated"] = bool(step.truncated[i])
+            return step.observation, step.reward, step.done, infos
+
+        def action_masks(self) -> np.ndarray:
+            """(B, A) bool: the learner's legal actions in every sub-environment."""
+            return self.games.action_mask.astype(bool)
+
+        def _infos(self, info: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+            """One info dict per sub-environment, plain Python numbers (SB3 keeps infos as a list of dicts)."""
+            # Most rows hold the defaults: copy a template, then write the few rows where a game ended.
+            template = {key: INFO_DEFAULTS.get(key, -1) for key in INFO_KEYS}
+            infos = [dict(template, learner_seat=seat) for seat in info["learner_seat"].tolist()]
+            others = [key for key in INFO_KEYS if key != "learner_seat"]
+            changed = np.any([info[key] != template[key] for key in others], axis=0)
+            for i in np.flatnonzero(changed).tolist():
+                infos[i].update({key: info[key][i].item() for key in others})
+            return infos
+
+        def close(self) -> None:
+            return None
+
+        def has_attr(self, attr_name: str) -> bool:
+            return hasattr(self, attr_name)
+
+        def get_attr(self, attr_name: str, indices=None) -> list[Any]:
+            value = getattr(self, attr_name)
+            return [value for _ in self._get_indices(indices)]
+
+        def set_attr(self, attr_name: str, value: Any, indices=None) -> None:
+            raise AttributeError(
+                f"set_attr({attr_name!r}) is not supported: the sub-environments are rows of one batch; "
+                "set it on the VecEnv"
+            )
+
+        def env_method(self, method_name: str, *method_args, indices=None, **method_kwargs) -> list[Any]:
+            rows = list(self._get_indices(indices))
+            if method_name == "action_masks":  # one mask per sub-environment, as sb3_contrib's get_action_masks stacks
+                masks = self.action_masks()
+                return [masks[i] for i in rows]
+            result = getattr(self, method_name)(*method_args, **method_kwargs)
+            return [result for _ in rows]
+
+        def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:
+            return [False for _ in self._get_indices(indices)]
+
+        def get_images(self):
+            return [None for _ in range(self.num_envs)]
+
+        def __repr__(self) -> str:
+            return f"MaskedSelfPlayVecEnv({self.num_envs}, {self.config.num_players}p {self.config.edition})"
+
+    MaskedSelfPlayVecEnv.__module__ = __name__
+    _VEC_ENV_CLASS.append(MaskedSelfPlayVecEnv)
+    return MaskedSelfPlayVecEnv
 
 
 def _as_action(action: Any) -> Any:
@@ -238,4 +382,4 @@ def _name(agent: Any) -> str:
     return repr(getattr(agent, "name", None) or type(agent).__name__)
 
 
-__all__ = ["MaskedSelfPlayEnv", "IllegalActionError"]
+__all__ = ["MaskedSelfPlayEnv", "IllegalActionError"]  # MaskedSelfPlayVecEnv: on access only (it imports SB3)

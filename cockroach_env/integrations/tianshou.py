@@ -51,7 +51,8 @@ class EverySeatRewarded(EpisodeRolloutHook):
         rew = np.asarray(episode_batch.rew, dtype=np.float64)
         if rew.ndim != 2 or rew.shape[1] != len(self.agents):
             raise ValueError(
-                f"episode rewards of shape {rew.shape} do not fit {len(self.agents)} seats; expected (T, {len(self.agents)}) from PettingZooEnv"
+                f"episode rewards of shape {rew.shape} do not fit {len(self.agents)} seats; "
+                f"expected (T, {len(self.agents)}) from PettingZooEnv"
             )
         acted = np.asarray(episode_batch.obs.agent_id)
         moved = np.zeros_like(rew)

@@ -57,9 +57,10 @@ import numpy as np
 import torch
 
 import baselines
-from cockroach_env.batched import BatchedGames
+from cockroach_env.batched import BatchedGames, random_legal_actions
 from cockroach_env.config import GameConfig
 from cockroach_env.encoding import encoding_for
+from training.algorithms import imitation
 from training.core import checkpoint as ckpt
 from training.core.config import ConfigError, TrainConfig, config_from_dict
 from training.core.learner import Learner, frozen_copy, gae, ppo_update
@@ -71,6 +72,7 @@ from training.core.runs import (
     KEPT_AGENTS,
     Interrupted,
     StopSignals,
+    announce_when_slow,
     append_csv,
     config_diff,
     plot_learning_curves,
@@ -129,6 +131,8 @@ class Progress:
     """The frozen opponents of ``opponents.checkpoints`` (their records from ``load_checkpoint_opponents``), checked on
     resume.
     """
+    warm_start: dict[str, Any] | None = None
+    """What the warm start by imitation did (``training.algorithms.imitation``): teacher, decisions, final losses."""
 
 
 @dataclass
@@ -384,6 +388,8 @@ def _train(
     signals: StopSignals,
     stack: contextlib.ExitStack,
 ) -> Path:
+    # (the teacher is checked before anything is written: a bad name changes nothing)
+    teacher = imitation.resolve_teacher(config) if not resume and initial_weights is None else None
     run = _set_up(config, command, _table_population(config, population, hooks), hooks)
     if resume:
         finished = _resume(run)  # the whole checkpoint is checked before any file is touched
@@ -392,9 +398,16 @@ def _train(
     else:
         _start_fresh(run, initial_weights, base_run)
     _tidy_run_dir(run, resume)
+    with announce_when_slow("compiling the batched engine and the sampler for this rule set (once: numba caches them)"):
+        _compile(run)
+    if not resume:
+        if teacher is not None:
+            run.state.warm_start = _warm_start(run, teacher, signals, progress_bar)
+        _copy_policy(run)
     loop = _start_loop(run, resume, progress_bar, stack)
     if not resume:
-        _save_run(run, loop)  # the first segment's start: a stop inside it resumes from here
+        # the first segment's start: a stop inside it resumes from here, and a resume never repeats the warm start
+        _save_run(run, loop)
     stop_reason = None
     first_update = run.state.update
 
@@ -590,11 +603,56 @@ def _start_fresh(run: _Run, initial_weights: dict | None, base_run: dict | None)
     if initial_weights is not None:
         policy.model.load_state_dict(initial_weights)
         state.base_run = base_run
+
+
+def _compile(run: _Run) -> None:
+    """One step of the batched engine and one draw of the policy on a throwaway game, so that numba compiles (or loads
+    from its cache) the kernels of this rule set before the run starts (the run's generators are not touched).
+    """
+    games = BatchedGames(run.game, batch_size=1, seed=0)
+    step = games.reset()
+    games.step(random_legal_actions(step.action_mask, np.random.default_rng(0)))
+    obs = torch.from_numpy(step.observation).to(run.device)
+    mask = torch.from_numpy(step.action_mask.astype(bool)).to(run.device)
+    run.policy.model.sample(obs, mask, torch.Generator(device=run.device).manual_seed(0))
+
+
+def _warm_start(run: _Run, teacher, signals: StopSignals, progress_bar: bool) -> dict[str, Any]:
+    """Imitate ``warm_start.teacher`` into the policy (``training.algorithms.imitation``); the record for the metadata.
+
+    A signal stops it at the next step with ``Interrupted`` (no checkpoint exists yet: the run starts again).
+    """
+    from tqdm import tqdm
+
+    settings = run.config.warm_start
+
+    def stop_requested() -> bool:
+        return signals.received is not None
+
+    bar = tqdm(total=settings.decisions, unit="dec", unit_scale=True, dynamic_ncols=True, disable=not progress_bar)
+    with bar:
+        record = imitation.warm_start(
+            run.policy.model, run.game, teacher, settings, run.config.seed, run.device, bar, stop_requested
+        )
+    if record is None:
+        raise Interrupted(signals.received, run.run_dir / CHECKPOINT_NAME, 0)
+    run.policy.model.train()
+    print(
+        f"warm start: imitated {settings.teacher} on {record['decisions']:,} decisions; the network's first choice "
+        f"is one of the teacher's in {100 * record['agreement']:.1f}% of them",
+        file=sys.stderr,
+    )
+    return record
+
+
+def _copy_policy(run: _Run) -> None:
+    """A fresh run's exploiter and magnet start from the policy's weights, which are also the first snapshot."""
+    policy = run.policy
     if run.exploiter:
         run.exploiter.model.load_state_dict(policy.model.state_dict())
     if run.config.ppo.magnet_coef:
         policy.refresh_magnet()
-    _add_snapshot(run.pool, state, policy.model, run.config)
+    _add_snapshot(run.pool, run.state, policy.model, run.config)
 
 
 def _tidy_run_dir(run: _Run, resume: bool) -> None:
@@ -804,10 +862,12 @@ def _evaluate_and_save(run: _Run, loop: _Loop, stop_reason: str | None) -> None:
 
 
 def _save_run(run: _Run, loop: _Loop) -> None:
-    """The run checkpoint of the current update (a segment's start)."""
+    """The run checkpoint of the current update, a segment's start (with ``ppo.overlap``, the Adam states pulled from
+    the update process).
+    """
     run.state.wall_seconds = time.perf_counter() - loop.started
     for code, learner in run.learners.items() if loop.worker is not None else ():
-        loop.worker.pull(code, learner)  # the Adam states, from the update process
+        loop.worker.pull(code, learner)
     run.saved_update = run.state.update
     save_run_checkpoint(
         run.run_dir / CHECKPOINT_NAME,
@@ -1093,6 +1153,7 @@ def _metadata(config: TrainConfig, state: Progress, command: str, kind: str) -> 
         "command": command,
         "commands": state.commands,
         **({"base_run": state.base_run} if state.base_run else {}),
+        **({"warm_start": state.warm_start} if state.warm_start else {}),
         "step": {
             "update": state.update,
             "decisions": state.decisions,

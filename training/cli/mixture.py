@@ -2,7 +2,7 @@
 
 A mixture (``training.core.mixture``) plays one of its members per game and seat, drawn with
 the members' weights. A population of different policies is much harder to exploit than
-any of its members (docs/training.md measures it on 4 players), so this command builds
+any of its members (docs/research.md measures it on 4 players), so this command builds
 one from checkpoints you already trained (agents, runs or other mixtures, whose members
 join with their weights) and writes it as one validated checkpoint for
 ``training.load_agent``, ``cockroach-eval``, ``cockroach-exploit`` and ``cockroach-play``.

@@ -310,6 +310,36 @@ class EvalConfig:
                 )
 
 
+@dataclass
+class WarmStartConfig:
+    """A warm start by imitation before the run trains (``training.algorithms.imitation``): behaviour cloning of a
+    teacher's decisions, then optional DAgger rounds.
+    """
+
+    teacher: str | None = None
+    """Who to imitate: a baseline name (``heuristic``), a checkpoint path or a shipped agent's name (null: none)."""
+    decisions: int = 200_000
+    """Teacher-labelled decisions to collect, over all rounds (every seat of the teacher's games)."""
+    rounds: int = 1
+    """1: behaviour cloning; more: DAgger, where each later round the fitted network plays and the teacher labels."""
+    epochs: int = 4
+    """Passes over the labelled decisions after each round."""
+    batch_size: int = 1024
+    """Decisions per Adam step."""
+    learning_rate: float = 1e-3
+    """Adam learning rate of the fit."""
+    num_envs: int = 512
+    """Games played in parallel while collecting."""
+
+    def validate(self, where: str) -> None:
+        if self.teacher is not None:
+            _require(where, "teacher", self.teacher, isinstance(self.teacher, str) and self.teacher.strip() != "",
+                     "null, a baseline name, a checkpoint path or a shipped agent's name")  # fmt: skip
+        for name in ("decisions", "rounds", "epochs", "batch_size", "num_envs"):
+            _require(where, name, getattr(self, name), getattr(self, name) >= 1, "an integer >= 1")
+        _require(where, "learning_rate", self.learning_rate, self.learning_rate > 0, "a number > 0")
+
+
 ALGORITHMS = ("ppo", "psro", "cfr", "nfsp")
 
 
@@ -488,6 +518,7 @@ class TrainConfig:
     psro: PSROConfig = field(default_factory=PSROConfig)
     cfr: CFRConfig = field(default_factory=CFRConfig)
     nfsp: NFSPConfig = field(default_factory=NFSPConfig)
+    warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
 
     def validate(self, where: str = "config") -> None:
         _require(
@@ -553,6 +584,15 @@ class TrainConfig:
             )
         self.cfr.validate(f"{where}: cfr")
         self.nfsp.validate(f"{where}: nfsp")
+        self.warm_start.validate(f"{where}: warm_start")
+        if self.warm_start.teacher is not None:
+            _require(
+                where,
+                "algorithm",
+                self.algorithm,
+                self.algorithm != "cfr",
+                "ppo, psro or nfsp with warm_start (cfr solves the game tree and trains no network from play)",
+            )
         if self.algorithm == "nfsp":
             _require(
                 f"{where}: opponents",

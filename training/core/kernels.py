@@ -22,7 +22,7 @@ against the tensor operations it replaces (values, and gradients where there are
 
 ``available(tensor)`` says whether a compiled pass can run (numba installed, a CPU
 float32 tensor); ``training.core.model`` uses the tensor operations otherwise (on a GPU, or
-without numba). See ``docs/training.md``, *Throughput*.
+without numba). See ``docs/research.md``, *Throughput*.
 """
 
 from __future__ import annotations

@@ -11,12 +11,14 @@ from the saved one.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import signal
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -196,3 +198,29 @@ def plot_learning_curves(eval_csv: Path, out: Path, title: str = "") -> Path | N
     fig.savefig(out, dpi=120)
     plt.close(fig)
     return out
+
+
+@contextlib.contextmanager
+def announce_when_slow(message: str, after: float = 1.0, stream=None):
+    """Say ``message`` (on stderr) if the block is still running after ``after`` seconds, and how long it took.
+
+    For work that is instant most times and slow the first (numba compiling a rule set's kernels): a run that
+    sits at 0% for half a minute says why, and one that loads its kernels from the cache says nothing.
+    """
+    stream = stream if stream is not None else sys.stderr
+    started = time.perf_counter()
+    said = threading.Event()
+
+    def announce() -> None:
+        said.set()
+        print(f"{message} ...", file=stream, flush=True)
+
+    timer = threading.Timer(after, announce)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        if said.is_set():
+            print(f"... done in {time.perf_counter() - started:.0f} s", file=stream, flush=True)

@@ -28,7 +28,7 @@ and play another network than the checkpoint where the best response does not de
     from training.evaluation.edge import edge_sources
     edge_sources("classic-4p", "runs/exploit_classic-4p/final", games=4000)
 
-``cockroach-exploit --edge`` adds this table to its report (``docs/training.md``,
+``cockroach-exploit --edge`` adds this table to its report (``docs/exploitability.md``,
 *Where the edge comes from*).
 """
 

@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import cockroach_env
 from cockroach_env.config import GameConfig
 from cockroach_env.encoding import LAYOUT_VERSION, encoding_for
 from training.core.checkpoint.format import (
@@ -100,7 +101,7 @@ def save_checkpoint(path: str | os.PathLike, tensors: dict[str, Any], metadata: 
     """Write ``tensors`` (name -> torch tensor) and ``metadata`` atomically as checkpoint ``path``.
 
     ``metadata`` must hold ``kind``, ``game_config`` and ``model``; the format fields,
-    layout version, sizes and the tensor file's checksum are added here.
+    layout version, sizes, the writing package's version and the tensor file's checksum are added here.
     """
     from safetensors.torch import save as save_tensors
 
@@ -122,6 +123,7 @@ def save_checkpoint(path: str | os.PathLike, tensors: dict[str, Any], metadata: 
         "observation_size": enc.observation.size,
         "num_actions": enc.num_actions,
         **metadata,
+        "package_version": cockroach_env.__version__,  # the version that wrote this file (not its source's)
         "tensors": {"file": tensor_path.name, "bytes": len(blob), "sha256": hashlib.sha256(blob).hexdigest()},
     }
     if document["kind"] not in KINDS:

@@ -91,6 +91,7 @@ SCHEMA: tuple[Field, ...] = (
         "64 lowercase hex digits",
     ),
     Field("name", _is(str, type(None)), "a string", required=False),
+    Field("package_version", _is(str), "a version string (cockroach_env.__version__)", required=False),
     Field("step", _is(dict, type(None)), "a mapping", required=False),
     Field(
         "commands",

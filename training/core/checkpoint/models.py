@@ -12,8 +12,8 @@ import numpy as np
 
 from cockroach_env.config import GameConfig
 from training.core.checkpoint.files import save_checkpoint
-from training.core.checkpoint.format import MEMBER_PREFIX, NFSP_AVERAGE, Checkpoint, CheckpointError
-from training.core.checkpoint.loading import load_checkpoint, read_metadata
+from training.core.checkpoint.format import MEMBER_PREFIX, NFSP_AVERAGE, SHIPPED_DIR, Checkpoint, CheckpointError
+from training.core.checkpoint.loading import load_checkpoint, read_metadata, shipped_checkpoints
 
 
 def build_model(checkpoint: Checkpoint, device: str = "cpu"):
@@ -102,6 +102,10 @@ def load_agent(
     ``recall=True`` (the agent then reads the observation without the history, a
     ``baselines.agent.RecallPrefixAgent``). A mixture checkpoint
     (PSRO's result) gives a ``training.core.mixture.MixtureAgent``.
+
+    The agent's ``name`` (its label in arena tables, reports and game records) is the
+    shipped name when loaded by one (``classic-4p``), else the name the checkpoint
+    records (its run's) or the file's stem.
     """
     from baselines.agent import RecallPrefixAgent
     from training.core.model import PolicyAgent
@@ -115,15 +119,30 @@ def load_agent(
             config = trained
     checkpoint = load_checkpoint(path_or_name, game=config)
     if checkpoint.metadata["kind"] == "mixture":  # one member per game, drawn with the mixture's weights
-        agent = load_mixture_agent(checkpoint, seed=seed, greedy=greedy, device=device)
+        agent = load_mixture_agent(
+            checkpoint, seed=seed, greedy=greedy, device=device, name=agent_name(checkpoint, path_or_name)
+        )
         if table is not config:
             agent.members = [RecallPrefixAgent(member, table) for member in agent.members]
             agent.config = table
         return agent
     model = build_model(checkpoint, device)
-    name = checkpoint.metadata.get("name") or checkpoint.path.stem
+    name = agent_name(checkpoint, path_or_name)
     agent = PolicyAgent(model, checkpoint.game_config, seed=seed, name=name, greedy=greedy)
     return RecallPrefixAgent(agent, table) if table is not config else agent
+
+
+def agent_name(checkpoint: Checkpoint, path_or_name: str | os.PathLike | None = None) -> str:
+    """The label of ``checkpoint``'s agent: the shipped name if ``path_or_name`` is one and named the shipped
+    checkpoint (``classic-4p``, not the run that made it), else the recorded ``name`` or the file's stem.
+    """
+    if path_or_name is not None and str(path_or_name) in shipped_checkpoints():
+        from importlib import resources
+
+        shipped = Path(str(resources.files("training") / SHIPPED_DIR / f"{path_or_name}.json"))
+        if checkpoint.path == shipped:  # (a file of that name in the working directory is loaded by path)
+            return str(path_or_name)
+    return checkpoint.metadata.get("name") or checkpoint.path.stem
 
 
 # ---------------------------------------------------------------------------- mixtures (PSRO)
@@ -170,8 +189,12 @@ def mixture_weights(checkpoint) -> tuple[list[str], np.ndarray]:
     return [m["name"] for m in members], np.array([m["weight"] for m in members], np.float64)
 
 
-def load_mixture_agent(checkpoint, seed: int | None = None, greedy: bool = False, device: str = "cpu"):
-    """A ``training.core.mixture.MixtureAgent`` of PolicyAgents, one per member, seeded from ``seed``."""
+def load_mixture_agent(
+    checkpoint, seed: int | None = None, greedy: bool = False, device: str = "cpu", name: str | None = None
+):
+    """A ``training.core.mixture.MixtureAgent`` of PolicyAgents, one per member, seeded from ``seed``; ``name``
+    (default: the recorded name or the file's stem) labels it.
+    """
     from training.core.mixture import MixtureAgent
     from training.core.model import PolicyAgent
 
@@ -183,7 +206,7 @@ def load_mixture_agent(checkpoint, seed: int | None = None, greedy: bool = False
         PolicyAgent(model, game, seed=int(s), name=n, greedy=greedy)
         for model, n, s in zip(member_models(checkpoint, device), names, seeds)
     ]
-    name = checkpoint.metadata.get("name") or checkpoint.path.stem
+    name = name or agent_name(checkpoint)
     return MixtureAgent(members, weights, game, seed=int(seeds[-1]), name=name)
 
 

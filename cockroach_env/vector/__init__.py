@@ -1,0 +1,46 @@
+"""Vector environments over the batched engine: one learner seat per game, the other seats played inside.
+
+| library | entry point |
+|---|---|
+| Gymnasium (``VectorEnv``) | ``SelfPlayVectorEnv(num_envs, opponents, *, seed=None, learner_seat=None, **options)`` |
+| Stable-Baselines3 (``VecEnv``) | ``cockroach_env.integrations.sb3.MaskedSelfPlayVecEnv(num_envs, opponents, ...)`` |
+| TorchRL (``EnvBase``) | ``cockroach_env.integrations.torchrl.BatchedCockroachEnv(batch_size=[B], opponents=...)`` |
+
+The three share the keyword arguments ``seed``, ``learner_seat``, ``illegal_action``
+(``"raise"`` or ``"penalize"``) and the game options (``config=GameConfig(...)`` or
+``num_players``, ``preset``, ...), and play the same games from the same seed.
+
+All three drive ``SeatedGames`` (``seated.py``): sub-environment ``i`` is one learner seat
+in game ``i`` of a ``BatchedGames``; the other seats are played inside ``step`` until the
+learner is to act again in every game, each opponent agent moving in one batch call
+over every game where one of its seats is to act; a game that ends is dealt again.
+
+``opponents`` (``opponents.py``):
+
+- a baseline name (``"random"``, ``"heuristic"``, ...), a checkpoint path or shipped
+  checkpoint name (``"classic-4p"``, ``"classic-4p-mixture"``), resolved by the agent
+  plugins (entry points ``cockroach_poker.agents``);
+- an agent object of the agent protocol (``baselines.agent``), built for the same rules;
+- a list of these: each seat of each new game draws one uniformly (a mixture checkpoint
+  draws its member per game and seat too).
+
+The agent moves with ``act_batch`` where ``supports_batch`` is set, else by sampling
+``action_probabilities_batch``; only an agent with neither is asked one row at a time.
+The learner's seat is ``learner_seat`` in every game, or drawn per game (None).
+Observations are the env's: the learner's own seat's observation only.
+"""
+
+from cockroach_env.vector.env import SelfPlayVectorEnv
+from cockroach_env.vector.opponents import GROUP, Opponents, agent_sources, resolve_agent
+from cockroach_env.vector.seated import INFO_KEYS, SeatedGames, SeatStep
+
+__all__ = [
+    "GROUP",
+    "INFO_KEYS",
+    "Opponents",
+    "SeatStep",
+    "SeatedGames",
+    "SelfPlayVectorEnv",
+    "agent_sources",
+    "resolve_agent",
+]
