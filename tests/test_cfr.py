@@ -182,6 +182,28 @@ def test_interrupted_and_resumed_run_equals_the_uninterrupted_one(tmp_path):
         train(load_config(None, _items(tmp_path / "b", game, variant="linear")), resume=True)
 
 
+def _files(directory: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def test_resuming_a_finished_run_changes_nothing_unless_its_distillation_changed(tmp_path, capsys):
+    """A finished run is not distilled and evaluated again: ``--resume`` names its agent and leaves every file as it
+    was; another distillation (here more steps) is what a resume of a finished run does.
+    """
+    game = MICRO
+    assert train_cli(_sets(tmp_path, game)) == 0
+    run = tmp_path / "cfr"
+    before = _files(run)
+    capsys.readouterr()
+    assert train_cli([*_sets(tmp_path, game), "--resume"]) == 0
+    assert "is already finished at CFR iteration 12" in capsys.readouterr().err
+    assert _files(run) == before
+    assert train_cli([*_sets(tmp_path, game, distill_steps=0), "--resume"]) == 0  # the solver is the result
+    assert _files(run) == before
+    assert train_cli([*_sets(tmp_path, game, distill_steps=201), "--resume"]) == 0
+    assert read_metadata(run / "final")["training_config"]["cfr"]["distill_steps"] == 201
+
+
 def test_run_directory_discipline_and_checkpoint_validation(tmp_path, capsys):
     game = MICRO
     assert (

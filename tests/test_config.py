@@ -55,14 +55,47 @@ def test_preset_list_equals_plus_string():
     )
 
 
-def test_every_preset_builds_for_its_player_counts():
-    for name in PRESETS:
-        for n in range(2, 7):
-            if name in ("duel", "mini", "mini-3p") or (
-                name == "three-of-a-kind" and n == 2
-            ):  # fixed player counts; three of a kind: 3-6 players (RULES.md)
-                continue
-            GameConfig.from_options(preset=name, num_players=n)
+DOCUMENTED_PRESETS = {
+    # name: (player counts, the options it sets), as docs/rules.md's table and the PRESETS docstring give them
+    "classic": (range(2, 7), {}),
+    "duel": ([2], {"num_players": 2}),
+    "even-deal": (range(2, 7), {"discard": 4}),
+    "rainbow": (range(2, 7), {"rainbow_loses": True}),
+    "three-of-a-kind": (range(3, 7), {"loss_count": 3}),
+    "creature-to-start": (range(2, 7), {"opening_cards": 1}),
+    "royal": (range(2, 7), {"edition": "royal", "discard": 0}),  # (10 removed: the printed classic deck only)
+    "mini": ([2], {"num_players": 2, "num_types": 3, "copies_per_type": 2, "discard": 2, "loss_count": 2}),
+    "mini-3p": ([3], {"num_players": 3, "num_types": 2, "copies_per_type": 2, "discard": 1, "loss_count": 2}),
+}
+
+
+def _documented_defaults(num_players: int) -> dict:
+    """Every field of a config without options (rules sections 1-2: 10 removed and 5 of a kind with two players)."""
+    return {
+        "num_players": num_players,
+        "edition": "classic",
+        "discard": 10 if num_players == 2 else 0,
+        "loss_count": 5 if num_players == 2 else 4,
+        "rainbow_loses": False,
+        "opening_cards": 0,
+        "starter": None,
+        "blank_counts_as_royal": False,
+        "royal_counts_as_animal": True,
+        "max_steps": None,
+        "num_types": 8,
+        "copies_per_type": 8,
+        "recall": False,
+    }
+
+
+@pytest.mark.parametrize("name", sorted(DOCUMENTED_PRESETS))
+def test_every_preset_sets_the_documented_fields_for_each_of_its_player_counts(name):
+    assert set(PRESETS) == set(DOCUMENTED_PRESETS)  # a new preset needs its documented values here
+    counts, options = DOCUMENTED_PRESETS[name]
+    for n in counts:
+        config = GameConfig.from_options(preset=name, num_players=n)
+        assert {f.name for f in dataclasses.fields(config)} == set(_documented_defaults(n))
+        assert dataclasses.asdict(config) == {**_documented_defaults(n), **options}, (name, n)
 
 
 def test_config_object_and_keyword_options_build_the_same_env():

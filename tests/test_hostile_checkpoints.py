@@ -374,39 +374,48 @@ from cockroach_env import GameConfig
 from training.core import checkpoint as ckpt
 from training.core.model import ActorCritic
 game = GameConfig(num_players=3)
-print("ready", flush=True)
-for i in range(10**9):
+saves = []
+for i in range(7):  # built first, so that the loop below does little but save
     model = ActorCritic(game, [64, 64], "tanh")
     with torch.no_grad():  # exact values that name the save (a fresh random init could differ by threads)
         for p in model.parameters():
-            p.fill_(i % 7)
-    ckpt.save_checkpoint(sys.argv[1], {f"model.{k}": v for k, v in model.state_dict().items()},
+            p.fill_(i)
+    saves.append({f"model.{k}": v for k, v in model.state_dict().items()})
+for i in range(10**9):
+    ckpt.save_checkpoint(sys.argv[1], saves[i % 7],
                          {"kind": "agent", "name": str(i % 7), "game_config": game.to_dict(),
                           "model": {"hidden_sizes": [64, 64], "activation": "tanh"}})
+    if i == 0:
+        print("saved", flush=True)  # (once: a full pipe would block the saves)
 """
 
 
 @pytest.mark.slow
 def test_a_save_killed_at_random_instants_always_leaves_a_loadable_matching_pair(tmp_path):
-    """SIGKILL a process that saves again and again: ``P.json`` always names complete tensors of the same save."""
+    """SIGKILL a process that saves again and again, each time after a save of its own has finished: ``P.json`` always
+    names complete tensors of the same save, and most kills land in the middle of a later save.
+    """
     rng = np.random.default_rng(0)
     path = tmp_path / "agent"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for _kill in range(6):
+    checked = mid_save = 0
+    for _kill in range(8):
         process = subprocess.Popen([sys.executable, "-c", SAVER, str(path)], stdout=subprocess.PIPE, env=env)
-        assert process.stdout.readline().strip() == b"ready"
-        time.sleep(0.05 + 0.6 * rng.random())
+        assert process.stdout.readline().strip() == b"saved"  # a first save finished: the kill lands after it
+        time.sleep(0.05 * rng.random())
         process.send_signal(signal.SIGKILL)
-        process.wait()
-        if not ckpt.checkpoint_files(path)[0].exists():
-            continue  # killed before the first save finished
+        assert process.wait() == -signal.SIGKILL
+        current = sorted(["agent.json", ckpt.checkpoint_files(path)[1].name])
+        mid_save += sorted(p.name for p in tmp_path.iterdir()) != current  # files of an unfinished save
         agent = ckpt.load_agent(path)
         seed = int(agent.name)
         assert all(torch.all(p == seed) for p in agent.model.parameters()), (
             seed
         )  # every tensor from the save its metadata names
         ckpt.remove_stale(path)
-        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["agent.json", ckpt.checkpoint_files(path)[1].name])
+        assert sorted(p.name for p in tmp_path.iterdir()) == current
+        checked += 1
+    assert checked == 8 and mid_save >= 2, (checked, mid_save)
 
 
 KILLED_WRITER = """

@@ -585,3 +585,25 @@ def test_members_below_a_weight_are_pruned_and_recorded(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main([str(tmp_path / "none"), *members, "--prune-below", "2"])
     assert "2.0 is not allowed; expected a weight in [0, 1]" in capsys.readouterr().err
+
+
+def test_every_member_has_its_own_name_when_a_mixture_is_mixed_with_one_of_its_members_again(tmp_path):
+    """A checkpoint that a mixture holds, given again beside it, stays a member of its own, under the first
+    ``NAME#K`` that no member has, so that ``cockroach-exploit --start-member`` and the reports can tell every member
+    apart.
+    """
+    a = _agent(tmp_path / "a", 0)
+    _agent(tmp_path / "b", 1, name="agent0")  # another network of the same name
+    assert main([str(tmp_path / "mix1"), str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    assert [m["name"] for m in ckpt.read_metadata(tmp_path / "mix1")["mixture"]["members"]] == ["agent0", "agent0#2"]
+    assert main([str(tmp_path / "mix2"), str(tmp_path / "mix1"), str(tmp_path / "a")]) == 0
+    members = ckpt.read_metadata(tmp_path / "mix2")["mixture"]["members"]
+    assert [m["name"] for m in members] == ["agent0", "agent0#2", "agent0#3"]
+    assert [m["weight"] for m in members] == pytest.approx([0.25, 0.25, 0.5])
+    agent = ckpt.load_agent(tmp_path / "mix2", seed=0)
+    assert len(agent.members) == 3 and _same(agent.members[0].model, a) and _same(agent.members[2].model, a)
+    # a repeated name skips the names that later members have
+    _agent(tmp_path / "c", 2, name="agent0#2")
+    assert main([str(tmp_path / "mix3"), str(tmp_path / "a"), str(tmp_path / "b"), str(tmp_path / "c")]) == 0
+    names = [m["name"] for m in ckpt.read_metadata(tmp_path / "mix3")["mixture"]["members"]]
+    assert names == ["agent0", "agent0#3", "agent0#2"]

@@ -14,7 +14,7 @@ pytest.importorskip("safetensors")
 pytest.importorskip("yaml")
 
 from cockroach_env import GameConfig  # noqa: E402
-from tests.test_training import _metrics, _train  # noqa: E402
+from tests.test_training import _metrics, _train, updates_trained  # noqa: E402, F401 (a fixture of these tests)
 from training.algorithms.nfsp import AveragePolicy, Reservoir  # noqa: E402
 from training.cli import checkpoint as checkpoint_cli  # noqa: E402
 from training.core import checkpoint as ckpt  # noqa: E402
@@ -300,14 +300,34 @@ def test_an_nfsp_runs_average_exports_averaged_with_its_kept_agents_and_bad_sour
 
 
 @pytest.mark.parametrize("overlap", [False, True], ids=["serial", "overlap"])
-def test_an_interrupted_nfsp_run_resumes_exactly(tmp_path, overlap):
-    """The average policy's weights, Adam state, reservoir and generator are in the run checkpoint: a resumed run
-    equals the whole one.
+def test_an_interrupted_nfsp_run_resumes_exactly(tmp_path, overlap, monkeypatch, request):
+    """The average policy's weights, Adam state, reservoir and generator are in the run checkpoint: a run stopped by
+    SIGTERM inside a checkpoint segment (after update 3; checkpoints every 2) resumes from update 2, plays update 3
+    again and equals the whole one.
     """
+    import signal
+
+    from training.algorithms import ppo
+
+    trained = request.getfixturevalue("updates_trained")  # (test_training's, imported)
     extra = ["--set", f"ppo.overlap={str(overlap).lower()}"]
     assert _nfsp(tmp_path, "whole", 6, *extra) == 0
-    assert _nfsp(tmp_path, "split", 2, *extra) == 0
+    rollout, calls = ppo._rollout, []
+
+    def sigterm_in_the_third_rollout(*args, **kwargs):  # (with overlap too: collected for update 2)
+        calls.append(1)
+        if len(calls) == 3:
+            signal.raise_signal(signal.SIGTERM)
+        return rollout(*args, **kwargs)
+
+    monkeypatch.setattr(ppo, "_rollout", sigterm_in_the_third_rollout)
+    assert _nfsp(tmp_path, "split", 6, *extra) == 143
+    monkeypatch.undo()
+    assert ckpt.read_metadata(tmp_path / "split" / "checkpoint")["step"]["update"] == 2
+    assert len((tmp_path / "split" / "metrics.csv").read_text().splitlines()) == 1 + 3  # stopped after update 3
+    trained.clear()
     assert _nfsp(tmp_path, "split", 6, "--resume", *extra) == 0
+    assert trained == [2, 3, 4, 5]
     whole = ckpt.load_checkpoint(tmp_path / "whole" / "checkpoint", kind="run")
     split = ckpt.load_checkpoint(tmp_path / "split" / "checkpoint", kind="run")
     assert whole.tensors.keys() == split.tensors.keys() and any(

@@ -194,6 +194,16 @@ def test_psro_trains_a_mixture_and_an_interrupted_run_resumes_exactly(tmp_path):
     assert [m["weight"] for m in ckpt.read_metadata(tmp_path / "split" / "final")["mixture"]["members"]] == [1 / 3] * 3
 
 
+def test_resuming_a_finished_run_changes_nothing_and_names_its_mixture(tmp_path, capsys):
+    assert _psro(tmp_path, "done", 1) == 0
+    run = tmp_path / "done"
+    before = {str(p.relative_to(run)): p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file()}
+    capsys.readouterr()
+    assert _psro(tmp_path, "done", 1, "--resume") == 0
+    assert "is already finished at iteration 1" in capsys.readouterr().err
+    assert {str(p.relative_to(run)): p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file()} == before
+
+
 def test_overwrite_retires_the_replaced_runs_checkpoints_before_the_new_run_writes(tmp_path, capsys, monkeypatch):
     """A PSRO run started again with ``--overwrite`` and stopped in its first iteration leaves no checkpoint of the
     replaced

@@ -244,14 +244,38 @@ def test_a_checkpoint_for_other_rules_is_refused(tmp_path):
         ckpt.load_checkpoint(tmp_path / "agent", kind="run")
 
 
-def test_loading_never_unpickles(tmp_path, monkeypatch):
+def test_loading_and_resuming_never_unpickle(tmp_path, monkeypatch):
+    """A checkpoint is data: loading an agent or a run checkpoint, and resuming a run, unpickle nothing (no
+    ``pickle.load``/``loads``/``Unpickler``, no ``torch.load``, no ``np.load`` that allows pickles).
+    """
+    import pickle
+
     _save(tmp_path / "agent", _model())
+    assert _train(tmp_path, "run", 2) == 0
+    unpickled = []
 
-    def forbidden(*args, **kwargs):
-        raise AssertionError("torch.load must not be used")
+    def forbidden(name: str):
+        def refuse(*args, **kwargs):
+            unpickled.append(name)
+            raise AssertionError(f"{name} must not be used")
 
-    monkeypatch.setattr(torch, "load", forbidden)
+        return refuse
+
+    numpy_load = np.load
+
+    def load_without_pickles(*args, allow_pickle=False, **kwargs):
+        if allow_pickle:
+            forbidden("np.load(allow_pickle=True)")()
+        return numpy_load(*args, allow_pickle=False, **kwargs)
+
+    for module, name in ((torch, "load"), (pickle, "load"), (pickle, "loads"), (pickle, "Unpickler")):
+        monkeypatch.setattr(module, name, forbidden(f"{module.__name__}.{name}"))
+    monkeypatch.setattr(np, "load", load_without_pickles)
     ckpt.load_agent(tmp_path / "agent")
+    ckpt.load_checkpoint(tmp_path / "run" / "checkpoint", kind="run")
+    ckpt.load_agent(tmp_path / "run" / "final")
+    assert _train(tmp_path, "run", 4, "--resume") == 0
+    assert ckpt.read_metadata(tmp_path / "run" / "checkpoint")["step"]["update"] == 4 and not unpickled
 
 
 def test_a_loaded_checkpoint_is_a_protocol_agent_that_plays_legal_moves_in_the_aec_env(tmp_path):
@@ -345,11 +369,30 @@ def _train(tmp_path, name: str, updates: int, *extra: str) -> int:
 
 def _metrics(path: Path) -> list[list[str]]:
     rows = [line.split(",") for line in path.read_text().splitlines()]
-    skip = {rows[0].index(c) for c in ("wall_seconds", "decisions_per_second")}
+    skip = {rows[0].index(c) for c in ("wall_seconds", "decisions_per_second") if c in rows[0]}
     return [[v for i, v in enumerate(r) if i not in skip] for r in rows]
 
 
-def test_train_checkpoint_resume_load_and_evaluate_on_a_tiny_budget(tmp_path):
+@pytest.fixture
+def updates_trained():
+    """The PPO updates trained in this process, in order (the real update step, recorded as it runs): a resume that
+    trained again from the start would list them all.
+    """
+    from training.algorithms import ppo
+
+    trained: list[int] = []
+    update = ppo._advantages_and_update
+
+    def recorded(run, loop, number):
+        trained.append(number)
+        return update(run, loop, number)
+
+    with pytest.MonkeyPatch.context() as patch:  # (its own: a test's monkeypatch.undo() leaves it in place)
+        patch.setattr(ppo, "_advantages_and_update", recorded)
+        yield trained
+
+
+def test_train_checkpoint_resume_load_and_evaluate_on_a_tiny_budget(tmp_path, updates_trained):
     """The smoke test of ``cockroach-train``: an interrupted and resumed run equals an uninterrupted one."""
     assert _train(tmp_path, "whole", 4) == 0
     run = tmp_path / "whole"
@@ -362,7 +405,9 @@ def test_train_checkpoint_resume_load_and_evaluate_on_a_tiny_budget(tmp_path):
     # The same run, stopped after two updates (a checkpoint) and resumed for the last two.
     assert _train(tmp_path, "split", 2) == 0
     assert ckpt.read_metadata(tmp_path / "split" / "checkpoint")["step"]["update"] == 2
+    updates_trained.clear()
     assert _train(tmp_path, "split", 4, "--resume") == 0
+    assert updates_trained == [2, 3]  # only the updates after the checkpoint
     whole = ckpt.load_checkpoint(run / "checkpoint", kind="run")
     split = ckpt.load_checkpoint(tmp_path / "split" / "checkpoint", kind="run")
     assert whole.metadata["step"]["decisions"] == split.metadata["step"]["decisions"] == 4 * 16 * 8
@@ -387,7 +432,7 @@ def test_train_checkpoint_resume_load_and_evaluate_on_a_tiny_budget(tmp_path):
     }
 
 
-def test_a_run_with_an_exploiter_and_a_magnet_trains_both_networks_and_resumes_exactly(tmp_path):
+def test_a_run_with_an_exploiter_and_a_magnet_trains_both_networks_and_resumes_exactly(tmp_path, updates_trained):
     """The exploiter (its weights and Adam state) is in the run checkpoint; a reset puts it in the pool and restarts it
     from the policy.
     """
@@ -407,7 +452,9 @@ def test_a_run_with_an_exploiter_and_a_magnet_trains_both_networks_and_resumes_e
     ]  # and a magnet, refreshed after the checkpoint
     assert _train(tmp_path, "whole", 4, *exploiter) == 0
     assert _train(tmp_path, "split", 2, *exploiter) == 0
+    updates_trained.clear()
     assert _train(tmp_path, "split", 4, "--resume", *exploiter) == 0
+    assert updates_trained == [2, 3]
     whole = ckpt.load_checkpoint(tmp_path / "whole" / "checkpoint", kind="run")
     split = ckpt.load_checkpoint(tmp_path / "split" / "checkpoint", kind="run")
     assert whole.tensors.keys() == split.tensors.keys()
@@ -472,7 +519,7 @@ def test_shared_reward_gives_the_policys_seats_their_mean_at_tables_with_another
     assert rewards[1] == pytest.approx([third, -1, third, third])  # the input is not changed
 
 
-def test_a_run_with_shared_rewards_trains_another_policy_and_resumes_exactly(tmp_path):
+def test_a_run_with_shared_rewards_trains_another_policy_and_resumes_exactly(tmp_path, updates_trained):
     # 64 steps per update (4 updates of 1024 decisions; _train counts updates of 128): a 4-player game takes about 87
     # decisions, so games end in every checkpoint segment of two updates, and their rewards differ
     long = ["--set", "ppo.num_steps=64", "--set", "opponents.exploiter=0.5"]
@@ -480,7 +527,9 @@ def test_a_run_with_shared_rewards_trains_another_policy_and_resumes_exactly(tmp
     assert _train(tmp_path, "own", 32, *long) == 0
     assert _train(tmp_path, "team", 32, *team) == 0
     assert _train(tmp_path, "split", 16, *team) == 0
+    updates_trained.clear()
     assert _train(tmp_path, "split", 32, "--resume", *team) == 0
+    assert updates_trained == [2, 3]
     own, whole, split = (
         ckpt.load_checkpoint(tmp_path / name / "checkpoint", kind="run") for name in ("own", "team", "split")
     )
@@ -571,7 +620,7 @@ def test_checkpoint_opponents_seat_the_learner_and_each_other_seat_draws_from_th
         load_config(None, ["opponents.checkpoint_seats=4"])
 
 
-def test_a_run_against_checkpoints_logs_them_resumes_exactly_and_refuses_changed_or_bad_ones(tmp_path):
+def test_a_run_against_checkpoints_logs_them_resumes_exactly_and_refuses_changed_or_bad_ones(tmp_path, updates_trained):
     agent = _save(tmp_path / "agent", _model(1))
     league = [
         "--set",
@@ -587,7 +636,9 @@ def test_a_run_against_checkpoints_logs_them_resumes_exactly_and_refuses_changed
 
     assert _train(tmp_path, "whole", 0, *league, *updates(8)) == 0
     assert _train(tmp_path, "split", 0, *league, *updates(4)) == 0
+    updates_trained.clear()
     assert _train(tmp_path, "split", 0, "--resume", *league, *updates(8)) == 0
+    assert updates_trained == [4, 5, 6, 7]
     whole = ckpt.load_checkpoint(tmp_path / "whole" / "checkpoint", kind="run")
     split = ckpt.load_checkpoint(tmp_path / "split" / "checkpoint", kind="run")
     for key, value in whole.tensors.items():
@@ -751,7 +802,9 @@ def test_exploitability_trains_a_best_response_against_a_frozen_checkpoint(tmp_p
     assert "--overwrite" in capsys.readouterr().err
 
 
-def test_a_stopped_best_response_continues_with_resume_to_the_uninterrupted_result(tmp_path, capsys, monkeypatch):
+def test_a_stopped_best_response_continues_with_resume_to_the_uninterrupted_result(
+    tmp_path, capsys, monkeypatch, updates_trained
+):
     """Ctrl-C saves the best response's run; the same command with ``--resume`` continues it (re-running without is
     refused,
     naming ``--resume``), and the report and weights equal those of a run that was never stopped.
@@ -787,7 +840,9 @@ def test_a_stopped_best_response_continues_with_resume_to_the_uninterrupted_resu
     assert "--resume" in capsys.readouterr().err
     assert main(argv("split")) == 2
     assert "--resume" in capsys.readouterr().err
+    updates_trained.clear()
     assert main([*argv("split"), "--resume"]) == 0
+    assert updates_trained == [2, 3]  # (512 decisions: 4 updates; stopped after 2, at a checkpoint)
     whole, split = (json.loads((tmp_path / f"{out}.json").read_text()) for out in ("whole", "split"))
     assert (
         split["best_response_loss_rate"] == whole["best_response_loss_rate"] and split["games"] == whole["games"] == 20
@@ -1133,7 +1188,7 @@ def test_overlap_rollouts_play_the_weights_from_before_the_update_they_overlap(t
     assert order == ["rollout", "submit", "rollout", "result", "submit", "rollout", "result", "submit", "result"] * 2
 
 
-def test_an_overlapped_run_is_reproducible_and_resumes_exactly(tmp_path):
+def test_an_overlapped_run_is_reproducible_and_resumes_exactly(tmp_path, updates_trained):
     """The rollouts and the update process draw from their own generators, so overlap changes nothing run to run (the
     Adam states come back for each checkpoint).
     """
@@ -1150,7 +1205,9 @@ def test_an_overlapped_run_is_reproducible_and_resumes_exactly(tmp_path):
     assert _train(tmp_path, "whole", 6, *overlap) == 0
     assert _train(tmp_path, "again", 6, *overlap) == 0
     assert _train(tmp_path, "split", 3, *overlap) == 0
+    updates_trained.clear()
     assert _train(tmp_path, "split", 6, "--resume", *overlap) == 0
+    assert updates_trained == [3, 4, 5]
     assert _train(tmp_path, "serial", 6, *overlap[2:]) == 0
     runs = {
         name: ckpt.load_checkpoint(tmp_path / name / "checkpoint", kind="run")
@@ -1165,6 +1222,63 @@ def test_an_overlapped_run_is_reproducible_and_resumes_exactly(tmp_path):
     assert any(
         not torch.equal(model[k], runs["serial"].group("model")[k]) for k in model
     )  # the overlapped rollouts did play older weights
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+@pytest.mark.parametrize("signum", ["SIGTERM", "SIGINT"])
+def test_a_run_stopped_by_a_signal_inside_a_segment_resumes_to_the_uninterrupted_run(
+    tmp_path, capsys, monkeypatch, updates_trained, signum, overlap
+):
+    """A stop between two checkpoints keeps the checkpoint at the segment's start (the games in flight are in no
+    checkpoint); ``--resume`` plays the segment again from there, so the weights, the metrics and the evaluations of
+    every update (the one stopped at included) equal those of a run that never stopped.
+    """
+    import signal
+
+    from training.algorithms import ppo
+
+    stop = getattr(signal, signum)
+    every = ["--set", "schedule.checkpoint_every=4", "--set", "evaluation.every=1"]
+    every += ["--set", f"ppo.overlap={str(overlap).lower()}"]
+    assert _train(tmp_path, "whole", 8, *every) == 0
+    rollout, calls = ppo._rollout, []
+
+    def signal_in_the_seventh_rollout(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 7:
+            signal.raise_signal(stop)
+        return rollout(*args, **kwargs)
+
+    monkeypatch.setattr(ppo, "_rollout", signal_in_the_seventh_rollout)
+    capsys.readouterr()
+    updates_trained.clear()
+    assert _train(tmp_path, "split", 8, *every) == 128 + stop
+    monkeypatch.undo()
+    err = capsys.readouterr().err
+    stopped_at = max(updates_trained) + 1  # (with overlap, the seventh rollout is collected during update 6)
+    assert 4 < stopped_at < 8
+    assert f"{signum} at update {stopped_at}" in err and "at update 4" in err, err
+    split = tmp_path / "split"
+    assert ckpt.read_metadata(split / "checkpoint")["step"]["update"] == 4  # the segment's start
+
+    updates_trained.clear()
+    assert _train(tmp_path, "split", 8, "--resume", *every) == 0
+    assert updates_trained == [4, 5, 6, 7]  # the segment again, then the rest
+    whole = ckpt.load_checkpoint(tmp_path / "whole" / "checkpoint", kind="run")
+    resumed = ckpt.load_checkpoint(split / "checkpoint", kind="run")
+    assert whole.tensors.keys() == resumed.tensors.keys()
+    for key, value in whole.tensors.items():
+        assert torch.equal(value, resumed.tensors[key]), key
+    assert (
+        ckpt.load_checkpoint(split / "final").tensors.keys()
+        == ckpt.load_checkpoint(tmp_path / "whole" / "final").tensors.keys()
+    )
+    for key, value in ckpt.load_checkpoint(tmp_path / "whole" / "final").tensors.items():
+        assert torch.equal(value, ckpt.load_checkpoint(split / "final").tensors[key]), key
+    assert _metrics(tmp_path / "whole" / "metrics.csv") == _metrics(split / "metrics.csv")
+    evaluations = _metrics(split / "eval.csv")
+    assert evaluations == _metrics(tmp_path / "whole" / "eval.csv")
+    assert str(stopped_at) in {row[0] for row in evaluations[1:]}  # the evaluation due at the stop
 
 
 def test_sampling_draws_legal_actions_with_the_softmax_probabilities():

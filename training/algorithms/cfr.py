@@ -138,6 +138,14 @@ def _train(config: TrainConfig, resume: bool, command: str | None, signals: Stop
     solver = TreeSolver(tree, settings.keys, settings.variant, settings.alternating)
     if resume:
         state, progress = _restore(run_dir, config, solver)
+        finished = _finished_result(run_dir, config, state)
+        if finished is not None:
+            print(
+                f"{run_dir} is already finished at CFR iteration {state.iteration}; its result is {finished} "
+                "(raise cfr.iterations to solve on, or change the distillation or descent settings to distil again)",
+                file=sys.stderr,
+            )
+            return finished
         print(f"resuming {run_dir} at CFR iteration {state.iteration}", file=sys.stderr)
     else:
         state, progress = solver.initial_state(), {"wall_seconds": 0.0, "solver_seconds": 0.0, "commands": []}
@@ -177,6 +185,29 @@ def _train(config: TrainConfig, resume: bool, command: str | None, signals: Stop
     if not settings.distill_steps:
         return run_dir / CHECKPOINT_NAME
     return _distill_and_save(run_dir / AGENT_NAME, config, solver, state, progress, game, tree, signals)
+
+
+DISTILLATION_KEYS = ("cfr.distill_steps", "cfr.distill_learning_rate", "cfr.descent", "model")
+"""Config entries that make the agent ``final`` from the solved strategy: a change on resume distils again."""
+
+
+def _finished_result(run_dir: Path, config: TrainConfig, state: SolverState) -> Path | None:
+    """The result of a run that is finished at ``state.iteration`` with the config's distillation: the agent ``final``
+    (the solver checkpoint without distillation); else None.
+    """
+    if state.iteration < config.cfr.iterations:
+        return None
+    if not config.cfr.distill_steps:
+        return run_dir / CHECKPOINT_NAME
+    try:
+        meta = ckpt.read_metadata(run_dir / AGENT_NAME)
+    except ckpt.CheckpointError:
+        return None  # (killed before its agent was written: distilled on resume)
+    step, distilled_with = meta.get("step") or {}, meta.get("training_config")
+    if meta.get("kind") != "agent" or step.get("iteration") != state.iteration or not isinstance(distilled_with, dict):
+        return None
+    changed = [key for key in config_diff(distilled_with, config.to_dict()) if key.startswith(DISTILLATION_KEYS)]
+    return None if changed else Path(meta["_path"])
 
 
 def solver_tree(game: GameConfig, max_nodes: int = DEFAULT_MAX_NODES) -> GameTree:

@@ -35,7 +35,10 @@ Exact resume: the games restart (from a seed derived from the run seed and the
 update number) at every ``schedule.checkpoint_every`` updates, where checkpoints are
 written, and baseline opponents are rebuilt with derived seeds there too. A checkpoint
 holds everything else (weights, Adam state, pool, RNG states, counters), so
-``--resume`` continues exactly as the uninterrupted run would have.
+``--resume`` continues exactly as the uninterrupted run would have. A fresh run writes
+its checkpoint at update 0; a stop (SIGINT, SIGTERM, the time limit) inside a segment
+writes none, since the games in flight are in no checkpoint: ``--resume`` plays the
+segment again from its start, which gives the same updates and evaluations bit for bit.
 """
 
 from __future__ import annotations
@@ -402,7 +405,8 @@ def _train(
             run.state.warm_start = _warm_start(run, teacher, signals, progress_bar)
         _copy_policy(run)
     loop = _start_loop(run, resume, progress_bar, stack)
-    if run.state.warm_start and not resume:  # a resume continues after the warm start and never repeats it
+    if not resume:
+        # the first segment's start: a stop inside it resumes from here, and a resume never repeats the warm start
         _save_run(run, loop)
     stop_reason = None
     first_update = run.state.update
@@ -457,6 +461,8 @@ class _Run:
     """Table draws and minibatch shuffles."""
     pool: list[Snapshot] = field(default_factory=list)
     state: Progress = field(default_factory=Progress)
+    saved_update: int = 0
+    """The update of the run checkpoint on disk (the latest segment's start), where ``--resume`` continues."""
 
     @property
     def run_dir(self) -> Path:
@@ -561,6 +567,7 @@ def _resume(run: _Run) -> Path | None:
         run_dir, run.config, run.policy, run.exploiter, run.sampler, run.pool, run.device, run.hooks
     )
     state = run.state
+    run.saved_update = state.update
     finished = _finished_agent(run_dir, state, run.config) if state.update >= run.num_updates else None
     if finished is not None:
         print(
@@ -817,11 +824,23 @@ def _stop_reason(run: _Run, signals: StopSignals) -> str | None:
     return reason
 
 
+def _segment_end(run: _Run) -> bool:
+    """Whether the update just done ends a checkpoint segment (or the run), where a run checkpoint is written."""
+    return run.state.update % run.config.schedule.checkpoint_every == 0 or run.state.update == run.num_updates
+
+
 def _evaluate_and_save(run: _Run, loop: _Loop, stop_reason: str | None) -> None:
-    """The scheduled evaluation, the kept agent and the run checkpoint of this update (each when due)."""
+    """The scheduled evaluation, the kept agent and the run checkpoint of this update (each when due).
+
+    A stop inside a segment writes nothing: the games in flight are not in a checkpoint, so the run resumes from the
+    segment's start and plays its updates again, exactly as before (evaluations included). A stop at a segment's end
+    saves as usual, after this update's evaluation.
+    """
     config, state = run.config, run.state
     last = state.update == run.num_updates
-    if config.evaluation.every and state.update % config.evaluation.every == 0 and not last and not stop_reason:
+    if stop_reason and not _segment_end(run):
+        return
+    if config.evaluation.every and state.update % config.evaluation.every == 0 and not last:
         results = evaluate_model(
             loop.evaluated,
             run.game,
@@ -838,17 +857,18 @@ def _evaluate_and_save(run: _Run, loop: _Loop, stop_reason: str | None) -> None:
         save_agent_checkpoint(
             run.run_dir / KEPT_AGENTS / f"update_{state.update:07d}", config, loop.evaluated, state, run.command
         )
-    if state.update % config.schedule.checkpoint_every == 0 or last or stop_reason:
+    if _segment_end(run):
         _save_run(run, loop)
 
 
 def _save_run(run: _Run, loop: _Loop) -> None:
-    """The run checkpoint of the current update (with ``ppo.overlap``, the Adam states pulled from the update
-    process).
+    """The run checkpoint of the current update, a segment's start (with ``ppo.overlap``, the Adam states pulled from
+    the update process).
     """
     run.state.wall_seconds = time.perf_counter() - loop.started
     for code, learner in run.learners.items() if loop.worker is not None else ():
         loop.worker.pull(code, learner)
+    run.saved_update = run.state.update
     save_run_checkpoint(
         run.run_dir / CHECKPOINT_NAME,
         run.config,
@@ -863,6 +883,13 @@ def _save_run(run: _Run, loop: _Loop) -> None:
     )
 
 
+def _replayed(update: int, saved_update: int) -> str:
+    """How a resume gets back to ``update`` from the checkpoint at ``saved_update`` (a segment's start)."""
+    if update == saved_update:
+        return ""
+    return f" (it plays updates {saved_update + 1}-{update} again, with the same result)"
+
+
 def _finish(run: _Run, loop: _Loop, signals: StopSignals, stop_reason: str | None) -> Path:
     """Stop the loop; after a signal raise ``Interrupted``, else the final evaluation, the plots and the agent."""
     config, state, run_dir = run.config, run.state, run.run_dir
@@ -871,7 +898,7 @@ def _finish(run: _Run, loop: _Loop, signals: StopSignals, stop_reason: str | Non
         loop.worker.close()
     if signals.received is not None:
         loop.logs.close()
-        raise Interrupted(signals.received, run_dir / CHECKPOINT_NAME, state.update)
+        raise Interrupted(signals.received, run_dir / CHECKPOINT_NAME, state.update, saved_step=run.saved_update)
     if config.evaluation.final_games:
         results = evaluate_model(
             loop.evaluated,
@@ -883,7 +910,11 @@ def _finish(run: _Run, loop: _Loop, signals: StopSignals, stop_reason: str | Non
         _record_evaluation(state, loop.logs, results, final=True)
         print("final evaluation: " + _eval_summary(state.evaluations), file=sys.stderr)
     if stop_reason:
-        print(f"stopped early: {stop_reason}; continue with --resume", file=sys.stderr)
+        print(
+            f"stopped early at update {state.update}: {stop_reason}; --resume continues exactly from the run "
+            f"checkpoint at update {run.saved_update}" + _replayed(state.update, run.saved_update),
+            file=sys.stderr,
+        )
     # ``final`` last: it marks the run finished for --resume, so a kill before it leaves everything else to be
     # written again
     run.hooks.before_final(run_dir, config, run.policy.model, state, run.command)

@@ -115,6 +115,15 @@ def train(
     resolved = False
     if resume:
         members, state, meta_game, resolved = _resume_population(run_dir, config)
+        finished = None if resolved else _finished_mixture(run_dir, config, state)
+        if finished is not None:
+            workers.close()
+            print(
+                f"{run_dir} is already finished at iteration {state.iteration}; its mixture checkpoint is {finished} "
+                "(raise psro.iterations to train on)",
+                file=sys.stderr,
+            )
+            return finished
     else:
         members, state, meta_game = _first_population(workers, config, initial_weights, base_run, initial_population)
     state.commands.append(command)
@@ -150,6 +159,19 @@ def train(
         print(f"stopped early: {stop_reason}; continue with --resume", file=sys.stderr)
     workers.close()
     return _save(run_dir / AGENT_NAME, config, members, state, command, evaluation=evaluation)
+
+
+def _finished_mixture(run_dir: Path, config: TrainConfig, state: PSROState) -> Path | None:
+    """The mixture ``final`` of a run finished at ``state.iteration`` (written last, evaluated), or None."""
+    if state.iteration < config.psro.iterations:
+        return None
+    try:
+        meta = ckpt.read_metadata(run_dir / AGENT_NAME)
+    except ckpt.CheckpointError:
+        return None  # (killed before its mixture was written: evaluated and written on resume)
+    step = meta.get("step") or {}
+    same = step.get("iteration") == state.iteration and step.get("members") == len(state.names)
+    return Path(meta["_path"]) if meta.get("kind") == "mixture" and same else None
 
 
 def _resume_population(run_dir: Path, config: TrainConfig) -> tuple[list[dict], PSROState, MetaGame, bool]:

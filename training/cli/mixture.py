@@ -7,11 +7,15 @@ one from checkpoints you already trained (agents, runs or other mixtures, whose 
 join with their weights) and writes it as one validated checkpoint for
 ``training.load_agent``, ``cockroach-eval``, ``cockroach-exploit`` and ``cockroach-play``.
 
-Each MEMBER has an equal weight by default (a mixture shares its weight among its members
-by theirs); ``--weights`` gives them, and ``--meta-solver`` solves the weights of every
-member from their meta-game, the same one PSRO solves: every table (a multiset of
-N members) is played for ``--payoff-games`` games in the batched arena, with duplicate
-deals and seat rotation, and a solver of ``training.algorithms.meta_solvers`` picks the weights.
+Members keep their names; a repeated name (two checkpoints of one name, or a checkpoint
+that a mixture given beside it holds too, which stays a member of its own) becomes
+``NAME#2``, ``NAME#3``, ..., skipping the names other members already have, so that
+every member's name is distinct. Each MEMBER has an equal weight by default (a mixture
+shares its weight among its members by theirs); ``--weights`` gives them, and
+``--meta-solver`` solves the weights of every member from their meta-game, the same one
+PSRO solves: every table (a multiset of N members) is played for ``--payoff-games``
+games in the batched arena, with duplicate deals and seat rotation, and a solver of
+``training.algorithms.meta_solvers`` picks the weights.
 The result's metadata keeps each member's recipe (its name, source, commands, training
 config and evaluation) and the meta-game, so the mixture is reproducible.
 
@@ -247,12 +251,28 @@ def flatten(
             member_weights.append(weight)
             names.append(str(meta.get("name") or Path(source).name))
             recipes.append(recipe)
-    counts: dict[str, int] = {}
-    for k, name in enumerate(names):  # one name per member, so that reports and leagues can tell them apart
-        counts[name] = counts.get(name, 0) + 1
-        if counts[name] > 1:
-            names[k] = f"{name}#{counts[name]}"
-    return models, np.asarray(member_weights, np.float64), names, recipes, sources
+    return models, np.asarray(member_weights, np.float64), unique_names(names), recipes, sources
+
+
+def unique_names(names: list[str]) -> list[str]:
+    """One distinct name per member, so that reports, leagues and ``cockroach-exploit --start-member`` can tell them
+    apart: the first of each name keeps it, and each repeat (another checkpoint of the same name, or a checkpoint that a
+    mixture given beside it holds too, which stays a member of its own) takes ``NAME#K`` with the smallest ``K >= 2``
+    that no member has.
+    """
+    taken = set(names)
+    seen: set[str] = set()
+    unique = []
+    for name in names:
+        if name in seen:
+            k = 2
+            while f"{name}#{k}" in taken:
+                k += 1
+            name = f"{name}#{k}"
+            taken.add(name)
+        seen.add(name)
+        unique.append(name)
+    return unique
 
 
 def play_tables(

@@ -3,8 +3,9 @@
 A run writes ``runs/<name>/``: the run checkpoint ``CHECKPOINT_NAME`` (for ``--resume``), the agent
 ``AGENT_NAME`` (written last: it marks the run finished), kept agents under ``KEPT_AGENTS``, CSV logs
 (``prepare_csv`` on start or resume, ``append_csv`` per row) and a learning-curve plot. ``StopSignals``
-turns the first SIGINT/SIGTERM into a stop after the current step, which the algorithm ends by saving
-and raising ``Interrupted``; ``config_diff`` names the entries in which a resumed run's config differs
+turns the first SIGINT/SIGTERM into a stop after the current step, which the algorithm ends by raising
+``Interrupted`` with its run checkpoint saved (a PPO run: the latest checkpoint segment's start, so that the resumed run
+plays exactly as one that never stopped); ``config_diff`` names the entries in which a resumed run's config differs
 from the saved one.
 """
 
@@ -39,10 +40,19 @@ class Interrupted(Exception):
     it.
     """
 
-    def __init__(self, signum: int, checkpoint: Path, step: int, unit: str = "update"):
-        # ``step`` counts ``unit``s: PPO updates, or CFR iterations
+    def __init__(self, signum: int, checkpoint: Path, step: int, unit: str = "update", saved_step: int | None = None):
+        # ``step`` counts ``unit``s: PPO updates, or CFR iterations; ``saved_step``: the checkpoint's, if earlier (a
+        # PPO stop inside a checkpoint segment, which --resume plays again to continue exactly)
         self.signum, self.checkpoint, self.step, self.unit = signum, checkpoint, step, unit
-        super().__init__(f"{signal.Signals(signum).name} at {unit} {step}; the run is saved in {checkpoint}")
+        self.saved_step = step if saved_step is None else saved_step
+        where = f"the run is saved in {checkpoint}"
+        if self.saved_step != step:
+            where = (
+                f"the run checkpoint {checkpoint} is at {unit} {self.saved_step}, the start of this checkpoint "
+                f"segment: --resume plays {unit}s {self.saved_step + 1}-{step} again (the games in flight are not "
+                f"saved), with the same result as a run that never stopped"
+            )
+        super().__init__(f"{signal.Signals(signum).name} at {unit} {step}; {where}")
 
     @property
     def exit_code(self) -> int:
@@ -72,7 +82,7 @@ class StopSignals:
             raise KeyboardInterrupt(f"second {signal.Signals(signum).name}")
         self.received = signum
         print(
-            f"\n{signal.Signals(signum).name} received: finishing the current update, then saving "
+            f"\n{signal.Signals(signum).name} received: finishing the current step, then stopping "
             "(send it again to stop at once)",
             file=sys.stderr,
         )
