@@ -221,6 +221,8 @@ def checkpoint_files(path: str | os.PathLike) -> tuple[Path, Path]:
     meta = meta.with_name(meta.name + ".json")
     tensors = meta.with_name(meta.name[: -len(".json")] + ".safetensors")
     try:
+        if not meta.is_file():  # a FIFO or a device is never opened here: it could block or never end
+            raise OSError
         record = json.loads(meta.read_bytes()).get("tensors")
         if is_file_name(record.get("file")):
             tensors = meta.with_name(record["file"])
