@@ -344,6 +344,116 @@ def test_cockroach_exploit_names_a_tampered_network_shape(tmp_path, capsys):
     assert "agent.json" in err and "1000000000000" in err and "Traceback" not in err, err
 
 
+# ---------------------------------------------------------------------------- a tampered run state refuses --resume
+
+RESUME_TINY = [
+    "ppo.num_envs=16",
+    "ppo.num_steps=8",
+    "ppo.num_minibatches=2",
+    "ppo.update_epochs=1",
+    "model.hidden_sizes=[16]",
+    "opponents.snapshot_every=1",
+    "opponents.max_snapshots=2",
+    "schedule.checkpoint_every=2",
+    "evaluation.every=2",
+    "evaluation.games=8",
+    "evaluation.final_games=0",
+]
+
+
+def _train_argv(out: Path, updates: int, *extra: str) -> list[str]:
+    sets = [*RESUME_TINY, "name=run", f"output_dir={out}", f"schedule.total_decisions={updates * 16 * 8}"]
+    return ["--config", str(ROOT / "configs" / "quick.yaml"), "--no-progress", *[a for x in sets for a in ("--set", x)]]
+
+
+@pytest.fixture(scope="module")
+def stopped_run(tmp_path_factory) -> Path:
+    """A 2-update run (checkpoint and evaluation at update 2), resumed by each test to 4 updates."""
+    from training.cli.train import main as train
+
+    out = tmp_path_factory.mktemp("runs")
+    assert train(_train_argv(out, 2)) == 0
+    return out / "run"
+
+
+def _run_edit(edit):
+    def tamper(run: Path) -> None:
+        meta = json.loads((run / "checkpoint.json").read_text())
+        edit(meta)
+        (run / "checkpoint.json").write_text(json.dumps(meta))
+
+    return tamper
+
+
+def _group(**values):
+    return _run_edit(lambda m: m["optimizer"]["param_groups"][0].update(values))
+
+
+RUN_TAMPERS = [
+    ("rng state out of range", _run_edit(lambda m: m["rng"]["numpy"]["state"].update(state=10**60)), ["'rng.numpy'"]),
+    ("rng state not a mapping", _run_edit(lambda m: m["rng"]["numpy"].update(state=[1])), ["'rng.numpy'"]),
+    ("rng of a function", _run_edit(lambda m: m["rng"]["numpy"].update(bit_generator="default_rng")), ["'rng.numpy'"]),
+    (
+        "an evaluation without its fields",
+        _run_edit(lambda m: m["progress"].update(evaluations=[{"bogus": 1}])),
+        ["'progress.evaluations'"],
+    ),
+    (
+        "an evaluation with a loss rate of 7",
+        _run_edit(
+            lambda m: m["progress"].update(
+                evaluations=[
+                    {"update": 2, "decisions": 256, "final": False, "results": [{"opponent": "random", "loss_rate": 7}]}
+                ]
+            )
+        ),
+        ["'progress.evaluations'"],
+    ),
+    ("betas above 1", _group(betas=[2.0, 0.999]), ["'optimizer.param_groups'", "betas"]),
+    ("betas of three", _group(betas=[0.9, 0.9, 0.9]), ["'optimizer.param_groups'"]),
+    ("eps -1", _group(eps=-1), ["'optimizer.param_groups'", "eps > 0"]),
+    ("lr 'fast'", _group(lr="fast"), ["'optimizer.param_groups'", "'fast'"]),
+    ("lr 0", _group(lr=0), ["'optimizer.param_groups'", "lr > 0"]),
+    ("params not indices", _group(params=["x"]), ["'optimizer.param_groups'"]),
+    ("update 10**9", _run_edit(lambda m: m["progress"].update(update=10**9)), ["'progress'", "progress.update <="]),
+]
+
+
+@pytest.mark.parametrize("tamper, fragments", [pytest.param(t, f, id=i) for i, t, f in RUN_TAMPERS])
+def test_a_tampered_run_state_refuses_resume_before_any_file_changes(stopped_run, tmp_path, capsys, tamper, fragments):
+    """Each of these was accepted (and failed later, after ``eval.csv`` was rewritten) or crashed: the whole run state
+    is checked against the schema before the run directory is touched, and a refused resume changes no byte and no
+    modification time.
+    """
+    import shutil
+
+    from training.cli.train import main as train
+
+    run = tmp_path / "run"
+    shutil.copytree(stopped_run, run)
+    tamper(run)
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(run.rglob("*")) if p.is_file()}
+    time.sleep(0.01)
+    assert train([*_train_argv(tmp_path, 4), "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "checkpoint.json" in err, err
+    for fragment in fragments:
+        assert fragment in err, (fragment, err)
+    assert len(err) < 2000, err
+    after = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(run.rglob("*")) if p.is_file()}
+    assert after == before
+
+
+def test_the_untampered_run_resumes(stopped_run, tmp_path):
+    import shutil
+
+    from training.cli.train import main as train
+
+    shutil.copytree(stopped_run, tmp_path / "run")
+    assert train([*_train_argv(tmp_path, 4), "--resume"]) == 0
+    assert ckpt.read_metadata(tmp_path / "run" / "checkpoint")["progress"]["update"] == 4
+
+
 def test_the_checkpoint_cli_names_the_problem_instead_of_a_traceback(tmp_path, capsys):
     _save(tmp_path / "agent")
     _set(None, "tensors")(tmp_path / "agent")
