@@ -26,6 +26,7 @@ from training.core.checkpoint.format import (
     checkpoint_stem,
 )
 from training.core.checkpoint.loading import read_metadata
+from training.core.output_paths import new_file_mode
 
 
 def _generations(stem: Path) -> dict[int, Path]:
@@ -162,7 +163,7 @@ def _writer_tag() -> str:
 def _write_temporary(final: Path, data: bytes) -> str:
     fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.{_writer_tag()}-", suffix=".tmp")
     try:
-        os.fchmod(fd, 0o644)  # mkstemp's 0600 would make shipped checkpoints unreadable to other users
+        os.fchmod(fd, new_file_mode())  # as a normal file: mkstemp's 0600 would hide shipped checkpoints
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
