@@ -358,3 +358,16 @@ def test_logs_reports_and_checkpoints_follow_the_umask_as_normal_files_do(tmp_pa
         os.umask(previous)
     modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in [*tmp_path.iterdir(), *ckpt.checkpoint_files(saved)]}
     assert set(modes.values()) == {0o666 & ~umask}, {k: oct(v) for k, v in modes.items()}
+
+
+def test_every_thread_count_that_reaches_torch_is_bounded():
+    import torch
+
+    from training.core.distributed import use_torch_threads
+
+    from .hostile import refused
+
+    before = torch.get_num_threads()
+    for threads in (100_000, -1, 2.5, True):
+        refused(lambda t=threads: use_torch_threads(t), "MAX_TORCH_THREADS=256")
+    assert torch.get_num_threads() == before
