@@ -35,7 +35,7 @@ def thread_count(text: str) -> int:
         int,
         "a whole number",
         lambda v: 0 <= v <= MAX_TORCH_THREADS,
-        f"0 (torch's default) or a thread count up to MAX_TORCH_THREADS={MAX_TORCH_THREADS}",
+        f"0 (torch's default) or a positive thread count up to MAX_TORCH_THREADS={MAX_TORCH_THREADS}",
     )
 
 

@@ -65,16 +65,6 @@ def write_json_report(path: str | os.PathLike, data, indent: int = 1) -> None:
     write_file_atomically(path, text.encode())
 
 
-def new_file_mode() -> int:
-    """The permissions a file made with ``open`` would get here (``0o666`` less the umask): given to the files written
-    through ``tempfile.mkstemp`` (its 0600 would make checkpoints and logs unreadable to the user's group and others
-    where normal files are not).
-    """
-    mask = os.umask(0o022)  # (reading the umask means setting it; it is put back at once)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
 def _is_checkpoint_metadata(path: Path) -> bool:
     """Whether ``path`` is an existing checkpoint's JSON metadata (its ``format`` field, read from the first bytes)."""
     try:

@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from training.core.output_paths import new_file_mode
+from training.core.checkpoint.files import new_file_mode
 
 CHECKPOINT_NAME = "checkpoint"
 """The run's latest full checkpoint (for ``--resume``): ``runs/<name>/checkpoint.{json,safetensors}``."""

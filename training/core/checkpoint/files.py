@@ -26,7 +26,6 @@ from training.core.checkpoint.format import (
     checkpoint_stem,
 )
 from training.core.checkpoint.loading import read_metadata
-from training.core.output_paths import new_file_mode
 
 
 def _generations(stem: Path) -> dict[int, Path]:
@@ -158,6 +157,16 @@ def _generation_of(path: Path) -> list[int]:
 def _writer_tag() -> str:
     """``HOST-PID`` of this process as it appears in its temporary files' names (the host as a short hash: no dots)."""
     return f"{hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]}-{os.getpid()}"
+
+
+def new_file_mode() -> int:
+    """The permissions a file made with ``open`` would get here (``0o666`` less the umask): given to the files written
+    through ``tempfile.mkstemp`` (its 0600 would make checkpoints and logs unreadable to the user's group and others
+    where normal files are not).
+    """
+    mask = os.umask(0o022)  # (reading the umask means setting it; it is put back at once)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def _write_temporary(final: Path, data: bytes) -> str:
