@@ -94,7 +94,12 @@ def test_eval_writes_json_and_plot_where_asked(tmp_path):
 @pytest.mark.parametrize(
     "extra, fragment",
     [
-        (["--games", "0"], "--games: 0 is not allowed; expected an integer >= 1"),
+        (["--games", "0"], "--games: 0 is not allowed; expected an integer from 1 to MAX_GAMES=100000000"),
+        (
+            ["--games", "99999999999999"],
+            "--games: 99999999999999 is not allowed; expected an integer from 1 to MAX_GAMES",
+        ),
+        (["--edge", "10000000000"], "--edge: 10000000000 is not allowed; expected an integer from 1 to MAX_GAMES"),
         (["--games", "-3"], "--games: -3 is not allowed"),
         (["--decisions", "0"], "--decisions: 0 is not allowed"),
         (["--games", "many"], "--games: 'many' is not an integer"),
