@@ -158,6 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from play.replay import checkpoint_folder_problem
 
         problem = checkpoint_folder_problem("--save-dir", save_dir, folder=True)
+        if problem is None and os.path.exists(save_dir) and not os.path.isdir(save_dir):
+            problem = f"--save-dir {save_dir!r} is a file; expected a directory (it is created if missing)"
         if problem is not None:
             print(f"cockroach-play: error: {problem}", file=sys.stderr)
             return 2

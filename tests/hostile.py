@@ -4,8 +4,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
-from collections.abc import Callable
+import signal
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -37,3 +39,21 @@ def env_snapshot(env) -> dict[str, Any]:
 
 def same_arrays(a: Any, b: Any) -> bool:
     return all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
+@contextlib.contextmanager
+def within(seconds: int, what: str) -> Iterator[None]:
+    """Fail the test if the block runs longer than ``seconds`` (a read that blocks on a FIFO, a runaway loop):
+    SIGALRM interrupts even a blocking ``open``.
+    """
+
+    def stop(signum, frame):
+        raise TimeoutError(f"{what} still ran after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

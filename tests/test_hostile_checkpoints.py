@@ -29,7 +29,7 @@ from training.core import checkpoint as ckpt  # noqa: E402
 from training.core.checkpoint import files as checkpoint_files  # noqa: E402
 from training.core.model import ActorCritic  # noqa: E402
 
-from .hostile import refused  # noqa: E402
+from .hostile import refused, within  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 GAME = GameConfig(num_players=3)
@@ -163,7 +163,7 @@ TAMPERS = [
         ["truncated, corrupted"],
     ),
     ("tensors empty", lambda p: _raw(p, b"", 1), ["truncated, corrupted"]),
-    ("tensors missing", lambda p: ckpt.checkpoint_files(p)[1].unlink(), ["cannot read the checkpoint tensors"]),
+    ("tensors missing", lambda p: ckpt.checkpoint_files(p)[1].unlink(), ["cannot read the tensor file"]),
     ("tensors flipped header byte", _flip(1, 0.001), ["truncated, corrupted"]),
     ("tensors flipped data byte", _flip(1, 0.7), ["truncated, corrupted"]),
     (
@@ -202,12 +202,18 @@ TAMPERS = [
         lambda p: _rewrite_tensors(p, _state(_model(hidden=(12,)))),
         ["do not fit", "(12, 106)", "(8, 106)"],
     ),
-    ("hidden_sizes [6000, 6000]", _set([6000, 6000], "model", "hidden_sizes"), ["do not fit", "(6000, 6000)"]),
+    ("hidden_sizes [6000, 6000]", _set([6000, 6000], "model", "hidden_sizes"), ["do not fit", "width 6000"]),
     (
         "hidden_sizes [100000, 100000]",
         _set([100000, 100000], "model", "hidden_sizes"),
-        ["do not fit", "(100000, 100000)"],
+        ["do not fit", "width 100000"],
     ),
+    (
+        "hidden_sizes [10**12, 10**12]",
+        _set([10**12, 10**12], "model", "hidden_sizes"),
+        ["do not fit", "width 1000000000000", "no tensor has a dimension above"],
+    ),
+    ("hidden_sizes [8, 10**12]", _set([8, 10**12], "model", "hidden_sizes"), ["do not fit", "1000000000000"]),
     (
         "tensors of a scalar shape",
         lambda p: _rewrite_tensors(p, {**_state(_model()), "model.trunk.0.bias": torch.zeros(())}),
@@ -247,6 +253,205 @@ def test_a_tampered_checkpoint_is_a_checkpoint_error_naming_the_file(tmp_path, m
         f"a network was built on {built} before the checkpoint was refused"
     )
     assert len(message) < 600
+
+
+def _fifo(path: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)
+
+
+def _device(path: Path) -> None:
+    path.unlink()
+    path.symlink_to("/dev/zero")
+
+
+def _directory(path: Path) -> None:
+    path.unlink()
+    path.mkdir()
+
+
+NOT_REGULAR = [
+    ("metadata a FIFO", 0, _fifo, "a FIFO (named pipe)"),
+    ("tensors a FIFO", 1, _fifo, "a FIFO (named pipe)"),
+    ("metadata /dev/zero", 0, _device, "a character device"),
+    ("tensors /dev/zero", 1, _device, "a character device"),
+    ("tensors a directory", 1, _directory, "a directory"),
+]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+@pytest.mark.parametrize("which, make, kind", [pytest.param(w, m, k, id=i) for i, w, m, k in NOT_REGULAR])
+def test_a_checkpoint_file_that_is_not_a_regular_file_is_refused_without_reading_it(tmp_path, which, make, kind):
+    """A FIFO would block every reader forever (and SIGTERM with it), ``/dev/zero`` would be read until memory runs
+    out: only regular files of the declared size are read.
+    """
+    _save(tmp_path / "agent")
+    target = ckpt.checkpoint_files(tmp_path / "agent")[which]
+    make(target)
+    with within(20, f"loading a checkpoint whose {target.name} is {kind}"):
+        refused(
+            lambda: ckpt.load_agent(tmp_path / "agent"),
+            target.name,
+            kind,
+            "expected a regular file",
+            error=ckpt.CheckpointError,
+        )
+        if which == 0:
+            refused(lambda: ckpt.read_metadata(tmp_path / "agent"), kind, error=ckpt.CheckpointError)
+            assert ckpt.checkpoint_files(tmp_path / "agent")[1].name == "agent.safetensors"
+
+
+def test_a_tensor_file_larger_than_its_metadata_declares_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    _save(tmp_path / "agent")
+    tensor = ckpt.checkpoint_files(tmp_path / "agent")[1]
+    declared = tensor.stat().st_size
+    with tensor.open("ab") as handle:
+        handle.truncate(declared + 2**30)  # a sparse GiB: reading it whole is what the size check prevents
+    read = []
+    real_read = os.read
+    monkeypatch.setattr(os, "read", lambda fd, n: read.append(len(data := real_read(fd, n))) or data)
+    refused(
+        lambda: ckpt.load_agent(tmp_path / "agent"),
+        f"{declared + 2**30} bytes that do not match the {declared} bytes",
+        error=ckpt.CheckpointError,
+    )
+    assert sum(read) == ckpt.checkpoint_files(tmp_path / "agent")[0].stat().st_size, read  # the metadata only
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+def test_the_command_lines_refuse_a_fifo_checkpoint_instead_of_hanging(tmp_path, capsys):
+    from training.cli.eval import main as evaluate
+    from training.cli.exploit import main as exploit
+
+    _save(tmp_path / "agent")
+    _fifo(ckpt.checkpoint_files(tmp_path / "agent")[0])
+    with within(60, "cockroach-eval and cockroach-exploit on a FIFO checkpoint"):
+        assert evaluate([str(tmp_path / "agent"), "random", "random", "--games", "2", "--quiet"]) == 2
+        assert exploit([str(tmp_path / "agent"), "--decisions", "64", "--games", "2"]) == 2
+        assert evaluate(["random", "random", "--games", "2", "--quiet", "--json", str(tmp_path / "agent.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("a FIFO (named pipe); expected a regular file") == 2 and "Traceback" not in err, err
+    assert "already exists" in err
+
+
+def test_cockroach_exploit_names_a_tampered_network_shape(tmp_path, capsys):
+    from training.cli.exploit import main as exploit
+
+    _save(tmp_path / "agent")
+    _set([10**12, 10**12], "model", "hidden_sizes")(tmp_path / "agent")
+    assert exploit([str(tmp_path / "agent"), "--decisions", "64", "--games", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "agent.json" in err and "1000000000000" in err and "Traceback" not in err, err
+
+
+# ---------------------------------------------------------------------------- a tampered run state refuses --resume
+
+RESUME_TINY = [
+    "ppo.num_envs=16",
+    "ppo.num_steps=8",
+    "ppo.num_minibatches=2",
+    "ppo.update_epochs=1",
+    "model.hidden_sizes=[16]",
+    "opponents.snapshot_every=1",
+    "opponents.max_snapshots=2",
+    "schedule.checkpoint_every=2",
+    "evaluation.every=2",
+    "evaluation.games=8",
+    "evaluation.final_games=0",
+]
+
+
+def _train_argv(out: Path, updates: int, *extra: str) -> list[str]:
+    sets = [*RESUME_TINY, "name=run", f"output_dir={out}", f"schedule.total_decisions={updates * 16 * 8}"]
+    return ["--config", str(ROOT / "configs" / "quick.yaml"), "--no-progress", *[a for x in sets for a in ("--set", x)]]
+
+
+@pytest.fixture(scope="module")
+def stopped_run(tmp_path_factory) -> Path:
+    """A 2-update run (checkpoint and evaluation at update 2), resumed by each test to 4 updates."""
+    from training.cli.train import main as train
+
+    out = tmp_path_factory.mktemp("runs")
+    assert train(_train_argv(out, 2)) == 0
+    return out / "run"
+
+
+def _run_edit(edit):
+    def tamper(run: Path) -> None:
+        meta = json.loads((run / "checkpoint.json").read_text())
+        edit(meta)
+        (run / "checkpoint.json").write_text(json.dumps(meta))
+
+    return tamper
+
+
+def _group(**values):
+    return _run_edit(lambda m: m["optimizer"]["param_groups"][0].update(values))
+
+
+RUN_TAMPERS = [
+    ("rng state out of range", _run_edit(lambda m: m["rng"]["numpy"]["state"].update(state=10**60)), ["'rng.numpy'"]),
+    ("rng state not a mapping", _run_edit(lambda m: m["rng"]["numpy"].update(state=[1])), ["'rng.numpy'"]),
+    ("rng of a function", _run_edit(lambda m: m["rng"]["numpy"].update(bit_generator="default_rng")), ["'rng.numpy'"]),
+    (
+        "an evaluation without its fields",
+        _run_edit(lambda m: m["progress"].update(evaluations=[{"bogus": 1}])),
+        ["'progress.evaluations'"],
+    ),
+    (
+        "an evaluation with a loss rate of 7",
+        _run_edit(
+            lambda m: m["progress"].update(
+                evaluations=[
+                    {"update": 2, "decisions": 256, "final": False, "results": [{"opponent": "random", "loss_rate": 7}]}
+                ]
+            )
+        ),
+        ["'progress.evaluations'"],
+    ),
+    ("betas above 1", _group(betas=[2.0, 0.999]), ["'optimizer.param_groups'", "betas"]),
+    ("betas of three", _group(betas=[0.9, 0.9, 0.9]), ["'optimizer.param_groups'"]),
+    ("eps -1", _group(eps=-1), ["'optimizer.param_groups'", "eps > 0"]),
+    ("lr 'fast'", _group(lr="fast"), ["'optimizer.param_groups'", "'fast'"]),
+    ("lr 0", _group(lr=0), ["'optimizer.param_groups'", "lr > 0"]),
+    ("params not indices", _group(params=["x"]), ["'optimizer.param_groups'"]),
+    ("update 10**9", _run_edit(lambda m: m["progress"].update(update=10**9)), ["'progress'", "progress.update <="]),
+]
+
+
+@pytest.mark.parametrize("tamper, fragments", [pytest.param(t, f, id=i) for i, t, f in RUN_TAMPERS])
+def test_a_tampered_run_state_refuses_resume_before_any_file_changes(stopped_run, tmp_path, capsys, tamper, fragments):
+    """Each of these was accepted (and failed later, after ``eval.csv`` was rewritten) or crashed: the whole run state
+    is checked against the schema before the run directory is touched, and a refused resume changes no byte and no
+    modification time.
+    """
+    import shutil
+
+    from training.cli.train import main as train
+
+    run = tmp_path / "run"
+    shutil.copytree(stopped_run, run)
+    tamper(run)
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(run.rglob("*")) if p.is_file()}
+    time.sleep(0.01)
+    assert train([*_train_argv(tmp_path, 4), "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "checkpoint.json" in err, err
+    for fragment in fragments:
+        assert fragment in err, (fragment, err)
+    assert len(err) < 2000, err
+    after = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(run.rglob("*")) if p.is_file()}
+    assert after == before
+
+
+def test_the_untampered_run_resumes(stopped_run, tmp_path):
+    import shutil
+
+    from training.cli.train import main as train
+
+    shutil.copytree(stopped_run, tmp_path / "run")
+    assert train([*_train_argv(tmp_path, 4), "--resume"]) == 0
+    assert ckpt.read_metadata(tmp_path / "run" / "checkpoint")["progress"]["update"] == 4
 
 
 def test_the_checkpoint_cli_names_the_problem_instead_of_a_traceback(tmp_path, capsys):

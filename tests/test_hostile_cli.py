@@ -61,7 +61,7 @@ def test_eval_output_paths_are_checked_before_any_game(tmp_path, capsys, monkeyp
         (["random*0", "heuristic"], "'random*0'"),
         (["random*-2", "heuristic"], "'random*-2'"),
         (["random"], "at least 2"),
-        (["random*7"], "num_players=7"),
+        (["random*6", "random"], "num_players=7"),
         (["nobody", "random"], "'nobody'"),
     ],
 )
@@ -94,7 +94,12 @@ def test_eval_writes_json_and_plot_where_asked(tmp_path):
 @pytest.mark.parametrize(
     "extra, fragment",
     [
-        (["--games", "0"], "--games: 0 is not allowed; expected an integer >= 1"),
+        (["--games", "0"], "--games: 0 is not allowed; expected an integer from 1 to MAX_GAMES=100000000"),
+        (
+            ["--games", "99999999999999"],
+            "--games: 99999999999999 is not allowed; expected an integer from 1 to MAX_GAMES",
+        ),
+        (["--edge", "10000000000"], "--edge: 10000000000 is not allowed; expected an integer from 1 to MAX_GAMES"),
         (["--games", "-3"], "--games: -3 is not allowed"),
         (["--decisions", "0"], "--decisions: 0 is not allowed"),
         (["--games", "many"], "--games: 'many' is not an integer"),
@@ -176,3 +181,198 @@ def test_exploit_keeps_an_existing_report_unless_told_to_replace_it(tmp_path, ca
     out = capsys.readouterr().out
     assert json.loads(out[out.index("\n{") + 1 :])["nash_conv"] > 0 and not (tmp_path / "-").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["exploit.json"]  # no temporary file left behind
+
+
+# ---------------------------------------------------------------------------- config files and --set values
+
+
+def _bomb(levels: int, width: int = 9) -> str:
+    """A YAML "billion laughs": ``levels`` anchors, each ``width`` aliases of the one before."""
+    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for level in range(1, levels):
+        lines.append(f"a{level}: &a{level} [{', '.join([f'*a{level - 1}'] * width)}]")
+    return "\n".join(lines) + "\n"
+
+
+def _config_cases(tmp_path):
+    import os
+
+    (tmp_path / "latin1.yaml").write_bytes(b"name: caf\xe9\n")
+    (tmp_path / "bomb.yaml").write_text(_bomb(9))  # 9**9 strings: 50 s, then MemoryError, before
+    (tmp_path / "small_bomb.yaml").write_text("seed: " + _bomb(4).replace("\n", " ", 0)[4:])
+    (tmp_path / "big.yaml").write_text("# " + "x" * (2**20 + 1) + "\n")
+    os.mkfifo(tmp_path / "fifo.yaml")
+    return [
+        (["--config", str(tmp_path / "latin1.yaml")], ["latin1.yaml", "not UTF-8", "0xe9"]),
+        (["--config", str(tmp_path / "bomb.yaml")], ["bomb.yaml", "alias *a0 is not allowed"]),
+        (["--config", str(tmp_path / "small_bomb.yaml")], ["small_bomb.yaml", "alias"]),
+        (["--config", str(tmp_path / "big.yaml")], ["big.yaml", "MAX_CONFIG_BYTES=1048576"]),
+        (["--config", str(tmp_path / "fifo.yaml")], ["fifo.yaml", "not a regular file"]),
+        (["--set", "seed=[&a [1, 1], *a]"], ["seed='[&a [1, 1], *a]'", "expected an integer"]),
+        (["--set", "seed=" + "9" * 100_000], ["seed=", "…(", "chars)"]),
+        (["--set", "seed=" + "[" * 100_000], ["seed=", "…(", "chars)"]),
+        (["--set", "seed=x" + "9" * 100_000], ["seed=", "…(", "chars)"]),
+        (["--set", "model.hidden_sizes=[" + "1, " * 50_000 + "0]"], ["hidden_sizes=", "…(", "chars)"]),
+        (["--set", "x" * 100_000 + "=1"], ["unknown key", "…(", "chars)"]),
+        (["--set", "torch_threads=100000"], ["torch_threads=100000", "MAX_TORCH_THREADS=256"]),
+        (["--set", "ppo.num_envs=1000000000000"], ["num_envs=1000000000000", "MAX_NUM_ENVS=1048576"]),
+        (["--set", "ppo.num_envs=1048576", "--set", "ppo.num_steps=64"], ["MAX_ROLLOUT_DECISIONS=16777216"]),
+        (["--set", "evaluation.games=1000000000000"], ["games=1000000000000", "MAX_GAMES=100000000"]),
+        (["--set", "evaluation.final_games=1000000000000"], ["final_games=1000000000000", "MAX_GAMES"]),
+    ]
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="FIFOs are POSIX")
+def test_hostile_config_files_and_values_are_named_errors_of_bounded_length(tmp_path, capsys, monkeypatch):
+    """Non-UTF-8 files, alias bombs, FIFOs and huge values: each is a short ``ConfigError``, in seconds, in both
+    commands that read a training config (before: tracebacks, a MemoryError after 50 s, 8 MB error lines, a segfault).
+    """
+    import training.algorithms.ppo
+    from training.cli.exploit import main as exploit
+    from training.cli.train import main as train
+
+    from .hostile import within
+
+    monkeypatch.setattr(training.algorithms.ppo, "train", lambda *a, **k: pytest.fail("trained a refused config"))
+    monkeypatch.chdir(tmp_path)
+    for extra, fragments in _config_cases(tmp_path):
+        commands = [lambda x=extra: train(x)]
+        if extra[0] == "--config" or "torch_threads" in extra[1]:  # the file reader and a value, in both commands
+            commands.append(lambda x=extra: exploit(["classic-2p", "--decisions", "64", *x]))
+        for command in commands:
+            with within(30, f"the config of {extra[:2]}"):
+                assert command() == 2, extra[:2]
+            err = capsys.readouterr().err
+            assert "Traceback" not in err and len(err) < 1500, (extra[:2], err[:3000])
+            for fragment in fragments:
+                assert fragment in err, (fragment, err)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_the_quoted_value_of_an_error_is_cut_with_its_length():
+    from training.core.config import QUOTE_LIMIT, quoted
+
+    assert quoted("abc") == "'abc'"
+    long = quoted("x" * 10_000)
+    assert long.startswith("'xxx") and long.endswith("…(10002 chars)") and len(long) < QUOTE_LIMIT + 20
+
+
+# ---------------------------------------------------------------------------- counts and thread counts
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["random", "random", "--games", "99999999999999999999"], "MAX_GAMES=100000000"),
+        (["random", "random", "--torch-threads", "100000"], "MAX_TORCH_THREADS=256"),
+        (["random", "random", "--torch-threads", "-1"], "MAX_TORCH_THREADS=256"),
+    ],
+)
+def test_eval_counts_are_bounded_by_the_parser(capsys, argv, fragment):
+    with pytest.raises(SystemExit) as exit_:
+        evaluate(argv)
+    assert exit_.value.code == 2 and fragment in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "lineup, fragment",
+    [
+        (["random*99999999999"], "the repeat count must be from 1 to 6"),
+        (["random*7", "heuristic"], "'random*7': the repeat count must be from 1 to 6"),
+        (["random", "random", "--option", "num_players=abc"], "num_players='abc'"),
+        (["random", "random", "--option", "num_players=3", "--players", "2"], "--players 2"),
+    ],
+)
+def test_eval_refuses_huge_lineups_and_a_player_count_it_would_override(capsys, lineup, fragment):
+    from .hostile import within
+
+    with within(30, f"cockroach-eval {lineup}"):
+        assert evaluate([*lineup, "--games", "4", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert fragment in err and "Traceback" not in err, err
+
+
+def test_a_match_schedule_is_bounded():
+    from training.evaluation.arena import ArenaError, schedule
+
+    from .hostile import refused
+
+    refused(lambda: schedule(2, 10**12), "games=1000000000000", "MAX_GAMES=100000000", error=ArenaError)
+    assert len(schedule(3, 4)) == 6
+
+
+def test_eval_checks_the_plot_suffix_and_the_game_records_folder_before_any_game(tmp_path, capsys, monkeypatch):
+    import training.cli.eval as eval_cli
+
+    monkeypatch.setattr(
+        eval_cli, "play_match", lambda *a, **k: pytest.fail("games were played before the outputs were checked")
+    )
+    cases = [
+        (["--plot", str(tmp_path / "out.txt")], "matplotlib cannot write .txt"),
+        (["--plot", str(tmp_path / "out")], "a file without a suffix"),
+        (["--save-games", "1", "/proc/nope"], "cannot write game records there"),
+    ]
+    for extra, fragment in cases:
+        assert evaluate(["random", "heuristic", "--games", "4", "--quiet", *extra]) == 2
+        err = capsys.readouterr().err
+        assert fragment in err and "'.png'" in err or "records" in err, err
+        assert "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------- option combinations and file modes
+
+
+def test_train_refuses_resume_with_overwrite_before_touching_the_run(tmp_path, capsys):
+    from training.cli.train import main as train
+
+    run = tmp_path / "runs" / "mine"
+    run.mkdir(parents=True)
+    (run / "metrics.csv").write_text("kept")
+    assert train(["--set", f"output_dir={tmp_path / 'runs'}", "--set", "name=mine", "--resume", "--overwrite"]) == 2
+    err = capsys.readouterr().err
+    assert "--resume" in err and "--overwrite" in err and "not allowed" in err, err
+    assert (run / "metrics.csv").read_text() == "kept"
+
+
+def test_play_names_a_save_dir_that_is_a_file(tmp_path, capsys):
+    pytest.importorskip("fastapi")
+    from play.cli import main as play
+
+    (tmp_path / "a_file").write_text("x")
+    assert play(["--no-browser", "--save-dir", str(tmp_path / "a_file"), "--port", "18799"]) == 2
+    err = capsys.readouterr().err
+    assert "a_file" in err and "is a file; expected a directory" in err, err
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027, 0o077])
+def test_logs_reports_and_checkpoints_follow_the_umask_as_normal_files_do(tmp_path, umask):
+    import os
+    import stat
+
+    from training.core import checkpoint as ckpt
+    from training.core.runs import prepare_csv
+
+    previous = os.umask(umask)
+    try:
+        (tmp_path / "normal").write_text("x")
+        prepare_csv(tmp_path / "metrics.csv", ["update"], None)
+        ckpt.write_file_atomically(tmp_path / "report.json", b"{}")
+        saved = _a_checkpoint(tmp_path)
+    finally:
+        os.umask(previous)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in [*tmp_path.iterdir(), *ckpt.checkpoint_files(saved)]}
+    assert set(modes.values()) == {0o666 & ~umask}, {k: oct(v) for k, v in modes.items()}
+
+
+def test_every_thread_count_that_reaches_torch_is_bounded():
+    import torch
+
+    from training.core.distributed import use_torch_threads
+
+    from .hostile import refused
+
+    before = torch.get_num_threads()
+    for threads in (100_000, -1, 2.5, True):
+        refused(lambda t=threads: use_torch_threads(t), "MAX_TORCH_THREADS=256")
+    assert torch.get_num_threads() == before

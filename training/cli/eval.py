@@ -20,11 +20,15 @@ the JSON schema. Exit status: 0 on success, 2 on bad input or a misbehaving agen
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from typing import Any
 
 from cockroach_env.config import PRESETS, GameConfig
+from training.core.arguments import game_count
+from training.core.config import quoted
 from training.core.distributed import add_ray_option, add_torch_threads_option, use_torch_threads
 from training.core.output_paths import output_file_problem, write_json_report
 from training.evaluation.arena import ENGINES, ArenaError, MatchResult, expand_lineup, play_league, play_match
@@ -44,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("agents", nargs="+", help="one agent per seat (or the pool, with --league)")
     parser.add_argument(
         "--games",
-        type=int,
+        type=game_count,
         default=1000,
         help="games to play (per table in a league); rounded up to a multiple of the player count (default 1000)",
     )
@@ -131,8 +135,37 @@ def _game_saver(args: argparse.Namespace):
     try:
         count = int(count)
     except ValueError:
-        raise ValueError(f"--save-games N {count!r} is not allowed; expected a positive integer") from None
-    return GameSaver(count, directory, replace=args.overwrite)
+        raise ValueError(f"--save-games N {quoted(count)} is not allowed; expected a positive integer") from None
+    saver = GameSaver(count, directory, replace=args.overwrite)
+    try:  # the folder is made now, so that a place where no record can be written is named before any game
+        os.makedirs(directory, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as error:
+        raise ValueError(
+            f"--save-games directory {quoted(directory)}: cannot write game records there ({error.strerror or error})"
+        ) from None
+    return saver
+
+
+def plot_file_problem(path: str | None) -> str | None:
+    """Why ``--plot PATH`` cannot be written by matplotlib (a suffix it has no writer for), or None."""
+    if path is None or str(path) == "-":
+        return None if path is None else "--plot '-' is not allowed; expected a file name such as results.png"
+    suffix = os.path.splitext(str(path))[1].lstrip(".").lower()
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = sorted(FigureCanvasBase.get_supported_filetypes())
+    if suffix not in formats:
+        what = f".{suffix}" if suffix else "a file without a suffix"
+        return (
+            f"--plot {quoted(str(path))}: matplotlib cannot write {what}; expected a file name ending in one of "
+            f"{['.' + f for f in formats]}"
+        )
+    return None
 
 
 def _rules_given(args: argparse.Namespace) -> bool:
@@ -172,8 +205,19 @@ def config_from_args(args: argparse.Namespace, default_players: int, entries: Se
     for item in args.option:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise ValueError(f"--option {item!r} is not allowed; expected KEY=VALUE")
+            raise ValueError(f"--option {quoted(item)} is not allowed; expected KEY=VALUE")
         options[key.strip().replace("-", "_")] = _parse_value(value.strip())
+    if "num_players" in options:  # the player count is --players or the lineup's size: one value, never overridden
+        given = options.pop("num_players")
+        if isinstance(given, bool) or not isinstance(given, int):
+            raise ValueError(
+                f"--option num_players={quoted(given)} is not allowed; expected an integer (or use --players N)"
+            )
+        if args.players is not None and args.players != given:
+            raise ValueError(
+                f"--option num_players={given} is not allowed with --players {args.players}; give the player count once"
+            )
+        args.players = given
     for key in ("edition", "loss_count", "discard", "opening_cards"):
         if getattr(args, key) is not None:
             options[key] = getattr(args, key)
@@ -202,8 +246,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``cockroach-eval``: play the lineup and print the report; the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    problem = output_file_problem("--json", args.json, replace=args.overwrite) or output_file_problem(
-        "--plot", args.plot, replace=args.overwrite
+    problem = (
+        output_file_problem("--json", args.json, replace=args.overwrite)
+        or output_file_problem("--plot", args.plot, replace=args.overwrite)
+        or plot_file_problem(args.plot)
     )  # before any game is played
     if problem:
         print(f"cockroach-eval: error: {problem}", file=sys.stderr)

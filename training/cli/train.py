@@ -64,6 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """``cockroach-train``: check the config and the run directory, train, and print where the agent is."""
     args = build_parser().parse_args(argv)
+    if args.resume and args.overwrite:
+        print(
+            "cockroach-train: error: --resume (continue the run) is not allowed with --overwrite (start it again, "
+            "replacing its files); give one of them",
+            file=sys.stderr,
+        )
+        return 2
     try:
         config = load_config(args.config, args.overrides)
     except ConfigError as error:

@@ -5,14 +5,16 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from training.core.config import MAX_GAMES, MAX_TORCH_THREADS, cut, quoted
+
 
 def _parsed(text: str, kind: Callable, noun: str, ok: Callable, expected: str):
     try:
         value = kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not {noun}; expected {expected}") from None
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is not {noun}; expected {expected}") from None
     if not ok(value):
-        raise argparse.ArgumentTypeError(f"{value} is not allowed; expected {expected}")
+        raise argparse.ArgumentTypeError(f"{cut(value)} is not allowed; expected {expected}")
     return value
 
 
@@ -27,8 +29,21 @@ def unit_weight(text: str) -> float:
 
 
 def thread_count(text: str) -> int:
-    """``--torch-threads``: 0 (torch's default) or a positive count."""
-    return _parsed(text, int, "a whole number", lambda v: v >= 0, "0 (torch's default) or a positive thread count")
+    """``--torch-threads``: 0 (torch's default) or a positive count up to ``MAX_TORCH_THREADS``."""
+    return _parsed(
+        text,
+        int,
+        "a whole number",
+        lambda v: 0 <= v <= MAX_TORCH_THREADS,
+        f"0 (torch's default) or a positive thread count up to MAX_TORCH_THREADS={MAX_TORCH_THREADS}",
+    )
+
+
+def game_count(text: str) -> int:
+    """A number of games: an integer from 1 to ``MAX_GAMES``."""
+    return _parsed(
+        text, int, "an integer", lambda v: 1 <= v <= MAX_GAMES, f"an integer from 1 to MAX_GAMES={MAX_GAMES}"
+    )
 
 
 def seed(text: str) -> int:

@@ -42,6 +42,33 @@ class ConfigError(ValueError):
     """A training config that cannot be used; the message names the key and the problem."""
 
 
+QUOTE_LIMIT = 200
+"""Characters of a value that an error message shows (a longer one is cut, with its length)."""
+
+
+def quoted(value: Any, limit: int = QUOTE_LIMIT) -> str:
+    """``repr(value)`` for an error message, cut to ``limit`` characters: a hostile value never floods the terminal."""
+    return cut(repr(value), limit)
+
+
+def cut(text: Any, limit: int = QUOTE_LIMIT) -> str:
+    """``str(text)`` (a name, a nested error's message) cut to ``limit`` characters, with its full length."""
+    text = str(text)
+    return text if len(text) <= limit else f"{text[:limit]}…({len(text)} chars)"
+
+
+MAX_TORCH_THREADS = 256
+"""Most torch threads a config or ``--torch-threads`` may ask for (torch crashes on far larger counts)."""
+MAX_NUM_ENVS = 2**20
+"""Most games a rollout may play in parallel (``ppo.num_envs``)."""
+MAX_ROLLOUT_DECISIONS = 2**24
+"""Most decisions one rollout may hold (``ppo.num_envs * ppo.num_steps``): its buffers are a few hundred bytes each."""
+MAX_GAMES = 10**8
+"""Most games one evaluation may play (``evaluation.games``, ``cockroach-eval --games``)."""
+MAX_CONFIG_BYTES = 2**20
+"""A config file is a few kilobytes; a larger one is not a config of this project."""
+
+
 @dataclass
 class PPOConfig:
     """Masked PPO hyperparameters (one update per rollout)."""
@@ -93,6 +120,21 @@ class PPOConfig:
     def validate(self, where: str) -> None:
         for name in ("num_envs", "num_steps", "num_minibatches", "update_epochs", "magnet_every"):
             _require(where, name, getattr(self, name), getattr(self, name) >= 1, "an integer >= 1")
+        _require(
+            where,
+            "num_envs",
+            self.num_envs,
+            self.num_envs <= MAX_NUM_ENVS,
+            f"at most MAX_NUM_ENVS={MAX_NUM_ENVS} games in parallel",
+        )
+        _require(
+            where,
+            "num_steps",
+            self.num_steps,
+            self.num_envs * self.num_steps <= MAX_ROLLOUT_DECISIONS,
+            f"num_envs * num_steps ({self.num_envs} * {self.num_steps}) at most MAX_ROLLOUT_DECISIONS="
+            f"{MAX_ROLLOUT_DECISIONS} decisions per rollout",
+        )
         _require(where, "learning_rate", self.learning_rate, self.learning_rate > 0, "a number > 0")
         for name in ("gamma", "gae_lambda"):
             _require(where, name, getattr(self, name), 0 <= getattr(self, name) <= 1, "a number from 0 to 1")
@@ -197,7 +239,7 @@ class OpponentConfig:
         for name, weight in self.baselines.items():
             if name not in baseline_names():
                 raise ConfigError(
-                    f"{where}: baselines: unknown baseline {name!r}; expected names from {baseline_names()}"
+                    f"{where}: baselines: unknown baseline {quoted(name)}; expected names from {baseline_names()}"
                 )
             _require(f"{where}.baselines", name, weight, weight >= 0, "a weight >= 0")
         for name, weight in self.checkpoints.items():
@@ -301,12 +343,20 @@ class EvalConfig:
 
     def validate(self, where: str) -> None:
         _require(where, "every", self.every, self.every >= 0, "an integer >= 0")
-        _require(where, "games", self.games, self.games >= 1, "an integer >= 1")
-        _require(where, "final_games", self.final_games, self.final_games >= 0, "an integer >= 0")
+        _require(
+            where, "games", self.games, 1 <= self.games <= MAX_GAMES, f"an integer from 1 to MAX_GAMES={MAX_GAMES}"
+        )
+        _require(
+            where,
+            "final_games",
+            self.final_games,
+            0 <= self.final_games <= MAX_GAMES,
+            f"an integer from 0 to MAX_GAMES={MAX_GAMES}",
+        )
         for name in self.opponents:
             if name not in baseline_names():
                 raise ConfigError(
-                    f"{where}: opponents: unknown baseline {name!r}; expected names from {baseline_names()}"
+                    f"{where}: opponents: unknown baseline {quoted(name)}; expected names from {baseline_names()}"
                 )
 
 
@@ -540,7 +590,13 @@ class TrainConfig:
         _require(where, "device", self.device, _DEVICE.fullmatch(self.device) is not None, "'cpu', 'cuda' or 'cuda:N'")
         if self.device != "cpu":
             _check_cuda(where, self.device)
-        _require(where, "torch_threads", self.torch_threads, self.torch_threads >= 0, "an integer >= 0")
+        _require(
+            where,
+            "torch_threads",
+            self.torch_threads,
+            0 <= self.torch_threads <= MAX_TORCH_THREADS,
+            f"an integer from 0 (torch's default) to MAX_TORCH_THREADS={MAX_TORCH_THREADS}",
+        )
         game = self.game_config(where)
         self.ppo.validate(f"{where}: ppo")
         self.model.validate(f"{where}: model")
@@ -610,7 +666,7 @@ class TrainConfig:
         try:
             return GameConfig.from_options(preset=preset, **options)
         except ValueError as error:
-            raise ConfigError(f"{where}: game: {error}") from None
+            raise ConfigError(f"{where}: game: {cut(error, 1000)}") from None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -634,7 +690,7 @@ def _check_cuda(where: str, device: str) -> None:
     if index >= count:
         found = f"{count} CUDA device(s)" if count else "no CUDA device (or a torch build without CUDA)"
         raise ConfigError(
-            f"{where}: device={device!r} is not allowed; this machine has {found}; expected 'cpu'"
+            f"{where}: device={quoted(device)} is not allowed; this machine has {found}; expected 'cpu'"
             + (f" or 'cuda:0' to 'cuda:{count - 1}'" if count else "")
         )
 
@@ -650,19 +706,72 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
         import yaml
 
         where = str(path)
+        text = _read_config_text(Path(path))
         try:
-            text = Path(path).read_text()
-        except OSError as error:
-            raise ConfigError(f"cannot read config file {path}: {error.strerror}") from None
-        try:
-            data = yaml.safe_load(text) or {}
+            data = yaml_load(text) or {}
         except yaml.YAMLError as error:
-            raise ConfigError(f"{path} is not valid YAML: {error}") from None
+            raise ConfigError(f"{path} is not valid YAML: {cut(error, 1000)}") from None
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: expected a mapping of config keys at the top level, got {type(data).__name__}")
     for item in overrides or []:
         apply_override(data, item)
     return config_from_dict(data, where)
+
+
+def _read_config_text(path: Path) -> str:
+    """The text of a config file: a regular file of at most ``MAX_CONFIG_BYTES``, in UTF-8."""
+    import stat
+
+    try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(f"config file {path} is not a regular file; expected a YAML file")
+        if info.st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(
+                f"config file {path} has {info.st_size} bytes; expected a YAML file of at most MAX_CONFIG_BYTES="
+                f"{MAX_CONFIG_BYTES}"
+            )
+        data = path.read_bytes()
+    except OSError as error:
+        raise ConfigError(f"cannot read config file {path}: {error.strerror or error}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ConfigError(
+            f"config file {path} is not UTF-8 text (byte {error.start} is {data[error.start]:#04x}); expected a "
+            f"YAML file in UTF-8"
+        ) from None
+
+
+def yaml_load(text: str) -> Any:
+    """``yaml.safe_load`` that refuses aliases (``*name``): a few hundred bytes of nested aliases expand to gigabytes
+    (a "billion laughs" document), and a config has no use for them.
+    """
+    import yaml
+
+    try:
+        return yaml.load(text, Loader=_no_alias_loader())
+    except (ValueError, RecursionError) as error:  # an integer of 5000 digits, lists nested 10000 deep
+        raise yaml.YAMLError(cut(error)) from None
+
+
+@cache
+def _no_alias_loader() -> type:
+    import yaml
+
+    class NoAliasLoader(yaml.SafeLoader):
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(
+                    None,
+                    None,
+                    f"alias *{event.anchor} is not allowed in a config; expected the value written out",
+                    event.start_mark,
+                )
+            return super().compose_node(parent, index)
+
+    return NoAliasLoader
 
 
 def config_from_dict(data: dict[str, Any], where: str = "config") -> TrainConfig:
@@ -678,18 +787,18 @@ def apply_override(data: dict[str, Any], item: str) -> None:
 
     key, sep, raw = item.partition("=")
     if not sep or not key.strip():
-        raise ConfigError(f"--set {item!r} is not allowed; expected key=value, e.g. ppo.learning_rate=1e-3")
+        raise ConfigError(f"--set {quoted(item)} is not allowed; expected key=value, e.g. ppo.learning_rate=1e-3")
     parts = key.strip().split(".")
     _check_key_path(parts)
     try:
-        value = yaml.safe_load(raw) if raw.strip() else None
+        value = yaml_load(raw) if raw.strip() else None
     except yaml.YAMLError:
         value = raw
     node = data
     for part in parts[:-1]:
         node = node.setdefault(part, {})
         if not isinstance(node, dict):
-            raise ConfigError(f"--set {item!r}: {part!r} is not a section")
+            raise ConfigError(f"--set {quoted(item)}: {quoted(part)} is not a section")
     node[parts[-1]] = value
 
 
@@ -703,7 +812,7 @@ def _check_key_path(parts: list[str]) -> None:
         if part not in allowed:
             prefix = ".".join(parts[:depth])
             section = f" in section {prefix!r}" if prefix else ""
-            raise ConfigError(f"unknown key {'.'.join(parts)!r}{section}; allowed keys: {allowed}")
+            raise ConfigError(f"unknown key {quoted('.'.join(parts))}{section}; allowed keys: {allowed}")
         cls = _hints(cls)[part]
 
 
@@ -718,13 +827,15 @@ def _hints(cls: type) -> dict[str, Any]:
 
 def _build(cls: type, data: Any, where: str, prefix: str) -> Any:
     if not isinstance(data, dict):
-        raise ConfigError(f"{where}: {prefix or 'the config'} must be a mapping of keys, got {data!r}")
+        raise ConfigError(f"{where}: {prefix or 'the config'} must be a mapping of keys, got {quoted(data)}")
     hints = _hints(cls)
     allowed = [f.name for f in fields(cls)]
     unknown = [k for k in data if k not in allowed]
     if unknown:
         section = f" in section {prefix!r}" if prefix else ""
-        raise ConfigError(f"{where}: unknown key {_dotted(prefix, unknown[0])!r}{section}; allowed keys: {allowed}")
+        raise ConfigError(
+            f"{where}: unknown key {quoted(_dotted(prefix, unknown[0]))}{section}; allowed keys: {allowed}"
+        )
     values = {}
     for name, raw in data.items():
         values[name] = _convert(hints[name], raw, where, _dotted(prefix, name))
@@ -746,12 +857,14 @@ def _convert(kind: Any, value: Any, where: str, key: str) -> Any:
         return value
     if origin is list:
         if not isinstance(value, list):
-            raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected a list of {_type_name(args[0])}")
+            raise ConfigError(
+                f"{where}: {key}={quoted(value)} is not allowed; expected a list of {_type_name(args[0])}"
+            )
         return [_convert(args[0], v, where, f"{key}[{i}]") for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):
             raise ConfigError(
-                f"{where}: {key}={value!r} is not allowed; expected a mapping of {_type_name(args[0])} to "
+                f"{where}: {key}={quoted(value)} is not allowed; expected a mapping of {_type_name(args[0])} to "
                 f"{_type_name(args[1])}"
             )
         return {
@@ -760,28 +873,28 @@ def _convert(kind: Any, value: Any, where: str, key: str) -> Any:
         }
     if kind is bool:
         if not isinstance(value, bool):
-            raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected true or false")
+            raise ConfigError(f"{where}: {key}={quoted(value)} is not allowed; expected true or false")
         return value
     if kind is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected an integer")
+            raise ConfigError(f"{where}: {key}={quoted(value)} is not allowed; expected an integer")
         return value
     if kind is float:
         text = (
             isinstance(value, str) and _FLOAT_TEXT.fullmatch(value.strip()) is not None
         )  # YAML 1.1 reads 3e-4 (no dot) as a string
         if not text and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected a number")
+            raise ConfigError(f"{where}: {key}={quoted(value)} is not allowed; expected a number")
         try:
             number = float(value)
         except OverflowError:  # an integer beyond the float range
             number = math.inf
         if not math.isfinite(number):
-            raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected a finite number")
+            raise ConfigError(f"{where}: {key}={quoted(value)} is not allowed; expected a finite number")
         return number
     if kind is str:
         if not isinstance(value, str):
-            raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected a string")
+            raise ConfigError(f"{where}: {key}={quoted(value)} is not allowed; expected a string")
         return value
     raise TypeError(f"unsupported config annotation {kind!r} for {key}")
 
@@ -791,7 +904,7 @@ _FLOAT_TEXT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 def _require(where: str, key: str, value: Any, ok: bool, expected: str) -> None:
     if not ok:
-        raise ConfigError(f"{where}: {key}={value!r} is not allowed; expected {expected}")
+        raise ConfigError(f"{where}: {cut(key)}={quoted(value)} is not allowed; expected {expected}")
 
 
 def _dotted(prefix: str, name: str) -> str:

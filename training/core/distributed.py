@@ -97,6 +97,13 @@ def add_torch_threads_option(parser, default: int) -> None:
 
 def use_torch_threads(threads: int) -> None:
     """``torch.set_num_threads(threads)``; 0, or no torch installed (then no network plays), leaves torch as it is."""
+    from training.core.config import MAX_TORCH_THREADS
+
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 0 <= threads <= MAX_TORCH_THREADS:
+        raise ValueError(
+            f"torch threads {threads!r} is not allowed; expected 0 (torch's default) to "
+            f"MAX_TORCH_THREADS={MAX_TORCH_THREADS}"
+        )
     if threads:
         try:
             import torch

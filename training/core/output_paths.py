@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -67,10 +68,17 @@ def write_json_report(path: str | os.PathLike, data, indent: int = 1) -> None:
 def _is_checkpoint_metadata(path: Path) -> bool:
     """Whether ``path`` is an existing checkpoint's JSON metadata (its ``format`` field, read from the first bytes)."""
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(4096)
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the open, a device could never end
+            return False
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (OSError, ValueError):
+        return False
+    try:
+        head = os.read(fd, 4096) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
     except OSError:
         return False
+    finally:
+        os.close(fd)
     return re.search(rb'"format"\s*:\s*"cockroach-poker-checkpoint"', head) is not None
 
 

@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from training.core.checkpoint.files import new_file_mode
+
 CHECKPOINT_NAME = "checkpoint"
 """The run's latest full checkpoint (for ``--resume``): ``runs/<name>/checkpoint.{json,safetensors}``."""
 KEPT_AGENTS = "agents"
@@ -139,6 +141,7 @@ def prepare_csv(path: Path, columns: list[str], resume_update: int | None, key: 
             ]
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, new_file_mode())  # as the checkpoints beside it, not mkstemp's 0600
         with os.fdopen(fd, "w", newline="") as handle:
             writer = csv.DictWriter(handle, columns, extrasaction="ignore")
             writer.writeheader()

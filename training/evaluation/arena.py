@@ -108,9 +108,10 @@ from typing import Any
 
 import numpy as np
 
-from cockroach_env.config import GameConfig
+from cockroach_env.config import MAX_PLAYERS, GameConfig
 from cockroach_env.encoding import encoding_for
 from cockroach_env.engine import LOSS_REASONS, Deal, random_deal
+from training.core.config import MAX_GAMES, quoted
 from training.evaluation.ratings import Rating, plackett_luce_ratings, wilson_interval
 from training.evaluation.report import format_result
 
@@ -133,8 +134,11 @@ def expand_lineup(entries: Sequence[Any]) -> list[Any]:
         match = _REPEAT.match(entry) if isinstance(entry, str) else None
         if match:
             count = int(match["count"])
-            if count < 1:
-                raise ArenaError(f"agent {entry!r}: the repeat count must be at least 1")
+            if not 1 <= count <= MAX_PLAYERS:
+                raise ArenaError(
+                    f"agent {quoted(entry)}: the repeat count must be from 1 to {MAX_PLAYERS} (MAX_PLAYERS, the "
+                    f"largest table)"
+                )
             out.extend([match["spec"]] * count)
         elif isinstance(entry, str) and "*" in entry and not os.path.exists(entry):
             raise ArenaError(
@@ -327,8 +331,8 @@ class ScheduledGame:
 
 def schedule(num_players: int, games: int, duplicate: bool = True) -> list[ScheduledGame]:
     """The games of a match: ``games`` rounded up to whole rotations; game ``g`` has rotation ``g % N``."""
-    if isinstance(games, bool) or not isinstance(games, (int, np.integer)) or games < 1:
-        raise ArenaError(f"games={games!r} is not allowed; expected a positive integer")
+    if isinstance(games, bool) or not isinstance(games, (int, np.integer)) or not 1 <= games <= MAX_GAMES:
+        raise ArenaError(f"games={games!r} is not allowed; expected an integer from 1 to MAX_GAMES={MAX_GAMES}")
     total = math.ceil(games / num_players) * num_players
     return [ScheduledGame(g, g // num_players if duplicate else g, g % num_players) for g in range(total)]
 

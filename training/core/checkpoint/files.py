@@ -161,10 +161,20 @@ def _writer_tag() -> str:
     return f"{hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]}-{os.getpid()}"
 
 
+def new_file_mode() -> int:
+    """The permissions a file made with ``open`` would get here (``0o666`` less the umask): given to the files written
+    through ``tempfile.mkstemp`` (its 0600 would make checkpoints and logs unreadable to the user's group and others
+    where normal files are not).
+    """
+    mask = os.umask(0o022)  # (reading the umask means setting it; it is put back at once)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def _write_temporary(final: Path, data: bytes) -> str:
     fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.{_writer_tag()}-", suffix=".tmp")
     try:
-        os.fchmod(fd, 0o644)  # mkstemp's 0600 would make shipped checkpoints unreadable to other users
+        os.fchmod(fd, new_file_mode())  # as a normal file: mkstemp's 0600 would hide shipped checkpoints
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

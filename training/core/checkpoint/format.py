@@ -102,16 +102,76 @@ SCHEMA: tuple[Field, ...] = (
 )
 """What every checkpoint's metadata holds (checked by ``read_metadata`` before anything is built)."""
 
+
+def _positive_number(v: Any) -> bool:
+    return _number(v) and v > 0
+
+
+def is_optimizer_groups(groups: Any) -> bool:
+    """Adam's ``param_groups`` as a checkpoint records them: ``lr`` > 0, ``betas`` two numbers in [0, 1), ``eps`` > 0,
+    ``weight_decay`` >= 0, ``params`` indices (a tampered value would fail only at the first ``optimizer.step``).
+    """
+    return isinstance(groups, list) and all(
+        isinstance(g, dict)
+        and _positive_number(g.get("lr"))
+        and isinstance(g.get("betas"), (list, tuple))
+        and len(g["betas"]) == 2
+        and all(_number(b) and b < 1 for b in g["betas"])
+        and _positive_number(g.get("eps"))
+        and _number(g.get("weight_decay", 0))
+        and isinstance(g.get("params"), list)
+        and all(_integer(0)(i) for i in g["params"])
+        for g in groups
+    )
+
+
+OPTIMIZER_GROUPS = "a list of Adam parameter groups (lr > 0, betas two numbers in [0, 1), eps > 0, params indices)"
+
+BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")
+
+
+def is_numpy_rng_state(v: Any) -> bool:
+    """A state that a numpy bit generator of ``BIT_GENERATORS`` accepts (tried on a fresh generator)."""
+    import numpy as np
+
+    if not isinstance(v, dict) or v.get("bit_generator") not in BIT_GENERATORS:
+        return False
+    try:
+        getattr(np.random, v["bit_generator"])().state = v
+    except (TypeError, ValueError, KeyError, OverflowError, AttributeError, IndexError):
+        return False
+    return True
+
+
+def _is_evaluation(entry: Any) -> bool:
+    return (
+        isinstance(entry, dict)
+        and _integer(0)(entry.get("update"))
+        and _integer(0)(entry.get("decisions"))
+        and isinstance(entry.get("final"), bool)
+        and isinstance(entry.get("results"), list)
+        and all(
+            isinstance(r, dict)
+            and isinstance(r.get("opponent"), str)
+            and _number(r.get("loss_rate"))
+            and r["loss_rate"] <= 1
+            for r in entry["results"]
+        )
+    )
+
+
+def _consistent_progress(progress: Any) -> bool:
+    """Every update takes at least one decision: a counter beyond the decisions is tampered."""
+    counters = [progress.get(name) for name in ("update", "decisions")]
+    return not all(_integer(0)(c) for c in counters) or counters[0] <= counters[1]
+
+
 PROGRESS_COUNTERS = ("update", "decisions", "samples", "games", "next_snapshot_id", "pool_games", "pool_losses")
 
 RUN_SCHEMA: tuple[Field, ...] = (
     Field("training_config", _is(dict), "a mapping (the run's training config)"),
     Field("optimizer", _is(dict), "a mapping with param_groups and scalars"),
-    Field(
-        "optimizer.param_groups",
-        lambda v: isinstance(v, list) and all(isinstance(g, dict) for g in v),
-        "a list of mappings",
-    ),
+    Field("optimizer.param_groups", is_optimizer_groups, OPTIMIZER_GROUPS),
     Field("optimizer.scalars", _is(dict), "a mapping"),
     Field(
         "pool",
@@ -123,11 +183,12 @@ RUN_SCHEMA: tuple[Field, ...] = (
     ),
     Field("progress", _is(dict), "a mapping of the run's counters"),
     *(Field(f"progress.{name}", _integer(0), "an integer >= 0") for name in PROGRESS_COUNTERS),
+    Field("progress", _consistent_progress, "progress.update <= progress.decisions (each update takes decisions)"),
     Field("progress.wall_seconds", _number, "a finite number >= 0"),
     Field(
         "progress.evaluations",
-        lambda v: isinstance(v, list) and all(isinstance(e, dict) for e in v),
-        "a list of mappings",
+        lambda v: isinstance(v, list) and all(_is_evaluation(e) for e in v),
+        "a list of {update, decisions, final, results: [{opponent, loss_rate in [0, 1]}, ...]}",
     ),
     Field(
         "progress.commands", lambda v: isinstance(v, list) and all(isinstance(c, str) for c in v), "a list of strings"
@@ -136,8 +197,8 @@ RUN_SCHEMA: tuple[Field, ...] = (
     Field("rng", _is(dict), "a mapping with the numpy generator state"),
     Field(
         "rng.numpy",
-        lambda v: isinstance(v, dict) and isinstance(v.get("bit_generator"), str),
-        "a numpy bit generator state",
+        is_numpy_rng_state,
+        f"the state of a numpy bit generator of {list(BIT_GENERATORS)} (this one cannot be restored)",
     ),
 )
 """What a run checkpoint holds besides ``SCHEMA``, to be resumed (``load_checkpoint(..., schema=RUN_SCHEMA)`` in
@@ -222,6 +283,8 @@ def checkpoint_files(path: str | os.PathLike) -> tuple[Path, Path]:
     meta = meta.with_name(meta.name + ".json")
     tensors = meta.with_name(meta.name[: -len(".json")] + ".safetensors")
     try:
+        if not meta.is_file():  # a FIFO or a device is never opened here: it could block or never end
+            raise OSError
         record = json.loads(meta.read_bytes()).get("tensors")
         if is_file_name(record.get("file")):
             tensors = meta.with_name(record["file"])

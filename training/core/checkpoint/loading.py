@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import stat
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -62,15 +63,7 @@ def read_metadata(path_or_name: str | os.PathLike) -> dict[str, Any]:
     """The checked metadata of a checkpoint, without reading its tensors."""
     meta_path = resolve(path_or_name)
     try:
-        size = meta_path.stat().st_size
-        if size > MAX_METADATA_BYTES:
-            raise CheckpointError(
-                f"{meta_path}: the metadata file has {size} bytes; expected at most {MAX_METADATA_BYTES} (not "
-                f"a checkpoint of this project?)"
-            )
-        text = meta_path.read_bytes().decode("utf-8")
-    except OSError as error:
-        raise CheckpointError(f"{meta_path}: cannot read the checkpoint metadata ({error.strerror or error})") from None
+        text = read_regular_file(meta_path, "the metadata file", most=MAX_METADATA_BYTES).decode("utf-8")
     except UnicodeDecodeError as error:
         raise CheckpointError(
             f"{meta_path}: the metadata is not UTF-8 text (byte {error.start}); the file is corrupted or not "
@@ -120,6 +113,70 @@ MAX_METADATA_BYTES = 64 * 2**20
 """Metadata files are a few kilobytes to a few megabytes (the evaluation history)."""
 
 
+def read_regular_file(
+    path: Path, what: str, most: int | None = None, exactly: int | None = None, recorded_in: Path | None = None
+) -> bytes:
+    """The bytes of ``path``, a regular file of at most ``most`` bytes (or of ``exactly`` the size that
+    ``recorded_in`` declares). Anything else (a FIFO, a device such as ``/dev/zero``, a directory, a socket, a file
+    of another size) is a ``CheckpointError`` naming the file and what was expected, found before a byte is read:
+    the file is opened without blocking and checked through its descriptor, so a FIFO never hangs the reader and a
+    device is never read without bound.
+    """
+    try:
+        mode = os.stat(path).st_mode  # a device is not even opened (opening some has effects)
+        if not stat.S_ISREG(mode):
+            raise CheckpointError(f"{path}: {what} is {_file_kind(mode)}; expected a regular file{_WHY_REGULAR}")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as error:
+        raise CheckpointError(f"{path}: cannot read {what} ({error.strerror or error})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise CheckpointError(
+                f"{path}: {what} is {_file_kind(info.st_mode)}; expected a regular file{_WHY_REGULAR}"
+            )
+        if most is not None and info.st_size > most:
+            raise CheckpointError(
+                f"{path}: {what} has {info.st_size} bytes; expected at most {most} (not a checkpoint of this project?)"
+            )
+        if exactly is not None and info.st_size != exactly:
+            raise CheckpointError(
+                f"{path}: {info.st_size} bytes that do not match the {exactly} bytes recorded in "
+                f"{recorded_in.name if recorded_in else 'the metadata'}; the tensor file is truncated, corrupted or "
+                f"from another save"
+            )
+        limit = exactly if exactly is not None else most if most is not None else info.st_size
+        chunks, left = [], limit + 1  # one byte more: a file that grew since fstat is noticed
+        while left > 0:
+            chunk = os.read(fd, min(left, 2**24))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError as error:
+        raise CheckpointError(f"{path}: cannot read {what} ({error.strerror or error})") from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > limit:
+        raise CheckpointError(f"{path}: {what} changed while it was read (more than {limit} bytes); try again")
+    return data
+
+
+_WHY_REGULAR = " (a checkpoint is a .json file and its .safetensors file)"
+
+
+def _file_kind(mode: int) -> str:
+    kinds = (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a finite number")
 
@@ -157,10 +214,7 @@ def load_checkpoint(
     validate_metadata(meta, schema, meta_path)
     record = meta["tensors"]
     tensor_path = meta_path.with_name(record["file"])
-    try:
-        blob = tensor_path.read_bytes()
-    except OSError as error:
-        raise CheckpointError(f"{tensor_path}: cannot read the checkpoint tensors ({error.strerror})") from None
+    blob = read_regular_file(tensor_path, "the tensor file", exactly=record["bytes"], recorded_in=meta_path)
     if len(blob) != record["bytes"] or hashlib.sha256(blob).hexdigest() != record["sha256"]:
         raise CheckpointError(
             f"{tensor_path}: {len(blob)} bytes that do not match the {record['bytes']} bytes and sha256 "

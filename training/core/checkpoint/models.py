@@ -14,6 +14,7 @@ from cockroach_env.config import GameConfig
 from training.core.checkpoint.files import save_checkpoint
 from training.core.checkpoint.format import MEMBER_PREFIX, NFSP_AVERAGE, SHIPPED_DIR, Checkpoint, CheckpointError
 from training.core.checkpoint.loading import load_checkpoint, read_metadata, shipped_checkpoints
+from training.core.config import cut, quoted
 
 
 def build_model(checkpoint: Checkpoint, device: str = "cpu"):
@@ -67,23 +68,33 @@ def check_shapes(checkpoint: Checkpoint, prefix: str = "model") -> None:
     from training.core.model import ActorCritic
 
     spec = checkpoint.metadata["model"]
-    with torch.device("meta"):
-        expected = {
-            k: tuple(v.shape)
-            for k, v in ActorCritic(
+    found = {k: tuple(v.shape) for k, v in checkpoint.group(prefix).items()}
+    # Every hidden layer of h units has tensors with a dimension h: a width larger than all the tensors' dimensions
+    # is refused before any network (even on the meta device) is built.
+    largest = max((size for shape in found.values() for size in shape), default=0)
+    too_wide = [h for h in spec["hidden_sizes"] if h > largest]
+    if too_wide:
+        raise CheckpointError(
+            f"{checkpoint.path}: the {prefix!r} tensors do not fit the recorded network: model.hidden_sizes has "
+            f"width {quoted(too_wide[0])}, but no tensor has a dimension above {largest}"
+        )
+    try:
+        with torch.device("meta"):
+            network = ActorCritic(
                 checkpoint.game_config, spec["hidden_sizes"], spec["activation"], spec.get("card_counting", False)
             )
-            .state_dict()
-            .items()
-        }
-    found = {k: tuple(v.shape) for k, v in checkpoint.group(prefix).items()}
+    except (RuntimeError, ValueError, OverflowError) as error:
+        raise CheckpointError(
+            f"{checkpoint.path}: the recorded network {quoted(spec)} cannot be built ({cut(error)})"
+        ) from None
+    expected = {k: tuple(v.shape) for k, v in network.state_dict().items()}
     if found != expected:
         wrong = sorted(set(found) ^ set(expected)) or [k for k in expected if found[k] != expected[k]]
         detail = ", ".join(
             f"{prefix}.{k}: {found.get(k, 'absent')} (expected {expected.get(k, 'absent')})" for k in wrong[:3]
         )
         raise CheckpointError(
-            f"{checkpoint.path}: the {prefix!r} tensors do not fit the recorded network {spec}: {detail}"
+            f"{checkpoint.path}: the {prefix!r} tensors do not fit the recorded network {quoted(spec)}: {detail}"
         )
 
 

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from training.core.checkpoint.format import Checkpoint, CheckpointError
+from training.core.checkpoint.format import (
+    BIT_GENERATORS,
+    OPTIMIZER_GROUPS,
+    Checkpoint,
+    CheckpointError,
+    is_numpy_rng_state,
+    is_optimizer_groups,
+)
+from training.core.config import quoted
 
 
 def optimizer_state(optimizer, prefix: str = "optimizer") -> tuple[dict[str, Any], dict[str, Any]]:
@@ -25,6 +33,12 @@ def restore_optimizer(optimizer, checkpoint: Checkpoint, prefix: str = "optimize
     if prefix not in checkpoint.metadata:
         raise CheckpointError(f"{checkpoint.path}: no optimizer state {prefix!r} in this checkpoint")
     record = checkpoint.metadata[prefix]
+    if not isinstance(record, dict) or not is_optimizer_groups(record.get("param_groups")):
+        groups = record.get("param_groups") if isinstance(record, dict) else record
+        raise CheckpointError(
+            f"{checkpoint.path}: metadata field '{prefix}.param_groups' is {quoted(groups)}; expected "
+            f"{OPTIMIZER_GROUPS}"
+        )
     state: dict[int, dict[str, Any]] = {}
     for name, value in checkpoint.group(prefix).items():
         index, key = name.split(".", 1)
@@ -48,6 +62,11 @@ def restore_numpy_rng(state: dict[str, Any]):
     """A numpy ``Generator`` in the state that ``numpy_rng_state`` recorded."""
     import numpy as np
 
+    if not is_numpy_rng_state(state):
+        raise CheckpointError(
+            f"the numpy generator state {quoted(state)} is not allowed; expected a state of one of "
+            f"{list(BIT_GENERATORS)}"
+        )
     rng = np.random.Generator(getattr(np.random, state["bit_generator"])())
     rng.bit_generator.state = state
     return rng
