@@ -137,3 +137,52 @@ def pytest_collection_modifyitems(config, items):
         if not any(mark.name == "xdist_group" for mark in item.iter_markers()):
             module = item.path.name
             item.add_marker(pytest.mark.xdist_group("ray" if module in RAY_MODULES else module))
+
+
+# ---------------------------------------------------------------------------- CI: the hostile suite's counts
+# The hostile files try bad inputs as a careless or malicious user would. Each case passes only if the input got a
+# clear, named error (or was handled as documented) and nothing changed; the summary at the end of every run counts
+# them by area, and a failed case by how it failed: no error at all (a silent acceptance) or another exception (a
+# crash). docs/reliability.md quotes these counts.
+HOSTILE_FILES = {
+    "test_hostile_env.py": "rule options, PettingZoo env",
+    "test_hostile_batched.py": "batched engine",
+    "test_hostile_checkpoints.py": "checkpoints",
+    "test_hostile_runs.py": "training runs",
+    "test_hostile_cli.py": "command lines",
+    "test_play_guard.py": "web server",
+    "test_play_replay.py": "replay pages",
+}
+
+
+def hostile_counts(reports) -> dict[str, dict[str, int]]:
+    """``{area: {"cases", "passed", "silent acceptances", "crashes"}}`` of the hostile files' test reports."""
+    counts = {
+        area: dict.fromkeys(("cases", "passed", "silent acceptances", "crashes"), 0) for area in HOSTILE_FILES.values()
+    }
+    for report in reports:
+        area = HOSTILE_FILES.get(report.nodeid.split("::")[0].rsplit("/", 1)[-1])
+        if area is None or report.when != "call" and report.passed:
+            continue
+        row = counts[area]
+        row["cases"] += 1
+        if report.passed:
+            row["passed"] += 1
+        elif "DID NOT RAISE" in str(report.longrepr):
+            row["silent acceptances"] += 1
+        else:
+            row["crashes"] += 1
+    return counts
+
+
+def pytest_terminal_summary(terminalreporter):
+    reports = [r for key in ("passed", "failed") for r in terminalreporter.stats.get(key, [])]
+    counts = {area: row for area, row in hostile_counts(reports).items() if row["cases"]}
+    if not counts:
+        return
+    terminalreporter.section("hostile suite")
+    for area, row in counts.items():
+        terminalreporter.write_line(
+            f"{area}: {row['cases']} inputs tried, {row['passed']} clear errors or documented handling, "
+            f"{row['silent acceptances']} silent acceptances, {row['crashes']} crashes"
+        )
