@@ -246,5 +246,5 @@ def test_cockroach_exploit_edge_adds_the_table_to_its_report(tmp_path, capsys):
         main([target, "--edge", "0"])
     assert (
         stop.value.code == 2
-        and "argument --edge: 0 is not allowed; expected an integer >= 1" in capsys.readouterr().err
+        and "argument --edge: 0 is not allowed; expected an integer from 1 to 100,000,000" in capsys.readouterr().err
     )

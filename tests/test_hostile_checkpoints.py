@@ -598,13 +598,15 @@ for i in range(10**9):
 @pytest.mark.slow
 def test_a_save_killed_at_random_instants_always_leaves_a_loadable_matching_pair(tmp_path):
     """SIGKILL a process that saves again and again, each time after a save of its own has finished: ``P.json`` always
-    names complete tensors of the same save, and most kills land in the middle of a later save.
+    names complete tensors of the same save, and kills land in the middle of a later save.
     """
     rng = np.random.default_rng(0)
     path = tmp_path / "agent"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     checked = mid_save = 0
-    for _kill in range(8):
+    # At least 8 kills, and more (up to 32) until 2 of them have landed in the middle of a save: on a loaded machine
+    # a kill may land between two saves more often.
+    while checked < 8 or (mid_save < 2 and checked < 32):
         process = subprocess.Popen([sys.executable, "-c", SAVER, str(path)], stdout=subprocess.PIPE, env=env)
         assert process.stdout.readline().strip() == b"saved"  # a first save finished: the kill lands after it
         time.sleep(0.05 * rng.random())
@@ -620,7 +622,7 @@ def test_a_save_killed_at_random_instants_always_leaves_a_loadable_matching_pair
         ckpt.remove_stale(path)
         assert sorted(p.name for p in tmp_path.iterdir()) == current
         checked += 1
-    assert checked == 8 and mid_save >= 2, (checked, mid_save)
+    assert mid_save >= 2, (checked, mid_save)
 
 
 KILLED_WRITER = """

@@ -94,12 +94,12 @@ def test_eval_writes_json_and_plot_where_asked(tmp_path):
 @pytest.mark.parametrize(
     "extra, fragment",
     [
-        (["--games", "0"], "--games: 0 is not allowed; expected an integer from 1 to MAX_GAMES=100000000"),
+        (["--games", "0"], "--games: 0 is not allowed; expected an integer from 1 to 100,000,000"),
         (
             ["--games", "99999999999999"],
-            "--games: 99999999999999 is not allowed; expected an integer from 1 to MAX_GAMES",
+            "--games: 99999999999999 is not allowed; expected an integer from 1 to 100,000,000",
         ),
-        (["--edge", "10000000000"], "--edge: 10000000000 is not allowed; expected an integer from 1 to MAX_GAMES"),
+        (["--edge", "10000000000"], "--edge: 10000000000 is not allowed; expected an integer from 1 to 100,000,000"),
         (["--games", "-3"], "--games: -3 is not allowed"),
         (["--decisions", "0"], "--decisions: 0 is not allowed"),
         (["--games", "many"], "--games: 'many' is not an integer"),
@@ -217,8 +217,8 @@ def _config_cases(tmp_path):
         (["--set", "torch_threads=100000"], ["torch_threads=100000", "MAX_TORCH_THREADS=256"]),
         (["--set", "ppo.num_envs=1000000000000"], ["num_envs=1000000000000", "MAX_NUM_ENVS=1048576"]),
         (["--set", "ppo.num_envs=1048576", "--set", "ppo.num_steps=64"], ["MAX_ROLLOUT_DECISIONS=16777216"]),
-        (["--set", "evaluation.games=1000000000000"], ["games=1000000000000", "MAX_GAMES=100000000"]),
-        (["--set", "evaluation.final_games=1000000000000"], ["final_games=1000000000000", "MAX_GAMES"]),
+        (["--set", "evaluation.games=1000000000000"], ["games=1000000000000", "100,000,000"]),
+        (["--set", "evaluation.final_games=1000000000000"], ["final_games=1000000000000", "100,000,000"]),
     ]
 
 
@@ -263,7 +263,7 @@ def test_the_quoted_value_of_an_error_is_cut_with_its_length():
 @pytest.mark.parametrize(
     "argv, fragment",
     [
-        (["random", "random", "--games", "99999999999999999999"], "MAX_GAMES=100000000"),
+        (["random", "random", "--games", "99999999999999999999"], "100,000,000"),
         (["random", "random", "--torch-threads", "100000"], "MAX_TORCH_THREADS=256"),
         (["random", "random", "--torch-threads", "-1"], "MAX_TORCH_THREADS=256"),
     ],
@@ -297,7 +297,7 @@ def test_a_match_schedule_is_bounded():
 
     from .hostile import refused
 
-    refused(lambda: schedule(2, 10**12), "games=1000000000000", "MAX_GAMES=100000000", error=ArenaError)
+    refused(lambda: schedule(2, 10**12), "games=1000000000000", "100,000,000", error=ArenaError)
     assert len(schedule(3, 4)) == 6
 
 

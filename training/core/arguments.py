@@ -41,9 +41,7 @@ def thread_count(text: str) -> int:
 
 def game_count(text: str) -> int:
     """A number of games: an integer from 1 to ``MAX_GAMES``."""
-    return _parsed(
-        text, int, "an integer", lambda v: 1 <= v <= MAX_GAMES, f"an integer from 1 to MAX_GAMES={MAX_GAMES}"
-    )
+    return _parsed(text, int, "an integer", lambda v: 1 <= v <= MAX_GAMES, f"an integer from 1 to {MAX_GAMES:,}")
 
 
 def seed(text: str) -> int:

@@ -343,15 +343,13 @@ class EvalConfig:
 
     def validate(self, where: str) -> None:
         _require(where, "every", self.every, self.every >= 0, "an integer >= 0")
-        _require(
-            where, "games", self.games, 1 <= self.games <= MAX_GAMES, f"an integer from 1 to MAX_GAMES={MAX_GAMES}"
-        )
+        _require(where, "games", self.games, 1 <= self.games <= MAX_GAMES, f"an integer from 1 to {MAX_GAMES:,}")
         _require(
             where,
             "final_games",
             self.final_games,
             0 <= self.final_games <= MAX_GAMES,
-            f"an integer from 0 to MAX_GAMES={MAX_GAMES}",
+            f"an integer from 0 to {MAX_GAMES:,}",
         )
         for name in self.opponents:
             if name not in baseline_names():

@@ -332,7 +332,7 @@ class ScheduledGame:
 def schedule(num_players: int, games: int, duplicate: bool = True) -> list[ScheduledGame]:
     """The games of a match: ``games`` rounded up to whole rotations; game ``g`` has rotation ``g % N``."""
     if isinstance(games, bool) or not isinstance(games, (int, np.integer)) or not 1 <= games <= MAX_GAMES:
-        raise ArenaError(f"games={games!r} is not allowed; expected an integer from 1 to MAX_GAMES={MAX_GAMES}")
+        raise ArenaError(f"games={games!r} is not allowed; expected an integer from 1 to {MAX_GAMES:,}")
     total = math.ceil(games / num_players) * num_players
     return [ScheduledGame(g, g // num_players if duplicate else g, g % num_players) for g in range(total)]
 
