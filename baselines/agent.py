@@ -28,6 +28,11 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+try:  # optional: the compiled pick_uniform
+    import numba
+except ImportError:  # pragma: no cover - exercised where numba is absent
+    numba = None
+
 from cockroach_env.config import GameConfig
 from cockroach_env.encoding import Encoding, encoding_for
 
@@ -155,15 +160,47 @@ def uniform_over(allowed: np.ndarray) -> np.ndarray:
 def pick_uniform(allowed: np.ndarray, u: np.ndarray) -> np.ndarray:
     """Per row, the index of one ``True`` entry of ``allowed`` (B, K), chosen uniformly by ``u`` (B,) in [0, 1).
 
-    Rows without any allowed entry give -1. One uniform per row, so a batch draws
-    exactly what the same rows drawn one by one would.
+    Entry ``k`` of the row's allowed entries, in order, where ``k = floor(u * count)``;
+    rows without any allowed entry give -1. One uniform per row, so a batch draws
+    exactly what the same rows drawn one by one would. With numba, one compiled pass
+    per row (``random``'s moves, the vector envs' opponents); without it, numpy
+    (``_pick_uniform_numpy``, the reference a test compares it with).
     """
-    allowed = np.asarray(allowed, dtype=bool)
+    allowed = np.ascontiguousarray(allowed, dtype=bool)
+    u = np.ascontiguousarray(u, dtype=np.float64)
+    if _pick_uniform_compiled is None:
+        return _pick_uniform_numpy(allowed, u)
+    out = np.empty(len(allowed), np.int64)
+    _pick_uniform_compiled(allowed, u, out)
+    return out
+
+
+def _pick_uniform_numpy(allowed: np.ndarray, u: np.ndarray) -> np.ndarray:
     counts = allowed.sum(1)
     k = np.minimum((u * counts).astype(np.int64), np.maximum(counts - 1, 0))
     ranks = np.cumsum(allowed, axis=1) - 1
     hit = allowed & (ranks == k[:, None])
     return np.where(counts > 0, hit.argmax(1), -1)
+
+
+def _pick_uniform_rows(allowed, u, out):
+    for b in range(allowed.shape[0]):
+        count = 0
+        for j in range(allowed.shape[1]):
+            count += allowed[b, j]
+        out[b] = -1
+        if count == 0:
+            continue
+        k = min(np.int64(u[b] * count), count - 1)
+        for j in range(allowed.shape[1]):
+            if allowed[b, j]:
+                if k == 0:
+                    out[b] = j
+                    break
+                k -= 1
+
+
+_pick_uniform_compiled = numba.njit(cache=True)(_pick_uniform_rows) if numba is not None else None
 
 
 class RecallPrefixAgent:

@@ -318,3 +318,22 @@ def test_a_registered_baseline_can_be_removed_again_but_a_built_in_one_cannot():
         with pytest.raises(ValueError, match=expected):
             baselines.unregister(name)
     assert "heuristic" in baselines.names()
+
+
+def test_the_compiled_uniform_pick_draws_exactly_what_the_numpy_reference_draws():
+    from baselines import agent as agent_module
+
+    rng = np.random.default_rng(3)
+    for width in (1, 7, 64, 196):
+        allowed = rng.random((500, width)) < rng.choice([0.02, 0.3, 0.9], size=(500, 1))
+        allowed[:5] = False  # rows with no allowed entry
+        allowed[5:10] = True
+        u = rng.random(500)
+        u[10:20] = np.nextafter(1.0, 0.0)  # the largest uniform: the last allowed entry
+        u[20:30] = 0.0
+        expected = agent_module._pick_uniform_numpy(allowed, u)
+        assert pick_uniform(allowed, u).tolist() == expected.tolist()
+        assert (
+            pick_uniform(allowed, u.astype(np.float32)).tolist()
+            == agent_module._pick_uniform_numpy(allowed, u.astype(np.float32)).tolist()
+        )
