@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -1594,3 +1595,148 @@ def test_advantages_match_a_reference_rebuilt_from_the_logged_games(
                 ), (code, r, i)
                 checked += 1
     assert checked > 500
+
+
+def _update_once(model, ppo, mask_seed: int = 5, learning_rate: float = 0.0, magnet=None):
+    """One ``ppo_update`` of ``model`` on a batch of first decisions (random advantages), and the batch."""
+    from cockroach_env.batched import BatchedGames
+    from training.core.learner import Learner, ppo_update
+
+    step = BatchedGames(GAME, 64, seed=mask_seed).reset()
+    learner = Learner(model, learning_rate, 4096, 64, GAME.num_players, model.observation_size, model.num_actions)
+    learner.magnet = magnet
+    obs, mask = step.observation, step.action_mask.astype(bool)
+    action = np.array([np.flatnonzero(m)[0] for m in mask])
+    with torch.no_grad():
+        logits = model(torch.from_numpy(obs), torch.from_numpy(mask))[0]
+        logprob = torch.log_softmax(logits, -1)[torch.arange(len(obs)), torch.from_numpy(action)].numpy()
+    learner.rollout.append(obs, mask, action, logprob, np.zeros(len(obs), np.float32))
+    advantages = np.random.default_rng(1).normal(size=len(obs)).astype(np.float32)
+    stats = ppo_update(
+        learner, learner.rollout, advantages, advantages, np.arange(len(obs)), ppo, np.random.default_rng(0), "cpu"
+    )
+    return stats, obs, mask
+
+
+def test_a_uniform_magnets_kl_is_the_policys_negative_entropy_plus_the_log_of_its_legal_actions():
+    """``ppo.magnet: uniform`` pulls towards the uniform policy over the legal actions: KL(p || u) = sum p log p +
+    log(legal actions), row by row (learning rate 0: the reported KL is the initial policy's).
+    """
+    from training.core.config import PPOConfig
+
+    model = _model(1)
+    with torch.no_grad():
+        model.policy_head.weight.copy_(
+            torch.randn(model.policy_head.weight.shape, generator=torch.Generator().manual_seed(3))
+        )
+    ppo = PPOConfig(num_minibatches=1, update_epochs=1, magnet_coef=1.0, magnet="uniform", norm_adv=False)
+    stats, obs, mask = _update_once(model, ppo)
+    with torch.no_grad():
+        legal = torch.from_numpy(mask)
+        log_p = torch.log_softmax(model(torch.from_numpy(obs), legal)[0], -1)
+        expected = (
+            (torch.where(legal, log_p.exp() * log_p, 0.0).sum(-1) + torch.log(legal.sum(-1).float())).mean().item()
+        )
+    assert expected > 1e-3 and stats["magnet_kl"] == pytest.approx(expected, rel=1e-4, abs=1e-6)
+
+
+def test_the_kl_to_the_start_of_the_update_holds_the_policy_near_it():
+    """``ppo.kl_coef`` adds KL(policy || policy at the update's start): zero before the first step, and a large
+    coefficient keeps the updated policy nearer the old one than the same update without it.
+    """
+    from training.core.config import PPOConfig
+
+    stats, _, _ = _update_once(_model(1), PPOConfig(num_minibatches=1, update_epochs=1, kl_coef=1.0))
+    assert stats["start_kl"] == pytest.approx(0.0, abs=1e-7)  # learning rate 0: the policy is still the start's
+    moved = {}
+    for kl_coef in (0.0, 50.0):
+        model = _model(1)
+        before = _model(1)
+        ppo = PPOConfig(num_minibatches=1, update_epochs=8, kl_coef=kl_coef, clip_coef=10.0, ent_coef=0.0)
+        _, obs, mask = _update_once(model, ppo, learning_rate=3e-3)
+        with torch.no_grad():
+            x, legal = torch.from_numpy(obs), torch.from_numpy(mask)
+            log_new = torch.log_softmax(model(x, legal)[0], -1)
+            log_old = torch.log_softmax(before(x, legal)[0], -1)
+            moved[kl_coef] = torch.where(legal, log_new.exp() * (log_new - log_old), 0.0).sum(-1).mean().item()
+    assert moved[0.0] > 1e-4 and moved[50.0] < 0.2 * moved[0.0], moved
+
+
+def test_annealed_regularization_decays_geometrically_and_is_validated():
+    from training.core.config import ConfigError, PPOConfig, load_config
+
+    ppo = PPOConfig(anneal_regularization=0.01)
+    assert ppo.regularization_scale(0.0) == 1.0 and ppo.regularization_scale(0.5) == pytest.approx(0.1)
+    assert ppo.regularization_scale(1.0) == pytest.approx(0.01) and PPOConfig().regularization_scale(0.7) == 1.0
+    for key, value, expected in (
+        ("ppo.magnet", "average", "one of ['copy', 'ema', 'uniform']"),
+        ("ppo.magnet_ema", "0", "a number > 0 and at most 1"),
+        ("ppo.anneal_regularization", "1.5", "a number > 0 and at most 1"),
+        ("ppo.kl_coef", "-1", "a number >= 0"),
+    ):
+        with pytest.raises(ConfigError, match=re.escape(expected)) as error:
+            load_config(None, [f"{key}={value}"])
+        assert key.split(".")[1] in str(error.value)
+
+
+def test_a_run_with_a_moving_average_magnet_resumes_exactly(tmp_path, updates_trained):
+    """The ``ema`` magnet moves towards the policy after every update and is part of the run checkpoint; with the
+    proximal KL too, a split run equals the whole one, with and without overlap.
+    """
+    mmd = ["ppo.magnet_coef=0.5", "ppo.magnet=ema", "ppo.magnet_ema=0.5", "ppo.kl_coef=0.2"]
+    mmd += ["schedule.checkpoint_every=2"]
+    for overlap in ("false", "true"):
+        args = [a for s in [*mmd, f"ppo.overlap={overlap}"] for a in ("--set", s)]
+        assert _train(tmp_path, f"whole{overlap}", 4, *args) == 0
+        assert _train(tmp_path, f"split{overlap}", 2, *args) == 0
+        updates_trained.clear()
+        assert _train(tmp_path, f"split{overlap}", 4, "--resume", *args) == 0
+        assert updates_trained == [2, 3]
+        whole = ckpt.load_checkpoint(tmp_path / f"whole{overlap}" / "checkpoint", kind="run")
+        split = ckpt.load_checkpoint(tmp_path / f"split{overlap}" / "checkpoint", kind="run")
+        assert whole.tensors.keys() == split.tensors.keys()
+        for key, value in whole.tensors.items():
+            assert torch.equal(value, split.tensors[key]), (overlap, key)
+        assert _metrics(tmp_path / f"whole{overlap}" / "metrics.csv") == _metrics(
+            tmp_path / f"split{overlap}" / "metrics.csv"
+        )
+        header = (tmp_path / f"whole{overlap}" / "metrics.csv").read_text().splitlines()[0].split(",")
+        assert {"magnet_kl", "start_kl"} <= set(header)
+        magnet, policy = whole.group("magnet"), whole.group("model")
+        assert any(not torch.equal(magnet[k], policy[k]) for k in policy)  # between its start and the policy
+
+
+def test_annealed_regularization_follows_the_runs_schedule_across_a_stop(tmp_path, monkeypatch, updates_trained):
+    """The entropy and magnet factors decay over ``schedule.total_decisions``: a run stopped by SIGTERM and resumed
+    (same total) equals the run that never stopped.
+    """
+    import signal
+
+    from training.algorithms import ppo
+
+    sets = ["ppo.magnet_coef=0.5", "ppo.magnet=uniform", "ppo.anneal_regularization=0.01", "ppo.ent_coef=0.5"]
+    sets += ["schedule.checkpoint_every=2"]
+    args = [a for s in sets for a in ("--set", s)]
+    assert _train(tmp_path, "whole", 4, *args) == 0
+    rollout, calls = ppo._rollout, []
+
+    def signal_in_the_third_rollout(*a, **k):
+        calls.append(1)
+        if len(calls) == 3:
+            signal.raise_signal(signal.SIGTERM)
+        return rollout(*a, **k)
+
+    monkeypatch.setattr(ppo, "_rollout", signal_in_the_third_rollout)
+    assert _train(tmp_path, "split", 4, *args) == 128 + signal.SIGTERM
+    monkeypatch.undo()
+    updates_trained.clear()
+    assert _train(tmp_path, "split", 4, "--resume", *args) == 0
+    assert updates_trained == [2, 3]
+    whole = ckpt.load_checkpoint(tmp_path / "whole" / "checkpoint", kind="run")
+    split = ckpt.load_checkpoint(tmp_path / "split" / "checkpoint", kind="run")
+    for key, value in whole.tensors.items():
+        assert torch.equal(value, split.tensors[key]), key
+    assert _metrics(tmp_path / "whole" / "metrics.csv") == _metrics(tmp_path / "split" / "metrics.csv")
+    assert _train(tmp_path, "constant", 4, *args[:-4], *args[-2:]) == 0  # the same without the annealing
+    constant = ckpt.load_checkpoint(tmp_path / "constant" / "checkpoint", kind="run")
+    assert any(not torch.equal(v, constant.tensors[k]) for k, v in whole.tensors.items() if k.startswith("model."))

@@ -25,9 +25,12 @@ the GAE lambda-sum stops at the rollout's end (truncated GAE, as in CleanRL).
 
 Each iteration has three sections: rollout, advantages (GAE), update (for the policy,
 then the exploiter; the learner, its GAE and its update are ``training.core.learner``, which
-``ppo.overlap``'s update process shares). The policy's update may add a pull towards its magnet, a frozen
-copy of itself refreshed every ``ppo.magnet_every`` updates (``ppo.magnet_coef``, the
-KL regularization of R-NaD and magnetic mirror descent). Then come the bookkeeping
+``ppo.overlap``'s update process shares). The policy's update may add the regularization of
+magnetic mirror descent (Sokota et al. 2022): a KL pull towards a magnet (``ppo.magnet_coef``;
+``ppo.magnet``: a frozen copy of itself refreshed every ``ppo.magnet_every`` updates as in
+R-NaD, a moving average of its weights, or the uniform policy), a KL pull towards the
+policy at the update's start (``ppo.kl_coef``), and an entropy bonus and magnet weight
+that decay over the run (``ppo.anneal_regularization``). Then come the bookkeeping
 steps: snapshots (on a schedule, or when the policy beats the pool), exploiter resets,
 evaluation in the arena against baselines, logs and checkpoints.
 
@@ -650,7 +653,7 @@ def _copy_policy(run: _Run) -> None:
     policy = run.policy
     if run.exploiter:
         run.exploiter.model.load_state_dict(policy.model.state_dict())
-    if run.config.ppo.magnet_coef:
+    if run.config.ppo.magnet_network:
         policy.refresh_magnet()
     _add_snapshot(run.pool, run.state, policy.model, run.config)
 
@@ -753,16 +756,27 @@ def _advantages_and_update(run: _Run, loop: _Loop, update: int) -> dict[str, flo
         batches[code] = (rollout, *gae(rollout, ppo))
         learner.carry_over()  # the decisions still waiting continue in the next rollout
     stats = {}
+    scale = ppo.regularization_scale(update / run.num_updates)
+    regularization = {code: (scale, True) if code == POLICY_SEAT else (1.0, False) for code in learners}
     if worker is None:
         for code, learner in learners.items():
-            stats.update(_prefixed_stats(code, ppo_update(learner, *batches[code], ppo, run.rng, run.device)))
+            scaled, regularize = regularization[code]
+            stats.update(
+                _prefixed_stats(
+                    code,
+                    ppo_update(learner, *batches[code], ppo, run.rng, run.device, scale=scaled, regularize=regularize),
+                )
+            )
         stats.update(run.hooks.after_update(batches[POLICY_SEAT], loop.fixed))
     else:
         # the update process trains; the next rollout is collected meanwhile, with the weights from before this update
         # (this process's networks take the new weights only once that rollout is done, so it needs no frozen copy)
         lrs = {code: learner.optimizer.param_groups[0]["lr"] for code, learner in learners.items()}
         # (the shuffles: their own generator)
-        worker.submit({code: training_rows(*batches[code], lrs[code]) for code in learners}, [config.seed, update])
+        worker.submit(
+            {code: training_rows(*batches[code], lrs[code], *regularization[code]) for code in learners},
+            [config.seed, update],
+        )
         if (update + 1) % config.schedule.checkpoint_every != 0 and update + 1 < run.num_updates:
             loop.prefetched = _rollout(loop.rollout_args, loop.step)  # (a new segment's first rollout waits)
         stats.update(run.hooks.after_update(batches[POLICY_SEAT], loop.fixed))  # (while the update process trains)
@@ -787,9 +801,12 @@ def _refresh_pool(run: _Run, loop: _Loop, outcomes: dict) -> None:
     scheduled = config.opponents.snapshot_every and state.update % config.opponents.snapshot_every == 0
     if beats_pool or scheduled:
         _add_snapshot(run.pool, state, policy.model, config)
-    if config.ppo.magnet_coef and state.update % config.ppo.magnet_every == 0:
-        policy.refresh_magnet()
-        if worker is not None:
+    if config.ppo.magnet_network:
+        if config.ppo.magnet == "ema":
+            policy.average_into_magnet(config.ppo.magnet_ema)
+        elif state.update % config.ppo.magnet_every == 0:
+            policy.refresh_magnet()
+        if worker is not None and (config.ppo.magnet == "ema" or state.update % config.ppo.magnet_every == 0):
             worker.push(POLICY_SEAT, policy, optimizer=False)
     reset_every = config.opponents.exploiter_reset_every
     if exploiter and reset_every and state.update % reset_every == 0:
@@ -1314,7 +1331,7 @@ def _restore_from(
         )
     for prefix in (
         [f"{p}model" for p, _ in _prefixed(policy, exploiter)]
-        + (["magnet"] if config.ppo.magnet_coef else [])
+        + (["magnet"] if config.ppo.magnet_network else [])
         + [f"pool.{e['id']}" for e in meta["pool"]]
     ):
         ckpt.check_shapes(checkpoint, prefix)  # before anything is loaded: a refused resume changes nothing
@@ -1328,7 +1345,7 @@ def _restore_from(
     for prefix, learner in _prefixed(policy, exploiter):
         learner.model.load_state_dict(checkpoint.group(f"{prefix}model"))
         ckpt.restore_optimizer(learner.optimizer, checkpoint, prefix=f"{prefix}optimizer")
-    if config.ppo.magnet_coef:
+    if config.ppo.magnet_network:
         policy.refresh_magnet()
         policy.magnet.load_state_dict(checkpoint.group("magnet"))
     sampler.set_state(checkpoint.tensors["rng.sampler"])
@@ -1390,6 +1407,7 @@ class RunLogs:
             "learning_rate",
             *stats,
             *(["magnet_kl"] if config.ppo.magnet_coef else []),
+            *(["start_kl"] if config.ppo.kl_coef else []),
             *extra_columns,
             "pool_size",
             *[f"train_loss_rate_vs_{k}" for k in self.opponent_kinds],

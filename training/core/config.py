@@ -107,7 +107,22 @@ class PPOConfig:
     of self-play in bluffing games (0: off).
     """
     magnet_every: int = 100
-    """Updates between two refreshes of the magnet (it becomes the current policy)."""
+    """Updates between two refreshes of a ``copy`` magnet (it becomes the current policy)."""
+    magnet: str = "copy"
+    """What ``magnet_coef`` pulls the policy towards: ``copy``, a frozen copy of itself refreshed every ``magnet_every``
+    updates (R-NaD's regularization); ``ema``, an exponential moving average of its weights (rate ``magnet_ema`` per
+    update); ``uniform``, the uniform policy over the legal actions (magnetic mirror descent's uniform magnet).
+    """
+    magnet_ema: float = 0.05
+    """With ``magnet: ema``: the share of the current weights mixed into the magnet's after every update."""
+    kl_coef: float = 0.0
+    """Weight of the KL divergence from the policy to the policy at the start of its update, over the legal actions:
+    the proximal term of a mirror-descent step (magnetic mirror descent's ``1/eta``), on top of PPO's clip (0: off).
+    """
+    anneal_regularization: float = 1.0
+    """The factor that ``ent_coef`` and ``magnet_coef`` reach at the end of ``schedule.total_decisions``; they decay
+    geometrically from their values at the start (1: constant; magnetic mirror descent anneals its temperature).
+    """
     target_kl: float | None = None
     """Stop the epochs of an update early once the approximate KL exceeds this (``null``: never)."""
     overlap: bool = False
@@ -140,11 +155,26 @@ class PPOConfig:
             _require(where, name, getattr(self, name), 0 <= getattr(self, name) <= 1, "a number from 0 to 1")
         for name in ("clip_coef", "max_grad_norm"):
             _require(where, name, getattr(self, name), getattr(self, name) > 0, "a number > 0")
-        for name in ("ent_coef", "vf_coef", "magnet_coef"):
+        for name in ("ent_coef", "vf_coef", "magnet_coef", "kl_coef"):
             _require(where, name, getattr(self, name), getattr(self, name) >= 0, "a number >= 0")
+        _require(where, "magnet", self.magnet, self.magnet in MAGNETS, f"one of {list(MAGNETS)}")
+        for name in ("magnet_ema", "anneal_regularization"):
+            _require(where, name, getattr(self, name), 0 < getattr(self, name) <= 1, "a number > 0 and at most 1")
         if self.target_kl is not None:
             _require(where, "target_kl", self.target_kl, self.target_kl > 0, "null or a number > 0")
 
+    @property
+    def magnet_network(self) -> bool:
+        """Whether the run keeps a magnet network (``copy`` or ``ema`` with a ``magnet_coef``)."""
+        return bool(self.magnet_coef) and self.magnet != "uniform"
+
+    def regularization_scale(self, progress: float) -> float:
+        """The factor of ``ent_coef`` and ``magnet_coef`` at ``progress`` (0 to 1) of the run."""
+        return self.anneal_regularization ** min(max(progress, 0.0), 1.0)
+
+
+MAGNETS = ("copy", "ema", "uniform")
+"""The kinds of ``ppo.magnet``."""
 
 ACTIVATIONS = ("tanh", "relu")
 

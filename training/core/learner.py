@@ -95,6 +95,15 @@ class Learner:
         """The magnet becomes a frozen copy of the current network."""
         self.magnet = frozen_copy(self.model)
 
+    def average_into_magnet(self, rate: float) -> None:
+        """The magnet's weights move ``rate`` of the way to the current network's (an exponential moving average)."""
+        with torch.no_grad():
+            for magnet, current in zip(self.magnet.state_dict().values(), self.model.state_dict().values()):
+                if magnet.is_floating_point():
+                    magnet.lerp_(current, rate)
+                else:
+                    magnet.copy_(current)
+
     def restart(self) -> None:
         """The games restart: nothing is waiting any more."""
         self.pending[:] = -1
@@ -165,8 +174,17 @@ def ppo_update(
     ppo,
     rng: np.random.Generator,
     device,
+    scale: float = 1.0,
+    regularize: bool = True,
 ) -> dict[str, float]:
-    """Clipped PPO on a learner's complete decisions; returns the statistics of the last minibatch."""
+    """Clipped PPO on a learner's complete decisions; returns the statistics of the last minibatch.
+
+    The loss adds to PPO's the regularization of magnetic mirror descent where the config asks for it: the entropy
+    bonus and the KL divergence to the magnet (``ppo.magnet``: a past copy or a moving average of the network, or the
+    uniform policy), both times ``scale`` (``PPOConfig.regularization_scale``), and the KL divergence to the policy at
+    the start of the update (``ppo.kl_coef``). ``regularize=False`` (an exploiter) leaves out the KL terms and the
+    scale.
+    """
     model, optimizer = learner.model, learner.optimizer
     model.train()
     b_obs = torch.from_numpy(rollout.obs[train_rows]).to(device)
@@ -177,15 +195,14 @@ def ppo_update(
     b_advantage = torch.from_numpy(advantages[train_rows]).to(device)
     b_return = torch.from_numpy(returns[train_rows]).to(device)
     b_inputs = model.network_inputs(b_obs)  # once per update, not once per minibatch and epoch (the same values)
-    magnet = learner.magnet
-    if magnet is not None:
-        b_mask = mask_bias(
-            b_mask
-        )  # the magnet's KL takes the tensor path over all actions, with the mask as a bias, likewise once
-        with (
-            torch.no_grad()
-        ):  # the frozen magnet's policy on these rows: once per update, not once per minibatch and epoch
-            b_magnet_log_policy = torch.log_softmax(magnet.heads(b_inputs)[0] + b_mask, dim=-1)
+    if regularize:
+        magnet_log_policy, start_log_policy = _reference_policies(learner, b_inputs, b_mask, ppo)
+    else:
+        magnet_log_policy = start_log_policy = None
+        scale = 1.0
+    full_policy = magnet_log_policy is not None or start_log_policy is not None
+    if full_policy:  # the KL terms take the tensor path over all actions, with the mask as a bias, computed once
+        b_mask = mask_bias(b_mask)
     n_train = len(train_rows)
     minibatch = max(1, math.ceil(n_train / ppo.num_minibatches))
     clipfracs = []
@@ -195,7 +212,7 @@ def ppo_update(
             mb = order[start : start + minibatch]  # (index_select: several times faster than indexing with a tensor)
             mb_inputs, mb_mask = b_inputs.index_select(0, mb), b_mask.index_select(0, mb)
             new_logprob, entropy, new_value, log_policy, policy = model.evaluate(
-                mb_inputs, mb_mask, b_action.index_select(0, mb), full_policy=magnet is not None
+                mb_inputs, mb_mask, b_action.index_select(0, mb), full_policy=full_policy
             )
             log_ratio = new_logprob - b_logprob.index_select(0, mb)
             ratio = log_ratio.exp()
@@ -215,10 +232,14 @@ def ppo_update(
             else:
                 v_loss = 0.5 * ((new_value - mb_return) ** 2).mean()
             entropy_loss = entropy.mean()
-            loss = pg_loss - ppo.ent_coef * entropy_loss + ppo.vf_coef * v_loss
-            if magnet is not None:  # KL(policy || magnet) over the legal actions (illegal ones have probability 0)
-                magnet_kl = (policy * (log_policy - b_magnet_log_policy.index_select(0, mb))).sum(-1).mean()
-                loss = loss + ppo.magnet_coef * magnet_kl
+            loss = pg_loss - scale * ppo.ent_coef * entropy_loss + ppo.vf_coef * v_loss
+            # KL(policy || reference) over the legal actions (illegal ones have probability 0)
+            if magnet_log_policy is not None:
+                magnet_kl = (policy * (log_policy - magnet_log_policy.index_select(0, mb))).sum(-1).mean()
+                loss = loss + scale * ppo.magnet_coef * magnet_kl
+            if start_log_policy is not None:
+                start_kl = (policy * (log_policy - start_log_policy.index_select(0, mb))).sum(-1).mean()
+                loss = loss + ppo.kl_coef * start_kl
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), ppo.max_grad_norm)
@@ -237,8 +258,28 @@ def ppo_update(
         "approx_kl": approx_kl.item(),
         "clipfrac": float(np.mean(clipfracs)),
         "explained_variance": float("nan") if var_y == 0 else 1 - (b_return - b_value).var().item() / var_y,
-        **({"magnet_kl": magnet_kl.item()} if magnet is not None else {}),
+        **({"magnet_kl": magnet_kl.item()} if magnet_log_policy is not None else {}),
+        **({"start_kl": start_kl.item()} if start_log_policy is not None else {}),
     }
+
+
+def _reference_policies(
+    learner: Learner, inputs: torch.Tensor, mask: torch.Tensor, ppo
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """The log-policies the update's KL terms compare with, on the update's rows, once per update (not per minibatch
+    and epoch): the magnet's (None without ``magnet_coef``) and the network's before the update (None without
+    ``kl_coef``).
+    """
+    magnet = start = None
+    with torch.no_grad():
+        if ppo.magnet_coef and ppo.magnet == "uniform":
+            legal = mask.sum(-1, keepdim=True).clamp(min=1).to(torch.float32)
+            magnet = (-torch.log(legal)).expand(-1, mask.shape[1]).contiguous()
+        elif ppo.magnet_coef and learner.magnet is not None:
+            magnet = torch.log_softmax(learner.magnet.heads(inputs)[0] + mask_bias(mask), dim=-1)
+        if ppo.kl_coef:
+            start = torch.log_softmax(learner.model.heads(inputs)[0] + mask_bias(mask), dim=-1)
+    return magnet, start
 
 
 def frozen_copy(model: ActorCritic) -> ActorCritic:

@@ -165,13 +165,21 @@ def _get(conn: Connection):
 
 
 def training_rows(
-    rollout, advantages: np.ndarray, returns: np.ndarray, train_rows: np.ndarray, lr: float
+    rollout,
+    advantages: np.ndarray,
+    returns: np.ndarray,
+    train_rows: np.ndarray,
+    lr: float,
+    scale: float = 1.0,
+    regularize: bool = True,
 ) -> dict[str, Any]:
     """One learner's job for ``UpdateProcess.submit``: what ``training.core.learner.ppo_update`` reads, at
     ``train_rows`` only.
     """
     job = {name: getattr(rollout, name)[train_rows] for name in JOB_FIELDS}
-    job.update(advantages=advantages[train_rows], returns=returns[train_rows], lr=lr)
+    job.update(
+        advantages=advantages[train_rows], returns=returns[train_rows], lr=lr, scale=scale, regularize=regularize
+    )
     return job
 
 
@@ -250,6 +258,8 @@ def _serve(conn, config, codes: list[int]) -> None:  # pragma: no cover - runs i
                         config.ppo,
                         shuffle,
                         device,
+                        scale=job["scale"],
+                        regularize=job["regularize"],
                     )
                     reply[code] = ({k: v.detach().clone() for k, v in learner.model.state_dict().items()}, stats)
             else:
