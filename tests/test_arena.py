@@ -28,7 +28,7 @@ from training.evaluation.arena import (
     schedule,
     seat_entries,
 )
-from training.evaluation.ratings import plackett_luce_ratings, wilson_interval
+from training.evaluation.ratings import games_for_width, plackett_luce_ratings, wilson_interval
 
 needs_batched = pytest.mark.skipif(not batched_available(), reason="cockroach_env.batched is not available")
 
@@ -84,6 +84,24 @@ class Stringy(FirstLegal):
 )
 def test_wilson_interval_matches_known_values(successes, trials, low, high):
     assert wilson_interval(successes, trials) == pytest.approx((low, high), abs=1e-4)
+
+
+@pytest.mark.parametrize("players", [2, 3, 4, 6])
+def test_games_for_width_is_the_fewest_games_whose_interval_at_parity_is_narrower_than_two_points(players):
+    games, parity = games_for_width(1 / players), 1 / players
+
+    def width(n):
+        low, high = wilson_interval(round(parity * n), n)
+        return high - low
+
+    assert width(games) < 0.02 <= width(games - 1)
+    assert 5000 < games < 10000
+
+
+def test_games_for_width_refuses_rates_outside_zero_and_one():
+    for rate, width in ((0.0, 0.02), (1.0, 0.02), (0.5, 0.0), (0.5, 1.5)):
+        with pytest.raises(ValueError, match=f"games_for_width\\({rate!r}, {width!r}\\) is not allowed"):
+            games_for_width(rate, width)
 
 
 def test_wilson_interval_refuses_impossible_counts():

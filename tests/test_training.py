@@ -798,6 +798,7 @@ def test_exploitability_trains_a_best_response_against_a_frozen_checkpoint(tmp_p
     assert 0 <= result["behaviour"]["checkpoint"]["call_accuracy_on_best_response"] <= 1
     out = capsys.readouterr().out
     assert "exploitability" in out and "calls judged right: the best response" in out
+
     assert "frozen" not in baselines.names()  # the checkpoint was a baseline only while the command ran
     assert main(argv + [a for s in sets for a in ("--set", s)]) == 2  # the same best-response run again: refused
     assert "--overwrite" in capsys.readouterr().err
@@ -1740,3 +1741,26 @@ def test_annealed_regularization_follows_the_runs_schedule_across_a_stop(tmp_pat
     assert _train(tmp_path, "constant", 4, *args[:-4], *args[-2:]) == 0  # the same without the annealing
     constant = ckpt.load_checkpoint(tmp_path / "constant" / "checkpoint", kind="run")
     assert any(not torch.equal(v, constant.tensors[k]) for k, v in whole.tensors.items() if k.startswith("model."))
+
+
+def test_exploitability_plays_by_default_enough_games_for_an_interval_narrower_than_two_points(tmp_path):
+    """Without ``--games`` the evaluation is sized so that the 95% Wilson interval at parity is under 2 points wide."""
+    from training.cli.exploit import main
+    from training.evaluation.ratings import games_for_width, wilson_interval
+
+    mini = GameConfig.from_options("mini")
+    torch.manual_seed(0)
+    model = ActorCritic(mini, [8])
+    tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
+    meta = {"kind": "agent", "name": "m", "game_config": mini.to_dict(), "model": {"hidden_sizes": [8], "activation": "tanh"}}
+    ckpt.save_checkpoint(tmp_path / "target", tensors, meta)
+    report = tmp_path / "report.json"
+    sets = ["ppo.num_envs=16", "ppo.num_steps=8", "evaluation.every=0", "model.hidden_sizes=[8]"]
+    argv = [str(tmp_path / "target"), "--decisions", "128", "--output-dir", str(tmp_path), "--json", str(report)]
+    assert main([*argv, "--no-progress", *[a for s in sets for a in ("--set", s)]]) == 0
+    result = json.loads(report.read_text())
+    assert result["games"] == games_for_width(0.5) == 9600
+    low, high = result["ci95"]
+    assert high - low < 0.02 + 1e-9 and (low, high) == pytest.approx(
+        wilson_interval(round(result["best_response_loss_rate"] * 9600), 9600)
+    )

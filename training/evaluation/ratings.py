@@ -31,6 +31,29 @@ def wilson_interval(successes: int, trials: int, z: float = Z95) -> tuple[float,
     return low, high
 
 
+def games_for_width(rate: float, width: float = 0.02, z: float = Z95) -> int:
+    """The fewest games whose Wilson interval (default 95%) around a loss rate of ``rate`` is narrower than ``width``.
+
+    The interval is widest at 0.5; at parity ``1/N`` this is the number of games that pins an agent's loss rate
+    against ``N - 1`` copies to within ``width`` (9,600 games for 2 points at parity 0.5, 7,201 at 0.25).
+    """
+    if not 0 < rate < 1 or not 0 < width < 1:
+        raise ValueError(f"games_for_width({rate!r}, {width!r}) is not allowed; expected a rate and a width in (0, 1)")
+
+    def narrow(games: int) -> bool:
+        low, high = wilson_interval(round(rate * games), games, z)
+        return high - low < width
+
+    high = max(1, math.ceil(z * z * rate * (1 - rate) / (width / 2) ** 2))
+    while not narrow(high):
+        high *= 2
+    low = 0
+    while high - low > 1:  # narrow(high) holds; the width shrinks as the games grow
+        middle = (low + high) // 2
+        low, high = (low, middle) if narrow(middle) else (middle, high)
+    return high
+
+
 @dataclass
 class Rating:
     """An agent's OpenSkill rating: mean skill ``mu``, uncertainty ``sigma`` and the
