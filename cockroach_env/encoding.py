@@ -58,7 +58,7 @@ history); only ``recall`` is perfect recall.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 
 import numpy as np
@@ -216,6 +216,18 @@ def max_decisions(config: GameConfig, hand_cards: int | None = None) -> int:
 def keeps_moves(config: GameConfig) -> bool:
     """Whether the layout ends with the move segments (``RECALL_SEGMENTS``): ``recall`` or a ``history`` window."""
     return config.recall or config.history > 0
+
+
+def without_moves(config: GameConfig) -> GameConfig:
+    """``config`` without ``recall`` or ``history``: the rules whose observation is the prefix of ``config``'s."""
+    return replace(config, recall=False, history=0) if keeps_moves(config) else config
+
+
+def observation_option(config: GameConfig) -> str:
+    """The option that adds the move segments, as ``name=value`` (``recall=True``, ``history=32``); ``""`` without."""
+    if config.recall:
+        return "recall=True"
+    return f"history={config.history}" if config.history else ""
 
 
 def move_slots(config: GameConfig) -> int:
