@@ -242,3 +242,93 @@ def test_baselines_play_the_same_games_at_a_history_table(engine):
     plain = play_match(lineup, replace(config, history=0), games=16, seed=3, engine=engine, batch_size=8)
     assert windowed.to_json()["config"]["history"] == 8
     assert windowed.to_json()["agents"] == plain.to_json()["agents"]
+
+
+def test_openspiel_takes_history_and_its_observation_tensor_is_the_env_observation():
+    pyspiel = pytest.importorskip("pyspiel")
+    import cockroach_env.openspiel as cos
+    from cockroach_env.record import deal_of as deal_of_env
+    from cockroach_env.record import env_from_deal
+
+    config = GameConfig.from_options("mini-3p", history=3)
+    game = pyspiel.load_game(cos.SHORT_NAME, {"preset": "mini-3p", "history": 3})
+    assert game.observation_tensor_size() == encoding_for(config).observation.size
+    with pytest.raises(ValueError, match="history=-2 is not allowed"):
+        cos.config_from_params({"history": -2})
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        state = game.new_initial_state()
+        while state.is_chance_node():
+            outcomes, probs = zip(*state.chance_outcomes())
+            state.apply_action(int(rng.choice(outcomes, p=probs)))
+        probe = raw_env(config=config)
+        probe.game = state.p.game.copy()  # only to name the deal
+        env = env_from_deal(config, deal_of_env(probe))
+        while not state.is_terminal():
+            seat = state.current_player()
+            np.testing.assert_array_equal(
+                np.asarray(state.observation_tensor(seat), np.float32), env.observe(f"player_{seat}")["observation"]
+            )
+            action = int(rng.choice(state.legal_actions()))
+            state.apply_action(action)
+            env.step(action)
+
+
+def _save_agent(path, config: GameConfig):
+    pytest.importorskip("torch")
+    pytest.importorskip("safetensors")
+    from training.core import checkpoint as ckpt
+    from training.core.model import ActorCritic
+
+    model = ActorCritic(config, [8], "tanh", seed=0)
+    tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
+    spec = {"hidden_sizes": [8], "activation": "tanh", "card_counting": False}
+    return ckpt.save_checkpoint(
+        path, tensors, {"kind": "agent", "name": path.name, "game_config": config.to_dict(), "model": spec}
+    )
+
+
+def test_checkpoints_of_a_history_table_load_play_and_evaluate(tmp_path):
+    """A history agent plays its window (its rules named in the refusal otherwise); an agent without one plays a
+    history table through the observation prefix; ``cockroach-eval <checkpoint> heuristic`` takes the window.
+    """
+    from training.cli.eval import main as evaluate
+    from training.core import checkpoint as ckpt
+    from training.evaluation.arena import play_match
+
+    plain = GameConfig.from_options("mini")
+    window = replace(plain, history=4)
+    windowed_path = _save_agent(tmp_path / "windowed", window)
+    plain_path = _save_agent(tmp_path / "plain", plain)
+    with pytest.raises(ckpt.CheckpointError, match=r"play it with history=4 \(--option history=4"):
+        ckpt.load_agent(windowed_path, config=plain)
+    windowed = ckpt.load_agent(windowed_path, seed=0, config=window)
+    prefixed = ckpt.load_agent(plain_path, seed=0, config=window)
+    assert type(prefixed).__name__ == "RecallPrefixAgent" and prefixed.config == window
+    for engine in ("batched", "aec"):
+        result = play_match([windowed, prefixed], window, games=8, seed=0, engine=engine)
+        assert result.report(windowed.name).games == 8
+    assert evaluate([str(windowed_path), "heuristic", "--games", "4", "--quiet"]) == 0
+
+
+def test_the_play_server_seats_a_history_agent_at_its_window_and_refuses_mixed_observations():
+    pytest.importorskip("fastapi")
+    from fastapi import HTTPException
+
+    from play.server import _table_config
+
+    plain = GameConfig(num_players=3)
+    checkpoints = {
+        "windowed": replace(plain, history=16).to_dict(),
+        "recalling": replace(plain, recall=True).to_dict(),
+        "plain": plain.to_dict(),
+    }
+    assert _table_config(plain, ["windowed", "heuristic", "plain"], checkpoints) == replace(plain, history=16)
+    assert _table_config(plain, ["plain", "heuristic", "random"], checkpoints) == plain
+    with pytest.raises(HTTPException) as refusal:
+        _table_config(plain, ["windowed", "recalling", "random"], checkpoints)
+    assert refusal.value.status_code == 422
+    assert (
+        "'windowed' needs history=16" in refusal.value.detail
+        and "'recalling' needs recall=True" in refusal.value.detail
+    )

@@ -235,7 +235,7 @@ def _rules(game: GameConfig) -> str:
         k: v
         for k, v in game.to_dict().items()
         if k not in ("num_players", "edition")
-        and v != GameConfig(num_players=game.num_players, edition=game.edition).to_dict()[k]
+        and v != getattr(GameConfig(num_players=game.num_players, edition=game.edition), k)
     }
     extra = f" {changed}" if changed else ""
     return f"{game.num_players}-player {game.edition}{extra}"
