@@ -23,7 +23,6 @@ must draw from the generator exactly as the same rows played one by one through
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -34,7 +33,7 @@ except ImportError:  # pragma: no cover - exercised where numba is absent
     numba = None
 
 from cockroach_env.config import GameConfig
-from cockroach_env.encoding import Encoding, encoding_for
+from cockroach_env.encoding import Encoding, encoding_for, keeps_moves, without_moves
 
 
 @runtime_checkable
@@ -204,26 +203,27 @@ _pick_uniform_compiled = numba.njit(cache=True)(_pick_uniform_rows) if numba is 
 
 
 class RecallPrefixAgent:
-    """An agent built for a rule set without ``recall`` playing at the same table with it.
+    """An agent built for a rule set without ``recall`` or ``history`` playing at the same table with one of them.
 
-    The recall segments come after every other segment (``cockroach_env.encoding``), so
-    the observation without recall is the first ``encoding_for(agent.config).observation.size``
-    entries of the one with it: this wrapper passes the agent that prefix, and nothing of
-    the history. ``config`` is the table's (recall) config; everything else is the agent's.
+    The recall segments (a window's too) come after every other segment
+    (``cockroach_env.encoding``), so the observation without them is the first
+    ``encoding_for(agent.config).observation.size`` entries of the one with them: this
+    wrapper passes the agent that prefix, and nothing of the moves. ``config`` is the
+    table's (recall or history) config; everything else is the agent's.
     """
 
     def __init__(self, agent, config: GameConfig):
         trained = getattr(agent, "config", None)
         if (
             not isinstance(config, GameConfig)
-            or not config.recall
+            or not keeps_moves(config)
             or not isinstance(trained, GameConfig)
-            or trained.recall
-            or replace(config, recall=False) != trained
+            or keeps_moves(trained)
+            or without_moves(config) != trained
         ):
             raise ValueError(
-                "RecallPrefixAgent plays an agent of a rule set without recall at the same rule set with recall=True; "
-                f"got the agent's {trained!r} and the table's {config!r}"
+                "RecallPrefixAgent plays an agent of a rule set without recall or history at the same rule set with "
+                f"recall=True or history=K; got the agent's {trained!r} and the table's {config!r}"
             )
         self.agent = agent
         self.config = config

@@ -47,6 +47,8 @@ RULE_SETS = {
     "royal 4p": GameConfig(num_players=4, edition="royal"),
     "classic 4p recall": GameConfig(num_players=4, recall=True),
     "royal 4p recall": GameConfig(num_players=4, edition="royal", recall=True),
+    "classic 4p history16": GameConfig(num_players=4, history=16),
+    "classic 4p history32": GameConfig(num_players=4, history=32),
 }
 DEFAULT_RULE_SETS = ["classic 4p", "classic 6p", "royal 4p"]
 """Run without ``--rule-sets``; the ``recall`` ones (``GameConfig.recall``, observations of 24k and 47k floats) on

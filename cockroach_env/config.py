@@ -10,6 +10,8 @@ from cockroach_env.cards import EDITIONS, CardSet, classic_cards, royal_cards
 
 MIN_PLAYERS, MAX_PLAYERS = 2, 6
 MAX_STEPS = 2**15 - 1
+MAX_HISTORY = 1024
+"""Largest ``history`` window (a classic 4p game has at most 385 decisions; a longer window only adds zeros)."""
 """Largest ``max_steps`` bound: the batched engine counts decisions in int16, and no game
 comes near it (every decision moves a card toward a collection or a peek, a game of 64
 cards ends within a few thousand decisions)."""
@@ -98,6 +100,16 @@ class GameConfig:
     hidden card, the card a call revealed, the face-up penalty card after it) to the
     observation, so that two observations are equal exactly when the observer's
     information states are (``cockroach_env.encoding``; ``docs/env.md``, *Perfect recall*)."""
+    history: int = 0
+    """Observation option, not a rule: a window of the last ``history`` decisions (0: none).
+
+    With ``K > 0`` the observation also keeps the observer's dealt hand, the starter, the
+    opening collections (creature-to-start) and the last ``K`` decisions, newest first (slot 0
+    is the most recent decision; slots beyond the game's decisions so far are zeros), each
+    slot as in ``recall``: its actor (seats counted from the observer), the public move
+    (``Encoding.public_move``), the card a call revealed, Royal's face-up penalty card after
+    it. A compact, fixed-size alternative to ``recall`` (``docs/env.md``, *History window*);
+    the two exclude each other."""
 
     def __post_init__(self) -> None:
         self._integer("num_players")
@@ -117,6 +129,16 @@ class GameConfig:
             self._integer(name)
         for name in ("rainbow_loses", "blank_counts_as_royal", "royal_counts_as_animal", "recall"):
             _check_type(name, getattr(self, name), bool)
+        self._integer("history")
+        if not 0 <= self.history <= MAX_HISTORY:
+            raise ValueError(
+                f"history={self.history!r} is not allowed; expected an integer from 0 (no window) to {MAX_HISTORY}"
+            )
+        if self.history and self.recall:
+            raise ValueError(
+                f"history={self.history!r} is not allowed with recall=True; expected one of them (recall keeps every "
+                "decision, history the last ones)"
+            )
         deck = self.cards.deck_size
         if not 2 <= self.loss_count <= 8:
             raise ValueError(f"loss_count={self.loss_count!r} is not allowed; expected an integer from 2 to 8")
@@ -214,7 +236,13 @@ class GameConfig:
         return penalty_deck_size(self.edition, self.num_players)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The options as a dict (``GameConfig(**d)`` rebuilds the config); ``history`` only when set, so the dicts of
+        configs without it are those recorded before the option existed (checkpoints compare them).
+        """
+        data = asdict(self)
+        if not self.history:
+            del data["history"]
+        return data
 
     @classmethod
     def from_options(cls, preset: str | Iterable[str] | None = None, **options: Any) -> GameConfig:

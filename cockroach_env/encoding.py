@@ -46,11 +46,19 @@ observer's information state with perfect recall (``cockroach_env.information``)
 to the seat rotation: two observations are equal exactly when the information states are
 (``tests/test_recall.py``). Every decision fills one slot; ``L`` bounds a game's
 decisions, so a slot is never missing.
+
+History window (``GameConfig.history``)
+---------------------------------------
+``history=K`` adds the same segments with ``L = K`` slots holding the last ``K``
+decisions, newest first: slot 0 is the most recent decision, slot ``K - 1`` the ``K``-th
+most recent, and slots past the game's decisions so far are zeros. ``move_slots(config)``
+is ``L`` and ``keeps_moves(config)`` says whether the layout has these segments (recall or
+history); only ``recall`` is perfect recall.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 
 import numpy as np
@@ -150,8 +158,8 @@ def _state_specs(config: GameConfig) -> list[tuple]:
             ("place_remaining", (1,)),
             ("penalty_hidden", (i,), None, "hidden"),
         ]
-    if config.recall:
-        length = max_decisions(config)
+    if keeps_moves(config):
+        length = move_slots(config)
         specs += [("dealt_hands", (n, i), 0, "own"), ("starter", (n,), 0)]
         if config.opening_cards:
             specs.append(("opening_collections", (n, i), 0))
@@ -174,7 +182,7 @@ RECALL_SEGMENTS = (
     "move_revealed",
     "move_top",
 )
-"""State segments of ``GameConfig.recall`` (always last in the layout)."""
+"""State segments of ``GameConfig.recall`` and ``GameConfig.history`` (always last in the layout)."""
 
 _OWN_NAMES = {"hands": "own_hand", "dealt_hands": "dealt_hand"}
 """Observation names of the ``own`` state segments (the observer's row)."""
@@ -205,16 +213,44 @@ def max_decisions(config: GameConfig, hand_cards: int | None = None) -> int:
     return min(bound, config.max_steps) if config.max_steps is not None else bound
 
 
+def keeps_moves(config: GameConfig) -> bool:
+    """Whether the layout ends with the move segments (``RECALL_SEGMENTS``): ``recall`` or a ``history`` window."""
+    return config.recall or config.history > 0
+
+
+def without_moves(config: GameConfig) -> GameConfig:
+    """``config`` without ``recall`` or ``history``: the rules whose observation is the prefix of ``config``'s."""
+    return replace(config, recall=False, history=0) if keeps_moves(config) else config
+
+
+def observation_option(config: GameConfig) -> str:
+    """The option that adds the move segments, as ``name=value`` (``recall=True``, ``history=32``); ``""`` without."""
+    if config.recall:
+        return "recall=True"
+    return f"history={config.history}" if config.history else ""
+
+
+def move_slots(config: GameConfig) -> int:
+    """Move slots of the layout: ``max_decisions`` with ``recall``, the window with ``history``, 0 otherwise."""
+    if config.recall:
+        return max_decisions(config)
+    return config.history
+
+
 def check_recall_deal(config: GameConfig, hand_cards: int, where: str = "the deal") -> None:
-    """``ValueError`` if, with ``recall=True``, an explicit deal of ``hand_cards`` cards in hands could
-    outrun the observation's ``max_decisions(config)`` move slots (more cards than the rule set deals).
+    """``ValueError`` if, with ``recall=True`` or a ``history`` window, an explicit deal of ``hand_cards`` cards in
+    hands could outrun the ``max_decisions(config)`` decisions that the move log holds (more cards than the rule set
+    deals): recall's observation has that many slots, and the batched engine logs that many decisions to fill a
+    window.
     """
     slots = max_decisions(config)
-    if config.recall and max_decisions(config, hand_cards) > slots:
+    if keeps_moves(config) and max_decisions(config, hand_cards) > slots:
+        option = "recall=True" if config.recall else f"history={config.history}"
         raise ValueError(
             f"{where} puts {hand_cards} cards in hands, more than the {dealt_cards(config)} this rule set deals; with "
-            f"recall=True the observation has {slots} move slots (max_decisions), too few for such a game: expected "
-            f"at most {dealt_cards(config)} cards in hands, or a max_steps of at most {slots}, or recall=False"
+            f"{option} the move log holds {slots} decisions (max_decisions), too few for such a game: expected "
+            f"at most {dealt_cards(config)} cards in hands, or a max_steps of at most {slots}, or "
+            f"{'recall=False' if config.recall else 'history=0'}"
         )
 
 
@@ -259,9 +295,10 @@ class Encoding:
             )
         )
         self.royal = config.edition == "royal"
-        self.recall = config.recall
-        self.recall_start = self.state.segments["dealt_hands"].start if config.recall else self.state.size + 1
-        """Where the recall segments start in the state vector (past the zero slot without recall)."""
+        self.recall = keeps_moves(config)
+        """Whether the layout ends with the move segments (``recall`` or ``history``)."""
+        self.recall_start = self.state.segments["dealt_hands"].start if self.recall else self.state.size + 1
+        """Where the recall segments start in the state vector (past the zero slot without them)."""
         self.special_cards = tuple(c for c in range(self.num_cards) if cards.is_special[c])
         """Identities whose holder the ``special_holder`` segment tracks, in row order."""
 
@@ -514,7 +551,9 @@ def recall_moves(encoding: Encoding, game) -> list[tuple[int, int, int, int]]:
 
 
 def write_recall(encoding: Encoding, game, out: np.ndarray) -> None:
-    """Fill the ``GameConfig.recall`` segments of the state vector ``out`` from ``game`` (zeros first)."""
+    """Fill the move segments of the state vector ``out`` from ``game`` (zeros first): every decision in order with
+    ``recall``, the last ``history`` decisions newest first with a window.
+    """
     at, n, i = encoding.offsets, encoding.num_players, encoding.num_cards
     recall = encoding.state.segments["dealt_hands"]
     out[recall.start :] = 0.0
@@ -527,7 +566,10 @@ def write_recall(encoding: Encoding, game, out: np.ndarray) -> None:
     actor_at, public_at, revealed_at = at["move_actor"], at["move_public"], at["move_revealed"]
     top_at = at.get("move_top")
     moves = recall_moves(encoding, game)
-    if len(moves) > encoding.state.segments["move_actor"].shape[0]:
+    window = encoding.config.history
+    if window:
+        moves = moves[: -window - 1 : -1]  # the last ``window`` decisions, newest first
+    elif len(moves) > encoding.state.segments["move_actor"].shape[0]:
         raise RuntimeError(
             f"the game has {len(moves)} decisions, more than the recall layout's "
             f"{encoding.state.segments['move_actor'].shape[0]} slots (max_decisions); this is a bug"

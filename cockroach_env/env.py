@@ -229,7 +229,7 @@ class raw_env(AECEnv):
                 "num_players": GameConfig.num_players,
                 "edition": GameConfig.edition,
             }
-            base = {k: v for k, v in config.to_dict().items() if v != defaults[k]}
+            base = {k: v for k, v in config.to_dict().items() if k not in defaults or v != defaults[k]}
             config = GameConfig.from_options(preset=preset, **{**base, **options})
         if not isinstance(config, GameConfig):
             raise ValueError(f"config={config!r} is not allowed; expected a GameConfig")

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from cockroach_env.config import GameConfig
-from cockroach_env.encoding import PHASES, encoding_for
+from cockroach_env.encoding import PHASES, encoding_for, keeps_moves
 from cockroach_env.engine import STAT_NAMES
 
 
@@ -16,6 +16,8 @@ def decode_observation(vec: np.ndarray, config: GameConfig) -> dict[str, Any]:
 
     Seats are relative to the observer: ``0`` is the observer, ``r`` the player ``r``
     seats after them. Counts are ints; one-hot segments become names or seat offsets.
+    With ``recall`` or ``history`` the ``moves`` are the filled move slots in slot order:
+    oldest first with recall, newest first with a history window.
     """
     enc = encoding_for(config)
     vec = np.asarray(vec)
@@ -62,7 +64,7 @@ def decode_observation(vec: np.ndarray, config: GameConfig) -> dict[str, Any]:
         }
         decoded["place_claim"] = one_hot(seg["place_claim"], cards.claims)
         decoded["place_remaining"] = int(seg["place_remaining"][0])
-    if config.recall:
+    if keeps_moves(config):
         decoded["dealt_hand"] = counts(seg["dealt_hand"])
         decoded["starter"] = one_hot(seg["starter"])
         if "opening_collections" in seg:

@@ -33,7 +33,8 @@ player or an action out of range the same way. **Returns** are the env's rewards
 other player 1/(N-1); 0 for all at a ``max_steps`` truncation.
 
 **Observations** (``observation_tensor``/``observation_string``): the env's observation of that
-player (the same float vector; its string is ``decode_observation`` as JSON).
+player (the same float vector; its string is ``decode_observation`` as JSON), with the
+parameters ``recall`` (bool) and ``history`` (int, a window of the last decisions) as the env has them.
 **Information states** have perfect recall: the player's seat and dealt hand, the public
 events so far (every claim, call, target, revealed card, Royal penalty and replacement),
 and the card in play if the player offered or peeked it. The tensor holds the same
@@ -77,6 +78,7 @@ DEFAULT = -1
 """Integer parameter value meaning "the default of this option" (OpenSpiel parameters cannot be None)."""
 
 _INT_OPTIONS = (
+    "history",
     "num_players",
     "discard",
     "loss_count",
@@ -94,6 +96,7 @@ _PARAMETERS: dict[str, Any] = {
     "edition": "",
     **{name: DEFAULT for name in _SENTINEL_OPTIONS},
     "opening_cards": DEFAULT,
+    "history": 0,
     **{name: False for name in _BOOL_OPTIONS},
     "royal_counts_as_animal": True,
 }

@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import os
 import threading
@@ -70,6 +69,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 from cockroach_env.art import art_sheet
 from cockroach_env.cards import CARD_TYPES, ROYAL_IDENTITIES
 from cockroach_env.config import PRESETS, GameConfig
+from cockroach_env.encoding import keeps_moves, observation_option, without_moves
 from cockroach_env.record import save_record
 from play.session import HUMAN, MAX_PACE_MS, GameSession, MoveError, shown
 from play.store import GameStore, StoreFull
@@ -137,12 +137,26 @@ def _config(preset: str, num_players: int | None) -> GameConfig:
 
 
 def _table_config(config: GameConfig, seats: list[str], checkpoints: dict[str, dict[str, Any]]) -> GameConfig:
-    """The rules with ``recall=True`` if a seat plays a shipped agent that sees the game's history
-    (the other agents then read the observation without it, ``training.load_agent``).
+    """The rules with ``recall=True`` or ``history=K`` if a seat plays a shipped agent that sees the game's history
+    that way (the other agents then read the observation without it, ``training.load_agent``). Two seats that need
+    different observation options cannot share a table: ``HTTPException`` 422 naming them.
     """
-    with_recall = dataclasses.replace(config, recall=True)
-    if not config.recall and any(checkpoints.get(spec) == with_recall.to_dict() for spec in seats):
-        return with_recall
+    needs: dict[str, GameConfig] = {}
+    for spec in seats:
+        game = checkpoints.get(spec)
+        trained = GameConfig(**game) if game is not None else None
+        if trained is not None and keeps_moves(trained) and without_moves(trained) == without_moves(config):
+            needs[spec] = trained
+    options = sorted({observation_option(trained) for trained in needs.values()})
+    if len(options) > 1:
+        named = ", ".join(f"{spec!r} needs {observation_option(trained)}" for spec, trained in needs.items())
+        raise HTTPException(
+            422,
+            f"seats need different observations ({named}); expected agents that need at most one of {options} at "
+            "one table",
+        )
+    if needs and not keeps_moves(config):
+        return next(iter(needs.values()))
     return config
 
 
@@ -362,8 +376,7 @@ def _page_routes(server: PlayServer, static: Any) -> APIRouter:
         import baselines
 
         config = _config(preset, num_players)
-        with_recall = dataclasses.replace(config, recall=True).to_dict()
-        fitting = [name for name, game in server.checkpoints.items() if game in (config.to_dict(), with_recall)]
+        fitting = [name for name, game in server.checkpoints.items() if without_moves(GameConfig(**game)) == config]
         return {"config": config.to_dict(), "agents": [HUMAN, *fitting, *baselines.names()]}
 
     @router.get("/api/art/{edition}")

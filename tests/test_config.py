@@ -85,6 +85,7 @@ def _documented_defaults(num_players: int) -> dict:
         "num_types": 8,
         "copies_per_type": 8,
         "recall": False,
+        "history": 0,
     }
 
 

@@ -8,7 +8,8 @@ rebuilt as a real game (an explicit deal of the matching initial hands, then the
 moves), which must produce the same public history; the viewer's observation, the public
 view and the rendered table must then be unchanged, while the full ``state()`` does
 change in most cases (so the test can fail). With ``GameConfig.recall`` the observation
-also keeps the viewer's dealt hand and every past move: the same must hold (``RECALL_RULE_SETS``).
+also keeps the viewer's dealt hand and every past move: the same must hold (``RECALL_RULE_SETS``), and with a
+``history`` window of the last moves (``HISTORY_RULE_SETS``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ RECALL_RULE_SETS = [
         ("creature-to-start", 4, "creature-to-start-4p-recall"),
         ("royal", 3, "royal-3p-recall"),
     ]
+]
+HISTORY_RULE_SETS = [
+    pytest.param(preset, n, {"history": k}, id=f"{preset}-{n}p-history{k}")
+    for preset, n, k in [("mini", 2, 3), ("mini-3p", 3, 1), ("creature-to-start", 4, 8), ("royal", 3, 5)]
 ]
 
 
@@ -149,7 +154,7 @@ def resampled_replay(e, actions: list[int], viewer: int, rng: np.random.Generato
     return replay
 
 
-@pytest.mark.parametrize("preset, num_players, flags", RULE_SETS + RECALL_RULE_SETS)
+@pytest.mark.parametrize("preset, num_players, flags", RULE_SETS + RECALL_RULE_SETS + HISTORY_RULE_SETS)
 def test_observation_is_unchanged_when_everything_the_viewer_cannot_see_is_reshuffled(preset, num_players, flags):
     rng = np.random.default_rng(num_players)
     compared = state_changed = refused = 0
@@ -178,7 +183,9 @@ def test_observation_is_unchanged_when_everything_the_viewer_cannot_see_is_reshu
     assert state_changed >= compared // 3, "the reshuffle should usually change the hidden state"
 
 
-@pytest.mark.parametrize("preset, num_players, flags", RULE_SETS[::3] + RECALL_RULE_SETS[::2])
+@pytest.mark.parametrize(
+    "preset, num_players, flags", RULE_SETS[::3] + RECALL_RULE_SETS[::2] + HISTORY_RULE_SETS[::2]
+)
 def test_observation_is_the_state_gathered_through_the_observation_mask(preset, num_players, flags):
     e, _ = play_to_a_random_moment(preset, num_players, flags, seed=3)
     rng = np.random.default_rng(3)

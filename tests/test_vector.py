@@ -239,6 +239,7 @@ def test_an_opponent_for_other_rules_is_refused():
         ({"opponents": []}, r"opponents=\[\] is not allowed"),
         ({"opponents": baselines.agent.Agent}, "is a class, not an agent"),
         ({"recall": True}, "recall=True is not supported"),
+        ({"history": 8}, "history=8 is not supported"),
     ],
 )
 def test_bad_arguments_are_named(arguments, message):

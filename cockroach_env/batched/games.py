@@ -77,8 +77,10 @@ class BatchedGames:
             if backend == "numba"
             else _NumpyBackend(self.rules, self._state)
         )
-        self._recall = _RecallLog(self.rules, self.encoding, self.batch_size) if config.recall else None
-        """``GameConfig.recall``: the move logs behind the recall segments (``recall.py``); None without recall."""
+        self._recall = _RecallLog(self.rules, self.encoding, self.batch_size) if self.encoding.recall else None
+        """``GameConfig.recall`` or ``history``: the move logs behind the recall segments (``recall.py``); None
+        without them.
+        """
         self._started = False
         self._dealt_games = np.zeros(0, np.int64)
         self._dealt_slots = np.zeros(0, np.int64)

@@ -11,7 +11,15 @@ from typing import NamedTuple
 import numpy as np
 
 from cockroach_env.config import GameConfig
-from cockroach_env.encoding import PHASES, RECALL_SEGMENTS, Encoding, max_decisions, public_moves
+from cockroach_env.encoding import (
+    PHASES,
+    RECALL_SEGMENTS,
+    Encoding,
+    keeps_moves,
+    max_decisions,
+    move_slots,
+    public_moves,
+)
 from cockroach_env.engine import LOSS_REASONS, STAT_NAMES, Phase
 
 BACKENDS = ("auto", "numba", "numpy")
@@ -98,8 +106,8 @@ RECALL_STATE_SEGMENTS = {
     "move_revealed": ("l", "i"),
     "move_top": ("l", "i"),
 }
-"""The ``GameConfig.recall`` state segments, written by ``recall.py`` in numpy (``l``: decisions, ``p``: public
-moves).
+"""The ``GameConfig.recall`` and ``GameConfig.history`` state segments, written by ``recall.py`` in numpy (``l``:
+move slots, ``p``: public moves).
 """
 assert tuple(RECALL_STATE_SEGMENTS) == RECALL_SEGMENTS
 
@@ -230,9 +238,15 @@ class _Rules:
             enc.place_start,
         )
         self.num_actions = enc.num_actions
-        self.recall_length = max_decisions(config) if config.recall else 0
-        """``GameConfig.recall``: slots of the move log (``encoding.max_decisions``), 0 without recall."""
-        self.recall_moves = public_moves(config) if config.recall else 0
+        self.recall_length = max_decisions(config) if keeps_moves(config) else 0
+        """Decisions the move log holds (``encoding.max_decisions``, which bounds a game's), 0 without recall or
+        history.
+        """
+        self.recall_slots = move_slots(config)
+        """Move slots of the layout: ``recall_length`` with recall, the window with ``history``, 0 otherwise."""
+        self.history = config.history
+        """``GameConfig.history``: the layout's slots hold the last decisions, newest first (0: every decision)."""
+        self.recall_moves = public_moves(config) if keeps_moves(config) else 0
         self.recall_state = self._recall_starts(encoding.state.segments.values(), RECALL_STATE_SEGMENTS, "state")
         self.recall_observation = self._recall_starts(
             encoding.observation.segments.values(), RECALL_OBSERVATION_SEGMENTS, "observation"
@@ -279,7 +293,7 @@ class _Rules:
         """``{name: start}`` of the recall segments of a layout, checked: the known shapes, after every other segment,
         in order.
         """
-        extent = {"n": self.n, "i": self.i, "l": self.recall_length, "p": self.recall_moves}
+        extent = {"n": self.n, "i": self.i, "l": self.recall_slots, "p": self.recall_moves}
         segments = list(segments)
         starts = {seg.name: seg.start for seg in segments if seg.name in known}
         if not starts:

@@ -1,5 +1,6 @@
-"""``GameConfig.recall`` for the batched engine: a move log per game and the recall tail of
-the state and observation vectors, written in numpy after the kernels (``_RecallLog``).
+"""``GameConfig.recall`` and ``GameConfig.history`` for the batched engine: a move log per
+game and the recall tail of the state and observation vectors, written in numpy after the
+kernels (``_RecallLog``).
 
 The kernels know nothing of recall: they write every segment before ``dealt_hands``
 (``_Rules.state_size`` / ``observation_size``). This log keeps, per game, what the recall
@@ -14,7 +15,9 @@ segments are made of, and writes them after each ``reset``, ``step`` and ``state
   already belongs to its new game, whose log starts empty.
 
 This is what ``encoding.recall_moves`` reads from ``Game.events`` for the AEC env, entry
-for entry (``tests/test_recall_batched.py`` compares them step by step).
+for entry (``tests/test_recall_batched.py`` compares them step by step). The log always
+holds every decision of the game (``max_decisions`` of them); with a ``history`` window
+the vectors get only its last ``K`` entries, newest first.
 """
 
 from __future__ import annotations
@@ -130,15 +133,20 @@ class _RecallLog:
             out[:, at["opening_collections"] : at["opening_collections"] + n * i] = self.opening_collections[
                 rows[:, None], seats
             ].reshape(b, -1)
-        game, slot = np.nonzero(np.arange(self.length) < self.count[:, None])  # every logged slot of every game
+        if r.history:  # slot k: the k-th most recent decision, as far as the game has made that many
+            game, slot = np.nonzero(np.arange(r.history) < self.count[:, None])
+            entry = self.count[game] - 1 - slot
+        else:  # slot k: decision k, for every logged decision of every game
+            game, slot = np.nonzero(np.arange(self.length) < self.count[:, None])
+            entry = slot
         flat = out.reshape(-1)  # a view: out is C-contiguous (checked above)
         base = game * width
-        flat[base + at["move_actor"] + slot * n + (self.actor[game, slot] - viewer[game]) % n] = 1.0
-        flat[base + at["move_public"] + slot * r.recall_moves + self.public[game, slot]] = 1.0
-        revealed = self.revealed[game, slot].astype(np.int64)
+        flat[base + at["move_actor"] + slot * n + (self.actor[game, entry] - viewer[game]) % n] = 1.0
+        flat[base + at["move_public"] + slot * r.recall_moves + self.public[game, entry]] = 1.0
+        revealed = self.revealed[game, entry].astype(np.int64)
         shown = revealed >= 0
         flat[(base + at["move_revealed"] + slot * i + revealed)[shown]] = 1.0
         if "move_top" in at:
-            top = self.top[game, slot].astype(np.int64)
+            top = self.top[game, entry].astype(np.int64)
             shown = top >= 0
             flat[(base + at["move_top"] + slot * i + top)[shown]] = 1.0

@@ -20,6 +20,7 @@ from cockroach_env.batched.layout import BatchStep
 from cockroach_env.batched.numpy_backend import _NumpyBackend, _write_states
 from cockroach_env.batched.state import _State
 from cockroach_env.config import GameConfig, check_seed
+from cockroach_env.encoding import keeps_moves, observation_option
 from cockroach_env.engine import Deal
 from cockroach_env.env import ILLEGAL_ACTION_MODES, IllegalActionError, raw_env
 from cockroach_env.vector.opponents import Opponents
@@ -90,10 +91,10 @@ class SeatedGames:
         self.seed = check_seed("seed", seed)
         self.config = game_config(config, game_options)
         n = self.config.num_players
-        if self.config.recall:
+        if keeps_moves(self.config):  # the seated games step the backend on row subsets, without the move log
             raise ValueError(
-                "recall=True is not supported by the vector envs; "
-                "expected a rule set without recall (use cockroach_env.env)"
+                f"{observation_option(self.config)} is not supported by the vector envs; expected a rule set "
+                "without recall or history (use cockroach_env.env or cockroach_env.batched.BatchedGames)"
             )
         if learner_seat is not None and (
             isinstance(learner_seat, (bool, np.bool_))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -12,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from cockroach_env.config import GameConfig
-from cockroach_env.encoding import LAYOUT_VERSION, encoding_for
+from cockroach_env.encoding import LAYOUT_VERSION, encoding_for, keeps_moves, observation_option, without_moves
 from training.core.checkpoint.format import (
     FORMAT,
     FORMAT_VERSION,
@@ -200,10 +199,12 @@ def load_checkpoint(
     if game is not None and GameConfig(**meta["game_config"]) != game:
         trained = GameConfig(**meta["game_config"])
         hint = ""
-        if trained.recall and not game.recall and dataclasses.replace(trained, recall=False) == game:
+        if keeps_moves(trained) and without_moves(trained) == without_moves(game):
+            option = observation_option(trained)
+            name, value = option.split("=")
             hint = (
-                "; the agent sees the game's history: play it with recall=True (--option recall=true, "
-                "GameConfig(..., recall=True))"
+                f"; the agent sees the game's history: play it with {option} (--option {name}={value.lower()}, "
+                f"GameConfig(..., {option}))"
             )
         raise CheckpointError(f"{meta_path}: trained for {_rules(trained)}, but the game here is {_rules(game)}{hint}")
     if kind == "run" and meta["kind"] != "run":
@@ -234,7 +235,7 @@ def _rules(game: GameConfig) -> str:
         k: v
         for k, v in game.to_dict().items()
         if k not in ("num_players", "edition")
-        and v != GameConfig(num_players=game.num_players, edition=game.edition).to_dict()[k]
+        and v != getattr(GameConfig(num_players=game.num_players, edition=game.edition), k)
     }
     extra = f" {changed}" if changed else ""
     return f"{game.num_players}-player {game.edition}{extra}"

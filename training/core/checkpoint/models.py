@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from cockroach_env.config import GameConfig
+from cockroach_env.encoding import keeps_moves, without_moves
 from training.core.checkpoint.files import save_checkpoint
 from training.core.checkpoint.format import MEMBER_PREFIX, NFSP_AVERAGE, SHIPPED_DIR, Checkpoint, CheckpointError
 from training.core.checkpoint.loading import load_checkpoint, read_metadata, shipped_checkpoints
@@ -110,7 +110,7 @@ def load_agent(
     ``path_or_name`` is a checkpoint path (``runs/ppo_4p/final``, with or without
     ``.json``) or a shipped name (``classic-4p``, ``classic-2p``, ...). ``config``, if
     given, must be the rule set the checkpoint was trained for, or that rule set with
-    ``recall=True`` (the agent then reads the observation without the history, a
+    ``recall=True`` or a ``history`` window (the agent then reads the observation without the moves, a
     ``baselines.agent.RecallPrefixAgent``). A mixture checkpoint
     (PSRO's result) gives a ``training.core.mixture.MixtureAgent``.
 
@@ -122,11 +122,11 @@ def load_agent(
     from training.core.model import PolicyAgent
 
     table = config
-    if (
-        config is not None and config.recall
-    ):  # an agent trained without recall also plays the same rules with it (the observation's prefix)
+    if config is not None and keeps_moves(
+        config
+    ):  # an agent trained without recall or history also plays the same rules with them (the observation's prefix)
         trained = GameConfig(**read_metadata(path_or_name)["game_config"])
-        if not trained.recall and dataclasses.replace(config, recall=False) == trained:
+        if not keeps_moves(trained) and without_moves(config) == trained:
             config = trained
     checkpoint = load_checkpoint(path_or_name, game=config)
     if checkpoint.metadata["kind"] == "mixture":  # one member per game, drawn with the mixture's weights
