@@ -336,7 +336,7 @@ def update_ab(path: str, rounds: int, samples: int = 10_000) -> int:
     torch.manual_seed(0)
     config = load_config(path)
     game = config.game_config()
-    model = ActorCritic(game, config.model.hidden_sizes, config.model.activation, config.model.card_counting, seed=0)
+    model = ActorCritic.from_spec(game, config.model, seed=0)
     learner = Learner(
         model, config.ppo.learning_rate, samples, 1, game.num_players, model.observation_size, model.num_actions
     )

@@ -346,11 +346,7 @@ def _write_descent_log(path: Path, history: list[tuple[int, float, float]]) -> N
 
 
 def _model_entry(config: TrainConfig) -> dict[str, Any]:
-    return {
-        "hidden_sizes": list(config.model.hidden_sizes),
-        "activation": config.model.activation,
-        "card_counting": config.model.card_counting,
-    }
+    return config.model.entry()
 
 
 def _recipe(kind: str, config: TrainConfig, progress: dict) -> dict:
@@ -515,9 +511,7 @@ def _distill_and_save(
     if descent is not None:
         targets = descent.table
     torch.manual_seed(config.seed)
-    model = ActorCritic(
-        game, config.model.hidden_sizes, config.model.activation, config.model.card_counting, seed=config.seed
-    )
+    model = ActorCritic.from_spec(game, config.model, seed=config.seed)
     fit = distill(
         model,
         tree.observations,

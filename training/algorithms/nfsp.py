@@ -305,9 +305,7 @@ def train(
         raise ValueError(f"config.algorithm={config.algorithm!r}; training.algorithms.nfsp.train runs algorithm: nfsp")
     game = config.game_config()
     enc = encoding_for(game)
-    model = ActorCritic(
-        game, config.model.hidden_sizes, config.model.activation, config.model.card_counting, seed=config.seed
-    )  # β's initial weights
+    model = ActorCritic.from_spec(game, config.model, seed=config.seed)  # β's initial weights
     if initial_weights is not None:
         model.load_state_dict(initial_weights)
     average = AveragePolicy(

@@ -535,9 +535,7 @@ def _set_up(config: TrainConfig, command: str | None, population: Population | N
     device = torch.device(config.device)
 
     def new_learner(seed: int | None, learning_rate: float) -> Learner:
-        model = ActorCritic(
-            game, config.model.hidden_sizes, config.model.activation, config.model.card_counting, seed=seed
-        ).to(device)
+        model = ActorCritic.from_spec(game, config.model, seed=seed).to(device)
         return Learner(model, learning_rate, B * T + B * n_players, B, n_players, enc.observation.size, enc.num_actions)
 
     policy = new_learner(config.seed, ppo.learning_rate)
@@ -1161,11 +1159,7 @@ def _metadata(config: TrainConfig, state: Progress, command: str, kind: str) -> 
         "kind": kind,
         "name": config.name,
         "game_config": game.to_dict(),
-        "model": {
-            "hidden_sizes": list(config.model.hidden_sizes),
-            "activation": config.model.activation,
-            "card_counting": config.model.card_counting,
-        },
+        "model": config.model.entry(),
         "training_config": config.to_dict(),
         "command": command,
         "commands": state.commands,
@@ -1351,9 +1345,7 @@ def _restore_from(
     sampler.set_state(checkpoint.tensors["rng.sampler"])
     game = config.game_config()
     for entry in meta["pool"]:
-        frozen = ActorCritic(game, config.model.hidden_sizes, config.model.activation, config.model.card_counting).to(
-            device
-        )
+        frozen = ActorCritic.from_spec(game, config.model).to(device)
         frozen.load_state_dict(checkpoint.group(f"pool.{entry['id']}"))
         pool.append(
             Snapshot(entry["id"], entry["update"], frozen.eval().requires_grad_(False), entry.get("source", "policy"))

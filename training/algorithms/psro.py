@@ -206,9 +206,7 @@ def _first_population(
         members = [_model(config, game, weights).state_dict() for _, weights in initial_population]
         names = [name for name, _ in initial_population]
     else:
-        first = ActorCritic(
-            game, config.model.hidden_sizes, config.model.activation, config.model.card_counting, seed=config.seed
-        )
+        first = ActorCritic.from_spec(game, config.model, seed=config.seed)
         if initial_weights is not None:
             first.load_state_dict(initial_weights)
         members, names = [first.state_dict()], ["member_0"]
@@ -454,7 +452,7 @@ def _best_response_config(config: TrainConfig, iteration: int, k: int, run_dir: 
 
 
 def _model(config: TrainConfig, game: GameConfig, weights: dict) -> ActorCritic:
-    model = ActorCritic(game, config.model.hidden_sizes, config.model.activation, config.model.card_counting)
+    model = ActorCritic.from_spec(game, config.model)
     model.load_state_dict(weights)
     return model
 
@@ -470,11 +468,7 @@ def _save(
     metadata = {
         "name": config.name,
         "game_config": game.to_dict(),
-        "model": {
-            "hidden_sizes": list(config.model.hidden_sizes),
-            "activation": config.model.activation,
-            "card_counting": config.model.card_counting,
-        },
+        "model": config.model.entry(),
         "training_config": config.to_dict(),
         "command": command,
         "commands": state.commands,

@@ -191,11 +191,25 @@ class ModelConfig:
     """Add card-counting inputs derived from the observation (chance that a claim is true, danger of the card in play
     per seat); see ``training.core.model.CardCounting``.
     """
+    event_embedding: int = 0
+    """With move slots in the observation (``game.history`` or ``game.recall``): the width of the event embedding, one
+    linear layer shared by every slot (``training.core.model.ActorCritic``); 0: the slots enter the trunk as they are.
+    """
+
+    def entry(self) -> dict[str, Any]:
+        """The ``model`` entry of a checkpoint's metadata (``ActorCritic.from_spec`` builds the network from it)."""
+        return {
+            "hidden_sizes": list(self.hidden_sizes),
+            "activation": self.activation,
+            "card_counting": self.card_counting,
+            **({"event_embedding": self.event_embedding} if self.event_embedding else {}),
+        }
 
     def validate(self, where: str) -> None:
         ok = len(self.hidden_sizes) >= 1 and all(h >= 1 for h in self.hidden_sizes)
         _require(where, "hidden_sizes", self.hidden_sizes, ok, "a non-empty list of positive integers")
         _require(where, "activation", self.activation, self.activation in ACTIVATIONS, f"one of {list(ACTIVATIONS)}")
+        _require(where, "event_embedding", self.event_embedding, 0 <= self.event_embedding <= 4096, "0 to 4096")
 
 
 @dataclass
@@ -628,6 +642,14 @@ class TrainConfig:
         game = self.game_config(where)
         self.ppo.validate(f"{where}: ppo")
         self.model.validate(f"{where}: model")
+        if self.model.event_embedding:
+            _require(
+                f"{where}: model",
+                "event_embedding",
+                self.model.event_embedding,
+                game.history > 0 or game.recall,
+                "0 with this game (its observation has no move slots), or game.history > 0 or game.recall: true",
+            )
         self.opponents.validate(f"{where}: opponents")
         seats = self.opponents.learner_seats
         _require(

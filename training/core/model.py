@@ -139,8 +139,40 @@ class Evaluation(NamedTuple):
     policy: torch.Tensor | None
 
 
+MOVE_SEGMENTS = ("move_actor", "move_public", "move_revealed", "move_top")
+"""The observation segments of one move slot (``GameConfig.history`` or ``recall``), each ``(slots, width)``."""
+
+
+def move_slot_order(config: GameConfig) -> tuple[np.ndarray, int, int] | None:
+    """The observation indices in the order ``ActorCritic`` with an event embedding reads them: every entry outside the
+    move slots, then slot by slot the features of each move (its actor, move, revealed card and, Royal, the face-up
+    penalty card); with the number of slots and of features per slot. None without move slots.
+    """
+    segments = encoding_for(config).observation.segments
+    moves = [segments[name] for name in MOVE_SEGMENTS if name in segments]
+    if not moves:
+        return None
+    slots = moves[0].shape[0]
+    inside = np.zeros(encoding_for(config).observation.size, bool)
+    per_slot = []
+    for seg in moves:
+        index = np.arange(seg.start, seg.stop).reshape(slots, -1)
+        inside[seg.start : seg.stop] = True
+        per_slot.append(index)
+    slot_major = np.concatenate(per_slot, axis=1)  # (slots, features)
+    return np.concatenate([np.flatnonzero(~inside), slot_major.ravel()]), slots, slot_major.shape[1]
+
+
 class ActorCritic(nn.Module):
-    """MLP trunk shared by a masked policy head (``num_actions`` logits) and a value head."""
+    """MLP trunk shared by a masked policy head (``num_actions`` logits) and a value head.
+
+    With ``event_embedding`` (a rule set with ``GameConfig.history`` or ``recall``), each move slot
+    of the observation (one past decision: its actor, the public move, the card a call revealed)
+    is an event token: one linear layer shared by every slot embeds it in ``event_embedding``
+    features, and the trunk reads the embedded events beside the rest of the observation. The
+    history then costs the trunk ``slots * event_embedding`` inputs instead of ``slots *
+    features``, and every slot is read with the same weights.
+    """
 
     def __init__(
         self,
@@ -149,18 +181,26 @@ class ActorCritic(nn.Module):
         activation: str = "tanh",
         card_counting: bool = False,
         seed: int | None = None,
+        event_embedding: int = 0,
     ):
         """``card_counting`` adds the ``CardCounting`` inputs; ``seed`` makes the (orthogonal) initialization
-        reproducible.
+        reproducible; ``event_embedding`` embeds each move slot (0: the slots enter the trunk as they are).
         """
         super().__init__()
         generator = torch.Generator().manual_seed(seed) if seed is not None else None
         self.game_config = config
+        order = move_slot_order(config) if event_embedding else None
+        if event_embedding and order is None:
+            raise ValueError(
+                f"event_embedding={event_embedding!r} needs move slots in the observation; expected a rule set with "
+                "history > 0 or recall=True, or event_embedding=0"
+            )
         # The constructor's network arguments, as a checkpoint's ``model`` entry records them.
         self.spec = {
             "hidden_sizes": [int(h) for h in hidden_sizes],
             "activation": activation,
             "card_counting": bool(card_counting),
+            **({"event_embedding": int(event_embedding)} if event_embedding else {}),
         }
         self.card_counting = CardCounting(config) if card_counting else None
         enc = encoding_for(config)
@@ -168,8 +208,15 @@ class ActorCritic(nn.Module):
         self.num_actions = enc.num_actions
         self.register_buffer("obs_scale", torch.from_numpy(observation_scale(config)), persistent=False)
         act = {"tanh": nn.Tanh, "relu": nn.ReLU}[activation]
-        layers: list[nn.Module] = []
         width = self.observation_size + (self.card_counting.size if card_counting else 0)
+        self.events: nn.Sequential | None = None
+        if order is not None:
+            index, self.slots, self.slot_features = order
+            self.register_buffer("input_order", torch.from_numpy(index), persistent=False)
+            self.base_width = width - self.slots * self.slot_features
+            self.events = nn.Sequential(_layer(self.slot_features, event_embedding, math.sqrt(2), generator), act())
+            width = self.base_width + self.slots * event_embedding
+        layers: list[nn.Module] = []
         for hidden in hidden_sizes:
             layers += [_layer(width, hidden, math.sqrt(2), generator), act()]
             width = hidden
@@ -189,9 +236,21 @@ class ActorCritic(nn.Module):
         }
 
     @classmethod
+    def from_spec(cls, config: GameConfig, spec, seed: int | None = None) -> ActorCritic:
+        """The network of a ``model`` entry: a checkpoint's metadata dict or a ``ModelConfig``."""
+        get = spec.get if isinstance(spec, dict) else lambda key, default=None: getattr(spec, key, default)
+        return cls(
+            config,
+            get("hidden_sizes"),
+            get("activation"),
+            bool(get("card_counting", False)),
+            seed=seed,
+            event_embedding=int(get("event_embedding", 0) or 0),
+        )
+
+    @classmethod
     def from_portable(cls, data: dict) -> ActorCritic:
-        spec = data["spec"]
-        model = cls(GameConfig(**data["game_config"]), spec["hidden_sizes"], spec["activation"], spec["card_counting"])
+        model = cls.from_spec(GameConfig(**data["game_config"]), data["spec"])
         model.load_state_dict(data["weights"])
         return model
 
@@ -203,12 +262,23 @@ class ActorCritic(nn.Module):
         its epochs and minibatches (the same values as ``forward`` computes).
         """
         inputs = obs * self.obs_scale
+        if self.events is not None:  # the entries outside the move slots, then the slots one after another
+            inputs = inputs.index_select(1, self.input_order)
+            if self.card_counting is not None:
+                base = inputs[:, : self.base_width - self.card_counting.size]
+                slots = inputs[:, self.base_width - self.card_counting.size :]
+                return torch.cat([base, self.card_counting(obs), slots], dim=1)
+            return inputs
         if self.card_counting is not None:
             inputs = torch.cat([inputs, self.card_counting(obs)], dim=1)
         return inputs
 
     def heads(self, inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Unmasked logits (B, A) and values (B,) of ``network_inputs(obs)``."""
+        if self.events is not None:
+            base, slots = inputs[:, : self.base_width], inputs[:, self.base_width :]
+            events = self.events(slots.reshape(len(inputs), self.slots, self.slot_features))
+            inputs = torch.cat([base, events.flatten(1)], dim=1)
         hidden = self.trunk(inputs)
         return self.policy_head(hidden), self.value_head(hidden).squeeze(-1)
 

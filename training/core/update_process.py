@@ -211,9 +211,7 @@ def _serve(conn, config, codes: list[int]) -> None:  # pragma: no cover - runs i
     game = config.game_config()
     learners = {}
     for code in codes:
-        model = ActorCritic(game, config.model.hidden_sizes, config.model.activation, config.model.card_counting).to(
-            device
-        )
+        model = ActorCritic.from_spec(game, config.model).to(device)
         learners[code] = Learner(
             model, config.ppo.learning_rate, 0, 0, game.num_players, model.observation_size, model.num_actions
         )

@@ -47,9 +47,7 @@ def build_model_from(checkpoint: Checkpoint, prefix: str, device: str = "cpu"):
     spec = checkpoint.metadata["model"]
     check_shapes(checkpoint, prefix)
     weights = checkpoint.group(prefix)
-    model = ActorCritic(
-        checkpoint.game_config, spec["hidden_sizes"], spec["activation"], spec.get("card_counting", False)
-    )
+    model = ActorCritic.from_spec(checkpoint.game_config, spec)
     try:
         model.load_state_dict(weights)
     except RuntimeError as error:
@@ -80,9 +78,7 @@ def check_shapes(checkpoint: Checkpoint, prefix: str = "model") -> None:
         )
     try:
         with torch.device("meta"):
-            network = ActorCritic(
-                checkpoint.game_config, spec["hidden_sizes"], spec["activation"], spec.get("card_counting", False)
-            )
+            network = ActorCritic.from_spec(checkpoint.game_config, spec)
     except (RuntimeError, ValueError, OverflowError) as error:
         raise CheckpointError(
             f"{checkpoint.path}: the recorded network {quoted(spec)} cannot be built ({cut(error)})"
