@@ -27,6 +27,13 @@ update), measured with ``cProfile`` on the real loop:
     python benchmarks/bench_training.py --profile --updates 12
     python benchmarks/bench_training.py --update-ab --rounds 7   # one PPO update: tensor operations vs compiled pass
 
+``--history K`` trains the config as it is (the MLP over the default observation) and with a
+history window of ``K`` moves read by the history-aware network (``model.event_embedding``,
+``--event-embedding``), alternately in fresh processes, and prints both decisions/s and
+their ratio (the target: the history-aware path at least half the MLP's):
+
+    python benchmarks/bench_training.py --history 32 --rounds 3 --updates 20
+
 ``--learning DECISIONS [DECISIONS ...]`` trains the config twice for each number of decisions
 (and each of ``--train-seeds``),
 without and with ``ppo.overlap`` (whose rollouts play weights one update old), and
@@ -118,6 +125,20 @@ def main(argv: list[str] | None = None) -> int:
         help="training seeds for --learning (default 1)",
     )
     parser.add_argument(
+        "--history",
+        type=int,
+        metavar="K",
+        help="alternate runs of the config as it is (the MLP) and with game.history=K and model.event_embedding "
+        "(the history-aware network), --rounds each in fresh processes; print both decisions/s and their ratio",
+    )
+    parser.add_argument(
+        "--event-embedding",
+        type=int,
+        default=16,
+        metavar="E",
+        help="event embedding width for --history (default 16)",
+    )
+    parser.add_argument(
         "--update-ab",
         action="store_true",
         help="time one PPO update on 10,000 samples, the masked policy from tensor operations (old) vs "
@@ -126,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.compare is not None:
         return compare(args.compare or [BASELINE], args.rounds, args.config, args.updates, args.overrides)
+    if args.history is not None:
+        return history(args.config, args.updates, args.overrides, args.history, args.event_embedding, args.rounds)
     if args.profile:
         return profile(args.config, args.updates, args.overrides)
     if args.update_ab:
@@ -174,6 +197,40 @@ def main(argv: list[str] | None = None) -> int:
         f"({total:.1f} s)"
     )
     print(f"target {TARGET:,} decisions/s: {'met' if steady >= TARGET else 'NOT met'}")
+    return 0
+
+
+def history(path: str, updates: int, overrides: list[str], window: int, embedding: int, rounds: int) -> int:
+    """The MLP over the default observation and the history-aware network (a window of ``window`` moves, each embedded
+    in ``embedding`` features) trained by the same config, alternately in fresh processes: medians and their ratio.
+    """
+    import re
+    import statistics
+    import subprocess
+
+    sides = {
+        "MLP": list(overrides),
+        f"history-aware (history={window}, event_embedding={embedding})": [
+            *overrides,
+            f"game.history={window}",
+            f"model.event_embedding={embedding}",
+        ],
+    }
+    speeds: dict[str, list[float]] = {label: [] for label in sides}
+    for round_ in range(rounds):
+        for label, sets in sides.items():
+            command = [sys.executable, __file__, "--config", path, "--updates", str(updates)]
+            command += [a for s in sets for a in ("--set", s)]
+            out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+            value = float(re.search(r"after the first update: ([\d,]+) decisions/s", out).group(1).replace(",", ""))
+            speeds[label].append(value)
+            print(f"round {round_ + 1}: {label}: {value:,.0f} decisions/s", flush=True)
+    print(f"config: {path}, {updates} updates per run, {rounds} rounds; load average now {os.getloadavg()[0]:.2f}")
+    medians = {label: statistics.median(values) for label, values in speeds.items()}
+    mlp, aware = medians.values()
+    for label, value in medians.items():
+        print(f"  {label:60s} {value:12,.0f} decisions/s (median)")
+    print(f"  history-aware / MLP: {aware / mlp:.2f} (target at least 0.5)")
     return 0
 
 

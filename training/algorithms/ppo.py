@@ -66,7 +66,7 @@ from cockroach_env.encoding import encoding_for
 from training.algorithms import imitation
 from training.core import checkpoint as ckpt
 from training.core.config import ConfigError, TrainConfig, config_from_dict
-from training.core.learner import Learner, frozen_copy, gae, ppo_update
+from training.core.learner import Learner, frozen_copy, gae, magnet_bonus, ppo_update
 from training.core.model import ActorCritic, PolicyAgent
 from training.core.runs import (
     AGENT_NAME,
@@ -748,13 +748,14 @@ def _advantages_and_update(run: _Run, loop: _Loop, update: int) -> dict[str, flo
     rollout is collected), then the hooks' step; the statistics to log.
     """
     config, ppo, learners, worker = run.config, run.config.ppo, run.learners, loop.worker
+    scale = ppo.regularization_scale(update / run.num_updates)
     batches = {}
     for code, learner in learners.items():
         rollout = learner.rollout
-        batches[code] = (rollout, *gae(rollout, ppo))
+        bonus = magnet_bonus(learner, rollout, ppo, scale, run.device) if code == POLICY_SEAT else None
+        batches[code] = (rollout, *gae(rollout, ppo, bonus))
         learner.carry_over()  # the decisions still waiting continue in the next rollout
     stats = {}
-    scale = ppo.regularization_scale(update / run.num_updates)
     regularization = {code: (scale, True) if code == POLICY_SEAT else (1.0, False) for code in learners}
     if worker is None:
         for code, learner in learners.items():
@@ -1398,7 +1399,7 @@ class RunLogs:
             "decisions_per_second",
             "learning_rate",
             *stats,
-            *(["magnet_kl"] if config.ppo.magnet_coef else []),
+            *(["magnet_kl"] if config.ppo.magnet_coef and not config.ppo.magnet_reward else []),
             *(["start_kl"] if config.ppo.kl_coef else []),
             *extra_columns,
             "pool_size",

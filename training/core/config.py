@@ -115,6 +115,11 @@ class PPOConfig:
     """
     magnet_ema: float = 0.05
     """With ``magnet: ema``: the share of the current weights mixed into the magnet's after every update."""
+    magnet_reward: bool = False
+    """Put the magnet's pull in the rewards instead of the loss: every decision of the policy earns
+    ``-magnet_coef * log(pi(a|s) / magnet(a|s))`` (R-NaD's reward transformation), so its returns count the
+    regularization of the decisions after it (the regularized game of magnetic mirror descent over sequences).
+    """
     kl_coef: float = 0.0
     """Weight of the KL divergence from the policy to the policy at the start of its update, over the legal actions:
     the proximal term of a mirror-descent step (magnetic mirror descent's ``1/eta``), on top of PPO's clip (0: off).

@@ -144,14 +144,16 @@ class Learner:
         return self.spare
 
 
-def gae(rollout: Rollout, ppo) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def gae(rollout: Rollout, ppo, bonus: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """GAE over a rollout: ``(advantages, returns, rows to train)``.
 
     Walk the decisions backwards in time: each one's successor is later, so its
     advantage is already known. Decisions still waiting for their successor are not
-    trained now; they are carried into the next rollout.
+    trained now; they are carried into the next rollout. ``bonus`` (one per decision) is
+    added to the decisions' rewards (``magnet_bonus``).
     """
     size = rollout.size
+    reward = rollout.reward[:size] if bonus is None else rollout.reward[:size] + bonus[:size]
     advantages = np.zeros(size, np.float32)
     complete = rollout.terminal[:size] | (rollout.successor[:size] >= 0)
     for start, stop in reversed(rollout.blocks):
@@ -160,9 +162,34 @@ def gae(rollout: Rollout, ppo) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         has_next = successor >= 0
         next_value = np.where(has_next, rollout.value[successor], 0.0)
         next_advantage = np.where(has_next, advantages[successor], 0.0)
-        delta = rollout.reward[rows] + ppo.gamma * next_value - rollout.value[rows]
+        delta = reward[rows] + ppo.gamma * next_value - rollout.value[rows]
         advantages[rows] = np.where(complete[rows], delta + ppo.gamma * ppo.gae_lambda * next_advantage, 0.0)
     return advantages, advantages + rollout.value[:size], np.flatnonzero(complete)
+
+
+def magnet_bonus(learner: Learner, rollout: Rollout, ppo, scale: float, device) -> np.ndarray | None:
+    """With ``ppo.magnet_reward``: each decision's reward bonus ``-scale * magnet_coef * log(pi(a|s) / magnet(a|s))``
+    (the reward transformation of R-NaD), from the log-probability the decision was sampled with; None otherwise.
+
+    Its expectation over the policy's action is minus the KL divergence from the policy to the magnet at that
+    decision, so the returns, and the values fitted to them, count the regularization of every later decision too:
+    the regularized game's values, as in magnetic mirror descent over sequences.
+    """
+    if not (ppo.magnet_reward and ppo.magnet_coef):
+        return None
+    size = rollout.size
+    if ppo.magnet == "uniform":
+        magnet = -np.log(np.maximum(rollout.mask[:size].sum(1), 1)).astype(np.float32)
+    elif learner.magnet is not None:
+        with torch.no_grad():
+            obs = torch.from_numpy(rollout.obs[:size]).to(device)
+            mask = torch.from_numpy(rollout.mask[:size]).to(device)
+            logits = learner.magnet(obs, mask)[0]
+            action = torch.from_numpy(rollout.action[:size]).to(device)
+            magnet = torch.log_softmax(logits, -1).gather(1, action[:, None]).squeeze(1).cpu().numpy()
+    else:
+        return None
+    return (-scale * ppo.magnet_coef * (rollout.logprob[:size] - magnet)).astype(np.float32)
 
 
 def ppo_update(
@@ -197,6 +224,8 @@ def ppo_update(
     b_inputs = model.network_inputs(b_obs)  # once per update, not once per minibatch and epoch (the same values)
     if regularize:
         magnet_log_policy, start_log_policy = _reference_policies(learner, b_inputs, b_mask, ppo)
+        if ppo.magnet_reward:  # the magnet is in the rewards (``magnet_bonus``), not in the loss
+            magnet_log_policy = None
     else:
         magnet_log_policy = start_log_policy = None
         scale = 1.0
@@ -234,7 +263,7 @@ def ppo_update(
             entropy_loss = entropy.mean()
             loss = pg_loss - scale * ppo.ent_coef * entropy_loss + ppo.vf_coef * v_loss
             # KL(policy || reference) over the legal actions (illegal ones have probability 0)
-            if magnet_log_policy is not None:
+            if magnet_log_policy is not None and not ppo.magnet_reward:
                 magnet_kl = (policy * (log_policy - magnet_log_policy.index_select(0, mb))).sum(-1).mean()
                 loss = loss + scale * ppo.magnet_coef * magnet_kl
             if start_log_policy is not None:
