@@ -541,3 +541,30 @@ def test_bench_warm_start_curve_compares_decisions_with_and_without_the_warm_sta
     ).stdout
     assert "seed 1, without warm start" in out and "seed 1, with warm start" in out
     assert re.search(r"with warm start: ([\d.]+M|not reached)", out)
+
+
+def test_bench_mmd_measures_each_setting_by_exact_nashconv_and_writes_its_curves(tmp_path):
+    sets = ["--set", "ppo.num_envs=16", "--set", "ppo.num_steps=8", "--set", "model.hidden_sizes=[8]"]
+    out = bench(
+        "bench_mmd.py", "--settings", "ppo", "mmd-reward", "--presets", "mini", "--decisions", "512", "--every", "2",
+        "--history", "9", "--event-embedding", "4", *sets, "--json", "mmd.json", "--plot", "mmd.png", cwd=tmp_path,
+    ).stdout  # fmt: skip
+    rows = re.findall(
+        r"^  mini\s+(ppo|mmd-reward)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+\d+  0.01 \((met|not met)\)$", out, re.M
+    )
+    assert [r[0] for r in rows] == ["ppo", "mmd-reward"] and all(float(r[2]) <= float(r[1]) for r in rows)
+    runs = json.loads((tmp_path / "mmd.json").read_text())["runs"]
+    assert [len(r["points"]) for r in runs] == [3, 3] and (tmp_path / "mmd.png").stat().st_size > 0
+    assert "game.history=9" in runs[0]["sets"] and "ppo.magnet_reward=true" in runs[1]["sets"]
+    assert bench("bench_mmd.py", "--json", "mmd.json", cwd=tmp_path, codes=(2,)).stderr.count("--overwrite") == 1
+
+
+def test_bench_training_history_compares_the_history_aware_network_with_the_mlp(tmp_path):
+    sets = ["--set", "ppo.num_envs=32", "--set", "ppo.num_steps=8", "--set", "model.hidden_sizes=[16]"]
+    out = bench(
+        "bench_training.py", "--history", "8", "--event-embedding", "4", "--rounds", "1", "--updates", "3", *sets,
+        cwd=tmp_path,
+    ).stdout  # fmt: skip
+    assert re.search(r"^  MLP\s+[\d,]+ decisions/s \(median\)$", out, re.M)
+    assert re.search(r"^  history-aware \(history=8, event_embedding=4\)\s+[\d,]+ decisions/s", out, re.M)
+    assert re.search(r"history-aware / MLP: [\d.]+ \(target at least 0.5\)", out)

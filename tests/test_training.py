@@ -1752,7 +1752,12 @@ def test_exploitability_plays_by_default_enough_games_for_an_interval_narrower_t
     torch.manual_seed(0)
     model = ActorCritic(mini, [8])
     tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
-    meta = {"kind": "agent", "name": "m", "game_config": mini.to_dict(), "model": {"hidden_sizes": [8], "activation": "tanh"}}
+    meta = {
+        "kind": "agent",
+        "name": "m",
+        "game_config": mini.to_dict(),
+        "model": {"hidden_sizes": [8], "activation": "tanh"},
+    }
     ckpt.save_checkpoint(tmp_path / "target", tensors, meta)
     report = tmp_path / "report.json"
     sets = ["ppo.num_envs=16", "ppo.num_steps=8", "evaluation.every=0", "model.hidden_sizes=[8]"]
@@ -1764,3 +1769,32 @@ def test_exploitability_plays_by_default_enough_games_for_an_interval_narrower_t
     assert high - low < 0.02 + 1e-9 and (low, high) == pytest.approx(
         wilson_interval(round(result["best_response_loss_rate"] * 9600), 9600)
     )
+
+
+def test_a_magnet_in_the_rewards_gives_each_decision_minus_the_log_ratio_to_its_magnet():
+    """``ppo.magnet_reward``: every decision earns ``-scale * magnet_coef * log(pi(a|s) / magnet(a|s))``, the uniform
+    magnet's probability being one over the legal actions; GAE adds it to the decision's reward.
+    """
+    from training.core.config import PPOConfig
+    from training.core.learner import Learner, gae, magnet_bonus
+
+    model = _model(1)
+    learner = Learner(model, 0.0, 64, 4, GAME.num_players, model.observation_size, model.num_actions)
+    mask = np.zeros((3, model.num_actions), bool)
+    mask[0, :2], mask[1, :5], mask[2, :1] = True, True, True
+    obs = np.zeros((3, model.observation_size), np.float32)
+    logprob = np.log(np.array([0.5, 0.1, 1.0], np.float32))
+    learner.rollout.append(obs, mask, np.zeros(3, np.int64), logprob, np.zeros(3, np.float32))
+    learner.rollout.reward[:3] = [1.0, -1.0, 0.0]
+    learner.rollout.terminal[:3] = True
+    ppo = PPOConfig(magnet_coef=0.2, magnet="uniform", magnet_reward=True)
+    bonus = magnet_bonus(learner, learner.rollout, ppo, 0.5, "cpu")
+    assert bonus == pytest.approx(-0.5 * 0.2 * (logprob + np.log([2, 5, 1])), abs=1e-6)
+    advantages, returns, rows = gae(learner.rollout, ppo, bonus)
+    assert returns[rows] == pytest.approx(np.array([1.0, -1.0, 0.0]) + bonus, abs=1e-6)
+    assert magnet_bonus(learner, learner.rollout, PPOConfig(magnet_coef=0.2, magnet="uniform"), 1.0, "cpu") is None
+    learner.magnet = _model(2).eval()  # a network magnet: its own log-probability of the action taken
+    with torch.no_grad():
+        magnet_logprob = torch.log_softmax(learner.magnet(torch.from_numpy(obs), torch.from_numpy(mask))[0], -1)[:, 0]
+    bonus = magnet_bonus(learner, learner.rollout, PPOConfig(magnet_coef=1.0, magnet_reward=True), 1.0, "cpu")
+    assert bonus == pytest.approx(-(logprob - magnet_logprob.numpy()), abs=1e-5)
