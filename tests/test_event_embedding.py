@@ -105,3 +105,28 @@ def test_a_history_aware_agent_trains_saves_and_plays_everywhere_a_checkpoint_pl
     assert [r.losses for r in by_engine["batched"].agents] == [r.losses for r in by_engine["aec"].agents]
     assert by_engine["aec"].games == 20
     assert 0 <= nash_conv(agent, game) < 10
+
+
+def test_the_best_response_to_a_history_aware_agent_is_history_aware(tmp_path):
+    """``cockroach-exploit`` trains its best response on the agent's own rules and network: the same window of moves
+    and the same event embedding, so it is as informed as the agent it plays.
+    """
+    import json
+
+    from training.cli.exploit import main
+    from training.core.checkpoint import read_metadata, save_checkpoint
+
+    game = GameConfig.from_options("mini", history=9)
+    model = ActorCritic(game, [8], seed=0, event_embedding=4)
+    tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
+    save_checkpoint(
+        tmp_path / "agent", tensors, {"kind": "agent", "name": "a", "game_config": game.to_dict(), "model": model.spec}
+    )
+    sets = ["ppo.num_envs=16", "ppo.num_steps=8", "evaluation.every=0"]
+    argv = [str(tmp_path / "agent"), "--decisions", "256", "--games", "20", "--output-dir", str(tmp_path)]
+    argv += ["--json", str(tmp_path / "report.json"), "--no-progress", *[a for s in sets for a in ("--set", s)]]
+    assert main(argv) == 0
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["game_config"]["history"] == 9
+    best_response = read_metadata(next(tmp_path.glob("exploit_*")) / "final")
+    assert best_response["game_config"]["history"] == 9 and best_response["model"]["event_embedding"] == 4
