@@ -79,8 +79,20 @@ SETTINGS = {
         "ppo.update_epochs=1",
         "ppo.num_minibatches=1",
     ],
+    "nfsp": [
+        "algorithm=nfsp",
+        "opponents.population=0.8",
+        "opponents.self_play=0.2",
+        "nfsp.reservoir_size=1000000",
+        "nfsp.sl_batch_size=1024",
+        "nfsp.sl_steps=4",
+        "nfsp.sl_learning_rate=1e-3",
+        "ppo.learning_rate=1e-3",
+        "ppo.ent_coef=0.1",
+    ],
 }
-"""The settings of the sweep, by name: ``ppo`` keys over ``BASE``."""
+"""The settings of the sweep, by name: keys over ``BASE`` (``nfsp``: NFSP's average policy over the same PPO learner,
+``bench_psro.py``'s NFSP settings)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,6 +109,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=1, help="training seed (default 1)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument(
+        "--compare-seconds",
+        type=float,
+        default=0.0,
+        help="also run PSRO and this project's CFR solver (DCFR over information states) for this long per rule set, "
+        "as bench_psro.py --nashconv does, into the same table and plot (default 0: not run)",
+    )
+    parser.add_argument(
+        "--replot",
+        nargs="+",
+        metavar="JSON",
+        help="train nothing: print the table and draw the plot of the runs in these --json files (e.g. one per rule "
+        "set, run in parallel)",
+    )
     parser.add_argument("--json", help="write every curve to this file")
     parser.add_argument("--plot", help="draw the curves into this PNG")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --json or --plot file")
@@ -110,6 +136,16 @@ def main(argv: list[str] | None = None) -> int:
         print("bench_mmd: error: --decisions and --every must be positive integers", file=sys.stderr)
         return 2
 
+    if args.replot:
+        try:
+            runs = [run for path in args.replot for run in json.loads(Path(path).read_text())["runs"]]
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            print(f"bench_mmd: error: --replot reads files written by --json: {error}", file=sys.stderr)
+            return 2
+        table(runs, "the runs of " + ", ".join(args.replot))
+        if args.plot:
+            plot(runs, Path(args.plot))
+        return 0
     runs = []
     for preset in args.presets:
         for name in args.settings:
@@ -118,26 +154,33 @@ def main(argv: list[str] | None = None) -> int:
             points, seconds = curve(sets, args.decisions, args.every)
             runs.append({"setting": name, "preset": preset, "sets": sets, "points": points, "seconds": seconds})
             print(f"{preset} {name}: " + " ".join(f"{t:.0f}s:{v:.4f}" for _, t, v in points), flush=True)
-    print(
-        f"exact NashConv of history-aware self-play from scratch (history={args.history}, event_embedding="
-        f"{args.event_embedding}), {args.decisions:,} decisions, seed {args.seed}; load average "
-        f"{os.getloadavg()[0]:.2f}"
+    if args.compare_seconds > 0:
+        runs += compare(args.presets, args.compare_seconds)
+    table(
+        runs,
+        f"history={args.history}, event_embedding={args.event_embedding}, {args.decisions:,} decisions, seed "
+        f"{args.seed}; load average {os.getloadavg()[0]:.2f}",
     )
-    print(f"  {'rule set':8s} {'setting':16s} {'last':>8s} {'best':>8s} {'last third':>10s} {'train s':>8s}  target")
-    for run in runs:
-        values = [v for _, _, v in run["points"]]
-        third = values[-max(1, len(values) // 3) :]
-        target = TARGETS[run["preset"]]
-        print(
-            f"  {run['preset']:8s} {run['setting']:16s} {values[-1]:8.4f} {min(values):8.4f} "
-            f"{statistics.mean(third):10.4f} {run['seconds']:8.0f}  {target} "
-            f"({'met' if values[-1] <= target else 'not met'})"
-        )
     if args.json:
         Path(args.json).write_text(json.dumps({"runs": runs}, indent=1) + "\n")
     if args.plot:
         plot(runs, Path(args.plot))
     return 0
+
+
+def table(runs: list[dict], title: str) -> None:
+    """Per run: the last and the best NashConv, the mean over the last third of its points, its training seconds."""
+    print(f"exact NashConv of history-aware self-play from scratch ({title})")
+    print(f"  {'rule set':8s} {'setting':18s} {'last':>8s} {'best':>8s} {'last third':>10s} {'train s':>8s}  target")
+    for run in runs:
+        values = [v for _, _, v in run["points"]]
+        third = values[-max(1, len(values) // 3) :]
+        target = TARGETS[run["preset"]]
+        print(
+            f"  {run['preset']:8s} {run['setting']:18s} {values[-1]:8.4f} {min(values):8.4f} "
+            f"{statistics.mean(third):10.4f} {run['seconds']:8.0f}  {target} "
+            f"({'met' if values[-1] <= target else 'not met'})"
+        )
 
 
 def curve(sets: list[str], decisions: int, every: int) -> tuple[list[tuple[int, float, float]], float]:
@@ -162,6 +205,8 @@ def curve(sets: list[str], decisions: int, every: int) -> tuple[list[tuple[int, 
             ],
         )
         game = config.game_config()
+        if config.algorithm == "nfsp":
+            from training.algorithms.nfsp import train
         started = time.perf_counter()
         final = train(config, progress_bar=False)
         seconds = time.perf_counter() - started
@@ -173,6 +218,29 @@ def curve(sets: list[str], decisions: int, every: int) -> tuple[list[tuple[int, 
             value = nash_conv(load_agent(path, config=game), game)
             points.append((step["update"] * per_update, step["wall_seconds"], value))
     return points, seconds
+
+
+def compare(presets: list[str], seconds: float) -> list[dict]:
+    """PSRO (``bench_psro.py``'s settings, over the default observation) and DCFR over information states, for about
+    ``seconds`` each per rule set: runs in this script's format (decisions: 0, not counted for them).
+    """
+    import bench_psro
+
+    from cockroach_env import GameConfig
+    from training.evaluation.exact import nash_conv
+
+    runs = []
+    for preset in presets:
+        game = GameConfig.from_options(preset=preset)
+        with tempfile.TemporaryDirectory() as tmp:
+            psro = bench_psro._psro_curve(preset, game, seconds / 60, Path(tmp), nash_conv)
+        cfr = bench_psro._tree_solver_curves(game, seconds, 0)["ours: DCFR (information states)"]
+        for name, points in (("psro", psro), ("cfr (tree solver)", cfr)):
+            runs.append(
+                {"setting": name, "preset": preset, "sets": [], "points": [(0, t, v) for t, v in points[1:]],
+                 "seconds": points[-1][0]}
+            )  # fmt: skip
+    return runs
 
 
 def plot(runs: list[dict], out: Path) -> None:

@@ -557,6 +557,13 @@ def test_bench_mmd_measures_each_setting_by_exact_nashconv_and_writes_its_curves
     assert [len(r["points"]) for r in runs] == [3, 3] and (tmp_path / "mmd.png").stat().st_size > 0
     assert "game.history=9" in runs[0]["sets"] and "ppo.magnet_reward=true" in runs[1]["sets"]
     assert bench("bench_mmd.py", "--json", "mmd.json", cwd=tmp_path, codes=(2,)).stderr.count("--overwrite") == 1
+    replot = bench("bench_mmd.py", "--replot", "mmd.json", "--plot", "again.png", cwd=tmp_path).stdout
+    assert re.findall(r"^  mini\s+(ppo|mmd-reward)\s", replot, re.M) == ["ppo", "mmd-reward"]
+    assert (tmp_path / "again.png").stat().st_size > 0
+    assert (
+        "--replot reads files written by --json"
+        in bench("bench_mmd.py", "--replot", "again.png", cwd=tmp_path, codes=(2,)).stderr
+    )
 
 
 def test_bench_training_history_compares_the_history_aware_network_with_the_mlp(tmp_path):
