@@ -290,6 +290,72 @@ def test_names_checkpoints_mixtures_and_lists_of_opponents_all_play():
         obs, *_ = envs.step(random_actions(obs["action_mask"], rng))
 
 
+def _save_agent(path, config: GameConfig, event_embedding: int = 0):
+    """A small untrained checkpoint for ``config`` (with ``event_embedding``, the history-aware network)."""
+    from training.core.checkpoint import save_checkpoint
+    from training.core.model import ActorCritic
+
+    model = ActorCritic(config, [8], seed=0, event_embedding=event_embedding)
+    tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
+    metadata = {"kind": "agent", "name": path.name, "game_config": config.to_dict(), "model": model.spec}
+    return save_checkpoint(path, tensors, metadata)
+
+
+def test_a_history_aware_opponent_plays_at_its_window_and_is_refused_elsewhere_naming_the_window(tmp_path):
+    pytest.importorskip("torch")
+    from training.core.checkpoint import load_agent
+
+    plain = GameConfig.from_options("mini")
+    window = GameConfig.from_options("mini", history=4)
+    path = _save_agent(tmp_path / "windowed", window, event_embedding=4)
+    envs = SelfPlayVectorEnv(8, [str(path), load_agent(path, seed=0, config=window)], seed=0, config=window)
+    obs, _ = envs.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        assert envs.observation_space.contains(obs)
+        obs, *_ = envs.step(random_actions(obs["action_mask"], rng))
+    for opponent in (str(path), load_agent(path, seed=0, config=window)):
+        for table, option in ((plain, ""), (GameConfig.from_options("mini", history=8), " \\(history=8\\)")):
+            refusal = (
+                rf"opponents\[0\] \(.*windowed.*\) was trained with history=4: it sees a window of the game's moves "
+                rf"that these games do not have{option}; build the vector env with history=4"
+            )
+            with pytest.raises(ValueError, match=refusal):
+                SelfPlayVectorEnv(2, opponent, config=table)
+
+
+def test_agents_without_the_window_play_at_a_history_table_on_the_observation_prefix(tmp_path):
+    """By name (a baseline, a checkpoint) or as an object built for the rules without the window: each reads the
+    observation without the moves, and plays exactly as at the table without the window.
+    """
+    pytest.importorskip("torch")
+    from training.core.checkpoint import load_agent
+
+    plain = GameConfig(num_players=4)
+    window = GameConfig(num_players=4, history=16)
+    path = _save_agent(tmp_path / "plain", plain)
+    size = SelfPlayVectorEnv(1, "random", config=plain).games.encoding.observation.size
+    built = (  # one agent per env: each draws from its own generator
+        lambda: "heuristic",
+        lambda: str(path),
+        lambda: load_agent(path, seed=0, config=plain),
+        lambda: baselines.make("heuristic", plain),
+    )
+    for opponents in built:
+        at_window = SelfPlayVectorEnv(8, opponents(), seed=3, config=window)
+        at_plain = SelfPlayVectorEnv(8, opponents(), seed=3, config=plain)
+        obs, _ = at_window.reset(seed=3)
+        reference, _ = at_plain.reset(seed=3)
+        rng = np.random.default_rng(0)
+        for _ in range(40):
+            assert obs["observation"].shape[1] > size
+            assert np.array_equal(obs["observation"][:, :size], reference["observation"])
+            actions = random_actions(obs["action_mask"], rng)
+            obs, reward, *_ = at_window.step(actions)
+            reference, expected, *_ = at_plain.step(actions)
+            assert np.array_equal(reward, expected)
+
+
 class ProbabilitiesOnly(baselines.agent.Agent):
     """An agent that only states its distribution (no act_batch): the env samples it in batches."""
 
