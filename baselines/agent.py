@@ -248,8 +248,17 @@ class RecallPrefixAgent:
             np.ascontiguousarray(np.asarray(observations)[:, : self.size]), masks
         )
 
+    @property
+    def rng(self):
+        """The wrapped agent's generator: reseeding the wrapper (``agent.rng = ...``) reseeds the agent that plays."""
+        return self.agent.rng
+
+    @rng.setter
+    def rng(self, value) -> None:
+        self.agent.rng = value
+
     def __getattr__(self, name: str):
-        return getattr(self.__dict__["agent"], name)  # rng, greedy, model, ... of the wrapped agent
+        return getattr(self.__dict__["agent"], name)  # greedy, model, ... of the wrapped agent
 
     def __repr__(self) -> str:
         return f"RecallPrefixAgent({self.agent!r})"

@@ -118,9 +118,22 @@ def test_the_same_seed_gives_the_same_games_and_another_seed_others():
     assert not all(np.array_equal(a, b) for a, b in zip(first, other))
 
 
-@pytest.mark.parametrize("options", [{"num_players": 4}, {"preset": "royal", "num_players": 4}, {"num_players": 2}])
+REFERENCE_TABLES = [
+    {"num_players": 4},
+    {"preset": "royal", "num_players": 4},
+    {"num_players": 2},
+    {"num_players": 4, "history": 8},
+    {"preset": "royal", "num_players": 4, "history": 4},
+    {"preset": "mini", "history": 16},
+]
+"""The tables whose sub-environments are replayed on the reference engines, with and without a history window."""
+
+
+@pytest.mark.parametrize("options", REFERENCE_TABLES)
 def test_a_sub_environment_plays_what_batched_games_and_the_aec_env_play(options):
-    """One game at a time: the same deals as ``BatchedGames(config, 1, seed)``, the same moves give the same views."""
+    """One game at a time: the same deals as ``BatchedGames(config, 1, seed)``, the same moves give the same views
+    (with ``history``, the same window of moves, the final observation's ending with the game's last decision).
+    """
     config = GameConfig.from_options(**options)
     log: list[int] = []
     envs = SelfPlayVectorEnv(1, Recorder(config, log), seed=11, config=config)
@@ -167,6 +180,92 @@ def test_a_sub_environment_plays_what_batched_games_and_the_aec_env_play(options
         assert position == len(log)
 
 
+class LowestLegal:
+    """A batched agent that plays the lowest legal action and keeps every observation it is handed (as bytes)."""
+
+    name = "lowest-legal"
+    supports_batch = True
+
+    def __init__(self, config: GameConfig):
+        self.config, self.seen = config, []
+
+    def act(self, observation):
+        return int(self.act_batch(observation["observation"][None], observation["action_mask"][None])[0])
+
+    def act_batch(self, observations, masks):
+        self.seen.extend(row.tobytes() for row in np.asarray(observations, np.float32))
+        return np.asarray(masks).argmax(1).astype(np.int64)
+
+
+@pytest.mark.parametrize("options", REFERENCE_TABLES[3:])
+def test_every_sub_environment_and_every_opponent_sees_the_window_the_aec_env_shows(options):
+    """Many games at once, each replayed on its own AEC env: the learner's observations, final observations and
+    rewards, and the multiset of every observation handed to the opponents, are the AEC env's, window included.
+    """
+    config = GameConfig.from_options(**options)
+    opponent = LowestLegal(config)
+    envs = SelfPlayVectorEnv(6, opponent, seed=5, config=config)
+    expected_seen: list[bytes] = []
+
+    def dealt(deal, seat: int | None):
+        aec = raw_env(config=config)
+        aec.reset(options=_reset_options(deal, config, aec.possible_agents))
+        catch_up(aec, seat)
+        return aec
+
+    def catch_up(aec, seat: int | None) -> None:
+        """The opponents' lowest legal moves until the learner (None: nobody) is to act, or the game is over."""
+        while not aec.game.over and aec.game.current != seat:
+            view = aec.observe(f"player_{aec.game.current}")
+            expected_seen.append(view["observation"].tobytes())
+            aec.step(int(np.argmax(view["action_mask"])))
+
+    def deals_in_order() -> dict[int, list]:
+        """Every deal of the latest reset or step per game, in order (a game may end before the learner decides)."""
+        out: dict[int, list] = {}
+        for games, slots, deals in envs.games._dealt:
+            for g, k in zip(games, slots):
+                out.setdefault(int(g), []).append(deals.deal(int(k)))
+        return out
+
+    def played(deals: list, seat: int):
+        """The AEC env of the last of ``deals``; the games before it ended before the learner's first decision, so
+        the opponents played them out.
+        """
+        for deal in deals[:-1]:
+            assert dealt(deal, None).game.over
+        return dealt(deals[-1], seat)
+
+    obs, _ = envs.reset()
+    seats = envs.games.learner
+    deals = deals_in_order()
+    aecs = [played(deals[g], int(seats[g])) for g in range(envs.num_envs)]
+    rng, ended = np.random.default_rng(2), 0
+    for _ in range(120):
+        for g, aec in enumerate(aecs):
+            view = aec.observe(f"player_{seats[g]}")
+            assert aec.game.current == seats[g]
+            assert np.array_equal(obs["observation"][g], view["observation"])
+            assert np.array_equal(obs["action_mask"][g], view["action_mask"])
+        actions = random_actions(obs["action_mask"], rng)
+        obs, reward, terminated, truncated, info = envs.step(actions)
+        deals = deals_in_order()
+        for g, aec in enumerate(aecs):
+            seat = int(seats[g])
+            aec.step(int(actions[g]))
+            catch_up(aec, seat)
+            assert aec.game.over == (terminated[g] or truncated[g])
+            if aec.game.over:
+                ended += 1
+                final = info["final_obs"][g]["observation"]
+                assert np.array_equal(final, aec.observe(f"player_{seat}")["observation"])
+                assert reward[g] == pytest.approx(aec._cumulative_rewards[f"player_{seat}"])
+                aecs[g] = played(deals[g], int(envs.games.learner[g]))
+        seats = envs.games.learner
+    assert ended > 10
+    assert sorted(opponent.seen) == sorted(expected_seen)
+
+
 # ---------------------------------------------------------------------------- opponents
 def test_opponents_move_in_batches_not_one_game_at_a_time():
     recorder = Recorder(CONFIG, [])
@@ -189,6 +288,72 @@ def test_names_checkpoints_mixtures_and_lists_of_opponents_all_play():
     rng = np.random.default_rng(0)
     for _ in range(40):
         obs, *_ = envs.step(random_actions(obs["action_mask"], rng))
+
+
+def _save_agent(path, config: GameConfig, event_embedding: int = 0):
+    """A small untrained checkpoint for ``config`` (with ``event_embedding``, the history-aware network)."""
+    from training.core.checkpoint import save_checkpoint
+    from training.core.model import ActorCritic
+
+    model = ActorCritic(config, [8], seed=0, event_embedding=event_embedding)
+    tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
+    metadata = {"kind": "agent", "name": path.name, "game_config": config.to_dict(), "model": model.spec}
+    return save_checkpoint(path, tensors, metadata)
+
+
+def test_a_history_aware_opponent_plays_at_its_window_and_is_refused_elsewhere_naming_the_window(tmp_path):
+    pytest.importorskip("torch")
+    from training.core.checkpoint import load_agent
+
+    plain = GameConfig.from_options("mini")
+    window = GameConfig.from_options("mini", history=4)
+    path = _save_agent(tmp_path / "windowed", window, event_embedding=4)
+    envs = SelfPlayVectorEnv(8, [str(path), load_agent(path, seed=0, config=window)], seed=0, config=window)
+    obs, _ = envs.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        assert envs.observation_space.contains(obs)
+        obs, *_ = envs.step(random_actions(obs["action_mask"], rng))
+    for opponent in (str(path), load_agent(path, seed=0, config=window)):
+        for table, option in ((plain, ""), (GameConfig.from_options("mini", history=8), " \\(history=8\\)")):
+            refusal = (
+                rf"opponents\[0\] \(.*windowed.*\) was trained with history=4: it sees a window of the game's moves "
+                rf"that these games do not have{option}; build the vector env with history=4"
+            )
+            with pytest.raises(ValueError, match=refusal):
+                SelfPlayVectorEnv(2, opponent, config=table)
+
+
+def test_agents_without_the_window_play_at_a_history_table_on_the_observation_prefix(tmp_path):
+    """By name (a baseline, a checkpoint) or as an object built for the rules without the window: each reads the
+    observation without the moves, and plays exactly as at the table without the window.
+    """
+    pytest.importorskip("torch")
+    from training.core.checkpoint import load_agent
+
+    plain = GameConfig(num_players=4)
+    window = GameConfig(num_players=4, history=16)
+    path = _save_agent(tmp_path / "plain", plain)
+    size = SelfPlayVectorEnv(1, "random", config=plain).games.encoding.observation.size
+    built = (  # one agent per env: each draws from its own generator
+        lambda: "heuristic",
+        lambda: str(path),
+        lambda: load_agent(path, seed=0, config=plain),
+        lambda: baselines.make("heuristic", plain),
+    )
+    for opponents in built:
+        at_window = SelfPlayVectorEnv(8, opponents(), seed=3, config=window)
+        at_plain = SelfPlayVectorEnv(8, opponents(), seed=3, config=plain)
+        obs, _ = at_window.reset(seed=3)
+        reference, _ = at_plain.reset(seed=3)
+        rng = np.random.default_rng(0)
+        for _ in range(40):
+            assert obs["observation"].shape[1] > size
+            assert np.array_equal(obs["observation"][:, :size], reference["observation"])
+            actions = random_actions(obs["action_mask"], rng)
+            obs, reward, *_ = at_window.step(actions)
+            reference, expected, *_ = at_plain.step(actions)
+            assert np.array_equal(reward, expected)
 
 
 class ProbabilitiesOnly(baselines.agent.Agent):
@@ -239,7 +404,6 @@ def test_an_opponent_for_other_rules_is_refused():
         ({"opponents": []}, r"opponents=\[\] is not allowed"),
         ({"opponents": baselines.agent.Agent}, "is a class, not an agent"),
         ({"recall": True}, "recall=True is not supported"),
-        ({"history": 8}, "history=8 is not supported"),
     ],
 )
 def test_bad_arguments_are_named(arguments, message):

@@ -37,6 +37,21 @@ def test_maskable_ppo_trains_on_it_directly_and_get_action_masks_works():
     env.step(action)
 
 
+@pytest.mark.parametrize("options", [{"num_players": 4, "history": 8}, {"preset": "mini", "history": 16}])
+def test_a_history_window_steps_with_masks_and_terminal_observations_in_the_space(options):
+    env = MaskedSelfPlayVecEnv(8, "heuristic", seed=0, **options)
+    size = env.observation_space.shape[0]
+    assert size == SelfPlayVectorEnv(1, "random", **options).games.encoding.observation.size
+    obs, ended = env.reset(), 0
+    for _ in range(60):
+        assert obs.shape == (8, size) and all(env.observation_space.contains(row) for row in obs)
+        obs, _, dones, infos = env.step(lowest_legal(get_action_masks(env)))
+        for i in np.flatnonzero(dones):
+            assert env.observation_space.contains(infos[i]["terminal_observation"])
+            ended += 1
+    assert ended > 0
+
+
 def test_terminal_observation_and_info_keys_follow_sb3s_convention():
     env = MaskedSelfPlayVecEnv(8, "random", seed=0, num_players=4, max_steps=12)
     env.reset()

@@ -18,10 +18,24 @@ from cockroach_env.integrations.torchrl import BatchedCockroachEnv  # noqa: E402
 from cockroach_env.vector import INFO_KEYS, SelfPlayVectorEnv  # noqa: E402
 
 
-@pytest.mark.parametrize("options", [{"num_players": 4}, {"num_players": 2}, {"preset": "royal", "num_players": 4}])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"num_players": 4},
+        {"num_players": 2},
+        {"preset": "royal", "num_players": 4},
+        {"num_players": 4, "history": 8},
+        {"preset": "royal", "num_players": 4, "history": 4},
+        {"preset": "mini", "history": 16},
+    ],
+)
 def test_check_env_specs_passes(options):
     env = BatchedCockroachEnv(batch_size=[4], opponents="random", seed=0, **options)
     check_env_specs(env, seed=0)
+    assert (
+        env.observation_spec["observation"].shape[-1]
+        == SelfPlayVectorEnv(1, "random", **options).games.encoding.observation.size
+    )
     assert env.batch_size == torch.Size([4])
     assert set(INFO_KEYS) < set(env.observation_spec.keys())
     assert env.observation_spec["action_mask"].dtype == torch.bool

@@ -22,12 +22,17 @@ the vectors get only its last ``K`` entries, newest first.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from cockroach_env.batched.deals import _Deals
 from cockroach_env.batched.layout import CARD, CURRENT, PENALTY_END, PENALTY_TOP, _Rules
 from cockroach_env.batched.state import _State
 from cockroach_env.encoding import Encoding
+
+_GAME_ROWS = ("dealt_hands", "starter", "opening_collections", "count", "actor", "public", "revealed", "top")
+"""The log's arrays with one row per game."""
 
 
 class _RecallLog:
@@ -66,6 +71,24 @@ class _RecallLog:
         )
         return tuple(a for a in arrays if a is not None)
 
+    def taken(self, games: np.ndarray) -> _RecallLog:
+        """A log of the games ``games`` only, in that order (their rows copied; the tables shared)."""
+        log = copy.copy(self)
+        for name in _GAME_ROWS:
+            rows = getattr(self, name)
+            if rows is not None:
+                setattr(log, name, rows[games])
+        return log
+
+    @staticmethod
+    def joined(logs: list[_RecallLog]) -> _RecallLog:
+        """One log of the games of ``logs`` (logs of the same rules), in order."""
+        log = copy.copy(logs[0])
+        for name in _GAME_ROWS:
+            if getattr(log, name) is not None:
+                setattr(log, name, np.concatenate([getattr(part, name) for part in logs]))
+        return log
+
     @property
     def bytes_per_game(self) -> int:
         return sum(a.nbytes // a.shape[0] for a in self.arrays())
@@ -84,69 +107,85 @@ class _RecallLog:
         return state.info[:, CURRENT].astype(np.int64), state.info[:, CARD].copy()
 
     def record(
-        self, actions: np.ndarray, before: tuple[np.ndarray, np.ndarray], done: np.ndarray, state: _State
+        self,
+        actions: np.ndarray,
+        before: tuple[np.ndarray, np.ndarray],
+        done: np.ndarray,
+        state: _State,
+        rows: np.ndarray | None = None,
     ) -> None:
-        """Log the step's decision of every game that did not end in it (``actions`` were all legal)."""
+        """Log the step's decision of every game that did not end in it (``actions`` were all legal).
+
+        ``rows``: the step moved only these games of the log (``actions``, ``before``, ``done``
+        and ``state`` have one row per entry of ``rows``); None: every game.
+        """
         actor, card = before
-        games = np.flatnonzero(~done)
+        stepped = np.flatnonzero(~done)
+        games = stepped if rows is None else rows[stepped]
         slot = self.count[games]
         if slot.size and slot.max() >= self.length:  # encoding.max_decisions bounds a game's decisions
             raise RuntimeError(
                 f"game {int(games[np.argmax(slot)])} made more than max_decisions={self.length} decisions; the bound "
                 "in cockroach_env.encoding is wrong"
             )
-        act = actions[games]
-        self.actor[games, slot] = actor[games]
+        act = actions[stepped]
+        self.actor[games, slot] = actor[stepped]
         self.public[games, slot] = self.public_move[act]
-        self.revealed[games, slot] = np.where(self.calls[act], card[games], -1)
+        self.revealed[games, slot] = np.where(self.calls[act], card[stepped], -1)
         if self.rules.royal:
-            top, end = state.info[games, PENALTY_TOP].astype(np.int64), state.info[games, PENALTY_END]
-            face_up = state.penalty[games, np.minimum(top, self.rules.penalty_capacity - 1)]
+            top, end = state.info[stepped, PENALTY_TOP].astype(np.int64), state.info[stepped, PENALTY_END]
+            face_up = state.penalty[stepped, np.minimum(top, self.rules.penalty_capacity - 1)]
             self.top[games, slot] = np.where(top < end, face_up, -1)
         self.count[games] = slot + 1
 
     # ------------------------------------------------------------ the vectors
-    def write_observations(self, out: np.ndarray, viewer: np.ndarray) -> None:
+    def write_observations(self, out: np.ndarray, viewer: np.ndarray, rows: np.ndarray | None = None) -> None:
         """The recall segments of every game's observation by seat ``viewer[b]`` into ``out`` (B, O), zeros there
-        already.
+        already. ``rows``: ``out`` holds only these games of the log, one row each; None: every game.
         """
-        self._write(out, self.rules.recall_observation, viewer.astype(np.int64), own=True)
+        self._write(out, self.rules.recall_observation, viewer.astype(np.int64), own=True, rows=rows)
 
     def write_states(self, out: np.ndarray) -> None:
         """The recall segments of every game's full state into ``out`` (B, S or more), zeros there already."""
         self._write(out, self.rules.recall_state, np.zeros(len(out), np.int64), own=False)
 
-    def _write(self, out: np.ndarray, at: dict[str, int], viewer: np.ndarray, own: bool) -> None:
-        """Seats counted from ``viewer`` (zero: absolute); ``own``: only the viewer's dealt hand."""
+    def _write(
+        self, out: np.ndarray, at: dict[str, int], viewer: np.ndarray, own: bool, rows: np.ndarray | None = None
+    ) -> None:
+        """Seats counted from ``viewer`` (zero: absolute); ``own``: only the viewer's dealt hand; ``rows``: the log's
+        game of each row of ``out`` (None: row b is game b).
+        """
         if not out.flags.c_contiguous:
             raise ValueError("the recall segments are written through flat indices; expected a C-contiguous array")
         r, b, width = self.rules, len(out), out.shape[1]
         n, i = r.n, r.i
-        rows = np.arange(b)
+        logged = np.arange(b) if rows is None else rows
         seats = (viewer[:, None] + np.arange(n)) % n  # seats[b, rel]: the absolute seat at ego-centric position rel
         if own:
-            out[:, at["dealt_hand"] : at["dealt_hand"] + i] = self.dealt_hands[rows, viewer]
+            out[:, at["dealt_hand"] : at["dealt_hand"] + i] = self.dealt_hands[logged, viewer]
         else:
-            out[:, at["dealt_hands"] : at["dealt_hands"] + n * i] = self.dealt_hands.reshape(b, -1)
-        out[rows, at["starter"] + (self.starter - viewer) % n] = 1.0
+            out[:, at["dealt_hands"] : at["dealt_hands"] + n * i] = self.dealt_hands[logged].reshape(b, -1)
+        out[np.arange(b), at["starter"] + (self.starter[logged] - viewer) % n] = 1.0
         if self.opening:
             out[:, at["opening_collections"] : at["opening_collections"] + n * i] = self.opening_collections[
-                rows[:, None], seats
+                logged[:, None], seats
             ].reshape(b, -1)
+        count = self.count[logged]
         if r.history:  # slot k: the k-th most recent decision, as far as the game has made that many
-            game, slot = np.nonzero(np.arange(r.history) < self.count[:, None])
-            entry = self.count[game] - 1 - slot
+            game, slot = np.nonzero(np.arange(r.history) < count[:, None])
+            entry = count[game] - 1 - slot
         else:  # slot k: decision k, for every logged decision of every game
-            game, slot = np.nonzero(np.arange(self.length) < self.count[:, None])
+            game, slot = np.nonzero(np.arange(self.length) < count[:, None])
             entry = slot
         flat = out.reshape(-1)  # a view: out is C-contiguous (checked above)
         base = game * width
-        flat[base + at["move_actor"] + slot * n + (self.actor[game, entry] - viewer[game]) % n] = 1.0
-        flat[base + at["move_public"] + slot * r.recall_moves + self.public[game, entry]] = 1.0
-        revealed = self.revealed[game, entry].astype(np.int64)
+        source = logged[game]  # the log's game behind each written slot
+        flat[base + at["move_actor"] + slot * n + (self.actor[source, entry] - viewer[game]) % n] = 1.0
+        flat[base + at["move_public"] + slot * r.recall_moves + self.public[source, entry]] = 1.0
+        revealed = self.revealed[source, entry].astype(np.int64)
         shown = revealed >= 0
         flat[(base + at["move_revealed"] + slot * i + revealed)[shown]] = 1.0
         if "move_top" in at:
-            top = self.top[game, entry].astype(np.int64)
+            top = self.top[source, entry].astype(np.int64)
             shown = top >= 0
             flat[(base + at["move_top"] + slot * i + top)[shown]] = 1.0

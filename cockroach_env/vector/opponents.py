@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from cockroach_env.config import GameConfig
+from cockroach_env.encoding import encoding_for, keeps_moves, observation_option, without_moves
 
 GROUP = "cockroach_poker.agents"
 PROJECT = "cockroach-poker-rl"
@@ -35,8 +36,10 @@ def agent_sources() -> dict[str, EntryPoint]:
     return dict(sorted((point.name, point) for point in entry_points(group=GROUP)))
 
 
-def resolve_agent(spec: str, config: GameConfig, seed: int | None = None) -> Any:
-    """The agent a name or path stands for, built for ``config``; ``ValueError`` listing every plugin's answer."""
+def resolve_agent(spec: str, config: GameConfig | None, seed: int | None = None) -> Any:
+    """The agent a name or path stands for, built for ``config`` (None: the rules it was made for, a checkpoint's);
+    ``ValueError`` listing every plugin's answer.
+    """
     answers = []
     for name, point in agent_sources().items():
         try:
@@ -61,7 +64,11 @@ class Opponents:
 
     ``opponents`` is one agent or name, or a list of them (each seat of each new game
     draws one uniformly). A name goes through ``resolve_agent``. An agent object must
-    follow the agent protocol (``baselines.agent``) and be built for ``config``.
+    follow the agent protocol (``baselines.agent``) and be built for ``config``, or, at a
+    table with a ``history`` window, for the same rules without it: it is then handed the
+    observations without the window (their prefix, as ``baselines.agent.RecallPrefixAgent``
+    does). An agent that sees a window (``history=K``) plays only at a table with that
+    window; elsewhere it is refused, naming the window to build the vector env with.
     """
 
     def __init__(self, opponents: Any, config: GameConfig):
@@ -70,12 +77,42 @@ class Opponents:
         if not entries:
             raise ValueError("opponents=[] is not allowed; expected an agent, a name, or a non-empty list of them")
         self.pool: list[Any] = []
+        self._sizes: list[int | None] = []
+        """Per pooled agent: the observation prefix it reads (an agent without the table's window), or None."""
         for index, entry in enumerate(entries):
-            agent = resolve_agent(entry, config) if isinstance(entry, str) else entry
+            agent = self._resolved(entry, index) if isinstance(entry, str) else entry
             self.pool.append(self._checked(agent, entry, index))
         self.names = [_name(agent) for agent in self.pool]
         self._single = len(self.pool) == 1 and not is_mixture(self.pool[0])
         self._stride = 1 + max((len(a.members) for a in self.pool if is_mixture(a)), default=0)
+
+    def _resolved(self, entry: str, index: int) -> Any:
+        """The agent a name stands for at this table; an agent that sees a window the table lacks is named as such."""
+        try:
+            return resolve_agent(entry, self.config)
+        except ValueError as refusal:
+            try:  # refused for these rules: is it an agent of these rules with another window of moves?
+                own = getattr(resolve_agent(entry, None), "config", None)
+            except ValueError:
+                own = None
+            if isinstance(own, GameConfig) and keeps_moves(own) and without_moves(own) == without_moves(self.config):
+                raise ValueError(self._window_refusal(f"opponents[{index}] ({entry!r})", own)) from None
+            raise refusal
+
+    def _window_refusal(self, label: str, built_for: GameConfig) -> str:
+        option, table = observation_option(built_for), observation_option(self.config)
+        if built_for.recall:
+            return (
+                f"{label} was trained with recall=True: it sees every move of the game, which the vector envs do not "
+                "support; expected an agent without recall or with a history=K window (play it in cockroach_env.env "
+                "or cockroach_env.batched.BatchedGames)"
+            )
+        return (
+            f"{label} was trained with {option}: it sees a window of the game's moves that "
+            f"{f'these games do not have ({table})' if table else 'these games do not have'}; "
+            f"build the vector env with {option} (SelfPlayVectorEnv(..., {option}), "
+            f"MaskedSelfPlayVecEnv(..., {option}), BatchedCockroachEnv(..., {option}) or GameConfig(..., {option}))"
+        )
 
     def _checked(self, agent: Any, entry: Any, index: int) -> Any:
         label = f"opponents[{index}] ({entry!r})"
@@ -86,8 +123,14 @@ class Opponents:
                 f"{label} is not an agent; expected an object with act_batch(observations, masks) or act(observation)"
             )
         built_for = getattr(agent, "config", None)
+        size = None
         if isinstance(built_for, GameConfig) and built_for != self.config:
-            raise ValueError(f"{label} was built for {built_for}, but these games are {self.config}")
+            if without_moves(built_for) != without_moves(self.config):
+                raise ValueError(f"{label} was built for {built_for}, but these games are {self.config}")
+            if keeps_moves(built_for):
+                raise ValueError(self._window_refusal(label, built_for))
+            size = encoding_for(built_for).observation.size  # the same rules without the window: the prefix
+        self._sizes.append(size)
         return agent
 
     def reseed(self, seed: int) -> None:
@@ -122,6 +165,8 @@ class Opponents:
         return actions
 
     def _checked_batch(self, k: int, agent: Any, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        if self._sizes[k] is not None:
+            observations = np.ascontiguousarray(observations[:, : self._sizes[k]])
         chosen = np.asarray(_act_batch(agent, observations, masks))
         if chosen.shape != (len(masks),) or chosen.dtype.kind not in "iu":
             raise ValueError(

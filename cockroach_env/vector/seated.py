@@ -6,6 +6,12 @@ moves a subset of the games: their rows are gathered into a scratch batch, stepp
 the engine's own backend, and scattered back. Games that end are dealt again from the
 engine's deal queue, in the order they end (with one game, exactly ``BatchedGames``
 driven directly).
+
+With a ``history`` window the engine's move log (``batched.recall._RecallLog``) is kept
+here too: the decision of every stepped row is logged, a game's log starts when it is
+dealt or dealt again, and the window is written into the observation of the seat to act,
+learner or opponent, as ``BatchedGames`` and the AEC env write it. ``recall=True`` (every
+decision of the game) is refused: its observation is too large for batches of games.
 """
 
 from __future__ import annotations
@@ -18,9 +24,9 @@ import numpy as np
 from cockroach_env.batched import BatchedGames
 from cockroach_env.batched.layout import BatchStep
 from cockroach_env.batched.numpy_backend import _NumpyBackend, _write_states
+from cockroach_env.batched.recall import _RecallLog
 from cockroach_env.batched.state import _State
 from cockroach_env.config import GameConfig, check_seed
-from cockroach_env.encoding import keeps_moves, observation_option
 from cockroach_env.engine import Deal
 from cockroach_env.env import ILLEGAL_ACTION_MODES, IllegalActionError, raw_env
 from cockroach_env.vector.opponents import Opponents
@@ -91,10 +97,10 @@ class SeatedGames:
         self.seed = check_seed("seed", seed)
         self.config = game_config(config, game_options)
         n = self.config.num_players
-        if keeps_moves(self.config):  # the seated games step the backend on row subsets, without the move log
+        if self.config.recall:  # every decision of the game in every observation: too large for batches
             raise ValueError(
-                f"{observation_option(self.config)} is not supported by the vector envs; expected a rule set "
-                "without recall or history (use cockroach_env.env or cockroach_env.batched.BatchedGames)"
+                "recall=True is not supported by the vector envs; expected a rule set without recall, or a window of "
+                "the last K decisions with history=K (or use cockroach_env.env or cockroach_env.batched.BatchedGames)"
             )
         if learner_seat is not None and (
             isinstance(learner_seat, (bool, np.bool_))
@@ -113,6 +119,8 @@ class SeatedGames:
         self.games = BatchedGames(self.config, self.num_envs, seed=self.seed)
         self.encoding = self.games.encoding
         self.rules = self.games.rules
+        self._recall: _RecallLog | None = self.games._recall
+        """``history``: the engine's move log, kept for the rows stepped here; None without a window."""
         scratch = _State(self.rules, self.num_envs)
         engine = self.games._backend
         self._backend = (
@@ -123,7 +131,7 @@ class SeatedGames:
         """The engine's state arrays and the scratch batch's as byte rows (``rows.py``): gathered and scattered."""
         self._parts: dict[int, _State] = {}
         self._outputs: dict[int, BatchStep] = {}
-        b, o, a = self.num_envs, self.rules.observation_size, self.rules.num_actions
+        b, o, a = self.num_envs, self.encoding.observation.size, self.rules.num_actions
         self._to_act = np.zeros(b, np.int64)
         self._observation = np.zeros((b, o), np.float32)
         self._mask = np.zeros((b, a), np.int8)
@@ -133,8 +141,10 @@ class SeatedGames:
         self._rng = np.random.default_rng(self.seed)
         self._started = False
         self._dealt: list[tuple[np.ndarray, np.ndarray, Any]] = []
-        self._endings: list[tuple[np.ndarray, list[np.ndarray], np.ndarray, np.ndarray]] = []
-        """Games that ended in the current step, as they were before their last move (for ``_final_observations``)."""
+        self._endings: list[tuple[np.ndarray, list[np.ndarray], np.ndarray, np.ndarray, _RecallLog | None]] = []
+        """Games that ended in the current step, as they were before their last move, with their move logs (for
+        ``_final_observations``).
+        """
 
     # ------------------------------------------------------------------ public
     @property
@@ -243,7 +253,7 @@ class SeatedGames:
             reward=np.zeros(b, np.float32),
             terminated=np.zeros(b, bool),
             truncated=np.zeros(b, bool),
-            final_observation=np.zeros((b, self.rules.observation_size), np.float32),
+            final_observation=np.zeros((b, self.encoding.observation.size), np.float32),
             info=info,
             learner_seat=np.empty(0, np.int64),
         )
@@ -317,6 +327,8 @@ class SeatedGames:
             step = self._outputs[k] = _batch_step(self.rules, k)
         queue = self.games._queue
         queue.ensure(self.num_envs)
+        recall = self._recall
+        before = recall.before(part) if recall is not None else None
         bad, dealt = self._backend_step(part, actions, step)
         if bad >= 0:  # the actions were checked: an engine refusal here is an internal error
             raise ValueError(self.games._illegal_message(int(rows[bad]), int(actions[bad])))
@@ -334,7 +346,8 @@ class SeatedGames:
                 out.info["loser"][settle] = step.loser[j]
                 out.info["loss_reason"][settle] = step.loss_reason[j]
                 out.info["truncated_at_step"][settle] = np.where(step.truncated[j], self.config.max_steps or -1, -1)
-                self._endings.append((settle, [full[settle] for full in whole], actions[j], seat))
+                log = recall.taken(settle) if recall is not None else None
+                self._endings.append((settle, [full[settle] for full in whole], actions[j], seat, log))
                 reported[settle] = True
         else:
             ended = _NO_GAMES
@@ -344,11 +357,25 @@ class SeatedGames:
         if dealt:
             self._dealt.append((ended, slots, queue.deals))
         self._to_act[rows] = step.to_act
-        self._observation[rows] = step.observation
+        if recall is None:  # the hot path: the backend's observations are the whole observations
+            self._observation[rows] = step.observation
+        else:
+            recall.record(actions, before, step.done, part, rows)
+            recall.start(ended, queue.deals, slots)
+            self._observation[rows] = self._with_window(rows, step)
         self._mask[rows] = step.action_mask
         if dealt:
             self._new_games(ended)
         return ended
+
+    def _with_window(self, rows: np.ndarray, step: BatchStep) -> np.ndarray:
+        """``history``: the observations of the games ``rows`` by their seat to act, the window after the backend's
+        part.
+        """
+        view = np.zeros((rows.size, self.encoding.observation.size), np.float32)
+        view[:, : self.rules.observation_size] = step.observation
+        self._recall.write_observations(view, step.to_act, rows)
+        return view
 
     def _part(self, k: int) -> _State:
         """The first ``k`` rows of the scratch batch, as a ``_State`` the backends step."""
@@ -371,16 +398,28 @@ class SeatedGames:
         before = [np.concatenate(parts) for parts in zip(*(e[1] for e in self._endings))]
         actions = np.concatenate([e[2] for e in self._endings])
         seats = np.concatenate([e[3] for e in self._endings])
+        logs = [e[4] for e in self._endings]
         self._endings = []
         m = len(actions)
         state = _State(self.rules, m)
         for whole, piece in zip(state.arrays(), before):
             whole[:] = piece
+        log = _RecallLog.joined(logs) if self._recall is not None else None
+        last = log.before(state) if log is not None else None
         backend = _NumpyBackend(self.rules, state)
         backend.apply(np.ascontiguousarray(actions, np.int64), _batch_step(self.rules, m))
         states = _write_states(self.rules, state, np.empty((m, self.rules.state_size + 1), np.float32))
         seen = state.seen[np.arange(m), seats].astype(np.intp)
-        out.final_observation[rows] = np.take_along_axis(states, self.rules.observation_index[seats, seen], axis=1)
+        prefix = np.take_along_axis(states, self.rules.observation_index[seats, seen], axis=1)
+        if log is None:
+            out.final_observation[rows] = prefix
+            return
+        # The window of the final observation ends with the game's last decision (the AEC env's final view).
+        log.record(actions, last, np.zeros(m, bool), state)
+        final = np.zeros((m, self.encoding.observation.size), np.float32)
+        final[:, : self.rules.observation_size] = prefix
+        log.write_observations(final, seats)
+        out.final_observation[rows] = final
 
     def _penalize(self, rows: np.ndarray, out: SeatStep) -> None:
         """``illegal_action="penalize"``: those games end, -1 for the learner, and are dealt again."""
@@ -403,7 +442,11 @@ class SeatedGames:
         self.games._remember_deals(rows, slots)
         self._dealt.append((rows, slots, queue.deals))
         self._to_act[rows] = step.to_act
-        self._observation[rows] = step.observation
+        if self._recall is None:
+            self._observation[rows] = step.observation
+        else:
+            self._recall.start(rows, queue.deals, slots)
+            self._observation[rows] = self._with_window(rows, step)
         self._mask[rows] = step.action_mask
         self._new_games(rows)
 
