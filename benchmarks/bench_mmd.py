@@ -264,7 +264,7 @@ def plot(runs: list[dict], out: Path) -> None:
         ax.set_yscale("log")
         ax.set_xlabel("training wall time (s)")
         ax.set_ylabel("exact NashConv")
-        ax.set_title(f"{preset}: history-aware self-play from scratch")
+        ax.set_title(f"{preset}: exact NashConv over training wall time")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()
