@@ -32,7 +32,7 @@ history window of ``K`` moves read by the history-aware network (``model.event_e
 ``--event-embedding``), alternately in fresh processes, and prints both decisions/s and
 their ratio (the target: the history-aware path at least half the MLP's):
 
-    python benchmarks/bench_training.py --history 32 --rounds 3 --updates 20
+    python benchmarks/bench_training.py --history 8 --event-pooling --rounds 3 --updates 20
 
 ``--learning DECISIONS [DECISIONS ...]`` trains the config twice for each number of decisions
 (and each of ``--train-seeds``),
@@ -139,6 +139,11 @@ def main(argv: list[str] | None = None) -> int:
         help="event embedding width for --history (default 16)",
     )
     parser.add_argument(
+        "--event-pooling",
+        action="store_true",
+        help="with --history: the history-aware network sums its embedded moves (model.event_pooling)",
+    )
+    parser.add_argument(
         "--update-ab",
         action="store_true",
         help="time one PPO update on 10,000 samples, the masked policy from tensor operations (old) vs "
@@ -148,7 +153,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.compare is not None:
         return compare(args.compare or [BASELINE], args.rounds, args.config, args.updates, args.overrides)
     if args.history is not None:
-        return history(args.config, args.updates, args.overrides, args.history, args.event_embedding, args.rounds)
+        return history(
+            args.config,
+            args.updates,
+            args.overrides,
+            args.history,
+            args.event_embedding,
+            args.rounds,
+            args.event_pooling,
+        )
     if args.profile:
         return profile(args.config, args.updates, args.overrides)
     if args.update_ab:
@@ -200,7 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def history(path: str, updates: int, overrides: list[str], window: int, embedding: int, rounds: int) -> int:
+def history(
+    path: str, updates: int, overrides: list[str], window: int, embedding: int, rounds: int, pooling: bool = False
+) -> int:
     """The MLP over the default observation and the history-aware network (a window of ``window`` moves, each embedded
     in ``embedding`` features) trained by the same config, alternately in fresh processes: medians and their ratio.
     """
@@ -210,10 +225,11 @@ def history(path: str, updates: int, overrides: list[str], window: int, embeddin
 
     sides = {
         "MLP": list(overrides),
-        f"history-aware (history={window}, event_embedding={embedding})": [
+        f"history-aware (history={window}, event_embedding={embedding}{', pooled' if pooling else ''})": [
             *overrides,
             f"game.history={window}",
             f"model.event_embedding={embedding}",
+            *(["model.event_pooling=true"] if pooling else []),
         ],
     }
     speeds: dict[str, list[float]] = {label: [] for label in sides}

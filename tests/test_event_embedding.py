@@ -130,3 +130,54 @@ def test_the_best_response_to_a_history_aware_agent_is_history_aware(tmp_path):
     assert report["game_config"]["history"] == 9
     best_response = read_metadata(next(tmp_path.glob("exploit_*")) / "final")
     assert best_response["game_config"]["history"] == 9 and best_response["model"]["event_embedding"] == 4
+
+
+@pytest.mark.parametrize("config", CONFIGS[:3], ids=str)
+def test_pooled_events_are_lookups_of_each_moves_parts_summed_with_a_weight_per_slot(config):
+    """``event_pooling``: a move's embedding is the sum of its actor's, public move's and revealed card's table rows
+    (an empty part has a row of its own), and the trunk reads the slots' activations summed with per-slot weights.
+    """
+    from training.core.model import move_segment_widths
+
+    model = ActorCritic(config, [16], card_counting=True, seed=0, event_embedding=6, event_pooling=True)
+    with torch.no_grad():
+        model.slot_weights.copy_(torch.randn(model.slot_weights.shape, generator=torch.Generator().manual_seed(1)))
+    games = BatchedGames(config, 16, seed=3)
+    step = games.reset()
+    for _ in range(4):
+        step = games.step(random_legal_actions(step.action_mask, np.random.default_rng(0)))
+    obs = torch.from_numpy(step.observation)
+    inputs = model.network_inputs(obs)
+    index, slots, features = move_slot_order(config)
+    widths = move_segment_widths(config)
+    expected_rows = []
+    for row in range(len(obs)):
+        moves = obs[row, index[len(index) - slots * features :]].reshape(slots, features)
+        pooled = torch.zeros(6)
+        for k in range(slots):
+            start, offset, embedded = 0, 0, model.event_bias.clone()
+            for width in widths:
+                part = moves[k, start : start + width]
+                entry = int(part.argmax()) if part.max() > 0 else width
+                embedded = embedded + model.event_table.weight[offset + entry]
+                start, offset = start + width, offset + width + 1
+            pooled = pooled + torch.tanh(embedded) * model.slot_weights[k]
+        expected_rows.append(pooled)
+    expected = torch.stack(expected_rows).detach()
+    base = inputs[:, : model.base_width]
+    trunk_input = torch.cat([base, expected], dim=1)
+    logits, value = model.heads(inputs)
+    hidden = model.trunk(trunk_input)
+    assert torch.allclose(logits, model.policy_head(hidden), atol=1e-5)
+    assert torch.allclose(value, model.value_head(hidden).squeeze(-1), atol=1e-5)
+    assert model.trunk[0].in_features == model.base_width + 6  # the window costs the trunk 6 inputs, whatever K
+    assert ActorCritic.from_spec(config, model.spec).spec == model.spec and model.spec["event_pooling"] is True
+
+
+def test_event_pooling_without_an_embedding_is_refused_by_name():
+    with pytest.raises(ValueError, match="event_pooling=True needs an event_embedding > 0"):
+        ActorCritic(GameConfig(num_players=4, history=4), [8], event_pooling=True)
+    with pytest.raises(ConfigError, match=r"event_pooling=True is not allowed; expected false with event_embedding 0"):
+        load_config(None, ["model.event_pooling=true", "game.history=4"])
+    entry = load_config(None, ["model.event_pooling=true", "model.event_embedding=4", "game.history=4"]).model.entry()
+    assert entry["event_pooling"] is True and "event_pooling" not in load_config(None, []).model.entry()

@@ -200,6 +200,11 @@ class ModelConfig:
     """With move slots in the observation (``game.history`` or ``game.recall``): the width of the event embedding, one
     linear layer shared by every slot (``training.core.model.ActorCritic``); 0: the slots enter the trunk as they are.
     """
+    event_pooling: bool = False
+    """With ``event_embedding``: sum the embedded moves with a learned weight per slot and feature, so the trunk reads
+    ``event_embedding`` inputs for the whole window (each move embedded by lookup, cheaper than a layer over its one-hot
+    entries); false: the trunk reads every embedded move.
+    """
 
     def entry(self) -> dict[str, Any]:
         """The ``model`` entry of a checkpoint's metadata (``ActorCritic.from_spec`` builds the network from it)."""
@@ -208,6 +213,7 @@ class ModelConfig:
             "activation": self.activation,
             "card_counting": self.card_counting,
             **({"event_embedding": self.event_embedding} if self.event_embedding else {}),
+            **({"event_pooling": True} if self.event_pooling else {}),
         }
 
     def validate(self, where: str) -> None:
@@ -215,6 +221,10 @@ class ModelConfig:
         _require(where, "hidden_sizes", self.hidden_sizes, ok, "a non-empty list of positive integers")
         _require(where, "activation", self.activation, self.activation in ACTIVATIONS, f"one of {list(ACTIVATIONS)}")
         _require(where, "event_embedding", self.event_embedding, 0 <= self.event_embedding <= 4096, "0 to 4096")
+        if self.event_pooling:
+            _require(
+                where, "event_pooling", self.event_pooling, self.event_embedding > 0, "false with event_embedding 0"
+            )
 
 
 @dataclass

@@ -163,6 +163,14 @@ def move_slot_order(config: GameConfig) -> tuple[np.ndarray, int, int] | None:
     return np.concatenate([np.flatnonzero(~inside), slot_major.ravel()]), slots, slot_major.shape[1]
 
 
+def move_segment_widths(config: GameConfig) -> list[int]:
+    """The width of each one-hot part of a move slot (actor, public move, revealed card and, Royal, the face-up penalty
+    card), in ``move_slot_order``'s order of a slot's features.
+    """
+    segments = encoding_for(config).observation.segments
+    return [segments[name].shape[1] for name in MOVE_SEGMENTS if name in segments]
+
+
 class ActorCritic(nn.Module):
     """MLP trunk shared by a masked policy head (``num_actions`` logits) and a value head.
 
@@ -172,6 +180,13 @@ class ActorCritic(nn.Module):
     features, and the trunk reads the embedded events beside the rest of the observation. The
     history then costs the trunk ``slots * event_embedding`` inputs instead of ``slots *
     features``, and every slot is read with the same weights.
+
+    With ``event_pooling`` as well, each part of a move (its actor, its public move, the revealed
+    card) is looked up in one embedding table, an empty part having an entry of its own, and the
+    sum of the three is the event's embedding (a linear layer over the slot's one-hot entries,
+    computed by lookup); the embedded events are then summed with a learned weight per slot and
+    feature, so the trunk reads ``event_embedding`` inputs for the whole window, whatever its
+    length.
     """
 
     def __init__(
@@ -182,9 +197,11 @@ class ActorCritic(nn.Module):
         card_counting: bool = False,
         seed: int | None = None,
         event_embedding: int = 0,
+        event_pooling: bool = False,
     ):
         """``card_counting`` adds the ``CardCounting`` inputs; ``seed`` makes the (orthogonal) initialization
-        reproducible; ``event_embedding`` embeds each move slot (0: the slots enter the trunk as they are).
+        reproducible; ``event_embedding`` embeds each move slot (0: the slots enter the trunk as they are);
+        ``event_pooling`` sums the embedded slots with learned weights.
         """
         super().__init__()
         generator = torch.Generator().manual_seed(seed) if seed is not None else None
@@ -201,7 +218,10 @@ class ActorCritic(nn.Module):
             "activation": activation,
             "card_counting": bool(card_counting),
             **({"event_embedding": int(event_embedding)} if event_embedding else {}),
+            **({"event_pooling": True} if event_pooling else {}),
         }
+        if event_pooling and not event_embedding:
+            raise ValueError("event_pooling=True needs an event_embedding > 0; expected event_pooling=False")
         self.card_counting = CardCounting(config) if card_counting else None
         enc = encoding_for(config)
         self.observation_size = enc.observation.size
@@ -210,12 +230,26 @@ class ActorCritic(nn.Module):
         act = {"tanh": nn.Tanh, "relu": nn.ReLU}[activation]
         width = self.observation_size + (self.card_counting.size if card_counting else 0)
         self.events: nn.Sequential | None = None
+        self.pooled = bool(event_pooling)
         if order is not None:
             index, self.slots, self.slot_features = order
             self.register_buffer("input_order", torch.from_numpy(index), persistent=False)
             self.base_width = width - self.slots * self.slot_features
-            self.events = nn.Sequential(_layer(self.slot_features, event_embedding, math.sqrt(2), generator), act())
-            width = self.base_width + self.slots * event_embedding
+            if self.pooled:
+                widths = move_segment_widths(config)
+                starts = np.concatenate([[0], np.cumsum([w + 1 for w in widths])[:-1]])
+                # each part's one-hot entries, then its "empty" entry, one table for every part
+                self.register_buffer("part_offsets", torch.tensor(starts, dtype=torch.int64), persistent=False)
+                self.part_widths = widths
+                self.event_table = nn.Embedding(int(sum(w + 1 for w in widths)), event_embedding)
+                nn.init.normal_(self.event_table.weight, 0.0, 1.0 / math.sqrt(len(widths)), generator=generator)
+                self.event_bias = nn.Parameter(torch.zeros(event_embedding))
+                self.slot_weights = nn.Parameter(torch.full((self.slots, event_embedding), 1.0 / math.sqrt(self.slots)))
+                self.events = nn.Sequential(act())
+                width = self.base_width + event_embedding
+            else:
+                self.events = nn.Sequential(_layer(self.slot_features, event_embedding, math.sqrt(2), generator), act())
+                width = self.base_width + self.slots * event_embedding
         layers: list[nn.Module] = []
         for hidden in hidden_sizes:
             layers += [_layer(width, hidden, math.sqrt(2), generator), act()]
@@ -246,6 +280,7 @@ class ActorCritic(nn.Module):
             bool(get("card_counting", False)),
             seed=seed,
             event_embedding=int(get("event_embedding", 0) or 0),
+            event_pooling=bool(get("event_pooling", False)),
         )
 
     @classmethod
@@ -262,6 +297,19 @@ class ActorCritic(nn.Module):
         its epochs and minibatches (the same values as ``forward`` computes).
         """
         inputs = obs * self.obs_scale
+        if self.events is not None and self.pooled:  # the entries outside the slots, then each slot's part indices
+            inputs = inputs.index_select(1, self.input_order)
+            base = inputs[:, : self.base_width - (self.card_counting.size if self.card_counting is not None else 0)]
+            slots = inputs[:, base.shape[1] :].reshape(len(obs), self.slots, self.slot_features)
+            parts, start = [], 0
+            for width, offset in zip(self.part_widths, self.part_offsets):
+                part = slots[:, :, start : start + width]
+                hot = part.argmax(-1)
+                parts.append(torch.where(part.amax(-1) > 0, hot, width) + offset)  # empty: the part's last entry
+                start += width
+            indices = torch.stack(parts, dim=2).flatten(1).to(inputs.dtype)
+            extra = [self.card_counting(obs)] if self.card_counting is not None else []
+            return torch.cat([base, *extra, indices], dim=1)
         if self.events is not None:  # the entries outside the move slots, then the slots one after another
             inputs = inputs.index_select(1, self.input_order)
             if self.card_counting is not None:
@@ -275,7 +323,12 @@ class ActorCritic(nn.Module):
 
     def heads(self, inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Unmasked logits (B, A) and values (B,) of ``network_inputs(obs)``."""
-        if self.events is not None:
+        if self.events is not None and self.pooled:
+            base, indices = inputs[:, : self.base_width], inputs[:, self.base_width :].long()
+            parts = self.event_table(indices.reshape(len(inputs), self.slots, len(self.part_widths)))
+            events = self.events(parts.sum(2) + self.event_bias)  # (B, slots, event_embedding)
+            inputs = torch.cat([base, (events * self.slot_weights).sum(1)], dim=1)
+        elif self.events is not None:
             base, slots = inputs[:, : self.base_width], inputs[:, self.base_width :]
             events = self.events(slots.reshape(len(inputs), self.slots, self.slot_features))
             inputs = torch.cat([base, events.flatten(1)], dim=1)
