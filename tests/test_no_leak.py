@@ -183,9 +183,7 @@ def test_observation_is_unchanged_when_everything_the_viewer_cannot_see_is_reshu
     assert state_changed >= compared // 3, "the reshuffle should usually change the hidden state"
 
 
-@pytest.mark.parametrize(
-    "preset, num_players, flags", RULE_SETS[::3] + RECALL_RULE_SETS[::2] + HISTORY_RULE_SETS[::2]
-)
+@pytest.mark.parametrize("preset, num_players, flags", RULE_SETS[::3] + RECALL_RULE_SETS[::2] + HISTORY_RULE_SETS[::2])
 def test_observation_is_the_state_gathered_through_the_observation_mask(preset, num_players, flags):
     e, _ = play_to_a_random_moment(preset, num_players, flags, seed=3)
     rng = np.random.default_rng(3)
