@@ -46,7 +46,7 @@ def test_each_tables_recipe_is_the_history_aware_one_for_its_rules(table):
     ), table
 
 
-def test_a_recipe_trains_resumes_and_saves_a_history_aware_agent(tmp_path):
+def test_a_recipe_trains_and_saves_a_history_aware_agent(tmp_path):
     from training.algorithms.ppo import train
     from training.core.checkpoint import load_agent, read_metadata
 
@@ -55,10 +55,11 @@ def test_a_recipe_trains_resumes_and_saves_a_history_aware_agent(tmp_path):
     tiny += ["evaluation.final_games=8", f"output_dir={tmp_path}", "schedule.total_decisions=512"]
     final = train(load_config(str(ROOT / "configs" / "royal-2p.yaml"), tiny), progress_bar=False)
     meta = read_metadata(final)
-    assert meta["model"]["event_embedding"] == 16 and meta["game_config"]["history"] == 32
+    assert meta["model"]["event_embedding"] == 16 and meta["model"]["event_pooling"] is True
+    assert meta["game_config"]["history"] == 8
     assert meta["warm_start"]["teacher"] == "heuristic"
     agent = load_agent(final)
-    assert agent.config.history == 32 and agent.config.edition == "royal"
+    assert agent.config.history == 8 and agent.config.edition == "royal"
     from training.evaluation.arena import play_match
 
     result = play_match([str(final), "heuristic"], config=agent.config, games=8, seed=0)
