@@ -20,6 +20,15 @@ CONFIGS = [
 ]
 
 
+def _step_after(config: GameConfig, games: int, moves: int):
+    """The batched engine's step of ``games`` games after ``moves`` random legal moves."""
+    batch = BatchedGames(config, games, seed=3)
+    step = batch.reset()
+    for _ in range(moves):
+        step = batch.step(random_legal_actions(step.action_mask, np.random.default_rng(0)))
+    return step
+
+
 @pytest.mark.parametrize("config", CONFIGS, ids=str)
 def test_the_slot_order_reads_every_entry_once_with_each_slots_features_together(config):
     index, slots, features = move_slot_order(config)
@@ -41,10 +50,7 @@ def test_every_slot_is_embedded_with_the_same_weights(config, card_counting):
     it, and zeroed slots all embed to the same vector.
     """
     model = ActorCritic(config, [16], card_counting=card_counting, seed=0, event_embedding=6)
-    games = BatchedGames(config, 32, seed=3)
-    step = games.reset()
-    for _ in range(3):
-        step = games.step(random_legal_actions(step.action_mask, np.random.default_rng(0)))
+    step = _step_after(config, games=32, moves=3)
     obs = torch.from_numpy(step.observation)
     inputs = model.network_inputs(obs)
     slots = inputs[:, model.base_width :].reshape(len(obs), model.slots, model.slot_features)
@@ -142,11 +148,7 @@ def test_pooled_events_are_lookups_of_each_moves_parts_summed_with_a_weight_per_
     model = ActorCritic(config, [16], card_counting=True, seed=0, event_embedding=6, event_pooling=True)
     with torch.no_grad():
         model.slot_weights.copy_(torch.randn(model.slot_weights.shape, generator=torch.Generator().manual_seed(1)))
-    games = BatchedGames(config, 16, seed=3)
-    step = games.reset()
-    for _ in range(4):
-        step = games.step(random_legal_actions(step.action_mask, np.random.default_rng(0)))
-    obs = torch.from_numpy(step.observation)
+    obs = torch.from_numpy(_step_after(config, games=16, moves=4).observation)
     inputs = model.network_inputs(obs)
     index, slots, features = move_slot_order(config)
     widths = move_segment_widths(config)

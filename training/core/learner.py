@@ -222,16 +222,18 @@ def ppo_update(
     b_advantage = torch.from_numpy(advantages[train_rows]).to(device)
     b_return = torch.from_numpy(returns[train_rows]).to(device)
     b_inputs = model.network_inputs(b_obs)  # once per update, not once per minibatch and epoch (the same values)
-    if regularize:
-        magnet_log_policy, start_log_policy = _reference_policies(learner, b_inputs, b_mask, ppo)
+    magnet_log_policy = start_log_policy = None
+    if regularize and (ppo.magnet_coef or ppo.kl_coef):
+        # the KL terms take the tensor path over all actions, with the mask as a bias, computed once
+        b_bias = mask_bias(b_mask)
+        magnet_log_policy, start_log_policy = _reference_policies(learner, b_inputs, b_mask, b_bias, ppo)
         if ppo.magnet_reward:  # the magnet is in the rewards (``magnet_bonus``), not in the loss
             magnet_log_policy = None
-    else:
-        magnet_log_policy = start_log_policy = None
+    if not regularize:
         scale = 1.0
     full_policy = magnet_log_policy is not None or start_log_policy is not None
-    if full_policy:  # the KL terms take the tensor path over all actions, with the mask as a bias, computed once
-        b_mask = mask_bias(b_mask)
+    if full_policy:
+        b_mask = b_bias
     n_train = len(train_rows)
     minibatch = max(1, math.ceil(n_train / ppo.num_minibatches))
     clipfracs = []
@@ -293,11 +295,11 @@ def ppo_update(
 
 
 def _reference_policies(
-    learner: Learner, inputs: torch.Tensor, mask: torch.Tensor, ppo
+    learner: Learner, inputs: torch.Tensor, mask: torch.Tensor, bias: torch.Tensor, ppo
 ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
     """The log-policies the update's KL terms compare with, on the update's rows, once per update (not per minibatch
     and epoch): the magnet's (None without ``magnet_coef``) and the network's before the update (None without
-    ``kl_coef``).
+    ``kl_coef``). ``bias`` is ``mask_bias(mask)``.
     """
     magnet = start = None
     with torch.no_grad():
@@ -305,9 +307,9 @@ def _reference_policies(
             legal = mask.sum(-1, keepdim=True).clamp(min=1).to(torch.float32)
             magnet = (-torch.log(legal)).expand(-1, mask.shape[1]).contiguous()
         elif ppo.magnet_coef and learner.magnet is not None:
-            magnet = torch.log_softmax(learner.magnet.heads(inputs)[0] + mask_bias(mask), dim=-1)
+            magnet = torch.log_softmax(learner.magnet.heads(inputs)[0] + bias, dim=-1)
         if ppo.kl_coef:
-            start = torch.log_softmax(learner.model.heads(inputs)[0] + mask_bias(mask), dim=-1)
+            start = torch.log_softmax(learner.model.heads(inputs)[0] + bias, dim=-1)
     return magnet, start
 
 
