@@ -312,7 +312,7 @@ def test_an_interrupted_nfsp_run_resumes_exactly(tmp_path, overlap, monkeypatch,
     trained = request.getfixturevalue("updates_trained")  # (test_training's, imported)
     extra = ["--set", f"ppo.overlap={str(overlap).lower()}"]
     assert _nfsp(tmp_path, "whole", 6, *extra) == 0
-    rollout, calls = ppo._rollout, []
+    rollout, calls = ppo.collect_rollout, []
 
     def sigterm_in_the_third_rollout(*args, **kwargs):  # (with overlap too: collected for update 2)
         calls.append(1)
@@ -320,7 +320,7 @@ def test_an_interrupted_nfsp_run_resumes_exactly(tmp_path, overlap, monkeypatch,
             signal.raise_signal(signal.SIGTERM)
         return rollout(*args, **kwargs)
 
-    monkeypatch.setattr(ppo, "_rollout", sigterm_in_the_third_rollout)
+    monkeypatch.setattr(ppo, "collect_rollout", sigterm_in_the_third_rollout)
     assert _nfsp(tmp_path, "split", 6, *extra) == 143
     monkeypatch.undo()
     assert ckpt.read_metadata(tmp_path / "split" / "checkpoint")["step"]["update"] == 2

@@ -236,7 +236,7 @@ def test_a_signal_during_the_first_iterations_best_response_leaves_a_run_that_re
     import training.algorithms.ppo
 
     assert _psro(tmp_path, "whole", 1) == 0
-    rollout, calls = training.algorithms.ppo._rollout, []
+    rollout, calls = training.algorithms.ppo.collect_rollout, []
 
     def ctrl_c_in_the_first_rollout(*args, **kwargs):
         calls.append(1)
@@ -244,7 +244,7 @@ def test_a_signal_during_the_first_iterations_best_response_leaves_a_run_that_re
             signal.raise_signal(signal.SIGINT)
         return rollout(*args, **kwargs)
 
-    monkeypatch.setattr(training.algorithms.ppo, "_rollout", ctrl_c_in_the_first_rollout)
+    monkeypatch.setattr(training.algorithms.ppo, "collect_rollout", ctrl_c_in_the_first_rollout)
     assert _psro(tmp_path, "split", 1) == 130
     monkeypatch.undo()
     assert "--resume" in capsys.readouterr().err

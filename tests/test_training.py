@@ -828,7 +828,7 @@ def test_a_stopped_best_response_continues_with_resume_to_the_uninterrupted_resu
         ]
 
     assert main(argv("whole")) == 0
-    rollout, calls = training.algorithms.ppo._rollout, []
+    rollout, calls = training.algorithms.ppo.collect_rollout, []
 
     def ctrl_c_in_the_second_rollout(*args, **kwargs):
         calls.append(1)
@@ -836,7 +836,7 @@ def test_a_stopped_best_response_continues_with_resume_to_the_uninterrupted_resu
             signal.raise_signal(signal.SIGINT)
         return rollout(*args, **kwargs)
 
-    monkeypatch.setattr(training.algorithms.ppo, "_rollout", ctrl_c_in_the_second_rollout)
+    monkeypatch.setattr(training.algorithms.ppo, "collect_rollout", ctrl_c_in_the_second_rollout)
     assert main(argv("split")) == 130
     monkeypatch.undo()
     assert "--resume" in capsys.readouterr().err
@@ -1151,7 +1151,7 @@ def test_overlap_rollouts_play_the_weights_from_before_the_update_they_overlap(t
     from training.core.update_process import UpdateProcess
 
     seen, before_update, order = [], [], []
-    rollout, submit, result = ppo._rollout, UpdateProcess.submit, UpdateProcess.result
+    rollout, submit, result = ppo.collect_rollout, UpdateProcess.submit, UpdateProcess.result
 
     def recording_rollout(args, step):
         seen.append(_weights(args.learners[ppo.POLICY_SEAT].model))
@@ -1174,7 +1174,7 @@ def test_overlap_rollouts_play_the_weights_from_before_the_update_they_overlap(t
         init(self, *a, **k)
         learners.append(self)
 
-    monkeypatch.setattr(ppo, "_rollout", recording_rollout)
+    monkeypatch.setattr(ppo, "collect_rollout", recording_rollout)
     monkeypatch.setattr(UpdateProcess, "submit", recording_submit)
     monkeypatch.setattr(UpdateProcess, "result", recording_result)
     monkeypatch.setattr(ppo.Learner, "__init__", remember)
@@ -1243,7 +1243,7 @@ def test_a_run_stopped_by_a_signal_inside_a_segment_resumes_to_the_uninterrupted
     every = ["--set", "schedule.checkpoint_every=4", "--set", "evaluation.every=1"]
     every += ["--set", f"ppo.overlap={str(overlap).lower()}"]
     assert _train(tmp_path, "whole", 8, *every) == 0
-    rollout, calls = ppo._rollout, []
+    rollout, calls = ppo.collect_rollout, []
 
     def signal_in_the_seventh_rollout(*args, **kwargs):
         calls.append(1)
@@ -1251,7 +1251,7 @@ def test_a_run_stopped_by_a_signal_inside_a_segment_resumes_to_the_uninterrupted
             signal.raise_signal(stop)
         return rollout(*args, **kwargs)
 
-    monkeypatch.setattr(ppo, "_rollout", signal_in_the_seventh_rollout)
+    monkeypatch.setattr(ppo, "collect_rollout", signal_in_the_seventh_rollout)
     capsys.readouterr()
     updates_trained.clear()
     assert _train(tmp_path, "split", 8, *every) == 128 + stop
@@ -1490,7 +1490,7 @@ def test_advantages_match_a_reference_rebuilt_from_the_logged_games(
     )
     pool: list = []
     ppo._add_snapshot(pool, ppo.Progress(), models[ppo.POLICY_SEAT], cfg)
-    args = ppo._RolloutArgs(
+    args = ppo.RolloutArgs(
         learners,
         tables,
         games,
@@ -1504,7 +1504,7 @@ def test_advantages_match_a_reference_rebuilt_from_the_logged_games(
     )
     args.opponents = [None, baselines.make("random", game, seed=1)]
     step = games.reset(seed=0)
-    tables.draw(np.arange(envs), rng, ppo._baseline_index(["random"]), ppo._snapshot_indices(pool, ["random"]))
+    tables.draw(np.arange(envs), rng, ppo.baseline_index(["random"]), ppo.snapshot_indices(pool, ["random"]))
 
     # the log: every learner decision (time, game, seat, value) and every game's end (rewards, time)
     decisions = {code: [] for code in learners}
@@ -1540,7 +1540,7 @@ def test_advantages_match_a_reference_rebuilt_from_the_logged_games(
     monkeypatch.setattr(games, "step", logged_step)
     trained = {code: {} for code in learners}  # decision id -> (rollout, advantage, return, rollout end time)
     for r in range(rollouts):
-        step, _ = ppo._rollout(args, step)
+        step, _ = ppo.collect_rollout(args, step)
         for code, learner in learners.items():
             advantages, returns, rows = gae(learner.rollout, cfg.ppo)
             for i in rows:
@@ -1719,7 +1719,7 @@ def test_annealed_regularization_follows_the_runs_schedule_across_a_stop(tmp_pat
     sets += ["schedule.checkpoint_every=2"]
     args = [a for s in sets for a in ("--set", s)]
     assert _train(tmp_path, "whole", 4, *args) == 0
-    rollout, calls = ppo._rollout, []
+    rollout, calls = ppo.collect_rollout, []
 
     def signal_in_the_third_rollout(*a, **k):
         calls.append(1)
@@ -1727,7 +1727,7 @@ def test_annealed_regularization_follows_the_runs_schedule_across_a_stop(tmp_pat
             signal.raise_signal(signal.SIGTERM)
         return rollout(*a, **k)
 
-    monkeypatch.setattr(ppo, "_rollout", signal_in_the_third_rollout)
+    monkeypatch.setattr(ppo, "collect_rollout", signal_in_the_third_rollout)
     assert _train(tmp_path, "split", 4, *args) == 128 + signal.SIGTERM
     monkeypatch.undo()
     updates_trained.clear()

@@ -177,19 +177,19 @@ def test_a_run_records_its_warm_start_and_a_resume_continues_after_it_exactly(tm
     assert record["teacher"] == "heuristic" and record["decisions"] >= 300
 
     # The same run, stopped in its first rollout: the warm start is already saved in the update-0 checkpoint.
-    real_rollout = ppo._rollout
+    real_rollout = ppo.collect_rollout
 
     def fail(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(ppo, "_rollout", fail)
+    monkeypatch.setattr(ppo, "collect_rollout", fail)
     with pytest.raises(KeyboardInterrupt):
         ppo.train(_config(tmp_path, "split"), progress_bar=False)
     saved = ckpt.read_metadata(tmp_path / "split" / "checkpoint")
     assert saved["step"]["update"] == 0 and saved["progress"]["warm_start"] == record
 
     # Resumed, it never imitates again, runs the four updates and ends where the uninterrupted run ended.
-    monkeypatch.setattr(ppo, "_rollout", real_rollout)
+    monkeypatch.setattr(ppo, "collect_rollout", real_rollout)
 
     def no_second_warm_start(*args, **kwargs):
         raise AssertionError("the warm start ran again on resume")

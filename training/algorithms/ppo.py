@@ -422,7 +422,7 @@ def _train(
 
         # ---------------------------------------- 1. rollout (with ppo.overlap: collected during the last update)
         if loop.prefetched is None:
-            loop.step, outcomes = _rollout(loop.rollout_args, loop.step)
+            loop.step, outcomes = collect_rollout(loop.rollout_args, loop.step)
         else:
             (loop.step, outcomes), loop.prefetched = loop.prefetched, None
         run.state.decisions += run.decisions_per_update
@@ -487,7 +487,7 @@ class _Loop:
     games: BatchedGames
     tables: Tables
     fixed: FixedOpponents | None
-    rollout_args: _RolloutArgs
+    rollout_args: RolloutArgs
     logs: RunLogs
     evaluated: ActorCritic
     """The network evaluated and saved as the run's agent: the policy, or NFSP's average policy."""
@@ -564,12 +564,12 @@ def _set_up(config: TrainConfig, command: str | None, population: Population | N
 def _resume(run: _Run) -> Path | None:
     """Restore the run from its checkpoint; the agent checkpoint if the run is already finished, else None."""
     run_dir, population = run.run_dir, run.population
-    run.state, run.rng = _restore(
+    run.state, run.rng = restore_run(
         run_dir, run.config, run.policy, run.exploiter, run.sampler, run.pool, run.device, run.hooks
     )
     state = run.state
     run.saved_update = state.update
-    finished = _finished_agent(run_dir, state, run.config) if state.update >= run.num_updates else None
+    finished = finished_agent(run_dir, state, run.config) if state.update >= run.num_updates else None
     if finished is not None:
         print(
             f"{run_dir} is already finished at update {state.update}; its agent checkpoint is {finished} "
@@ -667,7 +667,7 @@ def _tidy_run_dir(run: _Run, resume: bool) -> None:
         # a stop before its first save leaves none of them to resume or load
         for name in (CHECKPOINT_NAME, AGENT_NAME, BEST_RESPONSE_NAME):
             ckpt.remove_checkpoint(run_dir / name)
-    _prune_kept_agents(run_dir / KEPT_AGENTS, run.state.update if resume else -1)
+    prune_kept_agents(run_dir / KEPT_AGENTS, run.state.update if resume else -1)
 
 
 def _start_loop(run: _Run, resume: bool, progress_bar: bool, stack: contextlib.ExitStack) -> _Loop:
@@ -688,7 +688,7 @@ def _start_loop(run: _Run, resume: bool, progress_bar: bool, stack: contextlib.E
     tables = Tables(config, run.game, B, fixed)
     run.hooks.start(fixed)
     evaluated = run.hooks.evaluated_model(run.policy.model)
-    rollout_args = _RolloutArgs(
+    rollout_args = RolloutArgs(
         run.learners,
         tables,
         games,
@@ -732,8 +732,8 @@ def _new_segment(run: _Run, loop: _Loop, update: int) -> None:
     loop.tables.draw(
         np.arange(config.ppo.num_envs),
         run.rng,
-        _baseline_index(args.baseline_names),
-        _snapshot_indices(run.pool, args.baseline_names),
+        baseline_index(args.baseline_names),
+        snapshot_indices(run.pool, args.baseline_names),
     )
 
 
@@ -777,7 +777,7 @@ def _advantages_and_update(run: _Run, loop: _Loop, update: int) -> dict[str, flo
             [config.seed, update],
         )
         if (update + 1) % config.schedule.checkpoint_every != 0 and update + 1 < run.num_updates:
-            loop.prefetched = _rollout(loop.rollout_args, loop.step)  # (a new segment's first rollout waits)
+            loop.prefetched = collect_rollout(loop.rollout_args, loop.step)  # (a new segment's first rollout waits)
         stats.update(run.hooks.after_update(batches[POLICY_SEAT], loop.fixed))  # (while the update process trains)
         for code, (weights, learner_stats) in worker.result().items():
             learners[code].model.load_state_dict(weights)
@@ -944,7 +944,7 @@ def _finish(run: _Run, loop: _Loop, signals: StopSignals, stop_reason: str | Non
 
 
 @dataclass
-class _RolloutArgs:
+class RolloutArgs:
     """What a rollout reads and advances: the learners (their networks and rollouts), the tables, the games, the
     opponents and the generators.
     """
@@ -965,7 +965,7 @@ class _RolloutArgs:
     """``opponents.shared_reward``: the policy's seats at a table with another agent share their rewards."""
 
 
-def _rollout(args: _RolloutArgs, step):
+def collect_rollout(args: RolloutArgs, step):
     """Play ``num_steps`` decisions in every game; returns the new step and the outcomes per table kind (games, policy
     seat-games, policy losses).
     """
@@ -1016,8 +1016,8 @@ def _rollout(args: _RolloutArgs, step):
             args.tables.draw(
                 finished,
                 args.rng,
-                _baseline_index(args.baseline_names),
-                _snapshot_indices(args.pool, args.baseline_names),
+                baseline_index(args.baseline_names),
+                snapshot_indices(args.pool, args.baseline_names),
             )
     return step, outcomes
 
@@ -1043,11 +1043,13 @@ def _prefixed_stats(code: int, stats: dict[str, float]) -> dict[str, float]:
     return stats if code == POLICY_SEAT else {f"exploiter_{k}": v for k, v in stats.items()}
 
 
-def _baseline_index(names: list[str]) -> dict[str, int]:
+def baseline_index(names: list[str]) -> dict[str, int]:
+    """``{baseline name: its opponent index}`` (``Tables.owner`` code; index 0 is no opponent)."""
     return {name: 1 + i for i, name in enumerate(names)}
 
 
-def _snapshot_indices(pool: list[Snapshot], names: list[str]) -> list[int]:
+def snapshot_indices(pool: list[Snapshot], names: list[str]) -> list[int]:
+    """The opponent index (``Tables.owner`` code) of each snapshot of ``pool``, after the baselines'."""
     return [1 + len(names) + i for i in range(len(pool))]
 
 
@@ -1154,7 +1156,10 @@ def _eval_summary(evaluations: list[dict[str, Any]]) -> str:
 # ---------------------------------------------------------------------------- checkpoints
 
 
-def _metadata(config: TrainConfig, state: Progress, command: str, kind: str) -> dict[str, Any]:
+def run_metadata(config: TrainConfig, state: Progress, command: str, kind: str) -> dict[str, Any]:
+    """The metadata every checkpoint of a run carries (``kind``: ``run`` or ``agent``): names, configs, commands,
+    counters, the latest evaluation.
+    """
     game = config.game_config()
     return {
         "kind": kind,
@@ -1206,7 +1211,7 @@ def save_run_checkpoint(
     for snapshot in pool:
         tensors.update({f"pool.{snapshot.id}.{k}": v for k, v in snapshot.model.state_dict().items()})
     tensors["rng.sampler"] = sampler.get_state()
-    metadata = _metadata(config, state, command, "run")
+    metadata = run_metadata(config, state, command, "run")
     metadata.update(
         optimizers,
         pool=[{"id": s.id, "update": s.update, "source": s.source} for s in pool],
@@ -1220,7 +1225,7 @@ def save_run_checkpoint(
     return ckpt.save_checkpoint(path, tensors, metadata)
 
 
-def _prune_kept_agents(directory: Path, update: int) -> None:
+def prune_kept_agents(directory: Path, update: int) -> None:
     """Remove the kept agents (``schedule.keep_agent_every``) after ``update``: on resume those of the continuation
     that the
     checkpoint does not hold (the resumed run writes its own at those updates), on a fresh start (``update=-1``, with
@@ -1247,7 +1252,7 @@ def save_agent_checkpoint(
     policy's).
     """
     tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
-    metadata = _metadata(config, state, command, "agent")
+    metadata = run_metadata(config, state, command, "agent")
     metadata["evaluations"] = state.evaluations
     if network is not None:
         metadata.update(network=network, evaluation=None, evaluations=[])
@@ -1276,7 +1281,7 @@ should
 settle, e.g. a lower ``nfsp.sl_learning_rate`` late in a run; the reservoir's size may not change)."""
 
 
-def _restore(
+def restore_run(
     run_dir: Path,
     config: TrainConfig,
     policy: Learner,
@@ -1286,6 +1291,9 @@ def _restore(
     device,
     hooks: PPOHooks,
 ) -> tuple[Progress, np.random.Generator]:
+    """Load the run checkpoint of ``run_dir`` into the learners, the sampler and the pool, checked first against
+    ``config`` (only ``RESUMABLE_CHANGES`` may differ); the counters and the table generator.
+    """
     checkpoint = ckpt.load_checkpoint(
         run_dir / CHECKPOINT_NAME, game=config.game_config(), kind="run", schema=ckpt.RUN_SCHEMA
     )
@@ -1355,7 +1363,7 @@ def _restore_from(
     return state, ckpt.restore_numpy_rng(meta["rng"]["numpy"])
 
 
-def _finished_agent(run_dir: Path, state: Progress, config: TrainConfig) -> Path | None:
+def finished_agent(run_dir: Path, state: Progress, config: TrainConfig) -> Path | None:
     """The agent checkpoint of a run that finished at ``state.update`` (final evaluation included), else None."""
     try:
         meta = ckpt.read_metadata(run_dir / AGENT_NAME)
