@@ -35,7 +35,7 @@ refused; the format, layout version, rule set and sizes are checked against the 
 ``python -m training.checkpoint PATH`` (``training.cli.checkpoint``) prints a checkpoint's metadata.
 
 The parts: ``format`` (names, metadata schema, ``Checkpoint``), ``files`` (atomic writes, generations),
-``loading`` (reading and checking), ``models`` (networks, agents, mixtures), ``run_state`` (optimizer and
+``loading`` (reading and checking), ``models`` (networks, agents, mixtures), ``states`` (optimizer and
 generator states) and ``export`` (weights-only agents, averaged).
 """
 
@@ -83,7 +83,7 @@ from training.core.checkpoint.models import (
     mixture_weights,
     save_mixture_checkpoint,
 )
-from training.core.checkpoint.run_state import (
+from training.core.checkpoint.states import (
     numpy_rng_state,
     optimizer_state,
     restore_numpy_rng,
