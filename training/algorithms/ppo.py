@@ -73,7 +73,6 @@ from training.core.opponents import (
     EXPLOITER_SEAT,
     POLICY_SEAT,
     POPULATION,
-    POPULATION_SEAT,
     SNAPSHOT,
     FixedOpponents,
     Population,
@@ -82,6 +81,7 @@ from training.core.opponents import (
     checkpoint_kind,
     load_checkpoint_opponents,
 )
+from training.core.rollout import RolloutArgs, baseline_index, collect_rollout, snapshot_indices
 from training.core.runs import (
     AGENT_NAME,
     BEST_RESPONSE_NAME,
@@ -774,125 +774,12 @@ def _finish(run: _Run, loop: _Loop, signals: StopSignals, stop_reason: str | Non
     return save_agent_checkpoint(run_dir / AGENT_NAME, config, loop.evaluated, state, run.command)
 
 
-@dataclass
-class RolloutArgs:
-    """What a rollout reads and advances: the learners (their networks and rollouts), the tables, the games, the
-    opponents and the generators.
-    """
-
-    learners: dict[int, Learner]
-    tables: Tables
-    games: BatchedGames
-    pool: list[Snapshot]
-    baseline_names: list[str]
-    fixed: FixedOpponents | None
-    sampler: torch.Generator
-    rng: np.random.Generator
-    device: torch.device
-    num_steps: int
-    opponents: list = field(default_factory=list)
-    """``[None, baseline, ...]``, made anew for each checkpoint segment."""
-    shared_reward: bool = False
-    """``opponents.shared_reward``: the policy's seats at a table with another agent share their rewards."""
-
-
-def collect_rollout(args: RolloutArgs, step):
-    """Play ``num_steps`` decisions in every game; returns the new step and the outcomes per table kind (games, policy
-    seat-games, policy losses).
-    """
-    for learner in args.learners.values():
-        learner.model.eval()
-    outcomes = {kind: [0, 0, 0] for kind in args.tables.kinds}  # kind -> [games, policy seat-games, policy losses]
-    actions = np.zeros(len(step.to_act), np.int64)
-    for _ in range(args.num_steps):
-        seat = step.to_act
-        owner = args.tables.owner[np.arange(len(seat)), seat]
-        for code, learner in args.learners.items():
-            rows = np.flatnonzero(owner == code)
-            if len(rows):
-                actions[rows] = learner.act(step, rows, seat, args.sampler, args.device)
-        for who in np.unique(owner[owner > 0]):
-            rows = np.flatnonzero(owner == who)
-            actions[rows] = _act(
-                args.opponents,
-                args.pool,
-                args.baseline_names,
-                who,
-                step.observation[rows],
-                step.action_mask[rows],
-                args.sampler,
-                args.device,
-            )
-        for code in np.unique(owner[owner <= POPULATION_SEAT]):
-            rows = np.flatnonzero(owner == code)
-            actions[rows] = args.fixed.act(
-                POPULATION_SEAT - code, step.observation[rows], step.action_mask[rows], args.sampler, args.device
-            )
-
-        step = args.games.step(actions)
-
-        finished = np.flatnonzero(step.done)
-        if len(finished):
-            policy_rewards = (
-                shared_rewards(step.rewards, finished, args.tables.owner) if args.shared_reward else step.rewards
-            )
-            for code, learner in args.learners.items():
-                learner.finish(finished, policy_rewards if code == POLICY_SEAT else step.rewards)
-            for b in finished:
-                if step.loser[b] >= 0:  # (a game truncated by max_steps has no loser and zero rewards)
-                    kind = args.tables.kinds[args.tables.kind[b]]
-                    outcomes[kind][0] += 1
-                    outcomes[kind][1] += int(args.tables.learner_seats[b])
-                    outcomes[kind][2] += int(args.tables.owner[b, step.loser[b]] == POLICY_SEAT)
-            args.tables.draw(
-                finished,
-                args.rng,
-                baseline_index(args.baseline_names),
-                snapshot_indices(args.pool, args.baseline_names),
-            )
-    return step, outcomes
-
-
-def shared_rewards(rewards: np.ndarray, finished: np.ndarray, owner: np.ndarray) -> np.ndarray:
-    """``rewards`` (games, seats) with the policy's seats of each ``finished`` game that has another agent at its table
-    given their mean reward (``opponents.shared_reward``); other rows and seats are unchanged.
-    """
-    out = rewards.copy()
-    policy = owner[finished] == POLICY_SEAT
-    mixed = policy & ~policy.all(axis=1, keepdims=True)
-    r = rewards[finished]
-    mean = (r * policy).sum(axis=1, keepdims=True) / np.maximum(policy.sum(axis=1, keepdims=True), 1)
-    out[finished] = np.where(mixed, mean, r)
-    return out
-
-
 # ---------------------------------------------------------------------------- opponents
 
 
 def _prefixed_stats(code: int, stats: dict[str, float]) -> dict[str, float]:
     """A learner's update statistics as logged: the policy's as they are, the exploiter's prefixed ``exploiter_``."""
     return stats if code == POLICY_SEAT else {f"exploiter_{k}": v for k, v in stats.items()}
-
-
-def baseline_index(names: list[str]) -> dict[str, int]:
-    """``{baseline name: its opponent index}`` (``Tables.owner`` code; index 0 is no opponent)."""
-    return {name: 1 + i for i, name in enumerate(names)}
-
-
-def snapshot_indices(pool: list[Snapshot], names: list[str]) -> list[int]:
-    """The opponent index (``Tables.owner`` code) of each snapshot of ``pool``, after the baselines'."""
-    return [1 + len(names) + i for i in range(len(pool))]
-
-
-def _act(opponents, pool, baseline_names, who, obs, masks, sampler, device) -> np.ndarray:
-    """Actions of opponent ``who`` (a baseline, or a snapshot sampled with the run's generator)."""
-    if who <= len(baseline_names):
-        return opponents[who].act_batch(obs, masks)
-    snapshot = pool[who - 1 - len(baseline_names)]
-    action, _, _ = snapshot.model.sample(
-        torch.from_numpy(obs).to(device), torch.from_numpy(masks.astype(bool)).to(device), sampler
-    )
-    return action.cpu().numpy()
 
 
 def _add_snapshot(
