@@ -44,7 +44,6 @@ import numpy as np
 
 from cockroach_env.config import GameConfig
 from training.algorithms.cfr_solver import SolverState, TreeSolver
-from training.algorithms.ppo import evaluate_agent
 from training.core import checkpoint as ckpt
 from training.core.config import TrainConfig, config_from_dict
 from training.core.runs import (
@@ -56,6 +55,7 @@ from training.core.runs import (
     config_diff,
     prepare_csv,
 )
+from training.evaluation.against_baselines import evaluate_agent
 from training.evaluation.exact import DEFAULT_MAX_NODES, GameTree, InformationSetPolicy, build_tree, evaluate, game_tree
 
 CFR_RESUMABLE_CHANGES = (

@@ -44,7 +44,7 @@ import torch
 
 from cockroach_env.config import GameConfig
 from training.algorithms.meta_solvers import MetaGame, solve
-from training.algorithms.ppo import RESUMABLE_CHANGES, Population, evaluate_agent
+from training.algorithms.ppo import RESUMABLE_CHANGES, Population
 from training.algorithms.ppo import train as train_ppo
 from training.core import checkpoint as ckpt
 from training.core.checkpoint import member_models, save_mixture_checkpoint
@@ -53,6 +53,7 @@ from training.core.distributed import executor
 from training.core.mixture import MixtureAgent
 from training.core.model import ActorCritic, PolicyAgent
 from training.core.runs import AGENT_NAME, CHECKPOINT_NAME, append_csv, config_diff, prepare_csv
+from training.evaluation.against_baselines import evaluate_agent
 
 PSRO_RESUMABLE_CHANGES = (*RESUMABLE_CHANGES, "psro.iterations", "psro.meta_solver")
 """Config entries that may differ between a PSRO run and its resumption."""
