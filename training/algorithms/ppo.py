@@ -72,13 +72,11 @@ from training.core.opponents import (
     EXPLOITER,
     EXPLOITER_SEAT,
     POLICY_SEAT,
-    POPULATION,
     SNAPSHOT,
     FixedOpponents,
     Population,
     Snapshot,
     Tables,
-    checkpoint_kind,
     load_checkpoint_opponents,
 )
 from training.core.rollout import RolloutArgs, baseline_index, collect_rollout, snapshot_indices
@@ -88,46 +86,17 @@ from training.core.runs import (
     CHECKPOINT_NAME,
     KEPT_AGENTS,
     Interrupted,
+    Progress,
+    RunLogs,
     StopSignals,
     announce_when_slow,
-    append_csv,
     config_diff,
     plot_learning_curves,
-    prepare_csv,
-    tensorboard_writer,
 )
 from training.core.update_process import UpdateProcess, training_rows
 from training.evaluation.against_baselines import evaluate_model
 
 # ---------------------------------------------------------------------------- run state
-
-
-@dataclass
-class Progress:
-    """Counters that a checkpoint carries (JSON-able)."""
-
-    update: int = 0
-    decisions: int = 0
-    samples: int = 0
-    games: int = 0
-    wall_seconds: float = 0.0
-    next_snapshot_id: int = 0
-    pool_games: int = 0
-    """Learner seat-games against snapshots since the last snapshot entered (for the beat-the-pool rule)."""
-    pool_losses: int = 0
-    evaluations: list[dict[str, Any]] = field(default_factory=list)
-    commands: list[str] = field(default_factory=list)
-    """Every command that trained this run (the first, then each ``--resume``)."""
-    base_run: dict[str, Any] | None = None
-    """The checkpoint a fresh run started from (``--init-from``): path, commands, step, and its own ``base_run``."""
-    population: dict[str, Any] | None = None
-    """The fixed population of ``opponents.population`` (``Population.record``), checked on resume."""
-    checkpoints: dict[str, Any] | None = None
-    """The frozen opponents of ``opponents.checkpoints`` (their records from ``load_checkpoint_opponents``), checked on
-    resume.
-    """
-    warm_start: dict[str, Any] | None = None
-    """What the warm start by imitation did (``training.algorithms.imitation``): teacher, decisions, final losses."""
 
 
 # ---------------------------------------------------------------------------- training
@@ -1042,115 +1011,3 @@ def finished_agent(run_dir: Path, state: Progress, config: TrainConfig) -> Path 
         if step.get("update") == state.update and step.get("decisions") == state.decisions and evaluated
         else None
     )
-
-
-# ---------------------------------------------------------------------------- logs and plots
-
-
-class RunLogs:
-    """``metrics.csv`` (one row per update), ``eval.csv`` (one row per opponent per evaluation) and TensorBoard."""
-
-    def __init__(
-        self, run_dir: Path, config: TrainConfig, resume_update: int | None, extra_columns: tuple[str, ...] = ()
-    ):
-        self.run_dir = run_dir
-        exploiter = [EXPLOITER] if config.opponents.exploiter else []
-        members = [POPULATION] if config.opponents.population else []
-        self.opponent_kinds = [
-            SNAPSHOT,
-            *exploiter,
-            *members,
-            *config.opponents.baselines,
-            *map(checkpoint_kind, config.opponents.checkpoints),
-        ]
-        stats = ["pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac", "explained_variance"]
-        self.metrics_columns = [
-            "update",
-            "decisions",
-            "samples",
-            "games",
-            "wall_seconds",
-            "decisions_per_second",
-            "learning_rate",
-            *stats,
-            *(["magnet_kl"] if config.ppo.magnet_coef and not config.ppo.magnet_reward else []),
-            *(["start_kl"] if config.ppo.kl_coef else []),
-            *extra_columns,
-            "pool_size",
-            *[f"train_loss_rate_vs_{k}" for k in self.opponent_kinds],
-            *[f"exploiter_{k}" for s in exploiter for k in ("loss_rate", *stats)],
-        ]
-        self.eval_columns = [
-            "update",
-            "decisions",
-            "wall_seconds",
-            "final",
-            "opponent",
-            "games",
-            "loss_rate",
-            "ci95_low",
-            "ci95_high",
-            "parity",
-            "false_offer_rate",
-            "false_pass_rate",
-            "call_accuracy",
-        ]
-        for name, columns in (("metrics.csv", self.metrics_columns), ("eval.csv", self.eval_columns)):
-            prepare_csv(run_dir / name, columns, resume_update)
-        self.writer = tensorboard_writer(run_dir, resume_update)
-
-    def train_row(self, state: Progress, lr: float, sps: float, stats: dict, outcomes: dict, pool_size: int) -> None:
-        row = {
-            "update": state.update,
-            "decisions": state.decisions,
-            "samples": state.samples,
-            "games": state.games,
-            "wall_seconds": round(state.wall_seconds, 2),
-            "decisions_per_second": round(sps),
-            "learning_rate": lr,
-            **{k: round(v, 6) for k, v in stats.items()},
-            "pool_size": pool_size,
-        }
-        for kind in self.opponent_kinds:
-            _, seat_games, losses = outcomes.get(kind, (0, 0, 0))
-            row[f"train_loss_rate_vs_{kind}"] = (
-                round(losses / seat_games, 4) if seat_games else ""
-            )  # per learner seat; parity 1/N
-        if (
-            EXPLOITER in outcomes
-        ):  # the exploiter loses the games that the policy's seats do not: an online exploitability estimate
-            games, _, policy_losses = outcomes[EXPLOITER]
-            row["exploiter_loss_rate"] = round(1 - policy_losses / games, 4) if games else ""
-        append_csv(self.run_dir / "metrics.csv", self.metrics_columns, row)
-        for key, value in row.items():
-            if (
-                key not in ("update", "decisions")
-                and value != ""
-                and not (isinstance(value, float) and math.isnan(value))
-            ):
-                self.writer.add_scalar(f"train/{key}", value, state.update)
-
-    def eval_rows(self, entry: dict) -> None:
-        for result in entry["results"]:
-            row = {
-                "update": entry["update"],
-                "decisions": entry["decisions"],
-                "wall_seconds": entry["wall_seconds"],
-                "final": int(entry["final"]),
-                "opponent": result["opponent"],
-                "games": result["games"],
-                "loss_rate": round(result["loss_rate"], 4),
-                "ci95_low": round(result["ci95"][0], 4),
-                "ci95_high": round(result["ci95"][1], 4),
-                "parity": round(result["parity"], 4),
-                **{
-                    k: ("" if result.get(k) is None else round(result[k], 4))
-                    for k in ("false_offer_rate", "false_pass_rate", "call_accuracy")
-                },
-            }
-            append_csv(self.run_dir / "eval.csv", self.eval_columns, row)
-            self.writer.add_scalar(f"eval/loss_rate_vs_{result['opponent']}", result["loss_rate"], entry["update"])
-        self.writer.flush()
-
-    def close(self) -> None:
-        self.writer.close()
