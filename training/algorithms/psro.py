@@ -44,10 +44,11 @@ import torch
 
 from cockroach_env.config import GameConfig
 from training.algorithms.meta_solvers import MetaGame, solve
-from training.algorithms.ppo import RESUMABLE_CHANGES, Population
+from training.algorithms.ppo import Population
 from training.algorithms.ppo import train as train_ppo
 from training.core import checkpoint as ckpt
 from training.core.checkpoint import member_models, save_mixture_checkpoint
+from training.core.checkpoint.run_state import RESUMABLE_CHANGES
 from training.core.config import TrainConfig, config_from_dict
 from training.core.distributed import executor
 from training.core.mixture import MixtureAgent
