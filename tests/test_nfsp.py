@@ -355,7 +355,10 @@ def test_a_run_killed_between_its_two_agent_checkpoints_writes_both_on_resume(tm
         written.append(path.name)
         return save(path, *args, **kwargs)
 
-    monkeypatch.setattr(training.algorithms.ppo, "save_agent_checkpoint", killed_after_the_first_agent)
+    import training.algorithms.nfsp
+
+    for caller in (training.algorithms.ppo, training.algorithms.nfsp):  # best_response, then final
+        monkeypatch.setattr(caller, "save_agent_checkpoint", killed_after_the_first_agent)
     assert _nfsp(tmp_path, "run", 2) == 130
     monkeypatch.undo()
     assert _nfsp(tmp_path, "run", 2, "--resume") == 0

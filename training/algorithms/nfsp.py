@@ -52,9 +52,11 @@ import torch
 from cockroach_env.encoding import encoding_for
 from training.algorithms import ppo
 from training.core import checkpoint as ckpt
+from training.core.checkpoint.run_state import save_agent_checkpoint
 from training.core.config import NFSPConfig, TrainConfig
 from training.core.model import ActorCritic, mask_bias
-from training.core.runs import BEST_RESPONSE_NAME
+from training.core.opponents import FixedOpponents, Population
+from training.core.runs import BEST_RESPONSE_NAME, Progress
 
 AVERAGE = ckpt.NFSP_AVERAGE
 """Prefix of the average policy's tensors and metadata in a run checkpoint."""
@@ -231,7 +233,7 @@ class AveragePolicy:
         ckpt.restore_optimizer(self.optimizer, checkpoint, prefix=f"{AVERAGE}.optimizer")
         for group in (
             self.optimizer.param_groups
-        ):  # the config's rate: it may change on resume (training.algorithms.ppo.RESUMABLE_CHANGES)
+        ):  # the config's rate: it may change on resume (training.core.checkpoint.run_state.RESUMABLE_CHANGES)
             group["lr"] = self.settings.sl_learning_rate
         self.rng = rng
         self.loss = math.nan if record.get("loss") is None else float(record["loss"])
@@ -249,15 +251,15 @@ class AveragePolicyHooks(ppo.PPOHooks):
     def __init__(self, average: AveragePolicy):
         self.average = average
 
-    def population(self) -> ppo.Population:
+    def population(self) -> Population:
         """The average policy alone (its weights follow the average policy's after each update)."""
-        return ppo.Population([self.average.model], np.ones(1), ["average policy"])
+        return Population([self.average.model], np.ones(1), ["average policy"])
 
     def restore(self, checkpoint: ckpt.Checkpoint) -> None:
         """The average policy's weights, Adam state, reservoir and generator."""
         self.average.restore(checkpoint)
 
-    def start(self, fixed: ppo.FixedOpponents | None) -> None:
+    def start(self, fixed: FixedOpponents | None) -> None:
         """The seats that play the average policy take its weights (restored on resume)."""
         fixed.models[0].load_state_dict(self.average.model.state_dict())
 
@@ -265,7 +267,7 @@ class AveragePolicyHooks(ppo.PPOHooks):
         """The average policy, the run's agent."""
         return self.average.model
 
-    def after_update(self, batch: tuple, fixed: ppo.FixedOpponents | None) -> dict[str, float]:
+    def after_update(self, batch: tuple, fixed: FixedOpponents | None) -> dict[str, float]:
         """The policy's decisions that this update trained on enter the average policy's reservoir, the average policy
         takes its supervised steps, and the seats that play it take its new weights (from the next rollout on).
         """
@@ -280,10 +282,10 @@ class AveragePolicyHooks(ppo.PPOHooks):
         return self.average.state()
 
     def before_final(
-        self, run_dir: Path, config: TrainConfig, policy: ActorCritic, state: ppo.Progress, command: str
+        self, run_dir: Path, config: TrainConfig, policy: ActorCritic, state: Progress, command: str
     ) -> None:
         """The best response, saved beside the run's agent."""
-        ppo.save_agent_checkpoint(run_dir / BEST_RESPONSE_NAME, config, policy, state, command, network="best response")
+        save_agent_checkpoint(run_dir / BEST_RESPONSE_NAME, config, policy, state, command, network="best response")
 
 
 def train(
