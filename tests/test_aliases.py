@@ -61,6 +61,7 @@ def test_the_old_console_script_entry_points_still_resolve():
     """An install made before the split names ``training.cli:main``, ``training.eval_cli:main``, ... ."""
     import importlib
 
+    import training.algorithms.best_response
     import training.cli.eval
     import training.cli.exploit
     import training.cli.mixture
@@ -75,7 +76,7 @@ def test_the_old_console_script_entry_points_still_resolve():
     ]:
         assert importlib.import_module(old).main is new.main, old
     old = importlib.import_module("training.exploitability")
-    assert old.train_start is library.train_start and old.FROZEN == library.FROZEN
+    assert old.train_start is training.algorithms.best_response.train_start and old.FROZEN == library.FROZEN
 
 
 def test_an_unknown_old_path_is_still_an_import_error():
