@@ -51,7 +51,7 @@ def _psro(tmp_path, name: str, iterations: int, *extra: str) -> int:
 
 
 def test_population_tables_seat_the_learner_and_draw_every_other_seat_from_the_weights():
-    from training.algorithms.ppo import POLICY_SEAT, POPULATION_SEAT, FixedOpponents, Population, Tables
+    from training.core.opponents import POLICY_SEAT, POPULATION_SEAT, FixedOpponents, Population, Tables
 
     game = GameConfig(num_players=4)
     config = load_config(
@@ -72,7 +72,8 @@ def test_population_tables_seat_the_learner_and_draw_every_other_seat_from_the_w
 
 
 def test_a_population_is_refused_without_its_weight_and_with_bad_weights(tmp_path):
-    from training.algorithms.ppo import Population, train
+    from training.algorithms.ppo import train
+    from training.core.opponents import Population
 
     game = GameConfig(num_players=2)
     with pytest.raises(ValueError, match=r"population weights \[-1.0, 2.0\] are not allowed"):

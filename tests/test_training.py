@@ -488,7 +488,8 @@ def test_a_run_with_an_exploiter_and_a_magnet_trains_both_networks_and_resumes_e
 
 
 def test_shared_reward_gives_the_policys_seats_their_mean_at_tables_with_another_agent():
-    from training.algorithms.ppo import EXPLOITER_SEAT, POLICY_SEAT, shared_rewards
+    from training.core.opponents import EXPLOITER_SEAT, POLICY_SEAT
+    from training.core.rollout import shared_rewards
 
     P, X = POLICY_SEAT, EXPLOITER_SEAT
     owner = np.array([[P, P, P, P], [P, X, P, P], [P, 2, 2, 2], [P, P, 3, 3], [P, X, P, P]])
@@ -547,7 +548,7 @@ def test_checkpoint_opponents_seat_the_learner_and_each_other_seat_draws_from_th
     """``opponents.checkpoints``: a table of a saved agent puts it in every other seat; a mixture's seats draw their
     members.
     """
-    from training.algorithms.ppo import (
+    from training.core.opponents import (
         POLICY_SEAT,
         POPULATION_SEAT,
         FixedOpponents,
@@ -870,7 +871,7 @@ def test_an_evaluation_reports_the_opponents_behaviour_beside_the_policys():
     """``opponent_*``: the false offers, false passes and call accuracy of the opponents' seats together, as the arena
     counts them.
     """
-    from training.algorithms.ppo import evaluate_agent
+    from training.evaluation.against_baselines import evaluate_agent
     from training.evaluation.arena import play_match
 
     model = _model()
@@ -1148,13 +1149,15 @@ def test_overlap_rollouts_play_the_weights_from_before_the_update_they_overlap(t
     with the weights update k started from; a segment's first rollout waits for the update before it.
     """
     import training.algorithms.ppo as ppo
+    from training.core.learner import Learner
+    from training.core.opponents import POLICY_SEAT
     from training.core.update_process import UpdateProcess
 
     seen, before_update, order = [], [], []
     rollout, submit, result = ppo.collect_rollout, UpdateProcess.submit, UpdateProcess.result
 
     def recording_rollout(args, step):
-        seen.append(_weights(args.learners[ppo.POLICY_SEAT].model))
+        seen.append(_weights(args.learners[POLICY_SEAT].model))
         order.append("rollout")
         return rollout(args, step)
 
@@ -1168,7 +1171,7 @@ def test_overlap_rollouts_play_the_weights_from_before_the_update_they_overlap(t
         return result(self)
 
     learners = []
-    init = ppo.Learner.__init__
+    init = Learner.__init__
 
     def remember(self, *a, **k):
         init(self, *a, **k)
@@ -1177,7 +1180,7 @@ def test_overlap_rollouts_play_the_weights_from_before_the_update_they_overlap(t
     monkeypatch.setattr(ppo, "collect_rollout", recording_rollout)
     monkeypatch.setattr(UpdateProcess, "submit", recording_submit)
     monkeypatch.setattr(UpdateProcess, "result", recording_result)
-    monkeypatch.setattr(ppo.Learner, "__init__", remember)
+    monkeypatch.setattr(Learner, "__init__", remember)
     assert _train(tmp_path, "overlap", 6, "--set", "ppo.overlap=true", "--set", "schedule.checkpoint_every=3") == 0
     assert len(seen) == len(before_update) == 6
     after = before_update[1:] + [None]
@@ -1459,6 +1462,9 @@ def test_advantages_match_a_reference_rebuilt_from_the_logged_games(
     from training.algorithms import ppo
     from training.core.config import config_from_dict
     from training.core.learner import Learner, gae
+    from training.core.opponents import EXPLOITER_SEAT, POLICY_SEAT, Tables
+    from training.core.rollout import RolloutArgs, baseline_index, collect_rollout, snapshot_indices
+    from training.core.runs import Progress
 
     envs, steps, rollouts = 12, 30, 6
     options = {"num_players": players, **({"max_steps": max_steps} if max_steps else {})}
@@ -1476,21 +1482,19 @@ def test_advantages_match_a_reference_rebuilt_from_the_logged_games(
         }
     )
     game = cfg.game_config()
-    models = {
-        code: ActorCritic(game, [16], seed=seed) for code, seed in ((ppo.POLICY_SEAT, 1), (ppo.EXPLOITER_SEAT, 2))
-    }
+    models = {code: ActorCritic(game, [16], seed=seed) for code, seed in ((POLICY_SEAT, 1), (EXPLOITER_SEAT, 2))}
     learners = {
         code: Learner(m, 1e-3, envs * steps + envs * players, envs, players, m.observation_size, m.num_actions)
         for code, m in models.items()
     }
     games, tables, rng = (
         BatchedGames(game, batch_size=envs, seed=0),
-        ppo.Tables(cfg, game, envs),
+        Tables(cfg, game, envs),
         np.random.default_rng(0),
     )
     pool: list = []
-    ppo._add_snapshot(pool, ppo.Progress(), models[ppo.POLICY_SEAT], cfg)
-    args = ppo.RolloutArgs(
+    ppo._add_snapshot(pool, Progress(), models[POLICY_SEAT], cfg)
+    args = RolloutArgs(
         learners,
         tables,
         games,
@@ -1504,7 +1508,7 @@ def test_advantages_match_a_reference_rebuilt_from_the_logged_games(
     )
     args.opponents = [None, baselines.make("random", game, seed=1)]
     step = games.reset(seed=0)
-    tables.draw(np.arange(envs), rng, ppo.baseline_index(["random"]), ppo.snapshot_indices(pool, ["random"]))
+    tables.draw(np.arange(envs), rng, baseline_index(["random"]), snapshot_indices(pool, ["random"]))
 
     # the log: every learner decision (time, game, seat, value) and every game's end (rewards, time)
     decisions = {code: [] for code in learners}
@@ -1540,7 +1544,7 @@ def test_advantages_match_a_reference_rebuilt_from_the_logged_games(
     monkeypatch.setattr(games, "step", logged_step)
     trained = {code: {} for code in learners}  # decision id -> (rollout, advantage, return, rollout end time)
     for r in range(rollouts):
-        step, _ = ppo.collect_rollout(args, step)
+        step, _ = collect_rollout(args, step)
         for code, learner in learners.items():
             advantages, returns, rows = gae(learner.rollout, cfg.ppo)
             for i in rows:

@@ -78,7 +78,7 @@ def test_fitting_brings_the_network_to_the_teachers_choices():
 
 
 def test_a_warm_started_network_plays_like_its_teacher_against_random():
-    from training.algorithms.ppo import evaluate_model
+    from training.evaluation.against_baselines import evaluate_model
 
     model = ActorCritic(GAME, [64, 64], "tanh", True, seed=0)
     untrained = evaluate_model(model, GAME, ["random"], 400, seed=5)[0]["loss_rate"]

@@ -22,7 +22,7 @@ def train_start(
     resume: bool = False,
 ) -> dict:
     """Train one best response against ``checkpoint`` (frozen; ``population``: its members as a
-    ``training.algorithms.ppo.Population``, or
+    ``training.core.opponents.Population``, or
     a portable one, ``{"networks": [ActorCritic.portable()...], "weights", "names"}``, for a mixture) from ``initial``
     weights,
     with the training config ``config_data``, and return its report; with ``edge_games``, its ``edge`` too
@@ -32,10 +32,11 @@ def train_start(
     ``--ray`` runs it as a task (where the best response's files are), with the result of the same call here.
     """
     import baselines
-    from training.algorithms.ppo import Population, train
+    from training.algorithms.ppo import train
     from training.core.checkpoint import load_agent
     from training.core.config import config_from_dict
     from training.core.model import ActorCritic
+    from training.core.opponents import Population
 
     registered = FROZEN in baselines.names()  # the evaluation's opponent (and a single checkpoint's training opponent)
     if not registered:

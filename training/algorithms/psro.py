@@ -44,7 +44,6 @@ import torch
 
 from cockroach_env.config import GameConfig
 from training.algorithms.meta_solvers import MetaGame, solve
-from training.algorithms.ppo import Population
 from training.algorithms.ppo import train as train_ppo
 from training.core import checkpoint as ckpt
 from training.core.checkpoint import member_models, save_mixture_checkpoint
@@ -53,6 +52,7 @@ from training.core.config import TrainConfig, config_from_dict
 from training.core.distributed import executor
 from training.core.mixture import MixtureAgent
 from training.core.model import ActorCritic, PolicyAgent
+from training.core.opponents import Population
 from training.core.runs import AGENT_NAME, CHECKPOINT_NAME, append_csv, config_diff, prepare_csv
 from training.evaluation.against_baselines import evaluate_agent
 
