@@ -53,9 +53,10 @@ from training.core.runs import (
     StopSignals,
     append_csv,
     config_diff,
+    finished_run_agent,
     prepare_csv,
 )
-from training.evaluation.against_baselines import evaluate_agent
+from training.evaluation.against_baselines import final_evaluation
 from training.evaluation.exact import DEFAULT_MAX_NODES, GameTree, InformationSetPolicy, build_tree, evaluate, game_tree
 
 CFR_RESUMABLE_CHANGES = (
@@ -199,15 +200,18 @@ def _finished_result(run_dir: Path, config: TrainConfig, state: SolverState) -> 
         return None
     if not config.cfr.distill_steps:
         return run_dir / CHECKPOINT_NAME
-    try:
-        meta = ckpt.read_metadata(run_dir / AGENT_NAME)
-    except ckpt.CheckpointError:
-        return None  # (killed before its agent was written: distilled on resume)
-    step, distilled_with = meta.get("step") or {}, meta.get("training_config")
-    if meta.get("kind") != "agent" or step.get("iteration") != state.iteration or not isinstance(distilled_with, dict):
-        return None
-    changed = [key for key in config_diff(distilled_with, config.to_dict()) if key.startswith(DISTILLATION_KEYS)]
-    return None if changed else Path(meta["_path"])
+
+    def distilled_here(meta: dict[str, Any]) -> bool:
+        step, distilled_with = meta.get("step") or {}, meta.get("training_config")
+        if (
+            meta.get("kind") != "agent"
+            or step.get("iteration") != state.iteration
+            or not isinstance(distilled_with, dict)
+        ):
+            return False
+        return not any(key.startswith(DISTILLATION_KEYS) for key in config_diff(distilled_with, config.to_dict()))
+
+    return finished_run_agent(run_dir, distilled_here)  # (none when killed before it was written: distilled on resume)
 
 
 def solver_tree(game: GameConfig, max_nodes: int = DEFAULT_MAX_NODES) -> GameTree:
@@ -468,20 +472,10 @@ def _final_evaluation(config: TrainConfig, model, game: GameConfig, state: Solve
     """The distilled network against the baselines (``evaluation.final_games``), or None."""
     from training.core.model import PolicyAgent
 
-    if not (config.evaluation.final_games and config.evaluation.opponents):
-        return None
-
     def make(i: int) -> PolicyAgent:
         return PolicyAgent(model, game, seed=config.seed + 7919 * i, name="policy")
 
-    results = evaluate_agent(
-        make, game, config.evaluation.opponents, config.evaluation.final_games, seed=config.seed + 10**6
-    )
-    print(
-        "final evaluation: " + ", ".join(f"vs {r['opponent']} {100 * r['loss_rate']:.1f}%" for r in results),
-        file=sys.stderr,
-    )
-    return {"iteration": state.iteration, "final": True, "results": results}
+    return final_evaluation(config, game, make, {"iteration": state.iteration})
 
 
 def _distill_and_save(

@@ -33,6 +33,7 @@ the best responses and the payoff tables of an iteration run as Ray tasks
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from dataclasses import dataclass, field
@@ -53,8 +54,16 @@ from training.core.distributed import executor
 from training.core.mixture import MixtureAgent
 from training.core.model import ActorCritic, PolicyAgent
 from training.core.opponents import Population
-from training.core.runs import AGENT_NAME, CHECKPOINT_NAME, append_csv, config_diff, prepare_csv
-from training.evaluation.against_baselines import evaluate_agent
+from training.core.runs import (
+    AGENT_NAME,
+    CHECKPOINT_NAME,
+    append_csv,
+    config_diff,
+    finished_run_agent,
+    prepare_csv,
+    run_metadata,
+)
+from training.evaluation.against_baselines import final_evaluation
 
 PSRO_RESUMABLE_CHANGES = (*RESUMABLE_CHANGES, "psro.iterations", "psro.meta_solver")
 """Config entries that may differ between a PSRO run and its resumption."""
@@ -167,13 +176,13 @@ def _finished_mixture(run_dir: Path, config: TrainConfig, state: PSROState) -> P
     """The mixture ``final`` of a run finished at ``state.iteration`` (written last, evaluated), or None."""
     if state.iteration < config.psro.iterations:
         return None
-    try:
-        meta = ckpt.read_metadata(run_dir / AGENT_NAME)
-    except ckpt.CheckpointError:
-        return None  # (killed before its mixture was written: evaluated and written on resume)
-    step = meta.get("step") or {}
-    same = step.get("iteration") == state.iteration and step.get("members") == len(state.names)
-    return Path(meta["_path"]) if meta.get("kind") == "mixture" and same else None
+
+    def ends_this_run(meta: dict) -> bool:
+        step = meta.get("step") or {}
+        same = step.get("iteration") == state.iteration and step.get("members") == len(state.names)
+        return meta.get("kind") == "mixture" and same
+
+    return finished_run_agent(run_dir, ends_this_run)  # (none when killed before it was written: written on resume)
 
 
 def _resume_population(run_dir: Path, config: TrainConfig) -> tuple[list[dict], PSROState, MetaGame, bool]:
@@ -304,27 +313,18 @@ def _log_iteration(run_dir: Path, config: TrainConfig, members: list[dict], stat
 
 def _final_evaluation(config: TrainConfig, game, members: list[dict], state: PSROState) -> dict | None:
     """The mixture agent, evaluated against the baselines (``evaluation.final_games``), or None."""
-    if not (config.evaluation.final_games and config.evaluation.opponents):
-        return None
-    models = [_model(config, game, weights) for weights in members]
+    models = functools.cache(lambda: [_model(config, game, weights) for weights in members])  # (built if evaluated)
 
     def make(i: int) -> MixtureAgent:
         return MixtureAgent(
-            [PolicyAgent(m, game, seed=config.seed + 7919 * i + j) for j, m in enumerate(models)],
+            [PolicyAgent(m, game, seed=config.seed + 7919 * i + j) for j, m in enumerate(models())],
             state.meta_strategy,
             game,
             seed=config.seed + 7919 * i,
             name="policy",
         )
 
-    results = evaluate_agent(
-        make, game, config.evaluation.opponents, config.evaluation.final_games, seed=config.seed + 10**6
-    )
-    print(
-        "final evaluation: " + ", ".join(f"vs {r['opponent']} {100 * r['loss_rate']:.1f}%" for r in results),
-        file=sys.stderr,
-    )
-    return {"iteration": state.iteration, "final": True, "results": results}
+    return final_evaluation(config, game, make, {"iteration": state.iteration})
 
 
 # -------------------------------------------------- the pieces (module-level: they run as Ray tasks too)
@@ -467,27 +467,22 @@ def _save(
 ) -> Path:
     game = config.game_config()
     models = [_model(config, game, weights) for weights in members]
-    metadata = {
-        "name": config.name,
-        "game_config": game.to_dict(),
-        "model": config.model.entry(),
-        "training_config": config.to_dict(),
-        "command": command,
-        "commands": state.commands,
-        **({"base_run": state.base_run} if state.base_run else {}),
-        "step": {
-            "iteration": state.iteration,
-            "members": len(members),
-            "decisions": state.decisions,
-            "wall_seconds": round(state.wall_seconds, 1),
-        },
-        "evaluation": evaluation,
-        "mixture": {"meta_solver": config.psro.meta_solver},
-        "psro": {
-            k: v for k, v in state.__dict__.items() if k not in ("commands", "base_run", "names", "meta_strategy")
-        },
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    step = {
+        "iteration": state.iteration,
+        "members": len(members),
+        "decisions": state.decisions,
+        "wall_seconds": round(state.wall_seconds, 1),
     }
+    metadata = run_metadata(
+        config,
+        command,
+        state.commands,
+        step,
+        base_run=state.base_run,
+        evaluation=evaluation,
+        mixture={"meta_solver": config.psro.meta_solver},
+        psro={k: v for k, v in state.__dict__.items() if k not in ("commands", "base_run", "names", "meta_strategy")},
+    )
     return save_mixture_checkpoint(path, models, state.meta_strategy, state.names, metadata)
 
 

@@ -20,10 +20,12 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from training.core.checkpoint import CheckpointError, read_metadata
 from training.core.checkpoint.files import new_file_mode
 from training.core.config import TrainConfig
 from training.core.opponents import EXPLOITER, POPULATION, SNAPSHOT, checkpoint_kind
@@ -104,6 +106,52 @@ def config_diff(a: Any, b: Any, prefix: str = "") -> list[str]:
         keys = sorted(set(a) | set(b))
         return [d for k in keys for d in config_diff(a.get(k), b.get(k), f"{prefix}.{k}" if prefix else k)]
     return [] if a == b else [prefix]
+
+
+def run_metadata(
+    config: TrainConfig,
+    command: str,
+    commands: list[str],
+    step: dict[str, Any],
+    *,
+    kind: str | None = None,
+    base_run: dict[str, Any] | None = None,
+    warm_start: dict[str, Any] | None = None,
+    evaluation: dict[str, Any] | None = None,
+    **entries: Any,
+) -> dict[str, Any]:
+    """The metadata every checkpoint of a training run carries: its ``kind`` (unless the writer sets it, as a
+    mixture's does), name, rules, network, training config and commands, the checkpoint a fresh run started from
+    (``base_run``) and its warm start, the counters (``step``), the latest ``evaluation``, then the algorithm's own
+    ``entries`` and the time it was written.
+    """
+    return {
+        **({"kind": kind} if kind else {}),
+        "name": config.name,
+        "game_config": config.game_config().to_dict(),
+        "model": config.model.entry(),
+        "training_config": config.to_dict(),
+        "command": command,
+        "commands": commands,
+        **({"base_run": base_run} if base_run else {}),
+        **({"warm_start": warm_start} if warm_start else {}),
+        "step": step,
+        "evaluation": evaluation,
+        **entries,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+def finished_run_agent(run_dir: Path, matches: Callable[[dict[str, Any]], bool]) -> Path | None:
+    """The checkpoint ``AGENT_NAME`` of a run that is finished, else None: ``final`` is written last, so a run killed
+    before it has none (and finishes on ``--resume``), and ``matches(metadata)`` says whether the one on disk is this
+    run's end (its step, its evaluation, its settings) rather than an earlier end's.
+    """
+    try:
+        meta = read_metadata(run_dir / AGENT_NAME)
+    except CheckpointError:
+        return None
+    return Path(meta["_path"]) if matches(meta) else None
 
 
 # ---------------------------------------------------------------------------- logs and plots

@@ -6,9 +6,12 @@ CFR's and PSRO's final ones), and nothing in ``training.evaluation`` imports an 
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from typing import Any
 
 from cockroach_env.config import GameConfig
+from training.core.config import TrainConfig
 from training.core.model import ActorCritic, PolicyAgent
 
 
@@ -63,3 +66,22 @@ def evaluate_agent(
             }
         )
     return results
+
+
+def final_evaluation(
+    config: TrainConfig, game: GameConfig, make_agent: Callable[[int], Any], step: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The evaluation a run ends with: ``make_agent(i)`` against each of ``evaluation.opponents`` for
+    ``evaluation.final_games`` games (``evaluate_agent``), printed; the entry ``{**step, "final": True, "results"}``
+    for the checkpoint's metadata, or None when the config asks for none.
+    """
+    if not (config.evaluation.final_games and config.evaluation.opponents):
+        return None
+    results = evaluate_agent(
+        make_agent, game, config.evaluation.opponents, config.evaluation.final_games, seed=config.seed + 10**6
+    )
+    print(
+        "final evaluation: " + ", ".join(f"vs {r['opponent']} {100 * r['loss_rate']:.1f}%" for r in results),
+        file=sys.stderr,
+    )
+    return {**step, "final": True, "results": results}

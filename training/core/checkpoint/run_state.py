@@ -10,7 +10,6 @@ import this module (it needs torch and the run's machinery); import it by its pa
 from __future__ import annotations
 
 import dataclasses
-import time
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -21,7 +20,7 @@ from training.core.config import ConfigError, TrainConfig, config_from_dict
 from training.core.learner import Learner
 from training.core.model import ActorCritic
 from training.core.opponents import Snapshot
-from training.core.runs import AGENT_NAME, CHECKPOINT_NAME, Progress, config_diff
+from training.core.runs import CHECKPOINT_NAME, Progress, config_diff, finished_run_agent, run_metadata
 
 
 class RunStateHooks(Protocol):
@@ -34,31 +33,27 @@ class RunStateHooks(Protocol):
         """Load its part of a run checkpoint (check it first: a refused resume changes nothing)."""
 
 
-def run_metadata(config: TrainConfig, state: Progress, command: str, kind: str) -> dict[str, Any]:
-    """The metadata every checkpoint of a run carries (``kind``: ``run`` or ``agent``): names, configs, commands,
-    counters, the latest evaluation.
+def _metadata(config: TrainConfig, state: Progress, command: str, kind: str) -> dict[str, Any]:
+    """The metadata of a PPO run's checkpoint (``kind``: ``run`` or ``agent``), with its counters and latest
+    evaluation.
     """
-    game = config.game_config()
-    return {
-        "kind": kind,
-        "name": config.name,
-        "game_config": game.to_dict(),
-        "model": config.model.entry(),
-        "training_config": config.to_dict(),
-        "command": command,
-        "commands": state.commands,
-        **({"base_run": state.base_run} if state.base_run else {}),
-        **({"warm_start": state.warm_start} if state.warm_start else {}),
-        "step": {
-            "update": state.update,
-            "decisions": state.decisions,
-            "samples": state.samples,
-            "games": state.games,
-            "wall_seconds": round(state.wall_seconds, 1),
-        },
-        "evaluation": state.evaluations[-1] if state.evaluations else None,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    step = {
+        "update": state.update,
+        "decisions": state.decisions,
+        "samples": state.samples,
+        "games": state.games,
+        "wall_seconds": round(state.wall_seconds, 1),
     }
+    return run_metadata(
+        config,
+        command,
+        state.commands,
+        step,
+        kind=kind,
+        base_run=state.base_run,
+        warm_start=state.warm_start,
+        evaluation=state.evaluations[-1] if state.evaluations else None,
+    )
 
 
 def save_run_checkpoint(
@@ -89,7 +84,7 @@ def save_run_checkpoint(
     for snapshot in pool:
         tensors.update({f"pool.{snapshot.id}.{k}": v for k, v in snapshot.model.state_dict().items()})
     tensors["rng.sampler"] = sampler.get_state()
-    metadata = run_metadata(config, state, command, "run")
+    metadata = _metadata(config, state, command, "run")
     metadata.update(
         optimizers,
         pool=[{"id": s.id, "update": s.update, "source": s.source} for s in pool],
@@ -130,7 +125,7 @@ def save_agent_checkpoint(
     policy's).
     """
     tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
-    metadata = run_metadata(config, state, command, "agent")
+    metadata = _metadata(config, state, command, "agent")
     metadata["evaluations"] = state.evaluations
     if network is not None:
         metadata.update(network=network, evaluation=None, evaluations=[])
@@ -243,14 +238,10 @@ def _restore_from(
 
 def finished_agent(run_dir: Path, state: Progress, config: TrainConfig) -> Path | None:
     """The agent checkpoint of a run that finished at ``state.update`` (final evaluation included), else None."""
-    try:
-        meta = ckpt.read_metadata(run_dir / AGENT_NAME)
-    except ckpt.CheckpointError:
-        return None
-    step = meta.get("step") or {}
-    evaluated = not config.evaluation.final_games or bool((meta.get("evaluation") or {}).get("final"))
-    return (
-        Path(meta["_path"])
-        if step.get("update") == state.update and step.get("decisions") == state.decisions and evaluated
-        else None
-    )
+
+    def ends_this_run(meta: dict[str, Any]) -> bool:
+        step = meta.get("step") or {}
+        evaluated = not config.evaluation.final_games or bool((meta.get("evaluation") or {}).get("final"))
+        return step.get("update") == state.update and step.get("decisions") == state.decisions and evaluated
+
+    return finished_run_agent(run_dir, ends_this_run)
