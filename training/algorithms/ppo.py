@@ -42,6 +42,11 @@ holds everything else (weights, Adam state, pool, RNG states, counters), so
 its checkpoint at update 0; a stop (SIGINT, SIGTERM, the time limit) inside a segment
 writes none, since the games in flight are in no checkpoint: ``--resume`` plays the
 segment again from its start, which gives the same updates and evaluations bit for bit.
+
+This module holds the loop; the machinery it shares with the other algorithms is in ``training.core``: the opponent
+kinds, the pool's snapshots and the tables (``opponents``), the rollout (``rollout``), the learner, its GAE and its
+update (``learner``), the run's counters and logs (``runs``), its save and restore (``checkpoint.run_state``); the
+evaluation against the baselines is ``training.evaluation.against_baselines``.
 """
 
 from __future__ import annotations
@@ -100,9 +105,6 @@ from training.core.runs import (
 )
 from training.core.update_process import UpdateProcess, training_rows
 from training.evaluation.against_baselines import evaluate_model
-
-# ---------------------------------------------------------------------------- run state
-
 
 # ---------------------------------------------------------------------------- training
 
@@ -749,7 +751,7 @@ def _finish(run: _Run, loop: _Loop, signals: StopSignals, stop_reason: str | Non
     return save_agent_checkpoint(run_dir / AGENT_NAME, config, loop.evaluated, state, run.command)
 
 
-# ---------------------------------------------------------------------------- opponents
+# ---------------------------------------------------------------------------- the loop's small steps
 
 
 def _prefixed_stats(code: int, stats: dict[str, float]) -> dict[str, float]:
@@ -769,9 +771,6 @@ def _add_snapshot(
     state.next_snapshot_id += 1
     if source == "policy":  # the beat-the-pool rule counts from the latest policy snapshot
         state.pool_games = state.pool_losses = 0
-
-
-# ---------------------------------------------------------------------------- evaluation
 
 
 def _record_evaluation(state: Progress, logs: RunLogs, results: list[dict[str, Any]], final: bool = False) -> None:

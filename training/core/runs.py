@@ -6,7 +6,9 @@ A run writes ``runs/<name>/``: the run checkpoint ``CHECKPOINT_NAME`` (for ``--r
 turns the first SIGINT/SIGTERM into a stop after the current step, which the algorithm ends by raising
 ``Interrupted`` with its run checkpoint saved (a PPO run: the latest checkpoint segment's start, so that the resumed run
 plays exactly as one that never stopped); ``config_diff`` names the entries in which a resumed run's config differs
-from the saved one.
+from the saved one. ``run_metadata`` is what every checkpoint of a run records, and ``finished_run_agent`` tells a
+finished run from one killed before its end. A PPO run (NFSP's too) counts its progress in ``Progress`` and writes
+``metrics.csv``, ``eval.csv`` and TensorBoard through ``RunLogs``.
 """
 
 from __future__ import annotations
