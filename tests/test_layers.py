@@ -22,8 +22,8 @@ COMMAND_LINES = {
     "training.cli.checkpoint",
     "play.cli",
 }
-TRAINING_ROLES = ("training.core", "training.algorithms", "training.evaluation", "training.cli")
-"""The training package's folders: ``core`` imports none of the others, and only ``cli`` imports ``cli``."""
+TRAINING_ROLES = ("training.core", "training.evaluation", "training.algorithms", "training.cli")
+"""The training package's folders, lowest first: each imports only the ones before it (and itself)."""
 
 
 def _module_name(path: Path) -> str:
@@ -105,6 +105,18 @@ def test_core_imports_no_algorithm_evaluation_or_command_line():
         if _role(module) == "training.core":
             higher = sorted(d for d in deps if _role(d) not in (None, "training.core"))
             assert not higher, f"{module} (core) imports {higher}"
+
+
+def test_evaluation_imports_no_algorithm_and_algorithms_no_command_line():
+    """``training`` reads core <- evaluation <- algorithms <- cli: the algorithms evaluate their agents with
+    ``training.evaluation``, and nothing in ``evaluation`` imports an algorithm (even lazily).
+    """
+    below = {"training.evaluation": ("training.algorithms", "training.cli"), "training.algorithms": ("training.cli",)}
+    for module, deps in _graph().items():
+        for role, forbidden in below.items():
+            if _role(module) == role:
+                higher = sorted(d for d in deps if _role(d) in forbidden)
+                assert not higher, f"{module} ({role.split('.')[1]}) imports {higher}"
 
 
 def test_old_module_paths_name_modules_that_exist():
