@@ -11,7 +11,7 @@ ego-centric, so the same object may play every seat). It owns a seeded
 
 ``action_probabilities`` (and ``action_probabilities_batch``, ``(B, O), (B, A) -> (B, A)``)
 is the exact distribution ``act`` samples from: zero off the mask, summing to 1. Exact
-evaluation (``training.exact``) and the OpenSpiel adapter use it.
+evaluation (``training.evaluation.exact``) and the OpenSpiel adapter use it.
 
 ``act_batch`` is optional in spirit: the base class provides one that loops over
 ``act``. Agents whose ``act_batch`` is genuinely vectorized set ``supports_batch =

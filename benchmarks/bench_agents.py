@@ -9,7 +9,7 @@ For each shipped checkpoint (or those named), in one run:
   ``heuristic``; classic 2 players: at least 80% wins; every other table: at most half
   of parity against N-1 ``heuristic``);
 * its exploitability: for the rule sets small enough to enumerate (the ``mini``
-  presets) the exact NashConv (``training.exact``); otherwise a best response trained
+  presets) the exact NashConv (``training.evaluation.exact``); otherwise a best response trained
   by ``cockroach-exploit`` for ``--decisions`` against N-1 frozen copies, its loss rate
   with its interval and its points from parity. Against a mixture it is the worst of
   the best responses from each member of weight at least 1% (``--start-member all``):

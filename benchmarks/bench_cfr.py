@@ -4,13 +4,13 @@
 
 1. How much the env's observation aliases perfect-recall information states on the rule
    set (information sets per distinct observation, observations seen by several seats).
-2. The tree solver (``training.cfr_solver``) for every variant, keyed by information state
+2. The tree solver (``training.algorithms.cfr_solver``) for every variant, keyed by information state
    and by observation, alternating and simultaneous updates: exact NashConv of the average
    strategy after ``--iterations`` and the solver's wall time; beside it OpenSpiel's C++
    ``CFRPlusSolver`` on the same tree (exported), same iteration count, with the time ratio.
 3. What a network over observations can play: the information-state solution projected
-   onto observations (``training.cfr.observation_table``), then exploitability descent
-   (``training.descent``) from that projection and from the uniform policy.
+   onto observations (``training.algorithms.cfr.observation_table``), then exploitability descent
+   (``training.algorithms.descent``) from that projection and from the uniform policy.
 """
 
 from __future__ import annotations

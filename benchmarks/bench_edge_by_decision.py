@@ -19,7 +19,7 @@ response picks that factor (``offer.card``, ``offer.target``, ``offer.claim``,
 ``respond.peek``: whether to peek, ``respond.call``: which call, ``pass.target``,
 ``pass.claim``) with its own marginal probabilities, the base the rest given it. Every
 hybrid plays the same deals (duplicate deals, seat rotation, one seed). The hybrids are
-``training.edge``'s partial agents (``cockroach-exploit --edge`` plays the same table with
+``training.evaluation.edge``'s partial agents (``cockroach-exploit --edge`` plays the same table with
 the checkpoint itself as the base).
 
     python benchmarks/bench_edge_by_decision.py classic-4p runs/exploit_classic-4p/final runs/members/ppo_4p_g \

@@ -3,11 +3,11 @@
     python benchmarks/bench_exact.py --plot docs/img/exact.png --overwrite   # the table of docs/exact.md and its figure
     python benchmarks/bench_exact.py --ppo-minutes 0.25 0.5 --cfr-seconds 20 --skip-openspiel-python   # a quick look
 
-1. ``training.exact`` NashConv of ``random``, ``honest``, ``bluffer``, ``heuristic`` on ``mini`` and
+1. ``training.evaluation.exact`` NashConv of ``random``, ``honest``, ``bluffer``, ``heuristic`` on ``mini`` and
    ``mini-3p`` (tree build and evaluation time), and on ``mini`` the same figure from OpenSpiel's
    Python ``exploitability.nash_conv`` on the ``python_cockroach_poker`` game (time ratio).
 2. OpenSpiel's C++ ``CFRPlusSolver`` and ``CFRSolver`` on ``mini``, run on the game tree exported
-   by ``training.exact.efg_string`` (``pyspiel.load_efg_game``; the Python game is ~10^4 times
+   by ``training.evaluation.exact.efg_string`` (``pyspiel.load_efg_game``; the Python game is ~10^4 times
    slower per iteration); NashConv of the average policy by ``pyspiel.nash_conv`` at doubling
    iteration counts. The export is checked first: OpenSpiel's NashConv of its uniform random
    policy equals ours of ``random``.
@@ -93,8 +93,8 @@ def openspiel_python_nash_conv(name: str) -> dict:
     ours = evaluate(agent, game.config).nash_conv
     ours_seconds = time.perf_counter() - started
     print(
-        f"mini, {name}: OpenSpiel Python exploitability.nash_conv {theirs:.9f} in {seconds:.1f} s; training.exact "
-        f"{ours:.9f} in {ours_seconds:.1f} s "
+        f"mini, {name}: OpenSpiel Python exploitability.nash_conv {theirs:.9f} in {seconds:.1f} s; "
+        f"training.evaluation.exact {ours:.9f} in {ours_seconds:.1f} s "
         f"(tree included): {seconds / ours_seconds:.1f}x faster, difference {abs(theirs - ours):.1e}",
         flush=True,
     )
@@ -176,7 +176,7 @@ def ppo_curve(stages: list[float], output_dir: Path) -> list[tuple[float, float,
             [
                 sys.executable,
                 "-m",
-                "training.exploitability",
+                "training.cli.exploit",
                 str(output_dir / "ppo_mini" / "final"),
                 "--exact",
                 "--json",
@@ -256,7 +256,7 @@ def main() -> None:
         if problem:
             parser.error(problem)
 
-    print("== exact NashConv of the baselines (training.exact)", flush=True)
+    print("== exact NashConv of the baselines (training.evaluation.exact)", flush=True)
     rows = baseline_table(["mini", "mini-3p"])
     peers = []
     if not args.skip_openspiel_python:

@@ -620,7 +620,7 @@ class QAgent:
 
 
 def evaluate(agent, games: int) -> dict:
-    from training.arena import play_match
+    from training.evaluation.arena import play_match
 
     result = play_match([agent, "heuristic*3"], CONFIG, games=games, seed=12345)
     report = result.agents[0]
@@ -650,7 +650,7 @@ def train_cockroach(minutes: float, workdir: str) -> tuple[object, dict]:
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     start = time.perf_counter()
     subprocess.run(command, check=True, env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
-    from training.checkpoint import load_agent, read_metadata
+    from training.core.checkpoint import load_agent, read_metadata
 
     final = Path(workdir) / "bench_integrations" / "final"
     step = read_metadata(final).get("step") or {}
@@ -664,10 +664,10 @@ def train_cockroach(minutes: float, workdir: str) -> tuple[object, dict]:
 def train_sb3(minutes: float) -> tuple[object, dict]:
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.callbacks import BaseCallback
-    from training.sb3_agent import SB3Agent
 
     import baselines
     from cockroach_env.integrations.sb3 import MaskedSelfPlayEnv
+    from training.evaluation.sb3_agent import SB3Agent
 
     class Deadline(BaseCallback):
         def __init__(self, seconds: float):

@@ -7,14 +7,14 @@ half of parity's loss rate (25%) against `heuristic`. This measures, in one run,
 a policy can do both. On the rule set with ``recall=True`` (the observation is the
 information state, so a table over observations can play any behaviour strategy):
 
-1. DCFR over information states (``training.cfr_solver``), projected onto observations
-   (``training.cfr.observation_table``): the equilibrium's NashConv and its value against
+1. DCFR over information states (``training.algorithms.cfr_solver``), projected onto observations
+   (``training.algorithms.cfr.observation_table``): the equilibrium's NashConv and its value against
    `heuristic` (the mean over seats of the reward when one seat plays it and the other
    plays `heuristic`; loss rate = (1 - (N-1) value) / N).
 2. The best response to `heuristic` (exact): the most any policy can win from it.
 3. From the equilibrium, gradient descent on ``NashConv(pi) - weight * value(pi vs heuristic)``
    for each ``--weights`` (Adam on the table's logits, exact gradients on the tree:
-   ``training.descent``: ``nash_conv_and_gradient`` and ``value_against_and_gradient``, the
+   ``training.algorithms.descent``: ``nash_conv_and_gradient`` and ``value_against_and_gradient``, the
    counterfactual value of each observation's actions with `heuristic` in the other seats). For each weight it
    prints the end point and, for each NashConv budget, the largest value seen within it.
 

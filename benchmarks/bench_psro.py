@@ -17,8 +17,8 @@
         exact NashConv over wall time on the `mini` and `mini-3p` rule sets for PSRO,
         PPO self-play, NFSP's average policy over the same PPO learner, OpenSpiel's C++ CFR+ (on the exported tree),
         this project's tree
-        solver (training.cfr_solver, discounted CFR over information states), the
-        exploitability descent over observations that follows it (training.descent) and
+        solver (training.algorithms.cfr_solver, discounted CFR over information states), the
+        exploitability descent over observations that follows it (training.algorithms.descent) and
         the shipped distilled network (its recorded wall time), one plot, with ratios
 
 The machine's load average is printed with every figure: teammates' jobs on the same
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--nashconv",
         action="store_true",
-        help="exact NashConv over wall time on mini and mini-3p (needs training.exact)",
+        help="exact NashConv over wall time on mini and mini-3p (needs training.evaluation.exact)",
     )
     parser.add_argument("--iterations", type=int, default=2, help="PSRO iterations for --scaling (default 2)")
     parser.add_argument(
@@ -257,7 +257,7 @@ def nashconv(minutes: float, out: Path, cfr_seconds: float = 60.0, descent_steps
     try:
         from training.evaluation.exact import nash_conv
     except ImportError:
-        print("--nashconv needs training.exact, the exact evaluator of the mini rule sets", file=sys.stderr)
+        print("--nashconv needs training.evaluation.exact, the exact evaluator of the mini rule sets", file=sys.stderr)
         return 2
     import matplotlib
 

@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         "--update-ab",
         action="store_true",
         help="time one PPO update on 10,000 samples, the masked policy from tensor operations (old) vs "
-        "training.kernels' compiled pass (new), interleaved",
+        "training.core.kernels' compiled pass (new), interleaved",
     )
     args = parser.parse_args(argv)
     if args.compare is not None:
@@ -392,7 +392,7 @@ def profile(path: str, updates: int, overrides: list[str]) -> int:
 
 def update_ab(path: str, rounds: int, samples: int = 10_000) -> int:
     """One PPO update of ``samples`` real observations: the masked policy's log-probabilities and entropies from tensor
-    operations (old) or from ``training.kernels``'s compiled pass (new), interleaved in this process.
+    operations (old) or from ``training.core.kernels``'s compiled pass (new), interleaved in this process.
     """
     import statistics
 

@@ -30,7 +30,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 """Named rule sets (section 3 of the rules). Combine several with ``+``, e.g. ``"rainbow+even-deal"``.
 
 ``mini`` and ``mini-3p`` are small decks whose whole game tree can be traversed, for exact
-evaluation (``training.exact``) and OpenSpiel's solvers: ``mini`` is a duel with 3 types
+evaluation (``training.evaluation.exact``) and OpenSpiel's solvers: ``mini`` is a duel with 3 types
 x 2 copies, 2 removed unseen, 2 cards each and a pair losing; ``mini-3p`` is 3 players with
 2 types x 2 copies, 1 removed, 1 card each (so cards get peeked and passed) and a pair losing."""
 

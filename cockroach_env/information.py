@@ -5,7 +5,7 @@ public event so far (``Game.events``: the deal's public part, claims, targets, c
 revealed cards, Royal penalties and replacements) and the card in play when it offered
 or peeked it. The identities of all earlier cards in play were revealed by their calls,
 so nothing else is private to it. The OpenSpiel game's ``information_state_string`` and
-the information sets of exact evaluation (``training.exact``) are this string.
+the information sets of exact evaluation (``training.evaluation.exact``) are this string.
 """
 
 from __future__ import annotations

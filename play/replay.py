@@ -51,14 +51,14 @@ def replay_html(record: dict[str, Any]) -> str:
 
 
 def write_page(html: str, output: str) -> None:
-    """Write ``html`` to ``output``: a file is replaced whole (``training.checkpoint.write_file_atomically``,
+    """Write ``html`` to ``output``: a file is replaced whole (``training.core.checkpoint.write_file_atomically``,
     so a reader never sees half a page); a device or a pipe (``/dev/null``) is written into.
     """
     if os.path.exists(output) and not os.path.isfile(output):
         with open(output, "w", encoding="utf-8") as handle:
             handle.write(html)
         return
-    from training.checkpoint import write_file_atomically  # (no torch)
+    from training.core.checkpoint import write_file_atomically  # (no torch)
 
     write_file_atomically(output, html.encode("utf-8"))
 
@@ -101,11 +101,11 @@ def checkpoint_folder_problem(option: str, path: str | os.PathLike, folder: bool
 
 
 def output_problem(option: str, path: str, overwrite: bool) -> str | None:
-    """Why the command may not write its page to ``path``, or None (``training.output_paths.output_file_problem``,
+    """Why the command may not write its page to ``path``, or None (``training.core.output_paths.output_file_problem``,
     plus ``checkpoint_folder_problem``). A pipe or a device (``/dev/stdout``, ``/dev/null``) is written into, never
     replaced: it passes.
     """
-    from training.output_paths import output_file_problem  # (no torch)
+    from training.core.output_paths import output_file_problem  # (no torch)
 
     if os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path):
         return None

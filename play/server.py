@@ -162,7 +162,7 @@ def _table_config(config: GameConfig, seats: list[str], checkpoints: dict[str, d
 
 def _checkpoints() -> dict[str, dict[str, Any]]:
     """Shipped checkpoints and the rules each was trained for (metadata only, no torch)."""
-    from training.checkpoint import read_metadata, shipped_checkpoints
+    from training.core.checkpoint import read_metadata, shipped_checkpoints
 
     out = {}
     for name in shipped_checkpoints():

@@ -25,7 +25,7 @@ dealt again within ``reset``, up to ``REDEALS`` times in a row):
   learner;
 - a callable ``opponents(episode) -> agent or list``, called at every reset with the
   number of episodes this env has started: self-play against a frozen copy refreshed
-  on the callable's own schedule (``training.sb3_agent.SelfPlayOpponents``).
+  on the callable's own schedule (``training.evaluation.sb3_agent.SelfPlayOpponents``).
 
 ``MaskedSelfPlayVecEnv(num_envs, opponents, *, seed=None, learner_seat=None,
 illegal_action="raise", **game_options)`` is the batched form: a Stable-Baselines3

@@ -55,7 +55,7 @@ def resolve_agent(spec: str, config: GameConfig | None, seed: int | None = None)
 
 
 def is_mixture(agent: Any) -> bool:
-    """An agent that draws one of its ``members`` per game with ``weights`` (``training.mixture.MixtureAgent``)."""
+    """An agent that draws one of its ``members`` per game with ``weights`` (``training.core.mixture.MixtureAgent``)."""
     return isinstance(getattr(agent, "members", None), list) and getattr(agent, "weights", None) is not None
 
 
