@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from training._aliases import ALIASES, COMMANDS
+from training._aliases import ALIASES, COMMANDS, REMOVED_IN, STABLE
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
@@ -46,6 +46,50 @@ def test_every_old_path_imports_as_its_new_module_in_a_fresh_interpreter():
     result = _python("-c", code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
+
+
+def test_a_deprecated_old_path_warns_naming_its_new_path_and_a_promised_one_stays_quiet():
+    """CONTRIBUTING promises ``training.checkpoint``, ``training.arena``, ``training.exact`` (``STABLE``); every other
+    old path warns once, at the importing line, with the new path and the version that removes it.
+    """
+    code = "\n".join(
+        [
+            "import importlib, warnings",
+            "import training",
+            f"aliases, stable = {ALIASES!r}, {sorted(STABLE)!r}",
+            "for old, new in aliases.items():",
+            "    with warnings.catch_warnings(record=True) as caught:",
+            "        warnings.simplefilter('always')",
+            "        importlib.import_module(old)",
+            "    messages = [str(w.message) for w in caught if w.category is DeprecationWarning]",
+            "    if old in stable:",
+            "        assert messages == [], (old, messages)",
+            "    else:",
+            f"        expected = f'{{old}} is deprecated and will be removed in version {REMOVED_IN}; use {{new}}'",
+            "        assert messages == [expected], (old, messages)",
+            "with warnings.catch_warnings(record=True) as caught:",
+            "    warnings.simplefilter('always')",
+            "    exec(compile('import training.ppo', 'user_script.py', 'exec'))",
+            "    importlib.import_module('training.algorithms.ppo')",
+            "assert caught == [], 'an old path warns only when first imported'",
+            "print('ok')",
+        ]
+    )
+    result = _python("-c", code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+    assert len(STABLE) == 3 and STABLE < set(ALIASES)
+    promise = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    assert all(f"`{old}`" in promise for old in STABLE), "STABLE is what CONTRIBUTING promises"
+
+
+def test_importing_a_deprecated_path_points_the_warning_at_the_importing_line(tmp_path):
+    script = tmp_path / "user_script.py"
+    script.write_text("import training.psro\n", encoding="utf-8")
+    result = _python("-W", "always::DeprecationWarning", str(script))
+    assert result.returncode == 0, result.stderr
+    assert f"{script}:1: DeprecationWarning: training.psro is deprecated" in result.stderr
+    assert "use training.algorithms.psro" in result.stderr
 
 
 def test_a_monkeypatch_through_an_old_path_is_seen_through_the_new_one(monkeypatch):

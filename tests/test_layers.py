@@ -6,6 +6,7 @@ imports inside functions included (``if TYPE_CHECKING:`` blocks are type hints o
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from training._aliases import ALIASES
@@ -124,6 +125,53 @@ def test_old_module_paths_name_modules_that_exist():
     for old, new in ALIASES.items():
         assert new in graph, f"{old} is an alias of {new}, which is no module"
         assert not (ROOT / (old.replace(".", "/") + ".py")).exists(), f"{old} is both a file and an alias"
+
+
+def _old_path_imports(tree: ast.AST) -> list[str]:
+    """The imports of ``tree`` that name an old module path (``import training.ppo``, ``from training.arena import
+    x``, ``from training import ppo``), or load one by name (``importlib.import_module("training.ppo")``).
+    """
+    found = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        elif isinstance(node, ast.Call) and ast.unparse(node.func).endswith("import_module") and node.args:
+            names = [node.args[0].value] if isinstance(node.args[0], ast.Constant) else []
+        found += [name for name in names if name in ALIASES]
+    return found
+
+
+def _python_blocks(markdown: str) -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```", markdown, flags=re.M | re.S)
+
+
+def test_project_code_tests_benchmarks_and_doc_snippets_import_no_old_module_path():
+    """Readers, IDEs and mypy see the real modules: only the aliases' own tests import an old path."""
+    sources = {
+        path: path.read_text(encoding="utf-8")
+        for folder in (*PACKAGES, "benchmarks", "tests")
+        for path in (ROOT / folder).rglob("*.py")
+        if path.name not in ("test_aliases.py", "_aliases.py")
+    }
+    for path in [*(ROOT / "docs").rglob("*.md"), *ROOT.glob("*.md")]:
+        for k, block in enumerate(_python_blocks(path.read_text(encoding="utf-8"))):
+            sources[path.with_name(f"{path.name}[python block {k + 1}]")] = block
+    old = {str(path.relative_to(ROOT)): _old_path_imports(ast.parse(text)) for path, text in sources.items()}
+    assert len(old) > 150 and any("[python block" in name for name in old)
+    through_old_paths = {name: paths for name, paths in old.items() if paths}
+    assert not through_old_paths, f"imports through old module paths: {through_old_paths}"
+
+
+def test_the_old_path_check_sees_every_form_of_import():
+    code = (
+        "import training.ppo\nfrom training.arena import play_match\nfrom training import psro\n"
+        "import importlib\nimportlib.import_module('training.exact')\nimport training.core.checkpoint\n"
+    )
+    assert _old_path_imports(ast.parse(code)) == ["training.ppo", "training.arena", "training.psro", "training.exact"]
+    assert _python_blocks("text\n```python\nimport training.ppo\n```\n```bash\nls\n```\n") == ["import training.ppo\n"]
 
 
 def _private_uses(tree: ast.AST, graph: dict[str, set[str]]) -> list[str]:

@@ -4,7 +4,8 @@ The package is split by role: ``training.core`` (what every algorithm uses: conf
 learner, checkpoints, runs), ``training.algorithms`` (PPO, NFSP, PSRO, CFR), ``training.evaluation``
 (arena, exact evaluation, exploitability, ratings) and ``training.cli`` (the command lines). The
 module paths of the flat layout (``training.checkpoint``, ``training.ppo``, ...) still import, as
-the same module objects (``training._aliases``).
+the same module objects (``training._aliases``); all but the three that CONTRIBUTING promises warn
+that they are deprecated.
 
 Importing this package does not import torch: the arena and the baselines work with
 the environment alone; ``load_agent`` and the trainer import torch when used.

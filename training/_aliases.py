@@ -7,6 +7,10 @@ still write the old paths. ``ALIASES`` maps each old path to its module; the fin
 monkeypatch through either name is seen by both). ``python -m OLD`` runs the command line that the
 old module used to run (``COMMANDS``), e.g. ``python -m training.checkpoint NAME``.
 
+The paths that CONTRIBUTING promises (``STABLE``) stay; every other old path is deprecated: importing
+it (or running it with ``python -m``) warns with a ``DeprecationWarning`` that names the new path, and
+version ``REMOVED_IN`` removes it. The project's own code imports the real modules (``tests/test_layers.py``).
+
 Nothing here imports torch or any module of the package until an old path is imported.
 """
 
@@ -17,6 +21,7 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import sys
+import warnings
 from types import CodeType, ModuleType
 
 ALIASES = {
@@ -53,6 +58,22 @@ ALIASES = {
 """``{old module path: the module it now is}``; ``training.cli`` (now the package of command lines)
 keeps ``main`` and ``python -m training.cli`` itself."""
 
+STABLE = frozenset({"training.checkpoint", "training.arena", "training.exact"})
+"""The old paths that CONTRIBUTING promises to keep (with ``training.load_agent``): no warning."""
+REMOVED_IN = "0.5.0"
+"""The version that removes the deprecated old paths (every alias not in ``STABLE``)."""
+
+
+def warn_if_deprecated(old: str) -> None:
+    """Warn (``DeprecationWarning``, at the importing code) that ``old`` is deprecated, naming its new path."""
+    if old in ALIASES and old not in STABLE:
+        warnings.warn(
+            f"{old} is deprecated and will be removed in version {REMOVED_IN}; use {ALIASES[old]}",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+
+
 COMMANDS = {
     "training.checkpoint": "training.cli.checkpoint",
 }
@@ -73,10 +94,13 @@ class _AliasLoader(importlib.abc.Loader):
 
     def exec_module(self, module: ModuleType) -> None:
         # The import system set ``__spec__`` to the old path's spec; the module keeps its own.
+        old = module.__spec__.name
         module.__spec__ = self.target_spec
+        warn_if_deprecated(old)
 
     def get_code(self, fullname: str) -> CodeType | None:
         """The code that ``python -m OLD`` runs: the command line's module."""
+        warn_if_deprecated(fullname)
         command = COMMANDS.get(fullname, self.target)
         spec = importlib.util.find_spec(command)
         return spec.loader.get_code(command)
