@@ -153,7 +153,7 @@ def expand_lineup(entries: Sequence[Any]) -> list[Any]:
 def resolve_agent(spec: Any, config: GameConfig, seed: int | None = None) -> Any:
     """Build the agent an arena entry names (see the module docstring); ``ArenaError`` if impossible."""
     if not isinstance(spec, str):
-        _check_agent(spec, _label_of(spec), config)
+        _check_agent(spec, label_of(spec), config)
         return spec
     import baselines
 
@@ -269,7 +269,8 @@ def _check_agent(agent: Any, label: str, config: GameConfig) -> None:
         )
 
 
-def _label_of(agent: Any) -> str:
+def label_of(agent: Any) -> str:
+    """An agent's label in reports: its ``name``, else its class's name."""
     return str(getattr(agent, "name", None) or type(agent).__name__)
 
 
@@ -307,7 +308,7 @@ def build_entrants(lineup: Sequence[Any], config: GameConfig, seed: int) -> tupl
             key_of[key] = len(entrants)
             agent = resolve_agent(entry, config, seed=_agent_seed(seed, len(entrants)))
             spec = entry if isinstance(entry, str) else f"<{type(entry).__name__}>"
-            entrants.append(Entrant(_label_of(agent), spec, agent, []))
+            entrants.append(Entrant(label_of(agent), spec, agent, []))
         of_entry.append(key_of[key])
         entrants[key_of[key]].entries.append(entry_index)
     taken: dict[str, int] = {}
@@ -879,7 +880,7 @@ def play_league(
     config = config if config is not None else GameConfig()
     seed = _check_arguments(config, seed, duplicate)
     pool = expand_lineup(list(pool))
-    names = [p if isinstance(p, str) else _label_of(p) for p in pool]
+    names = [p if isinstance(p, str) else label_of(p) for p in pool]
     if len(set(names)) != len(names):
         raise ArenaError(f"the league pool repeats agents {names}; list each agent once")
     if len(pool) < config.num_players:
@@ -944,7 +945,7 @@ def _table_copies(lineup: list[Any]) -> list[Any]:
             copies.append(agent if isinstance(agent, str) else copy.deepcopy(agent))
         except Exception as error:  # noqa: BLE001 - any failure to copy is reported with the agent
             raise ArenaError(
-                f"agent {_label_of(agent)!r} cannot be copied for each league table ({type(error).__name__}: "
+                f"agent {label_of(agent)!r} cannot be copied for each league table ({type(error).__name__}: "
                 f"{error}); expected an agent that copy.deepcopy can copy, or its name or checkpoint path"
             ) from error
     return copies
