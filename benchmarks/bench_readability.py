@@ -39,7 +39,7 @@ def collect(spec: str, config, games: int, seed: int) -> dict[str, np.ndarray]:
     """
     from cockroach_env import raw_env
     from cockroach_env.engine import Phase
-    from training.evaluation.arena import resolve_agent
+    from training.evaluation.lineup import resolve_agent
 
     env = raw_env(config=config)
     respond = env.encoding.respond_start

@@ -60,7 +60,7 @@ class Seat:
 
 def build_seats(config: GameConfig, specs: list[str], seed: int) -> list[Seat]:
     """Resolve one spec per seat; ``ValueError`` naming the bad seat and spec."""
-    from training.evaluation.arena import ArenaError, resolve_agent
+    from training.evaluation.lineup import ArenaError, resolve_agent
 
     if len(specs) != config.num_players:
         raise ValueError(f"seats has {len(specs)} entries for {config.num_players} players; expected one per seat")

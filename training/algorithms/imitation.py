@@ -191,7 +191,7 @@ def learner_player(model, device, seed: int) -> Callable[[np.ndarray, np.ndarray
 
 def resolve_teacher(config):
     """The agent ``config.warm_start.teacher`` names (None without a warm start); ``ConfigError`` if it cannot teach."""
-    from training.evaluation.arena import ArenaError, resolve_agent
+    from training.evaluation.lineup import ArenaError, resolve_agent
 
     name = config.warm_start.teacher
     if name is None:
