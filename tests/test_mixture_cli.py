@@ -370,7 +370,7 @@ def test_builds_sharing_a_payoff_cache_keep_each_others_tables(tmp_path):
     lost),
     and a file replaced meanwhile by something that is not this rule set's cache is refused by name and left as it is.
     """
-    from training.cli.mixture import PayoffCache
+    from training.evaluation.payoff_cache import PayoffCache
 
     path = tmp_path / "payoffs.json"
     first, second = PayoffCache(path, GAME), PayoffCache(path, GAME)  # both read the file before either saves
@@ -402,7 +402,7 @@ def test_processes_saving_one_payoff_cache_at_once_lose_no_table(tmp_path):
 
     path = tmp_path / "payoffs.json"
     script = (
-        "import sys; from cockroach_env import GameConfig; from training.cli.mixture import PayoffCache\n"
+        "import sys; from cockroach_env import GameConfig; from training.evaluation.payoff_cache import PayoffCache\n"
         "path, who = sys.argv[1], sys.argv[2]\n"
         "for k in range(40):\n"
         "    cache = PayoffCache(path, GameConfig.from_options(preset='mini'))\n"
