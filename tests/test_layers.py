@@ -1,6 +1,6 @@
-"""The layers point one way (STYLE.md): rules engine <- encoding <- env and batched engine
-<- baselines <- training and evaluation <- command line and play (the browser game). Read from the source, lazy
-imports inside functions included (``if TYPE_CHECKING:`` blocks are type hints only).
+"""The layers point one way (CONTRIBUTING.md, "Layout"; docs/CONTRACTS.md): rules engine <- encoding <- env and
+batched engine <- baselines <- training and evaluation <- command line and play (the browser game). Read from the
+source, lazy imports inside functions included (``if TYPE_CHECKING:`` blocks are type hints only).
 """
 
 from __future__ import annotations
@@ -203,7 +203,7 @@ def _private_uses(tree: ast.AST, graph: dict[str, set[str]]) -> list[str]:
 
 
 def test_no_module_uses_another_modules_private_names():
-    """Shared machinery is public (STYLE.md): what two modules use has a name without a leading underscore."""
+    """Shared machinery is public (docs/CONTRACTS.md): what two modules use has a name without a leading underscore."""
     graph = _graph()
     for package in ("baselines", "training", "play"):
         for path in (ROOT / package).rglob("*.py"):

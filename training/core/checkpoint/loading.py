@@ -55,7 +55,7 @@ def resolve(path_or_name: str | os.PathLike) -> Path:
     )
 
 
-# ---------------------------------------------------------------------------- saving
+# ---------------------------------------------------------------------------- reading
 
 
 def read_metadata(path_or_name: str | os.PathLike) -> dict[str, Any]:
