@@ -113,8 +113,7 @@ def train(
     ``cfr.distill_steps: 0`` or when stopped early).
 
     ``initial_weights`` is not used (a solver starts from zero regrets); ``progress_bar`` is accepted for the CLI's
-    sake.
-    SIGINT or SIGTERM (in the main thread) stops after the current iteration with a checkpoint and raises
+    sake. SIGINT or SIGTERM (in the main thread) stops after the current iteration with a checkpoint and raises
     ``Interrupted``.
     """
     if initial_weights is not None:

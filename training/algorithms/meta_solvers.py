@@ -296,8 +296,7 @@ class ExploiterGame:
     ``seat_games[j][R]`` and ``losses[j][R]`` count exploiter ``j``'s games and losses at the table of the multiset
     ``R``
     of ``N - 1`` member indices. Against a mixture ``x`` (each seat drawing its member from ``x``), exploiter ``j``
-    loses
-    ``sum_R P(R | x) L_j(R)``: the loss rate a best response reaches against that mixture, if ``j`` is one.
+    loses ``sum_R P(R | x) L_j(R)``: the loss rate a best response reaches against that mixture, if ``j`` is one.
     """
 
     num_players: int
@@ -391,18 +390,15 @@ def minimax_weights(
     max_weight: float | None = None,
 ) -> np.ndarray:
     """The mixture ``x`` that maximises the smallest exploiter loss rate, ``max_x min_j L_j(x)``, with ``costs[b] . x
-    <= limits[b]``
-    and, with ``max_weight``, no member's weight above it.
+    <= limits[b]`` and, with ``max_weight``, no member's weight above it.
 
     ``costs[b]`` holds each member's loss rate in some match (one seat against N-1 copies of baseline ``b``): a
-    mixture's
-    loss rate there is linear in ``x``, so the limits keep the mixture as strong as asked against the baselines.
-    ``L_j`` is
-    a polynomial of degree ``N - 1``: the maximum is searched by ``samples`` Dirichlet draws over the simplex (and its
-    vertices and centre), then refined by shrinking random perturbations of the best point. ``ValueError`` if no point
-    meets the limits, naming the best each limit allows. With ``max_weight`` every candidate is moved inside the cap by
-    ``cap_weights`` (it spreads a mixture over at least ``1 / max_weight`` members); ``ValueError`` unless
-    ``0 < max_weight <= 1`` and ``max_weight * K >= 1``.
+    mixture's loss rate there is linear in ``x``, so the limits keep the mixture as strong as asked against the
+    baselines. ``L_j`` is a polynomial of degree ``N - 1``: the maximum is searched by ``samples`` Dirichlet draws over
+    the simplex (and its vertices and centre), then refined by shrinking random perturbations of the best point.
+    ``ValueError`` if no point meets the limits, naming the best each limit allows. With ``max_weight`` every candidate
+    is moved inside the cap by ``cap_weights`` (it spreads a mixture over at least ``1 / max_weight`` members);
+    ``ValueError`` unless ``0 < max_weight <= 1`` and ``max_weight * K >= 1``.
     """
     costs, limits = costs or {}, limits or {}
     k = game.size

@@ -81,9 +81,8 @@ class Reservoir:
 
     def add(self, obs: np.ndarray, mask: np.ndarray, action: np.ndarray, rng: np.random.Generator) -> None:
         """Add decisions (rows of ``obs``, ``mask``, ``action``): decision ``t`` (counting from 0 over all ever added)
-        takes a free
-        slot while there is one, and afterwards slot ``j``, uniform in ``[0, t]``, if ``j < capacity`` (else it is not
-        kept).
+        takes a free slot while there is one, and afterwards slot ``j``, uniform in ``[0, t]``, if ``j < capacity``
+        (else it is not kept).
         """
         n = len(action)
         if n == 0:
@@ -299,9 +298,8 @@ def train(
     """Run (or resume) NFSP for ``config``; return the path of the final agent checkpoint (the average policy).
 
     ``initial_weights`` start both networks (``--init-from``). The PPO loop (``training.algorithms.ppo.train``) runs
-    the best response,
-    with the average policy at its ``opponents.population`` tables, and trains the average policy after each of its
-    updates (``AveragePolicyHooks``).
+    the best response, with the average policy at its ``opponents.population`` tables, and trains the average policy
+    after each of its updates (``AveragePolicyHooks``).
     """
     if config.algorithm != "nfsp":
         raise ValueError(f"config.algorithm={config.algorithm!r}; training.algorithms.nfsp.train runs algorithm: nfsp")

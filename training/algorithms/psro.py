@@ -401,8 +401,7 @@ def _play_new_tables(workers, config: TrainConfig, members: list[dict], meta_gam
 
 def _best_response_config(config: TrainConfig, iteration: int, k: int, run_dir: Path) -> TrainConfig:
     """The PPO run of best response ``k`` of ``iteration``: the config's PPO and model, the population in every other
-    seat
-    (in ``psro.population_share`` of its tables; the config's opponent mix in the rest).
+    seat (in ``psro.population_share`` of its tables; the config's opponent mix in the rest).
     """
     data = config.to_dict()
     data.update(

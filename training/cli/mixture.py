@@ -278,9 +278,8 @@ def play_tables(
 ) -> list[tuple[dict[int, int], dict[int, int]]]:
     """Play ``tables`` between portable ``networks`` (``ActorCritic.portable``, by id) for ``games`` games each
     (``training.algorithms.psro.play_table``). A table is ``(seats, players, seed)``: the player index at each seat,
-    the network id of
-    each player index, and its seed; its result is per player index, seat-games and losses. The unit of work that
-    ``--ray`` sends to a task; every input is plain data or tensors, so it computes the same anywhere.
+    the network id of each player index, and its seed; its result is per player index, seat-games and losses. The unit
+    of work that ``--ray`` sends to a task; every input is plain data or tensors, so it computes the same anywhere.
     """
     import training.algorithms.psro as psro
     from training.core.model import ActorCritic

@@ -213,10 +213,8 @@ def _resume_command(args) -> str:
 
 def _initial_weights(path: str, config) -> tuple[dict | None, list[tuple[str, dict]] | None, dict]:
     """``(weights, population, base_run)`` of ``path``, checked against the rules and network of ``config``: the
-    weights to start from
-    and the record of where they came from. A mixture starts PSRO's population from all its members (``population``:
-    name and
-    weights of each) and anything else from its heaviest member.
+    weights to start from and the record of where they came from. A mixture starts PSRO's population from all its
+    members (``population``: name and weights of each) and anything else from its heaviest member.
     """
     from training.core.checkpoint import CheckpointError, build_model, load_checkpoint, member_models, mixture_weights
 

@@ -260,8 +260,7 @@ class ActorCritic(nn.Module):
 
     def portable(self) -> dict:
         """Everything needed to rebuild this network elsewhere (another process, a Ray task): rules, shape and weights,
-        as
-        plain data and tensors; ``ActorCritic.from_portable`` is the inverse.
+        as plain data and tensors; ``ActorCritic.from_portable`` is the inverse.
         """
         return {
             "game_config": self.game_config.to_dict(),

@@ -103,9 +103,8 @@ class FixedOpponents:
 
 def load_checkpoint_opponents(config: TrainConfig, game: GameConfig) -> dict[str, tuple[Population, dict[str, Any]]]:
     """Each ``opponents.checkpoints`` entry as a ``Population`` (a mixture's members and weights; an agent or a run
-    alone)
-    and its record (resolved metadata path, tensor sha256). ``CheckpointError`` names the entry that fails to load or
-    was trained for other rules.
+    alone) and its record (resolved metadata path, tensor sha256). ``CheckpointError`` names the entry that fails to
+    load or was trained for other rules.
     """
     loaded = {}
     for name in config.opponents.checkpoints:

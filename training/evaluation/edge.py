@@ -200,8 +200,7 @@ def edge_sources(
     variants: list[tuple[str, ...]] | None = None,
 ) -> dict[str, Any]:
     """The loss rate of the seat that plays ``base`` (default: the checkpoint) except in each variant's parts, where
-    the best
-    response decides, against ``N - 1`` copies of ``checkpoint``.
+    the best response decides, against ``N - 1`` copies of ``checkpoint``.
 
     ``variants`` defaults to every part alone. Returns ``{"games", "parity", "baseline", "whole", "rows"}``:
     ``baseline``

@@ -37,14 +37,11 @@ def export_agent(
 
     The metadata is kept, less the run-only fields (optimizers, pool, progress, RNG
     states) and tensors (the exploiter's, Adam moments, snapshots); ``extra`` entries are added last, replacing any of
-    the same key
-    but ``kind`` (e.g. the command history of a resumed run, or ``exported_from``).
+    the same key but ``kind`` (e.g. the command history of a resumed run, or ``exported_from``).
     A mixture exports one ``member`` (its name, or its index in the mixture): that member's weights, name and
     recipe (``mixture.recipes``: its commands, base run and training config), and ``exported_member`` (name, index,
-    weight).
-    An NFSP run checkpoint (``training.algorithms.nfsp``) exports its average policy, the run's agent, or with
-    ``member="best_response"``
-    its best response (``network`` in the metadata).
+    weight). An NFSP run checkpoint (``training.algorithms.nfsp``) exports its average policy, the run's agent, or with
+    ``member="best_response"`` its best response (``network`` in the metadata).
     With ``average_from`` (a run checkpoint only) the exported weights are the uniform average of the run's current
     policy and every policy snapshot in its pool taken at update ``average_from`` or later (stochastic weight
     averaging; ``averaged`` in the metadata lists them).

@@ -79,8 +79,7 @@ def remove_stale(path: str | os.PathLike) -> list[Path]:
 
 def remove_checkpoint(path: str | os.PathLike) -> list[Path]:
     """Remove checkpoint ``P`` whole (``P.json`` first: from then on it is gone for loaders, whatever a kill leaves),
-    with
-    every tensor generation and temporary file of it; return the removed paths. For a run started again
+    with every tensor generation and temporary file of it; return the removed paths. For a run started again
     (``--overwrite``).
     """
     stem = checkpoint_stem(Path(path))

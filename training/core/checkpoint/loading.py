@@ -187,9 +187,8 @@ def load_checkpoint(
     schema: tuple[Field, ...] = (),
 ) -> Checkpoint:
     """Load and check a checkpoint. ``game``: refuse a checkpoint trained for other rules. ``kind``: require "run" or
-    "agent".
-    ``schema``: more fields the metadata must hold (``RUN_SCHEMA`` to resume a run), checked before the tensors are
-    read.
+    "agent". ``schema``: more fields the metadata must hold (``RUN_SCHEMA`` to resume a run), checked before the tensors
+    are read.
     """
     from safetensors import SafetensorError
     from safetensors.torch import load as load_tensors

@@ -69,8 +69,7 @@ def save_run_checkpoint(
     hooks: RunStateHooks | None = None,
 ) -> Path:
     """Everything ``--resume`` needs: weights, Adam state (of the policy and the exploiter), magnet, pool, RNG states,
-    counters;
-    and what ``hooks`` adds (NFSP: the average policy's weights, Adam state, reservoir and generator).
+    counters; and what ``hooks`` adds (NFSP: the average policy's weights, Adam state, reservoir and generator).
     """
     tensors, optimizers = {}, {}
     for prefix, learner in _prefixed(policy, exploiter):
@@ -100,9 +99,8 @@ def save_run_checkpoint(
 
 def prune_kept_agents(directory: Path, update: int) -> None:
     """Remove the kept agents (``schedule.keep_agent_every``) after ``update``: on resume those of the continuation
-    that the
-    checkpoint does not hold (the resumed run writes its own at those updates), on a fresh start (``update=-1``, with
-    ``--overwrite``) all of the replaced run's; tidy the others' stale files.
+    that the checkpoint does not hold (the resumed run writes its own at those updates), on a fresh start
+    (``update=-1``, with ``--overwrite``) all of the replaced run's; tidy the others' stale files.
     """
     if not directory.is_dir():
         return
@@ -120,9 +118,8 @@ def save_agent_checkpoint(
     path: Path, config: TrainConfig, model: ActorCritic, state: Progress, command: str, network: str | None = None
 ) -> Path:
     """The weights only (small), with the metadata users and the arena need. ``network``: which of an NFSP run's
-    networks
-    it is, if not the evaluated one (``best response``: recorded, without the evaluations, which are the average
-    policy's).
+    networks it is, if not the evaluated one (``best response``: recorded, without the evaluations, which are the
+    average policy's).
     """
     tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
     metadata = _metadata(config, state, command, "agent")
