@@ -130,9 +130,8 @@ def _train(config: TrainConfig, resume: bool, command: str | None, signals: Stop
     settings = config.cfr
     run_dir = config.run_dir
     command = command or " ".join(["cockroach-train", *sys.argv[1:]])
-    tree = solver_tree(
-        game, settings.max_nodes
-    )  # TreeTooLarge (a ValueError naming the rule set) before anything is written
+    # TreeTooLarge (a ValueError naming the rule set) before anything is written
+    tree = solver_tree(game, settings.max_nodes)
     run_dir.mkdir(parents=True, exist_ok=True)
     ckpt.remove_stale(run_dir / CHECKPOINT_NAME)
     solver = TreeSolver(tree, settings.keys, settings.variant, settings.alternating)

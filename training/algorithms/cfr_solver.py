@@ -184,9 +184,8 @@ class TreeSolver:
         if self.variant == "cfr+":
             new_regrets = np.maximum(regrets + instant, 0.0)
             new_sum = strategy_sum + t * contribution
-        elif (
-            self.variant == "dcfr"
-        ):  # the regrets accumulated up to iteration t - 1 carry that iteration's discount (as OpenSpiel's DCFRSolver)
+        elif self.variant == "dcfr":
+            # the regrets accumulated up to iteration t - 1 carry that iteration's discount (as OpenSpiel's DCFRSolver)
             positive = (t - 1) ** 1.5 / ((t - 1) ** 1.5 + 1.0)
             new_regrets = np.where(regrets > 0, regrets * positive, regrets * 0.5) + instant
             new_sum = strategy_sum * ((t - 1) / t) ** 2 + contribution

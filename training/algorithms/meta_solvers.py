@@ -122,10 +122,11 @@ class MetaGame:
         """``U[i, R]`` (payoff of ``i`` against opponents ``R``), the member counts of each ``R`` and its multinomial
         coefficient.
         """
+        # (not the number of tables: record may add games to a table already played)
         key = (
             self.size,
             getattr(self, "_revision", 0),
-        )  # (not the number of tables: record may add games to a table already played)
+        )
         if getattr(self, "_cache_key", None) != key:
             missing = self.missing_tables()
             if missing:

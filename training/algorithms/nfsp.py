@@ -94,9 +94,8 @@ class Reservoir:
         slots = np.concatenate([np.arange(self.size, self.size + free), rng.integers(0, t + 1)])
         items = np.flatnonzero(slots < self.capacity)
         slots = slots[items]
-        last = (
-            len(slots) - 1 - np.unique(slots[::-1], return_index=True)[1]
-        )  # two items of one batch on a slot: the later one stays
+        # two items of one batch on a slot: the later one stays
+        last = len(slots) - 1 - np.unique(slots[::-1], return_index=True)[1]
         slots, items = slots[last], items[last]
         self.obs[slots] = obs[items]
         self.mask[slots] = np.packbits(np.asarray(mask[items], bool), axis=1)
@@ -230,9 +229,8 @@ class AveragePolicy:
         self.reservoir.restore(checkpoint.group(f"{AVERAGE}.reservoir"), size, seen, str(checkpoint.path))
         self.model.load_state_dict(checkpoint.group(f"{AVERAGE}.model"))
         ckpt.restore_optimizer(self.optimizer, checkpoint, prefix=f"{AVERAGE}.optimizer")
-        for group in (
-            self.optimizer.param_groups
-        ):  # the config's rate: it may change on resume (training.core.checkpoint.run_state.RESUMABLE_CHANGES)
+        # the config's rate: it may change on resume (training.core.checkpoint.run_state.RESUMABLE_CHANGES)
+        for group in self.optimizer.param_groups:
             group["lr"] = self.settings.sl_learning_rate
         self.rng = rng
         self.loss = math.nan if record.get("loss") is None else float(record["loss"])

@@ -95,9 +95,8 @@ def main(argv: list[str] | None = None) -> None:
     text = json.dumps(meta, indent=1) if args.json else describe(meta, args.checkpoint)
     try:
         print(text, flush=True)
-    except (
-        BrokenPipeError
-    ):  # the reader stopped early (``| head``): not an error; the Python docs' recipe keeps the exit quiet
+    except BrokenPipeError:
+        # the reader stopped early (``| head``): not an error; the Python docs' recipe keeps the exit quiet
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 

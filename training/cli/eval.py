@@ -246,11 +246,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``cockroach-eval``: play the lineup and print the report; the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    # before any game is played
     problem = (
         output_file_problem("--json", args.json, replace=args.overwrite)
         or output_file_problem("--plot", args.plot, replace=args.overwrite)
         or plot_file_problem(args.plot)
-    )  # before any game is played
+    )
     if problem:
         print(f"cockroach-eval: error: {problem}", file=sys.stderr)
         return 2

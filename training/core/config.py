@@ -945,9 +945,8 @@ def _convert(kind: Any, value: Any, where: str, key: str) -> Any:
             raise ConfigError(f"{where}: {key}={quoted(value)} is not allowed; expected an integer")
         return value
     if kind is float:
-        text = (
-            isinstance(value, str) and _FLOAT_TEXT.fullmatch(value.strip()) is not None
-        )  # YAML 1.1 reads 3e-4 (no dot) as a string
+        # YAML 1.1 reads 3e-4 (no dot) as a string
+        text = isinstance(value, str) and _FLOAT_TEXT.fullmatch(value.strip()) is not None
         if not text and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise ConfigError(f"{where}: {key}={quoted(value)} is not allowed; expected a number")
         try:

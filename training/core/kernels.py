@@ -92,9 +92,8 @@ if numba is not None:
         rows = obs.shape[0]
         identities, claims = truth.shape
         visible = np.empty(identities, np.float64)
-        claim_fit = np.empty(
-            identities, np.float64
-        )  # does identity i fit the claim in play (weighted by the claim one-hot)
+        # does identity i fit the claim in play (weighted by the claim one-hot)
+        claim_fit = np.empty(identities, np.float64)
         for b in range(rows):
             visible_total = 0.0
             own_fitting = 0.0

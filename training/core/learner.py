@@ -279,9 +279,8 @@ def ppo_update(
             break
     if not n_train:
         return {}
-    var_y = (
-        b_return.var().item() if n_train > 1 else 0.0
-    )  # (one sample has no variance: explained variance is undefined)
+    # (one sample has no variance: explained variance is undefined)
+    var_y = b_return.var().item() if n_train > 1 else 0.0
     return {
         "pg_loss": pg_loss.item(),
         "v_loss": v_loss.item(),

@@ -356,9 +356,8 @@ class ActorCritic(nn.Module):
         logits, value = self.heads(self.network_inputs(obs))
         draw = torch.rand((len(logits), 1), generator=generator, device=logits.device)
         if mask.dtype == torch.bool and kernels.available(logits):
-            action, logprob = kernels.sample_masked(
-                logits, mask, draw[:, 0]
-            )  # the same draw in one compiled pass per row
+            # the same draw in one compiled pass per row
+            action, logprob = kernels.sample_masked(logits, mask, draw[:, 0])
             return action, logprob, value
         logits = logits + (mask_bias(mask) if mask.dtype == torch.bool else mask)
         log_policy = torch.log_softmax(logits, dim=-1)

@@ -58,9 +58,10 @@ def write_json_report(path: str | os.PathLike, data, indent: int = 1) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
+    # here: training.core.checkpoint is heavy, and most callers only check paths
     from training.core.checkpoint import (
         write_file_atomically,
-    )  # here: training.core.checkpoint is heavy, and most callers only check paths
+    )
 
     write_file_atomically(path, text.encode())
 

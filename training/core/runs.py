@@ -377,12 +377,10 @@ class RunLogs:
         }
         for kind in self.opponent_kinds:
             _, seat_games, losses = outcomes.get(kind, (0, 0, 0))
-            row[f"train_loss_rate_vs_{kind}"] = (
-                round(losses / seat_games, 4) if seat_games else ""
-            )  # per learner seat; parity 1/N
-        if (
-            EXPLOITER in outcomes
-        ):  # the exploiter loses the games that the policy's seats do not: an online exploitability estimate
+            # per learner seat; parity 1/N
+            row[f"train_loss_rate_vs_{kind}"] = round(losses / seat_games, 4) if seat_games else ""
+        # the exploiter loses the games that the policy's seats do not: an online exploitability estimate
+        if EXPLOITER in outcomes:
             games, _, policy_losses = outcomes[EXPLOITER]
             row["exploiter_loss_rate"] = round(1 - policy_losses / games, 4) if games else ""
         append_csv(self.run_dir / "metrics.csv", self.metrics_columns, row)

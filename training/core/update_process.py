@@ -186,9 +186,8 @@ def training_rows(
 def _main(fd: int) -> None:  # pragma: no cover - runs in the update process (covered by the overlap tests)
     """The update process's entry point: serve the connection on file descriptor ``fd``."""
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(
-            signum, signal.SIG_IGN
-        )  # the main process stops the run; this one follows when the connection closes
+        # the main process stops the run; this one follows when the connection closes
+        signal.signal(signum, signal.SIG_IGN)
     conn = Connection(fd)
     try:
         command, config, codes = _get(conn)

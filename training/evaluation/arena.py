@@ -223,9 +223,8 @@ class Behaviour:
                 right = (kind[call] == 0) == self.truth[self.card[g], self.claim[g]]
                 np.add.at(counts["calls"], who, 1)
                 np.add.at(counts["right_calls"], who, right)
-                other = (
-                    self.passer[g] != who
-                )  # the claim of another entrant (at a table of copies most calls judge a copy)
+                # the claim of another entrant (at a table of copies most calls judge a copy)
+                other = self.passer[g] != who
                 np.add.at(counts["calls_on_others"], who[other], 1)
                 np.add.at(counts["right_calls_on_others"], who[other], right[other])
                 # a right call gives the card to the latest passer, a wrong one to the caller

@@ -79,12 +79,10 @@ def partitions(config: GameConfig) -> dict[str, Part]:
         parts[kind] = Part(s, np.arange(s.stop - s.start))
         if kind == "respond":
             peek_or_call = np.array([a[0] == "peek" for a in actions], np.int64)
-            parts["respond.peek"] = Part(
-                s, peek_or_call
-            )  # the best response: peek, or call; the checkpoint: which call
-            parts["respond.call"] = Part(
-                s, peek_or_call, within=True
-            )  # the checkpoint: peek, or call; the best response: which call
+            # the best response: peek, or call; the checkpoint: which call
+            parts["respond.peek"] = Part(s, peek_or_call)
+            # the checkpoint: peek, or call; the best response: which call
+            parts["respond.call"] = Part(s, peek_or_call, within=True)
         for factor, field in factors.get(kind, {}).items():
             _, groups = np.unique([a[field] for a in actions], return_inverse=True)
             parts[f"{kind}.{factor}"] = Part(s, groups.astype(np.int64))

@@ -32,9 +32,8 @@ def build_model(checkpoint: Checkpoint, device: str = "cpu"):
             f"agent is the run's final checkpoint (runs/<name>/final), its table "
             f"training.algorithms.cfr.load_policy"
         )
-    nfsp = (
-        checkpoint.metadata["kind"] == "run" and NFSP_AVERAGE in checkpoint.metadata
-    )  # the run's agent is its average policy
+    # the run's agent is its average policy
+    nfsp = checkpoint.metadata["kind"] == "run" and NFSP_AVERAGE in checkpoint.metadata
     return build_model_from(checkpoint, f"{NFSP_AVERAGE}.model" if nfsp else "model", device)
 
 
@@ -118,9 +117,8 @@ def load_agent(
     from training.core.model import PolicyAgent
 
     table = config
-    if config is not None and keeps_moves(
-        config
-    ):  # an agent trained without recall or history also plays the same rules with them (the observation's prefix)
+    # an agent trained without recall or history also plays the same rules with them (the observation's prefix)
+    if config is not None and keeps_moves(config):
         trained = GameConfig(**read_metadata(path_or_name)["game_config"])
         if not keeps_moves(trained) and without_moves(config) == trained:
             config = trained
