@@ -570,7 +570,7 @@ def test_a_shipped_agent_is_labelled_by_its_shipped_name_and_a_path_by_its_run(t
     assert run_name not in report.read_text()
     (saved,) = games.glob("game-*.json")
     assert "classic-4p" in load_record(str(saved))["players"].values()
-    path = str(Path(__file__).resolve().parents[1] / "training" / "checkpoints" / "classic-4p")
+    path = str(Path(__file__).resolve().parents[1] / "training" / "agents" / "classic-4p")
     by_path = play_match([path, "heuristic*3"], GameConfig(num_players=4), games=4)
     assert by_path.lineup[0] == run_name and by_path.agents[0].spec == path
 

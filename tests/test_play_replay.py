@@ -16,7 +16,7 @@ from play import replay
 
 from .test_records import random_record
 
-SHIPPED = Path(__file__).resolve().parents[1] / "training" / "checkpoints"
+SHIPPED = Path(__file__).resolve().parents[1] / "training" / "agents"
 
 
 @pytest.fixture()

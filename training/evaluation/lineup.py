@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from cockroach_env.config import MAX_PLAYERS, GameConfig
+from training.core.checkpoint.format import SHIPPED_DIR
 from training.core.config import quoted
 
 
@@ -119,7 +120,7 @@ def _is_shipped_checkpoint(spec: str) -> bool:
     try:
         from importlib import resources
 
-        folder = resources.files("training") / "checkpoints"
+        folder = resources.files("training") / SHIPPED_DIR
         return (folder / f"{spec}.json").is_file()
     except Exception:  # noqa: BLE001 - no shipped checkpoints
         return False

@@ -16,7 +16,7 @@ from cockroach_env.config import GameConfig
 FORMAT = "cockroach-poker-checkpoint"
 FORMAT_VERSION = 1
 KINDS = ("agent", "run", "mixture", "solver")
-SHIPPED_DIR = "checkpoints"
+SHIPPED_DIR = "agents"
 """Package directory (inside ``training``) of the pretrained checkpoints loadable by name."""
 
 
