@@ -841,7 +841,7 @@ def _no_alias_loader() -> type:
 
 def config_from_dict(data: dict[str, Any], where: str = "config") -> TrainConfig:
     """Build and validate a ``TrainConfig`` from plain data (YAML, or a checkpoint's metadata)."""
-    config = _build(TrainConfig, data, where, "")
+    config = build_dataclass(TrainConfig, data, where, "")
     config.validate(where)
     return config
 
@@ -878,7 +878,7 @@ def _check_key_path(parts: list[str]) -> None:
             prefix = ".".join(parts[:depth])
             section = f" in section {prefix!r}" if prefix else ""
             raise ConfigError(f"unknown key {quoted('.'.join(parts))}{section}; allowed keys: {allowed}")
-        cls = _hints(cls)[part]
+        cls = type_hints(cls)[part]
 
 
 @cache
@@ -886,31 +886,35 @@ def _hints_cached(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def _hints(cls: type) -> dict[str, Any]:
+def type_hints(cls: type) -> dict[str, Any]:
+    """The resolved annotations of a dataclass's fields (cached)."""
     return _hints_cached(cls)
 
 
-def _build(cls: type, data: Any, where: str, prefix: str) -> Any:
+def build_dataclass(cls: type, data: Any, where: str, prefix: str) -> Any:
+    """``cls`` from a mapping of plain data, every key and value checked against its fields (``ConfigError`` names the
+    file ``where``, the dotted key under ``prefix`` and what is allowed).
+    """
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: {prefix or 'the config'} must be a mapping of keys, got {quoted(data)}")
-    hints = _hints(cls)
+    hints = type_hints(cls)
     allowed = [f.name for f in fields(cls)]
     unknown = [k for k in data if k not in allowed]
     if unknown:
         section = f" in section {prefix!r}" if prefix else ""
         raise ConfigError(
-            f"{where}: unknown key {quoted(_dotted(prefix, unknown[0]))}{section}; allowed keys: {allowed}"
+            f"{where}: unknown key {quoted(dotted_key(prefix, unknown[0]))}{section}; allowed keys: {allowed}"
         )
     values = {}
     for name, raw in data.items():
-        values[name] = _convert(hints[name], raw, where, _dotted(prefix, name))
+        values[name] = _convert(hints[name], raw, where, dotted_key(prefix, name))
     return cls(**values)
 
 
 def _convert(kind: Any, value: Any, where: str, key: str) -> Any:
     """Check ``value`` against the annotation ``kind``; ints are accepted where floats are expected."""
     if isinstance(kind, type) and is_dataclass(kind):
-        return _build(kind, value, where, key)
+        return build_dataclass(kind, value, where, key)
     origin = typing.get_origin(kind)
     args = typing.get_args(kind)
     if origin in (typing.Union, types.UnionType):
@@ -933,7 +937,7 @@ def _convert(kind: Any, value: Any, where: str, key: str) -> Any:
                 f"{_type_name(args[1])}"
             )
         return {
-            _convert(args[0], k, where, key): _convert(args[1], v, where, _dotted(key, str(k)))
+            _convert(args[0], k, where, key): _convert(args[1], v, where, dotted_key(key, str(k)))
             for k, v in value.items()
         }
     if kind is bool:
@@ -971,7 +975,8 @@ def _require(where: str, key: str, value: Any, ok: bool, expected: str) -> None:
         raise ConfigError(f"{where}: {cut(key)}={quoted(value)} is not allowed; expected {expected}")
 
 
-def _dotted(prefix: str, name: str) -> str:
+def dotted_key(prefix: str, name: str) -> str:
+    """``prefix.name``, or ``name`` at the top level."""
     return f"{prefix}.{name}" if prefix else name
 
 
@@ -1005,9 +1010,9 @@ def describe_options(cls: type = TrainConfig, prefix: str = "") -> list[str]:
     """One line per option: dotted key, default and documentation (for ``--help``)."""
     lines = []
     docs = field_docs(cls)
-    hints = _hints(cls)
+    hints = type_hints(cls)
     for f in fields(cls):
-        key = _dotted(prefix, f.name)
+        key = dotted_key(prefix, f.name)
         kind = hints[f.name]
         if isinstance(kind, type) and is_dataclass(kind):
             lines.append(f"{key}:  {(kind.__doc__ or '').strip()}")
