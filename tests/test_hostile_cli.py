@@ -250,7 +250,7 @@ def test_hostile_config_files_and_values_are_named_errors_of_bounded_length(tmp_
 
 
 def test_the_quoted_value_of_an_error_is_cut_with_its_length():
-    from training.core.config import QUOTE_LIMIT, quoted
+    from training.core.schema import QUOTE_LIMIT, quoted
 
     assert quoted("abc") == "'abc'"
     long = quoted("x" * 10_000)
