@@ -11,7 +11,7 @@
    slower per iteration); NashConv of the average policy by ``pyspiel.nash_conv`` at doubling
    iteration counts. The export is checked first: OpenSpiel's NashConv of its uniform random
    policy equals ours of ``random``.
-3. ``cockroach-train --config configs/ppo_mini.yaml`` (self-play PPO) resumed in stages of wall
+3. ``cockroach-train --config configs/research/ppo_mini.yaml`` (self-play PPO) resumed in stages of wall
    time; each stage's agent is evaluated exactly (``cockroach-exploit --exact``).
 
 Wall times are each method's own: solver iterations, training time as the run measures it;
@@ -156,7 +156,7 @@ def ppo_curve(stages: list[float], output_dir: Path) -> list[tuple[float, float,
             "-m",
             "training.cli",
             "--config",
-            str(ROOT / "configs/ppo_mini.yaml"),
+            str(ROOT / "configs/research/ppo_mini.yaml"),
             "--no-progress",
             "--set",
             f"output_dir={output_dir}",

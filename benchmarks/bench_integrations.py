@@ -38,7 +38,7 @@ loop of ``rollout`` + ``GAE`` + ``ClipPPOLoss``; the env's time is that of its
 ``step``/``reset`` calls. Tianshou and RLlib have no batched route here.
 
 **Strength.** What each route's agent reaches in the same ``--minutes`` of wall time as
-``cockroach-train`` (``configs/ppo_4p.yaml`` cut to that time): the loss rate of one
+``cockroach-train`` (``configs/research/ppo_4p.yaml`` cut to that time): the loss rate of one
 agent against three ``heuristic`` in ``--games`` arena games (duplicate deals, seat
 rotation, 95% Wilson interval; parity is 25%). The routes: RLlib's PPO with one shared
 masked policy in self-play (``ppo_config``); SB3's MaskablePPO on ``MaskedSelfPlayEnv``

@@ -5,11 +5,11 @@ the config, GAE, PPO update, logs) for a fixed number of updates, with periodic
 evaluation switched off, and reports decisions per second over the updates after the
 first (which includes compiling the batched engine) and over the whole run.
 
-    python benchmarks/bench_training.py                         # configs/ppo_4p.yaml, 30 updates
-    python benchmarks/bench_training.py --config configs/ppo_2p.yaml --updates 20
+    python benchmarks/bench_training.py                         # configs/research/ppo_4p.yaml, 30 updates
+    python benchmarks/bench_training.py --config configs/research/ppo_2p.yaml --updates 20
     python benchmarks/bench_training.py --set model.hidden_sizes=[256,256]
 
-Target: at least 50,000 decisions per second for configs/ppo_4p.yaml
+Target: at least 50,000 decisions per second for configs/research/ppo_4p.yaml
 on a 2-core machine. The machine's load average is printed, since other processes on the
 same cores lower the figure.
 
@@ -81,7 +81,7 @@ BASELINE = "1f10436"
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default=str(ROOT / "configs" / "ppo_4p.yaml"))
+    parser.add_argument("--config", default=str(ROOT / "configs" / "research" / "ppo_4p.yaml"))
     parser.add_argument("--updates", type=int, default=30, help="PPO updates to run (default 30)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument(

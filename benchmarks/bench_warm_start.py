@@ -21,7 +21,7 @@ over the seeds, and each run's training wall time::
 against three ``heuristic`` every ``--every`` updates, and prints the decisions each
 needed to reach ``--threshold`` (default 10%) and their ratio::
 
-    python benchmarks/bench_warm_start.py --curve configs/ppo_4p.yaml --decisions 20000000
+    python benchmarks/bench_warm_start.py --curve configs/research/ppo_4p.yaml --decisions 20000000
 """
 
 from __future__ import annotations

@@ -93,7 +93,7 @@ def train_cockroach(minutes: float, workdir: str) -> tuple[object, dict]:
         "-m",
         "training.cli",
         "--config",
-        str(ROOT / "configs/ppo_4p.yaml"),
+        str(ROOT / "configs/research/ppo_4p.yaml"),
         "--no-progress",
         "--overwrite",
         "--set",

@@ -156,7 +156,7 @@ def test_training_on_mini_and_exact_evaluation_of_its_checkpoint(tmp_path):
         "evaluation.final_games=8",
         f"output_dir={tmp_path}",
     ]
-    config_path = Path(__file__).resolve().parents[1] / "configs" / "ppo_mini.yaml"
+    config_path = Path(__file__).resolve().parents[1] / "configs" / "research" / "ppo_mini.yaml"
     assert train(["--config", str(config_path), "--no-progress", *[a for s in sets for a in ("--set", s)]]) == 0
     final = tmp_path / "ppo_mini" / "final"
     agent = load_agent(final)

@@ -256,7 +256,7 @@ def test_an_agent_trained_on_recall_observations_plays_in_the_arena(tmp_path):
         "name=recall",
         f"output_dir={tmp_path}",
     ]
-    config_path = Path(__file__).resolve().parents[1] / "configs" / "ppo_mini.yaml"
+    config_path = Path(__file__).resolve().parents[1] / "configs" / "research" / "ppo_mini.yaml"
     assert train(["--config", str(config_path), "--no-progress", *[a for s in sets for a in ("--set", s)]]) == 0
     config = GameConfig.from_options("mini", recall=True)
     agent = ckpt.load_agent(tmp_path / "recall" / "final", seed=0, config=config)

@@ -25,7 +25,7 @@ from training.core.config import ConfigError, load_config  # noqa: E402
 from training.core.model import ActorCritic, PolicyAgent  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
+CONFIGS = sorted((ROOT / "configs").rglob("*.yaml"))
 
 
 # ---------------------------------------------------------------------------- configs
@@ -35,6 +35,42 @@ CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
 def test_every_shipped_config_loads(path):
     config = load_config(path)
     assert config.game_config().num_players >= 2
+
+
+def test_the_configs_index_lists_every_config_in_its_folder_and_no_two_names_differ_by_one_character():
+    """``configs/README.md``: the per-table recipes and ``quick.yaml`` in ``configs/``, what the research record ran in
+    ``configs/research/``, each file once in its folder's table. No two names are one character apart (``royal-2p``
+    and ``royal_2p``), but for the table size (``classic-2p``, ``classic-3p``).
+    """
+    text = (ROOT / "configs" / "README.md").read_text(encoding="utf-8")
+    top, research = text.split("(`configs/research/`)")
+    listed = {
+        "configs": set(re.findall(r"^\| `([\w.-]+\.yaml)` \|", top, re.M)),
+        "research": set(re.findall(r"^\| `([\w.-]+\.yaml)` \|", research, re.M)),
+    }
+    assert listed["configs"] == {p.name for p in (ROOT / "configs").glob("*.yaml")}
+    assert listed["research"] == {p.name for p in (ROOT / "configs" / "research").glob("*.yaml")}
+    assert {p.parent for p in CONFIGS} == {ROOT / "configs", ROOT / "configs" / "research"}
+    stems = sorted(p.stem for p in CONFIGS)
+    for i, a in enumerate(stems):
+        for b in stems[i + 1 :]:
+            assert not _confusable(a, b), f"configs {a!r} and {b!r} differ by one character"
+
+
+def _confusable(a: str, b: str) -> bool:
+    """Whether one substitution, insertion or deletion turns ``a`` into ``b``, other than one digit for another."""
+    if abs(len(a) - len(b)) > 1 or a == b:
+        return False
+    if len(a) == len(b):
+        differences = [(x, y) for x, y in zip(a, b) if x != y]
+        return len(differences) == 1 and not (differences[0][0].isdigit() and differences[0][1].isdigit())
+    short, long = sorted((a, b), key=len)
+    return any(long[:k] + long[k + 1 :] == short for k in range(len(long)))
+
+
+def test_the_one_character_check_sees_a_substitution_an_insertion_and_a_deletion_but_not_a_table_size():
+    assert _confusable("royal-2p", "royal_2p") and _confusable("ppo_2p", "ppo_2pp") and _confusable("psro_4p", "pro_4p")
+    assert not _confusable("classic-2p", "classic-3p") and not _confusable("ppo_2p", "ppo_4p_robust")
 
 
 def test_an_unknown_key_is_an_error_naming_the_key_and_the_allowed_keys(tmp_path):

@@ -129,7 +129,7 @@ def test_a_bad_warm_start_is_refused_before_the_run_directory_is_made(tmp_path, 
 
 def test_cfr_takes_no_warm_start():
     with pytest.raises(ConfigError, match="warm_start"):
-        load_config(ROOT / "configs" / "cfr_mini.yaml", ["warm_start.teacher=heuristic"])
+        load_config(ROOT / "configs" / "research" / "cfr_mini.yaml", ["warm_start.teacher=heuristic"])
 
 
 def test_a_teacher_without_action_probabilities_is_refused(tmp_path):

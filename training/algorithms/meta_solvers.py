@@ -32,7 +32,7 @@ Solvers (``SOLVERS``), each ``solve(game) -> x``:
   simplest meta-solver).
 
 ``python benchmarks/bench_psro.py --solvers CHECKPOINT`` measures them on a PSRO run's
-meta-game. On the 4-player classic meta-game of ``configs/psro_4p.yaml`` after three
+meta-game. On the 4-player classic meta-game of ``configs/research/psro_4p.yaml`` after three
 iterations (4 members, strongly cyclic: the random first member never loses at a table
 of three copies of the third best response), the NashConv of their strategies was:
 regret matching 0.013, uniform 0.093, PRD 0.081 (0.249 for its last iterate, the

@@ -2,13 +2,13 @@
 cfr``, CFR on a small rule set's exact tree, distilled into a network; with ``algorithm: nfsp``, NFSP's average policy)
 from a YAML config.
 
-cockroach-train --config configs/ppo_4p.yaml
-cockroach-train --config configs/ppo_4p.yaml --set ppo.learning_rate=1e-3 --set seed=2
-cockroach-train --config configs/ppo_4p.yaml --resume      # continue runs/ppo_4p
-cockroach-train --config configs/psro_2p.yaml --ray        # PSRO, its iterations' pieces on a local Ray cluster
-cockroach-train --config configs/cfr_mini.yaml             # CFR on mini's exact tree -> runs/cfr_mini/final
-cockroach-train --config configs/nfsp_4p.yaml --init-from classic-4p-mixture   # NFSP: runs/nfsp_4p/final is the
-average policy
+cockroach-train --config configs/research/ppo_4p.yaml
+cockroach-train --config configs/research/ppo_4p.yaml --set ppo.learning_rate=1e-3 --set seed=2
+cockroach-train --config configs/research/ppo_4p.yaml --resume      # continue runs/ppo_4p
+cockroach-train --config configs/research/psro_2p.yaml --ray     # PSRO, its iterations' pieces on a local Ray cluster
+cockroach-train --config configs/research/cfr_mini.yaml          # CFR on mini's exact tree -> runs/cfr_mini/final
+cockroach-train --config configs/research/nfsp_4p.yaml --init-from classic-4p-mixture   # NFSP: runs/nfsp_4p/final
+is the average policy
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="config options (YAML keys, or --set dotted.key=value):\n" + "\n".join(describe_options()),
     )
     parser.add_argument(
-        "--config", metavar="YAML", help="config file (e.g. configs/ppo_4p.yaml); defaults are used without one"
+        "--config", metavar="YAML", help="config file (e.g. configs/classic-4p.yaml); defaults are used without one"
     )
     parser.add_argument(
         "--set",
