@@ -22,9 +22,9 @@ def train_start(
     resume: bool = False,
 ) -> dict:
     """Train one best response against ``checkpoint`` (frozen; ``population``: its members as a
-    ``training.core.opponents.Population``, or
-    a portable one, ``{"networks": [ActorCritic.portable()...], "weights", "names"}``, for a mixture) from ``initial``
-    weights, with the training config ``config_data``, and return its report; with ``edge_games``, its ``edge`` too
+    ``training.core.opponents.Population``, or a portable one, ``{"networks": [ActorCritic.portable()...], "weights",
+    "names"}``, for a mixture) from ``initial`` weights, with the training config ``config_data``, and return its
+    report; with ``edge_games``, its ``edge`` too
     (``training.evaluation.edge.edge_sources``, that many games per row). With ``resume``, the run in the config's
     directory continues from its checkpoint (``initial`` is then unused). Module-level, every input plain data, tensors
     or a path: ``--ray`` runs it as a task (where the best response's files are), with the result of the same call here.
@@ -58,6 +58,13 @@ def train_start(
     finally:
         if not registered:
             baselines.unregister(FROZEN)
+    return _report(checkpoint, config, agent_path, population, start_name, from_scratch, edge_games)
+
+
+def _report(checkpoint: str, config, agent_path, population, start_name, from_scratch: bool, edge_games) -> dict:
+    """The report of a best response trained against ``checkpoint``: its final evaluation against it, as the
+    exploitability and both sides' behaviour, and its ``edge`` with ``edge_games``.
+    """
     game = config.game_config()
     final = json.loads(agent_path.read_text())["evaluation"]["results"][0]
     parity = 1 / game.num_players

@@ -537,23 +537,30 @@ def _distill_and_save(
             "distill_seconds": round(fit.seconds, 1),
         },
         "evaluation": evaluation,
-        "exact": {
-            "nash_conv": network_result.nash_conv,
-            "exploitability": network_result.exploitability,
-            "solver_nash_conv": solved.nash_conv,
-            "table_nash_conv": table_result.nash_conv,
-            "descent_nash_conv": descent.nash_conv if descent else None,
-            "descent_steps": len(descent.history) - 1 if descent else 0,
-            "descent_seconds": round(descent.history[-1][1], 1) if descent else 0.0,
-            "distill_kl": fit.kl,
-            "distill_max_error": fit.max_error,
-            "solver": {
-                "keys": config.cfr.keys,
-                "variant": config.cfr.variant,
-                "alternating": config.cfr.alternating,
-                "iterations": state.iteration,
-            },
-        },
+        "exact": _exact_record(config, state, solved, table_result, descent, network_result, fit),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     return ckpt.save_checkpoint(path, {f"model.{k}": v for k, v in model.state_dict().items()}, metadata)
+
+
+def _exact_record(config: TrainConfig, state: SolverState, solved, table_result, descent, network_result, fit) -> dict:
+    """The agent's ``exact`` metadata: the exact NashConv of the network and of each step before it (the solver, its
+    table over observations, the descent), and the distillation's fit.
+    """
+    return {
+        "nash_conv": network_result.nash_conv,
+        "exploitability": network_result.exploitability,
+        "solver_nash_conv": solved.nash_conv,
+        "table_nash_conv": table_result.nash_conv,
+        "descent_nash_conv": descent.nash_conv if descent else None,
+        "descent_steps": len(descent.history) - 1 if descent else 0,
+        "descent_seconds": round(descent.history[-1][1], 1) if descent else 0.0,
+        "distill_kl": fit.kl,
+        "distill_max_error": fit.max_error,
+        "solver": {
+            "keys": config.cfr.keys,
+            "variant": config.cfr.variant,
+            "alternating": config.cfr.alternating,
+            "iterations": state.iteration,
+        },
+    }
