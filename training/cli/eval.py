@@ -58,27 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="player count (default: the number of agents; in a league 4, or the pool size if smaller)",
     )
-    parser.add_argument(
-        "--preset", default=None, help=f"rule set: {', '.join(PRESETS)}; combine with '+', e.g. rainbow+even-deal"
-    )
-    parser.add_argument("--edition", choices=("classic", "royal"), default=None, help="card edition")
-    parser.add_argument(
-        "--loss-count", type=int, default=None, help="cards of one type that lose (default 4, 5 with two players)"
-    )
-    parser.add_argument("--discard", type=int, default=None, help="cards removed unseen before dealing")
-    parser.add_argument(
-        "--rainbow", action="store_true", default=None, help="a collection with every creature type loses"
-    )
-    parser.add_argument(
-        "--opening-cards", type=int, default=None, help="face-up cards dealt into each collection (0 or 1)"
-    )
-    parser.add_argument(
-        "--option",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="any other GameConfig option, e.g. blank_counts_as_royal=true (repeatable)",
-    )
+    _add_rule_options(parser)
     parser.add_argument("--seed", type=int, default=0, help="seed of the deals and the agents' generators (default 0)")
     parser.add_argument(
         "--no-duplicate",
@@ -122,6 +102,31 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quiet", action="store_true", help="no table and no progress bar")
     add_torch_threads_option(parser, 0)
     return parser
+
+
+def _add_rule_options(parser: argparse.ArgumentParser) -> None:
+    """The rule set's options: a preset, the edition, the losing count, ... (``GameConfig``)."""
+    parser.add_argument(
+        "--preset", default=None, help=f"rule set: {', '.join(PRESETS)}; combine with '+', e.g. rainbow+even-deal"
+    )
+    parser.add_argument("--edition", choices=("classic", "royal"), default=None, help="card edition")
+    parser.add_argument(
+        "--loss-count", type=int, default=None, help="cards of one type that lose (default 4, 5 with two players)"
+    )
+    parser.add_argument("--discard", type=int, default=None, help="cards removed unseen before dealing")
+    parser.add_argument(
+        "--rainbow", action="store_true", default=None, help="a collection with every creature type loses"
+    )
+    parser.add_argument(
+        "--opening-cards", type=int, default=None, help="face-up cards dealt into each collection (0 or 1)"
+    )
+    parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any other GameConfig option, e.g. blank_counts_as_royal=true (repeatable)",
+    )
 
 
 def _game_saver(args: argparse.Namespace):

@@ -86,26 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MEMBER",
         help="checkpoint paths or shipped names (agents, runs or mixtures) of one rule set and one network shape",
     )
-    weighting = parser.add_mutually_exclusive_group()
-    weighting.add_argument(
-        "--weights",
-        nargs="+",
-        metavar="W",
-        help="one weight per MEMBER (>= 0, positive sum; normalised); a mixture MEMBER shares its weight "
-        "among its members",
-    )
-    weighting.add_argument(
-        "--meta-solver",
-        choices=sorted(SOLVERS),
-        default="uniform",
-        help="solve the members' meta-game for the weights (default uniform: equal weights, nothing played)",
-    )
-    weighting.add_argument(
-        "--exploiters",
-        nargs="+",
-        metavar="BR",
-        help="weights that leave these exploiters (checkpoints) the smallest best loss rate",
-    )
+    _add_weighting_options(parser)
     parser.add_argument(
         "--max-loss",
         action="append",
@@ -154,6 +135,30 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--name", help="the mixture's name in its metadata (default: OUTPUT's file name)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing checkpoint at OUTPUT")
     return parser
+
+
+def _add_weighting_options(parser: argparse.ArgumentParser) -> None:
+    """How the members' weights are chosen: given, solved from their meta-game, or against exploiters (one of them)."""
+    weighting = parser.add_mutually_exclusive_group()
+    weighting.add_argument(
+        "--weights",
+        nargs="+",
+        metavar="W",
+        help="one weight per MEMBER (>= 0, positive sum; normalised); a mixture MEMBER shares its weight "
+        "among its members",
+    )
+    weighting.add_argument(
+        "--meta-solver",
+        choices=sorted(SOLVERS),
+        default="uniform",
+        help="solve the members' meta-game for the weights (default uniform: equal weights, nothing played)",
+    )
+    weighting.add_argument(
+        "--exploiters",
+        nargs="+",
+        metavar="BR",
+        help="weights that leave these exploiters (checkpoints) the smallest best loss rate",
+    )
 
 
 def _weights(texts: list[str] | None, count: int) -> np.ndarray:
