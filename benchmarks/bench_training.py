@@ -79,7 +79,8 @@ BASELINE = "1f10436"
 """The reference commit of ``--compare``: before the compiled kernels and the overlapped update."""
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: the throughput of the training loop by default, or one of the other measurements."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default=str(ROOT / "configs" / "research" / "ppo_4p.yaml"))
     parser.add_argument("--updates", type=int, default=30, help="PPO updates to run (default 30)")
@@ -149,7 +150,11 @@ def main(argv: list[str] | None = None) -> int:
         help="time one PPO update on 10,000 samples, the masked policy from tensor operations (old) vs "
         "training.core.kernels' compiled pass (new), interleaved",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if args.compare is not None:
         return compare(args.compare or [BASELINE], args.rounds, args.config, args.updates, args.overrides)
     if args.history is not None:
@@ -172,7 +177,11 @@ def main(argv: list[str] | None = None) -> int:
         return strength(args.strength, args.games, args.seed)
     if args.exploit:
         return exploit(args.exploit, args.decisions, args.games, args.seed)
+    return throughput(args)
 
+
+def throughput(args: argparse.Namespace) -> int:
+    """The training loop's decisions per second on ``--updates`` updates of the config, against ``TARGET``."""
     from training.algorithms.ppo import train
     from training.core.config import load_config
 
@@ -527,13 +536,37 @@ def learning(
     return 0
 
 
+def play_and_show(lineup, focus: str, config, games: int, seed: int):
+    """Play ``lineup`` in the arena and print each agent's row; the report of ``focus`` and every report by name."""
+    from training.evaluation.arena import play_match
+
+    started = time.perf_counter()
+    result = play_match(lineup, config, games=games, seed=seed)
+    reports = {r.name: r for r in result.agents}
+    rows = []
+    for name, report in reports.items():
+        low, high = report.loss_rate_ci95
+        b = report.behaviour
+        rows.append(
+            f"    {name:10s} loss {100 * report.loss_rate:5.1f}% [{100 * low:4.1f}, {100 * high:4.1f}]  false "
+            f"offers {_pct(b['false_offer_rate'])}"
+            f"  false passes {_pct(b['false_pass_rate'])}  call accuracy {_pct(b['call_accuracy'])}  peek rate "
+            f"{_pct(b['peek_rate'])}"
+        )
+    print(
+        f"  {' '.join(str(x) if isinstance(x, str) else 'trained' for x in lineup)}  ({result.games} games, "
+        f"{time.perf_counter() - started:.0f} s)"
+    )
+    print("\n".join(rows))
+    return reports[focus], reports
+
+
 def strength(checkpoint: str, games: int, seed: int) -> int:
     import torch
 
     torch.set_num_threads(1)
     from cockroach_env import GameConfig
     from training.core.checkpoint import load_agent, read_metadata
-    from training.evaluation.arena import play_match
 
     meta = read_metadata(checkpoint)
     config = GameConfig(**meta["game_config"])
@@ -552,25 +585,7 @@ def strength(checkpoint: str, games: int, seed: int) -> int:
     print(f"made by: {meta.get('command')}")
 
     def show(lineup, focus):
-        started = time.perf_counter()
-        result = play_match(lineup, config, games=games, seed=seed)
-        reports = {r.name: r for r in result.agents}
-        rows = []
-        for name, report in reports.items():
-            low, high = report.loss_rate_ci95
-            b = report.behaviour
-            rows.append(
-                f"    {name:10s} loss {100 * report.loss_rate:5.1f}% [{100 * low:4.1f}, {100 * high:4.1f}]  false "
-                f"offers {_pct(b['false_offer_rate'])}"
-                f"  false passes {_pct(b['false_pass_rate'])}  call accuracy {_pct(b['call_accuracy'])}  peek rate "
-                f"{_pct(b['peek_rate'])}"
-            )
-        print(
-            f"  {' '.join(str(x) if isinstance(x, str) else 'trained' for x in lineup)}  ({result.games} games, "
-            f"{time.perf_counter() - started:.0f} s)"
-        )
-        print("\n".join(rows))
-        return reports[focus], reports
+        return play_and_show(lineup, focus, config, games, seed)
 
     checks = []
     parity = 1 / n
