@@ -138,7 +138,8 @@ def measure(spec: str, config, games: int, seed: int) -> dict:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: the agents, the games per agent, the table, the report."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "agents",
@@ -161,7 +162,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--torch-threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def table_config(args: argparse.Namespace):
+    """The table: the first checkpoint's rules, else ``--players`` classic; an error message (str) if refused."""
+    from cockroach_env.config import GameConfig
+    from training.core.checkpoint import CheckpointError, load_checkpoint
+
+    config = None
+    for spec in args.agents:
+        try:
+            config = load_checkpoint(spec).game_config
+            break
+        except CheckpointError:
+            continue
+    if config is None:
+        try:
+            config = GameConfig(num_players=args.players or 4)
+        except ValueError as error:
+            return str(error)
+    elif args.players is not None and args.players != config.num_players:
+        return f"--players {args.players} is not allowed; the checkpoints play {config.num_players}-player games"
+    return config
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if args.games < 10:
         print(
             f"error: --games {args.games} is not allowed; expected at least 10 games (the reader is scored on the "
@@ -177,28 +204,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import torch
 
-    from cockroach_env.config import GameConfig
-    from training.core.checkpoint import CheckpointError, load_checkpoint
+    from training.core.checkpoint import CheckpointError
 
     torch.set_num_threads(max(1, args.torch_threads))
-    config = None
-    for spec in args.agents:
-        try:
-            config = load_checkpoint(spec).game_config
-            break
-        except CheckpointError:
-            continue
-    if config is None:
-        try:
-            config = GameConfig(num_players=args.players or 4)
-        except ValueError as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 2
-    elif args.players is not None and args.players != config.num_players:
-        print(
-            f"error: --players {args.players} is not allowed; the checkpoints play {config.num_players}-player games",
-            file=sys.stderr,
-        )
+    config = table_config(args)
+    if isinstance(config, str):
+        print(f"error: {config}", file=sys.stderr)
         return 2
     results = []
     print(
