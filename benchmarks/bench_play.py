@@ -167,6 +167,38 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def print_report(base: str, args: argparse.Namespace, measured: tuple, local: list[float], cpu: float, own: float):
+    """The latencies of the served moves beside the in-process ones, and the CPU the server and this process used."""
+    move_ms, turn_ms, errors, moves, wall = measured
+    print(
+        f"cockroach-play on {base}: {args.games} concurrent games (human + 3 x {args.agent}, instant pace), "
+        f"{wall:.1f} s, {moves} human moves, {len(errors)} errors"
+    )
+    print(f"{'latency per move':<40}{'median ms':>10}{'p99 ms':>10}{'moves':>8}")
+    print(
+        f"{'HTTP move (POST round trip)':<40}{statistics.median(move_ms):>10.2f}{percentile(move_ms, 99):>10.2f}"
+        f"{len(move_ms):>8}"
+    )
+    print(
+        f"{'turn (POST to the next own-turn push)':<40}{statistics.median(turn_ms):>10.2f}"
+        f"{percentile(turn_ms, 99):>10.2f}{len(turn_ms):>8}"
+    )
+    print(
+        f"{'in process (GameSession, no web)':<40}{statistics.median(local):>10.2f}{percentile(local, 99):>10.2f}"
+        f"{len(local):>8}"
+    )
+    print(f"ratio HTTP move / in process (median): {statistics.median(move_ms) / statistics.median(local):.1f}x")
+    if cpu == cpu:
+        print(
+            f"server CPU: {cpu:.1f} s in {wall:.1f} s of load ({100 * cpu / wall:.0f}% of one core), "
+            f"{1000 * cpu / max(1, moves):.1f} ms per human move (with the three agent moves and the pushes it causes)"
+        )
+    print(
+        f"load generator CPU: {own:.1f} s ({100 * own / wall:.0f}% of one core); machine load average "
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--games", type=int, default=32, help="concurrent games (1-64, default 32)")
@@ -219,33 +251,7 @@ def main() -> int:
         server.terminate()
         server.wait(timeout=10)
     local = in_process(args.agent, min(args.seconds, 10.0))
-    print(
-        f"cockroach-play on {base}: {args.games} concurrent games (human + 3 x {args.agent}, instant pace), "
-        f"{wall:.1f} s, {moves} human moves, {len(errors)} errors"
-    )
-    print(f"{'latency per move':<40}{'median ms':>10}{'p99 ms':>10}{'moves':>8}")
-    print(
-        f"{'HTTP move (POST round trip)':<40}{statistics.median(move_ms):>10.2f}{percentile(move_ms, 99):>10.2f}"
-        f"{len(move_ms):>8}"
-    )
-    print(
-        f"{'turn (POST to the next own-turn push)':<40}{statistics.median(turn_ms):>10.2f}"
-        f"{percentile(turn_ms, 99):>10.2f}{len(turn_ms):>8}"
-    )
-    print(
-        f"{'in process (GameSession, no web)':<40}{statistics.median(local):>10.2f}{percentile(local, 99):>10.2f}"
-        f"{len(local):>8}"
-    )
-    print(f"ratio HTTP move / in process (median): {statistics.median(move_ms) / statistics.median(local):.1f}x")
-    if cpu == cpu:
-        print(
-            f"server CPU: {cpu:.1f} s in {wall:.1f} s of load ({100 * cpu / wall:.0f}% of one core), "
-            f"{1000 * cpu / max(1, moves):.1f} ms per human move (with the three agent moves and the pushes it causes)"
-        )
-    print(
-        f"load generator CPU: {own:.1f} s ({100 * own / wall:.0f}% of one core); machine load average "
-        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
-    )
+    print_report(base, args, (move_ms, turn_ms, errors, moves, wall), local, cpu, own)
     if errors:
         print("errors:", errors[:3], file=sys.stderr)
         return 1
