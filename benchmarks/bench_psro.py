@@ -287,60 +287,66 @@ def nashconv(minutes: float, out: Path, cfr_seconds: float = 60.0, descent_steps
         f"{os.getloadavg()[0]:.2f}"
     )
     for ax, (preset, methods) in zip(np.atleast_1d(axes), curves.items()):
-        for label, points in methods.items():
-            single = len(points) == 1
-            shown = [
-                p for p in points if p[0] > 0
-            ]  # a log time axis: the starting points (uniform random) are the dotted line
-            ax.plot(
-                [p[0] for p in shown],
-                [p[1] for p in shown],
-                marker="*" if single else "o",
-                markersize=12 if single else 3,
-                linestyle="none" if single else "-",
-                label=label,
-            )
-        ax.axhline(PRESETS[preset], color="grey", linestyle="--", label=f"target {PRESETS[preset]}")
-        ax.axhline(methods["PSRO (regret matching)"][0][1], color="grey", linestyle=":", label="uniform random policy")
-        ax.set_yscale("log")
-        ax.set_xscale("log")
-        ax.set_xlabel("wall time of the method (s, log)")
-        ax.set_ylabel("exact NashConv")
-        ax.set_title(preset)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-        first = methods["PSRO (regret matching)"][0][1]
-        print(f"  {preset} (the uniform random policy: {first:.4f}; target {PRESETS[preset]}):")
-        for label, points in methods.items():
-            last = points[-1]
-            print(
-                f"    {label:48s} NashConv {last[1]:.5f} after {last[0]:7.1f} s  ({last[1] / first:.4f}x uniform "
-                "random)"
-            )
-        for a_label, b_label in (
-            ("PSRO (regret matching)", "PPO self-play (snapshots)"),
-            ("NFSP (average policy)", "PPO self-play (snapshots)"),
-            ("ours: DCFR (information states)", "OpenSpiel CFR+ (C++, information states)"),
-        ):
-            a_points, b_points = methods[a_label], methods[b_label]
-            end = min(a_points[-1][0], b_points[-1][0])
-            at = lambda points: [v for t, v in points if t <= end][-1]  # noqa: E731, B023 (used in this iteration)
-            print(
-                f"    at equal wall time {end:.0f} s: {a_label} {at(a_points):.5f} / {b_label} {at(b_points):.5f} = "
-                f"{at(a_points) / max(at(b_points), 1e-12):.3f}"
-            )
-        ours, theirs = methods["ours: DCFR (information states)"], methods["OpenSpiel CFR+ (C++, information states)"]
-        target = max(ours[-1][1], theirs[-1][1])
-        reach = lambda points: next(t for t, v in points if v <= target)  # noqa: E731, B023 (used in this iteration)
-        print(
-            f"    time to NashConv {target:.5f}: ours {reach(ours):.1f} s, OpenSpiel CFR+ {reach(theirs):.1f} s "
-            f"({reach(theirs) / max(reach(ours), 1e-9):.1f}x)"
-        )
+        _plot_preset(ax, preset, methods)
+        _print_preset(preset, methods)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=120)
     print(f"plot: {out}")
     return 0
+
+
+def _plot_preset(ax, preset: str, methods: dict[str, list[tuple[float, float]]]) -> None:
+    """One rule set's curves on a log-log axis, with its target and the uniform random policy's NashConv."""
+    for label, points in methods.items():
+        single = len(points) == 1
+        # a log time axis: the starting points (uniform random) are the dotted line
+        shown = [p for p in points if p[0] > 0]
+        ax.plot(
+            [p[0] for p in shown],
+            [p[1] for p in shown],
+            marker="*" if single else "o",
+            markersize=12 if single else 3,
+            linestyle="none" if single else "-",
+            label=label,
+        )
+    ax.axhline(PRESETS[preset], color="grey", linestyle="--", label=f"target {PRESETS[preset]}")
+    ax.axhline(methods["PSRO (regret matching)"][0][1], color="grey", linestyle=":", label="uniform random policy")
+    ax.set_yscale("log")
+    ax.set_xscale("log")
+    ax.set_xlabel("wall time of the method (s, log)")
+    ax.set_ylabel("exact NashConv")
+    ax.set_title(preset)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+
+
+def _print_preset(preset: str, methods: dict[str, list[tuple[float, float]]]) -> None:
+    """Each method's last NashConv, three pairs compared at equal wall time, and the solvers' time to a NashConv."""
+    first = methods["PSRO (regret matching)"][0][1]
+    print(f"  {preset} (the uniform random policy: {first:.4f}; target {PRESETS[preset]}):")
+    for label, points in methods.items():
+        last = points[-1]
+        print(f"    {label:48s} NashConv {last[1]:.5f} after {last[0]:7.1f} s  ({last[1] / first:.4f}x uniform random)")
+    for a_label, b_label in (
+        ("PSRO (regret matching)", "PPO self-play (snapshots)"),
+        ("NFSP (average policy)", "PPO self-play (snapshots)"),
+        ("ours: DCFR (information states)", "OpenSpiel CFR+ (C++, information states)"),
+    ):
+        a_points, b_points = methods[a_label], methods[b_label]
+        end = min(a_points[-1][0], b_points[-1][0])
+        at = lambda points: [v for t, v in points if t <= end][-1]  # noqa: E731, B023 (used in this iteration)
+        print(
+            f"    at equal wall time {end:.0f} s: {a_label} {at(a_points):.5f} / {b_label} {at(b_points):.5f} = "
+            f"{at(a_points) / max(at(b_points), 1e-12):.3f}"
+        )
+    ours, theirs = methods["ours: DCFR (information states)"], methods["OpenSpiel CFR+ (C++, information states)"]
+    target = max(ours[-1][1], theirs[-1][1])
+    reach = lambda points: next(t for t, v in points if v <= target)  # noqa: E731, B023 (used in this iteration)
+    print(
+        f"    time to NashConv {target:.5f}: ours {reach(ours):.1f} s, OpenSpiel CFR+ {reach(theirs):.1f} s "
+        f"({reach(theirs) / max(reach(ours), 1e-9):.1f}x)"
+    )
 
 
 def _openspiel_cfr_curve(game, seconds: float) -> list[tuple[float, float]]:
