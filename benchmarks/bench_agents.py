@@ -98,7 +98,6 @@ def measure(name: str, games: int, decisions: int, seed: int, exploit: bool, sta
     torch.set_num_threads(1)
     from training.core.checkpoint import load_agent, read_metadata
     from training.evaluation.arena import play_match
-    from training.evaluation.exact import TreeTooLarge, evaluate, game_tree
 
     agent = load_agent(name, seed=seed)
     config = agent.config
@@ -135,6 +134,17 @@ def measure(name: str, games: int, decisions: int, seed: int, exploit: bool, sta
     }
     if not exploit:
         return row
+    row["exploit"] = exploitability_entry(agent, name, meta, games, decisions, seed, start_from)
+    return row
+
+
+def exploitability_entry(agent, name: str, meta: dict, games: int, decisions: int, seed: int, start_from) -> dict:
+    """The agent's exploitability: the exact NashConv where the game tree is small enough, else the loss rate of a best
+    response trained by ``cockroach-exploit`` (from every member of a mixture).
+    """
+    from training.evaluation.exact import TreeTooLarge, evaluate, game_tree
+
+    config, n = agent.config, agent.config.num_players
     try:
         tree = game_tree(config)
     except TreeTooLarge:
@@ -143,7 +153,7 @@ def measure(name: str, games: int, decisions: int, seed: int, exploit: bool, sta
     if tree is not None:
         result = evaluate(agent, config, tree)
         limit = EXACT_TARGETS.get(n)
-        row["exploit"] = {
+        entry = {
             "kind": "exact",
             "nash_conv": result.nash_conv,
             "target": limit,
@@ -151,7 +161,7 @@ def measure(name: str, games: int, decisions: int, seed: int, exploit: bool, sta
             "seconds": time.perf_counter() - started,
         }
         print(f"  {name}: exact NashConv {result.nash_conv:.4f} (target <= {limit})", flush=True)
-        return row
+        return entry
     from training.cli.exploit import main as exploitability
 
     with tempfile.TemporaryDirectory() as out:
@@ -177,7 +187,7 @@ def measure(name: str, games: int, decisions: int, seed: int, exploit: bool, sta
         if exploitability(argv) != 0:
             raise RuntimeError(f"cockroach-exploit {' '.join(argv)} failed")
         report = json.loads(report_path.read_text())
-    row["exploit"] = {
+    return {
         "kind": "best_response",
         "decisions": decisions,
         "loss_rate": report["best_response_loss_rate"],
@@ -195,7 +205,6 @@ def measure(name: str, games: int, decisions: int, seed: int, exploit: bool, sta
         ],
         "seconds": time.perf_counter() - started,
     }
-    return row
 
 
 def markdown(rows: list[dict]) -> str:
