@@ -1,0 +1,455 @@
+"""``heuristic``'s decision in compiled code: ``HeuristicAgent``'s numpy model, one row at a time.
+
+Each function mirrors a method of ``baselines.heuristic.HeuristicAgent`` (named in its
+docstring) with the same operations in the same order, so the losses come out bit for
+bit: sums over a contiguous axis follow numpy's pairwise order (``_nb_sum``), and the
+rainbow term, whose ``** 3`` numpy computes with ``pow``, is tabulated by numpy itself.
+``act`` reads the truth coin of each row and the tie-breaking jitter of just the actions
+within reach of the least loss (``stream``), where the numpy version draws all ``1 + A``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from baselines.counting import OFFER, PASS, PLACE, RESPOND, Rules
+from baselines.kernels import jit
+from baselines.kernels.stream import nb_skip, nb_uniform_at
+from baselines.kernels.table import (
+    ANIMAL_GROUPS,
+    C,
+    FALSE,
+    G,
+    I,
+    K,
+    LOSS_COUNT,
+    N,
+    NUM_ACTIONS,
+    PASS_START,
+    PEEK,
+    PLACE_START,
+    RAINBOW,
+    RESPOND_START,
+    RIGHT,
+    ROYAL,
+    SPECIAL_A,
+    SPECIAL_B,
+    TRUTHFUL,
+    WRONG,
+    TableSpec,
+    nb_read_row,
+)
+
+FLOATS = (
+    "kappa", "set_power", "power_mode", "special_spread", "honesty_prior_weight", "honesty_strength",
+    "truth_temperature", "peek_cost", "tie_jitter",
+)  # fmt: skip
+"""Positions in ``HeuristicSpec.floats``."""
+KAPPA, SET_POWER, POWER_MODE, SPECIAL_SPREAD, HONESTY_PRIOR_WEIGHT, HONESTY_STRENGTH, TEMPERATURE, PEEK_COST, JITTER = (
+    range(len(FLOATS))
+)
+_POWER_MODES = {1.0: 1.0, 2.0: 2.0, 3.0: 3.0, 4.0: 4.0, 0.5: 0.5}
+"""``_power``'s exponents computed by multiplication (``sqrt`` for 0.5, as numpy's ``**`` does); ``pow`` otherwise."""
+
+
+class HeuristicSpec:
+    """A rule set and ``HeuristicParams`` as the kernels take them (numbers that numpy computes, computed by numpy)."""
+
+    def __init__(self, rules: Rules, params, tie_jitter: float):
+        self.params = params
+        self.table = TableSpec(rules)
+        animals = rules.animal_groups
+        floats = {
+            "kappa": params.kappa,
+            "set_power": params.set_power,
+            "power_mode": _POWER_MODES.get(float(params.set_power), 0.0),
+            "special_spread": params.special_spread / animals,
+            "honesty_prior_weight": params.honesty_prior * params.honesty_strength,
+            "honesty_strength": params.honesty_strength,
+            "truth_temperature": params.truth_temperature,
+            "peek_cost": params.peek_cost,
+            "tie_jitter": tie_jitter,
+        }
+        self.floats = np.array([floats[name] for name in FLOATS], np.float64)
+        self.risk = np.asarray(params.hand_risk + (0.0,), np.float64)
+        distinct = np.arange(animals + 1)
+        self.rainbow = np.ascontiguousarray(params.rainbow_weight * (distinct / (animals - 1)) ** 3, np.float64)
+        self.response = np.ascontiguousarray(np.asarray(params.response_prior) * params.response_strength, np.float64)
+        truth = rules.truth.astype(np.float64)
+        self.true_pick = np.ascontiguousarray(truth / np.maximum(rules.claim_truths, 1.0)[:, None])
+        self.false_pick = np.ascontiguousarray(
+            (1.0 - truth) / np.maximum(truth.shape[1] - rules.claim_truths, 1.0)[:, None]
+        )
+        self.group_copies = np.ascontiguousarray(rules.copies @ rules.group)
+
+    def arrays(self) -> tuple:
+        """The kernels' rule arguments, in order."""
+        t = self.table
+        return (
+            t.ints, t.truth, t.group, t.copies, t.is_royal, t.is_special, self.floats, self.risk, self.rainbow,
+            self.response, self.true_pick, self.false_pick, self.group_copies,
+        )  # fmt: skip
+
+
+@jit
+def _nb_sum(values, count):
+    """``values[:count].sum()`` in numpy's order for a contiguous axis (pairwise from 8 entries, from 0.0)."""
+    if count < 8:
+        total = 0.0
+        for j in range(count):
+            total += values[j]
+        return total
+    r0, r1, r2, r3 = values[0], values[1], values[2], values[3]
+    r4, r5, r6, r7 = values[4], values[5], values[6], values[7]
+    j = 8
+    end = count - count % 8
+    while j < end:
+        r0 += values[j]
+        r1 += values[j + 1]
+        r2 += values[j + 2]
+        r3 += values[j + 3]
+        r4 += values[j + 4]
+        r5 += values[j + 5]
+        r6 += values[j + 6]
+        r7 += values[j + 7]
+        j += 8
+    total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while j < count:
+        total += values[j]
+        j += 1
+    return total
+
+
+@jit
+def _nb_expected(distribution, values, count, terms):
+    """``(distribution * values).sum()`` over ``count`` entries, in numpy's order (``terms``: scratch)."""
+    for j in range(count):
+        terms[j] = distribution[j] * values[j]
+    return _nb_sum(terms, count)
+
+
+@jit
+def _nb_hazard(ints, floats, risk, rainbow, counts, live, hand_size, terms):
+    """``HeuristicAgent._hazard`` of one collection ``counts`` (G)."""
+    scale = np.float64(ints[LOSS_COUNT] - 1)
+    mode = floats[POWER_MODE]
+    for g in range(ints[G]):
+        x = min(max(counts[g] / scale, 0.0), 1.0)
+        if mode == 4.0:
+            square = x * x
+            x = square * square
+        elif mode == 3.0:
+            x = (x * x) * x
+        elif mode == 2.0:
+            x = x * x
+        elif mode == 0.5:
+            x = math.sqrt(x)
+        elif mode == 0.0:
+            x = math.pow(x, floats[SET_POWER])
+        terms[g] = x * live[g]
+    hazard = _nb_sum(terms, ints[G])
+    if ints[RAINBOW]:
+        distinct = 0
+        for g in range(ints[ANIMAL_GROUPS]):
+            distinct += counts[g] > 0
+        hazard = hazard + rainbow[distinct]
+    return hazard + risk[np.int64(min(max(hand_size, 0.0), np.float64(len(risk) - 1)))]
+
+
+@jit
+def _nb_loss_if_taken(
+    ints, group, is_royal, is_special, floats, risk, rainbow, group_copies, counts, hand_sizes, my_hand, top,
+    empty_hand_loses, taken, hands, effect, live, weight, after, terms,
+):  # fmt: skip
+    """``HeuristicAgent._loss_if_taken``: ``taken[s, i]``, the observer's loss probability if seat ``s`` takes a card
+    of identity ``i``.
+    """
+    n, i_count, g_count, animals = ints[N], ints[I], ints[G], ints[ANIMAL_GROUPS]
+    for s in range(n):
+        hands[s] = hand_sizes[s]
+    hands[0] = my_hand
+    for i in range(i_count):
+        for g in range(g_count):
+            effect[i, g] = group[i, g]
+    if ints[ROYAL]:
+        known = 1.0 if top >= 0 else 0.0
+        for i in range(i_count):
+            for g in range(g_count):
+                effect[i, g] = effect[i, g] + is_royal[i] * (group[max(top, 0), g] * known)
+        for special in (ints[SPECIAL_A], ints[SPECIAL_B]):
+            for g in range(animals):
+                effect[special, g] += floats[SPECIAL_SPREAD]
+    for g in range(g_count):
+        total = 0.0
+        for s in range(n):
+            total += counts[s, g]
+        live[g] = 1.0 if group_copies[g] - total > 0 else 0.0
+    kappa = floats[KAPPA]
+    weights = 0.0
+    for s in range(n):
+        weight[s] = math.exp(kappa * _nb_hazard(ints, floats, risk, rainbow, counts[s], live, hands[s], terms))
+        weights += weight[s]
+    limit = ints[LOSS_COUNT] - 1e-9
+    for s in range(n):
+        for i in range(i_count):
+            lost = empty_hand_loses and hands[s] <= 0
+            for g in range(g_count):
+                after[g] = counts[s, g] + effect[i, g]
+                lost = lost or after[g] >= limit
+            if ints[RAINBOW] and not lost:
+                every = True
+                for g in range(animals):
+                    every = every and after[g] > 0
+                lost = every
+            if lost:
+                taken[s, i] = 1.0 if s == 0 else 0.0
+            else:
+                weight_after = math.exp(kappa * _nb_hazard(ints, floats, risk, rainbow, after, live, hands[s], terms))
+                total = (weights - weight[s]) + weight_after
+                taken[s, i] = (weight_after if s == 0 else weight[0]) / total
+
+
+@jit
+def _nb_handover_losses(
+    ints, truth, copies, response, taken, history, collections, seen, only, out, right, wrong, others, possible,
+):  # fmt: skip
+    """``HeuristicAgent._handover_losses``: ``out[i, t, c]`` for every identity ``i`` (only ``only`` when >= 0)."""
+    n, i_count, c_count = ints[N], ints[I], ints[C]
+    targets = n - 1
+    unseen_seats = 0
+    for s in range(n):
+        counts0 = history[s, ints[RIGHT]] + response[0]
+        counts1 = history[s, ints[WRONG]] + response[1]
+        counts2 = history[s, ints[PEEK]] + response[2]
+        total = (counts0 + counts1) + counts2
+        right[s] = counts0 / total
+        wrong[s] = counts1 / total
+        unseen_seats += not seen[s]
+    for c in range(c_count):
+        possible[c] = False
+    for i in range(i_count):
+        outside = copies[i]
+        for s in range(n):
+            outside -= collections[s, i]
+        total = 0.0
+        for s in range(1, n):
+            total += taken[s, i]
+        others[i] = total / targets
+        if max(outside, 0.0) > 0:
+            for c in range(c_count):
+                possible[c] = possible[c] or truth[i, c]
+    first, last = (only, only + 1) if only >= 0 else (0, i_count)
+    for t in range(targets):
+        s = t + 1
+        calls_right_or_wrong = right[s] + wrong[s]
+        accuracy = right[s] / max(calls_right_or_wrong, 1e-9)
+        calls = calls_right_or_wrong if unseen_seats - (not seen[s]) > 0 else 1.0
+        p_on = 1.0 - calls
+        for i in range(first, last):
+            mine, theirs, rest = taken[0, i], taken[s, i], others[i]
+            for c in range(c_count):
+                obvious = not possible[c] and not truth[i, c]
+                p_right = calls * (1.0 if obvious else accuracy)
+                p_wrong = calls - p_right
+                out[i, t, c] = ((p_right * mine) + (p_wrong * theirs)) + (p_on * rest)
+
+
+@jit
+def _nb_row_losses(
+    ints, truth, group, copies, is_royal, is_special, floats, risk, rainbow, response, true_pick, false_pick,
+    group_copies, obs, legal, b, loss, truthful, scratch_n, scratch_i, scratch_g, scratch_ng, scratch_ni, scratch_ig,
+    history, seen, handover, possible,
+):  # fmt: skip
+    """``HeuristicAgent._losses`` of row ``b``: fills ``loss`` (A, inf where illegal) and ``truthful`` (A); returns
+    (whether the row claims, the odds of telling the truth).
+    """
+    n, i_count, c_count, g_count = ints[N], ints[I], ints[C], ints[G]
+    targets = n - 1
+    hand, unseen, others, a = scratch_i[0], scratch_i[1], scratch_i[2], scratch_i[3]
+    b_share, if_true, if_false, best = scratch_i[4], scratch_i[5], scratch_i[6], scratch_i[7]
+    hand_sizes, hands, weight, right, wrong = scratch_n[0], scratch_n[1], scratch_n[2], scratch_n[3], scratch_n[4]
+    live, after, terms = scratch_g[0], scratch_g[1], scratch_g[2]
+    counts, collections, taken, effect = scratch_ng, scratch_ni[0], scratch_ni[1], scratch_ig
+    phase, claim, latest_passer, card, top, _ = nb_read_row(
+        ints, copies, group, obs, b, hand, collections, unseen, counts, hand_sizes, history, seen
+    )
+    actions = ints[NUM_ACTIONS]
+    for action in range(actions):
+        loss[action] = np.inf
+        truthful[action] = False
+    if phase == OFFER or phase == PASS or phase == PLACE:
+        my_hand = hand_sizes[0] - 1.0 if phase == OFFER else hand_sizes[0]
+        _nb_loss_if_taken(
+            ints, group, is_royal, is_special, floats, risk, rainbow, group_copies, counts, hand_sizes, my_hand, top,
+            phase != PLACE, taken, hands, effect, live, weight, after, terms,
+        )  # fmt: skip
+    if phase == OFFER or phase == PASS:
+        if phase == OFFER:
+            for s in range(1, n):
+                seen[s] = False
+        seen[0] = True
+        only = -1 if phase == OFFER else max(card, 0)
+        _nb_handover_losses(
+            ints, truth, copies, response, taken, history, collections, seen, only, handover, right, wrong, others,
+            possible,
+        )  # fmt: skip
+        if phase == OFFER:
+            for i in range(i_count):
+                for t in range(targets):
+                    for c in range(c_count):
+                        action = (i * targets + t) * c_count + c
+                        loss[action] = handover[i, t, c]
+                        truthful[action] = truth[i, c]
+        else:
+            for t in range(targets):
+                for c in range(c_count):
+                    action = ints[PASS_START] + t * c_count + c
+                    loss[action] = handover[only, t, c]
+                    truthful[action] = truth[only, c]
+    elif phase == PLACE:
+        for i in range(i_count):
+            loss[ints[PLACE_START] + i] = taken[0, i]
+    elif phase == RESPOND:
+        passer, claimed = max(latest_passer, 0), max(claim, 0)
+        told = history[passer, ints[TRUTHFUL]]
+        q = (told + floats[HONESTY_PRIOR_WEIGHT]) / ((told + history[passer, ints[FALSE]]) + floats[HONESTY_STRENGTH])
+        pool = 0.0
+        for i in range(i_count):
+            pool += unseen[i]
+        pool = max(pool, 1e-9)
+        for i in range(i_count):
+            share = unseen[i] / pool
+            a[i] = (share * true_pick[i, claimed]) * q
+            b_share[i] = (share * false_pick[i, claimed]) * (1.0 - q)
+        a_total, b_total = _nb_sum(a, i_count), _nb_sum(b_share, i_count)
+        p_true = a_total / max(a_total + b_total, 1e-12)
+        for i in range(i_count):
+            if_true[i] = a[i] / max(a_total, 1e-12)
+            if_false[i] = b_share[i] / max(b_total, 1e-12)
+        _nb_loss_if_taken(
+            ints, group, is_royal, is_special, floats, risk, rainbow, group_copies, counts, hand_sizes, hand_sizes[0],
+            top, True, taken, hands, effect, live, weight, after, terms,
+        )  # fmt: skip
+        true_mine = _nb_expected(if_true, taken[0], i_count, best)
+        false_mine = _nb_expected(if_false, taken[0], i_count, best)
+        true_theirs = _nb_expected(if_true, taken[passer], i_count, best)
+        false_theirs = _nb_expected(if_false, taken[passer], i_count, best)
+        loss[ints[RESPOND_START]] = p_true * true_theirs + (1.0 - p_true) * false_mine
+        loss[ints[RESPOND_START] + 1] = (1.0 - p_true) * false_theirs + p_true * true_mine
+        seen[0] = True
+        _nb_handover_losses(
+            ints, truth, copies, response, taken, history, collections, seen, -1, handover, right, wrong, others,
+            possible,
+        )  # fmt: skip
+        for i in range(i_count):
+            least = np.inf
+            for t in range(targets):
+                if not seen[t + 1]:
+                    for c in range(c_count):
+                        least = min(least, handover[i, t, c])
+            if not np.isfinite(least):
+                least = 1.0
+            best[i] = (p_true * if_true[i] + (1.0 - p_true) * if_false[i]) * least
+        loss[ints[RESPOND_START] + 2] = _nb_sum(best, i_count) + floats[PEEK_COST]
+    best_true, best_false = np.inf, np.inf
+    for action in range(actions):
+        if not legal[b, action]:
+            loss[action] = np.inf
+        elif truthful[action]:
+            best_true = min(best_true, loss[action])
+        else:
+            best_false = min(best_false, loss[action])
+    if np.isinf(best_false):
+        p_truth = 1.0
+    elif np.isinf(best_true):
+        p_truth = 0.0
+    else:
+        gap = min(max((best_false - best_true) / floats[TEMPERATURE], -50.0), 50.0)
+        p_truth = 1.0 / (1.0 + math.exp(-gap))
+    return phase == OFFER or phase == PASS, p_truth
+
+
+@jit
+def _nb_scratch(ints):
+    n, i_count, g_count, c_count = ints[N], ints[I], ints[G], ints[C]
+    return (
+        np.empty((5, n)), np.empty((8, i_count)), np.empty((3, g_count)), np.empty((n, g_count)),
+        np.empty((2, n, i_count)), np.empty((i_count, g_count)), np.empty((n, ints[K])), np.empty(n, np.bool_),
+        np.empty((i_count, n - 1, c_count)), np.empty(c_count, np.bool_),
+    )  # fmt: skip
+
+
+@jit
+def nb_losses(
+    ints, truth, group, copies, is_royal, is_special, floats, risk, rainbow, response, true_pick, false_pick,
+    group_copies, obs, legal, loss, truthful, claiming, p_truth,
+):  # fmt: skip
+    """``HeuristicAgent._losses`` of every row: fills ``loss`` and ``truthful`` (B, A), ``claiming`` and ``p_truth``
+    (B).
+    """
+    scratch = _nb_scratch(ints)
+    for b in range(obs.shape[0]):
+        claiming[b], p_truth[b] = _nb_row_losses(
+            ints, truth, group, copies, is_royal, is_special, floats, risk, rainbow, response, true_pick, false_pick,
+            group_copies, obs, legal, b, loss[b], truthful[b], *scratch,
+        )  # fmt: skip
+
+
+@jit
+def _nb_draw(draws, state, jump_table, b, position):
+    """The uniform at ``position`` of row ``b``'s draws: from ``draws`` when it has rows, else from the stream."""
+    if draws.shape[0] > 0:
+        return draws[b, position]
+    return nb_uniform_at(state, jump_table, position)
+
+
+@jit
+def nb_act(
+    ints, truth, group, copies, is_royal, is_special, floats, risk, rainbow, response, true_pick, false_pick,
+    group_copies, obs, legal, draws, state, jump_table, out,
+):  # fmt: skip
+    """``HeuristicAgent.act_batch``: ``out[b]``, each row's action.
+
+    Row ``b``'s uniforms are ``draws[b]`` (``1 + A``: the truth coin, then one jitter per
+    action), or, when ``draws`` has no rows, those of the PCG64 ``state`` (moved on by
+    ``1 + A`` draws a row). The least kept loss wins; only actions within twice the
+    jitter's scale of it can win, so only their jitter is read, and the winner is the
+    first least ``loss + jitter_scale * jitter`` as in numpy's ``argmin``. Without a kept
+    action, the least ``1e6 + jitter`` of the legal ones; without a legal one, action 0.
+    """
+    actions = ints[NUM_ACTIONS]
+    scale = floats[JITTER]
+    loss = np.empty(actions)
+    truthful = np.empty(actions, np.bool_)
+    scratch = _nb_scratch(ints)
+    for b in range(obs.shape[0]):
+        claiming, p_truth = _nb_row_losses(
+            ints, truth, group, copies, is_royal, is_special, floats, risk, rainbow, response, true_pick, false_pick,
+            group_copies, obs, legal, b, loss, truthful, *scratch,
+        )  # fmt: skip
+        tell_truth = _nb_draw(draws, state, jump_table, b, 0) < p_truth
+        least = np.inf
+        for action in range(actions):
+            if np.isfinite(loss[action]) and (not claiming or truthful[action] == tell_truth):
+                least = min(least, loss[action])
+        choice = 0
+        if np.isfinite(least):
+            best = np.inf
+            for action in range(actions):
+                value = loss[action]
+                if value <= least + 2 * scale and (not claiming or truthful[action] == tell_truth):
+                    score = value + scale * _nb_draw(draws, state, jump_table, b, 1 + action)
+                    if score < best:
+                        best, choice = score, action
+        else:
+            best = np.inf
+            for action in range(actions):
+                if legal[b, action]:
+                    score = 1e6 + _nb_draw(draws, state, jump_table, b, 1 + action)
+                    if score < best:
+                        best, choice = score, action
+        out[b] = choice
+        if draws.shape[0] == 0:
+            nb_skip(state, jump_table, 1 + actions)
