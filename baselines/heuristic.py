@@ -124,11 +124,11 @@ class HeuristicAgent(Agent):
         width = 1 + self.encoding.num_actions
         if stream.readable(self.rng):  # the kernel reads the uniforms it needs from the generator's stream
             state = stream.state_of(self.rng)
-            nb_act(*spec.arrays(), observations, legal, _NO_DRAWS, state, stream.jumps(width), out)
+            nb_act(*spec.arrays(), observations, legal, _NO_DRAWS, state, stream.jumps(width), out, spec.scratch)
             stream.set_state(self.rng, state)
         else:
             draws = self.rng.random((len(legal), width))
-            nb_act(*spec.arrays(), observations, legal, draws, _NO_STATE, _NO_JUMPS, out)
+            nb_act(*spec.arrays(), observations, legal, draws, _NO_STATE, _NO_JUMPS, out, spec.scratch)
         return out
 
     def _act_batch_numpy(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
@@ -154,7 +154,7 @@ class HeuristicAgent(Agent):
             observations, legal = spec.table.check_batch(self.name, observations, masks)
             loss, truthful = np.empty(legal.shape), np.empty(legal.shape, bool)
             claiming, p_truth = np.empty(len(legal), bool), np.empty(len(legal))
-            nb_losses(*spec.arrays(), observations, legal, loss, truthful, claiming, p_truth)
+            nb_losses(*spec.arrays(), observations, legal, loss, truthful, claiming, p_truth, spec.scratch)
         probs = np.zeros(legal.shape)
         for tell_truth, weight in ((True, p_truth), (False, 1.0 - p_truth)):
             keep = np.where(claiming[:, None], truthful == tell_truth, True) & legal

@@ -43,5 +43,18 @@ def resolve_backend(backend: str, agent: str) -> str:
 
 
 def jit(function):
-    """``numba.njit(cache=True)`` where numba is installed (the function itself otherwise, never called then)."""
-    return numba.njit(cache=True)(function) if numba is not None else function
+    """A compiled kernel: ``numba.njit(cache=True)`` without reference counting where numba is installed (the function
+    itself otherwise, never called then).
+
+    As the engine's kernels (``cockroach_env.batched.numba_kernels``), these allocate nothing (the callers hand them
+    scratch arrays) and run without numba's reference counting: with it, every array handed to a called function
+    costs atomic reference-count updates, more than the arithmetic of the small functions here.
+    """
+    return numba.njit(cache=True, _nrt=False)(function) if numba is not None else function
+
+
+def inline(function):
+    """A part of a kernel, inlined into it (``inline="always"``): a call that passes a dozen arrays costs more than
+    the few operations of most parts.
+    """
+    return numba.njit(cache=True, _nrt=False, inline="always")(function) if numba is not None else function

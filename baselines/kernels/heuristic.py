@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from baselines.counting import OFFER, PASS, PLACE, RESPOND, Rules
-from baselines.kernels import jit
+from baselines.kernels import inline, jit
 from baselines.kernels.stream import nb_skip, nb_uniform_at
 from baselines.kernels.table import (
     ANIMAL_GROUPS,
@@ -83,17 +83,19 @@ class HeuristicSpec:
             (1.0 - truth) / np.maximum(truth.shape[1] - rules.claim_truths, 1.0)[:, None]
         )
         self.group_copies = np.ascontiguousarray(rules.copies @ rules.group)
+        self.scratch = scratch(self.table)
+        """Per-row scratch arrays of the kernels (an agent decides one batch at a time, as its generator draws)."""
 
     def arrays(self) -> tuple:
         """The kernels' rule arguments, in order."""
         t = self.table
         return (
-            t.ints, t.truth, t.group, t.copies, t.is_royal, t.is_special, self.floats, self.risk, self.rainbow,
-            self.response, self.true_pick, self.false_pick, self.group_copies,
+            t.ints, t.truth, t.group, t.copies, t.is_royal, self.floats, self.risk, self.rainbow, self.response,
+            self.true_pick, self.false_pick, self.group_copies,
         )  # fmt: skip
 
 
-@jit
+@inline
 def _nb_sum(values, count):
     """``values[:count].sum()`` in numpy's order for a contiguous axis (pairwise from 8 entries, from 0.0)."""
     if count < 8:
@@ -122,7 +124,7 @@ def _nb_sum(values, count):
     return total
 
 
-@jit
+@inline
 def _nb_expected(distribution, values, count, terms):
     """``(distribution * values).sum()`` over ``count`` entries, in numpy's order (``terms``: scratch)."""
     for j in range(count):
@@ -130,43 +132,49 @@ def _nb_expected(distribution, values, count, terms):
     return _nb_sum(terms, count)
 
 
-@jit
-def _nb_hazard(ints, floats, risk, rainbow, counts, live, hand_size, terms):
-    """``HeuristicAgent._hazard`` of one collection ``counts`` (G)."""
-    scale = np.float64(ints[LOSS_COUNT] - 1)
+@inline
+def _nb_term(floats, scale, count, live):
+    """One loss group's term of ``HeuristicAgent._hazard``: ``_power(clip(count / scale, 0, 1)) * live``."""
+    x = min(max(count / scale, 0.0), 1.0)
     mode = floats[POWER_MODE]
-    for g in range(ints[G]):
-        x = min(max(counts[g] / scale, 0.0), 1.0)
-        if mode == 4.0:
-            square = x * x
-            x = square * square
-        elif mode == 3.0:
-            x = (x * x) * x
-        elif mode == 2.0:
-            x = x * x
-        elif mode == 0.5:
-            x = math.sqrt(x)
-        elif mode == 0.0:
-            x = math.pow(x, floats[SET_POWER])
-        terms[g] = x * live[g]
+    if mode == 4.0:
+        square = x * x
+        x = square * square
+    elif mode == 3.0:
+        x = (x * x) * x
+    elif mode == 2.0:
+        x = x * x
+    elif mode == 0.5:
+        x = math.sqrt(x)
+    elif mode == 0.0:
+        x = math.pow(x, floats[SET_POWER])
+    return x * live
+
+
+@inline
+def _nb_hazard(ints, risk, rainbow, terms, distinct, hand_size):
+    """``HeuristicAgent._hazard`` from a collection's group ``terms`` (G) and its count of ``distinct`` animals."""
     hazard = _nb_sum(terms, ints[G])
     if ints[RAINBOW]:
-        distinct = 0
-        for g in range(ints[ANIMAL_GROUPS]):
-            distinct += counts[g] > 0
         hazard = hazard + rainbow[distinct]
     return hazard + risk[np.int64(min(max(hand_size, 0.0), np.float64(len(risk) - 1)))]
 
 
-@jit
+@inline
 def _nb_loss_if_taken(
-    ints, group, is_royal, is_special, floats, risk, rainbow, group_copies, counts, hand_sizes, my_hand, top,
-    empty_hand_loses, taken, hands, effect, live, weight, after, terms,
+    ints, group, is_royal, floats, risk, rainbow, group_copies, counts, hand_sizes, my_hand, top, empty_hand_loses,
+    needed, seats, taken, hands, effect, live, weight, base_terms, base_distinct, base_lost, terms,
 ):  # fmt: skip
     """``HeuristicAgent._loss_if_taken``: ``taken[s, i]``, the observer's loss probability if seat ``s`` takes a card
-    of identity ``i``.
+    of identity ``i``, for the first ``seats`` seats and the identities ``needed`` (0.0 for the others).
+
+    A card changes only the groups where its effect is nonzero: the other terms of a seat's
+    hazard are its own (``count + 0.0`` is ``count``), computed once per seat.
     """
     n, i_count, g_count, animals = ints[N], ints[I], ints[G], ints[ANIMAL_GROUPS]
+    scale = np.float64(ints[LOSS_COUNT] - 1)
+    limit = ints[LOSS_COUNT] - 1e-9
+    kappa = floats[KAPPA]
     for s in range(n):
         hands[s] = hand_sizes[s]
     hands[0] = my_hand
@@ -186,36 +194,49 @@ def _nb_loss_if_taken(
         for s in range(n):
             total += counts[s, g]
         live[g] = 1.0 if group_copies[g] - total > 0 else 0.0
-    kappa = floats[KAPPA]
     weights = 0.0
     for s in range(n):
-        weight[s] = math.exp(kappa * _nb_hazard(ints, floats, risk, rainbow, counts[s], live, hands[s], terms))
+        distinct = 0
+        lost = False
+        for g in range(g_count):
+            base_terms[s, g] = _nb_term(floats, scale, counts[s, g], live[g])
+            lost = lost or counts[s, g] >= limit
+        for g in range(animals):
+            distinct += counts[s, g] > 0
+        base_distinct[s] = distinct
+        base_lost[s] = lost
+        weight[s] = math.exp(kappa * _nb_hazard(ints, risk, rainbow, base_terms[s], distinct, hands[s]))
         weights += weight[s]
-    limit = ints[LOSS_COUNT] - 1e-9
-    for s in range(n):
+    for s in range(seats):
         for i in range(i_count):
-            lost = empty_hand_loses and hands[s] <= 0
+            if not needed[i]:
+                taken[s, i] = 0.0
+                continue
+            lost = base_lost[s] or (empty_hand_loses and hands[s] <= 0)
+            distinct = np.int64(base_distinct[s])
             for g in range(g_count):
-                after[g] = counts[s, g] + effect[i, g]
-                lost = lost or after[g] >= limit
-            if ints[RAINBOW] and not lost:
-                every = True
-                for g in range(animals):
-                    every = every and after[g] > 0
-                lost = every
+                terms[g] = base_terms[s, g]
+                if effect[i, g] != 0.0:
+                    after = counts[s, g] + effect[i, g]
+                    lost = lost or after >= limit
+                    terms[g] = _nb_term(floats, scale, after, live[g])
+                    if g < animals:
+                        distinct += (after > 0) - (counts[s, g] > 0)
+            if ints[RAINBOW] and distinct == animals:
+                lost = True
             if lost:
                 taken[s, i] = 1.0 if s == 0 else 0.0
             else:
-                weight_after = math.exp(kappa * _nb_hazard(ints, floats, risk, rainbow, after, live, hands[s], terms))
+                weight_after = math.exp(kappa * _nb_hazard(ints, risk, rainbow, terms, distinct, hands[s]))
                 total = (weights - weight[s]) + weight_after
                 taken[s, i] = (weight_after if s == 0 else weight[0]) / total
 
 
-@jit
+@inline
 def _nb_handover_losses(
-    ints, truth, copies, response, taken, history, collections, seen, only, out, right, wrong, others, possible,
+    ints, truth, copies, response, taken, history, collections, seen, needed, out, right, wrong, others, possible,
 ):  # fmt: skip
-    """``HeuristicAgent._handover_losses``: ``out[i, t, c]`` for every identity ``i`` (only ``only`` when >= 0)."""
+    """``HeuristicAgent._handover_losses``: ``out[i, t, c]`` for the identities ``needed``."""
     n, i_count, c_count = ints[N], ints[I], ints[C]
     targets = n - 1
     unseen_seats = 0
@@ -233,21 +254,22 @@ def _nb_handover_losses(
         outside = copies[i]
         for s in range(n):
             outside -= collections[s, i]
+        if max(outside, 0.0) > 0:
+            for c in range(c_count):
+                possible[c] = possible[c] or truth[i, c]
         total = 0.0
         for s in range(1, n):
             total += taken[s, i]
         others[i] = total / targets
-        if max(outside, 0.0) > 0:
-            for c in range(c_count):
-                possible[c] = possible[c] or truth[i, c]
-    first, last = (only, only + 1) if only >= 0 else (0, i_count)
     for t in range(targets):
         s = t + 1
         calls_right_or_wrong = right[s] + wrong[s]
         accuracy = right[s] / max(calls_right_or_wrong, 1e-9)
         calls = calls_right_or_wrong if unseen_seats - (not seen[s]) > 0 else 1.0
         p_on = 1.0 - calls
-        for i in range(first, last):
+        for i in range(i_count):
+            if not needed[i]:
+                continue
             mine, theirs, rest = taken[0, i], taken[s, i], others[i]
             for c in range(c_count):
                 obvious = not possible[c] and not truth[i, c]
@@ -256,68 +278,56 @@ def _nb_handover_losses(
                 out[i, t, c] = ((p_right * mine) + (p_wrong * theirs)) + (p_on * rest)
 
 
-@jit
+@inline
 def _nb_row_losses(
-    ints, truth, group, copies, is_royal, is_special, floats, risk, rainbow, response, true_pick, false_pick,
-    group_copies, obs, legal, b, loss, truthful, scratch_n, scratch_i, scratch_g, scratch_ng, scratch_ni, scratch_ig,
-    history, seen, handover, possible,
+    ints, truth, group, copies, is_royal, floats, risk, rainbow, response, true_pick, false_pick, group_copies, obs,
+    legal, b, loss, truthful, scratch_n, scratch_i, scratch_g, scratch_ng, scratch_ni, scratch_ig, history, seen,
+    handover, possible, needed, base_lost,
 ):  # fmt: skip
-    """``HeuristicAgent._losses`` of row ``b``: fills ``loss`` (A, inf where illegal) and ``truthful`` (A); returns
-    (whether the row claims, the odds of telling the truth).
+    """``HeuristicAgent._losses`` of row ``b`` over the actions of its phase: fills ``loss`` (inf where illegal) and
+    ``truthful`` over ``[first, last)`` and returns (first, last, whether the row claims, the odds of telling the
+    truth); the other actions are illegal in that phase. Only the identities that can matter are computed: the cards
+    with a legal offer or placement, the card passed on, the cards a claim received can be.
     """
     n, i_count, c_count, g_count = ints[N], ints[I], ints[C], ints[G]
     targets = n - 1
     hand, unseen, others, a = scratch_i[0], scratch_i[1], scratch_i[2], scratch_i[3]
     b_share, if_true, if_false, best = scratch_i[4], scratch_i[5], scratch_i[6], scratch_i[7]
     hand_sizes, hands, weight, right, wrong = scratch_n[0], scratch_n[1], scratch_n[2], scratch_n[3], scratch_n[4]
-    live, after, terms = scratch_g[0], scratch_g[1], scratch_g[2]
-    counts, collections, taken, effect = scratch_ng, scratch_ni[0], scratch_ni[1], scratch_ig
+    base_distinct = scratch_n[5]
+    live, terms = scratch_g[0], scratch_g[1]
+    counts, base_terms = scratch_ng[0], scratch_ng[1]
+    collections, taken, effect = scratch_ni[0], scratch_ni[1], scratch_ig
     phase, claim, latest_passer, card, top, _ = nb_read_row(
         ints, copies, group, obs, b, hand, collections, unseen, counts, hand_sizes, history, seen
     )
-    actions = ints[NUM_ACTIONS]
-    for action in range(actions):
-        loss[action] = np.inf
-        truthful[action] = False
-    if phase == OFFER or phase == PASS or phase == PLACE:
-        my_hand = hand_sizes[0] - 1.0 if phase == OFFER else hand_sizes[0]
-        _nb_loss_if_taken(
-            ints, group, is_royal, is_special, floats, risk, rainbow, group_copies, counts, hand_sizes, my_hand, top,
-            phase != PLACE, taken, hands, effect, live, weight, after, terms,
-        )  # fmt: skip
-    if phase == OFFER or phase == PASS:
-        if phase == OFFER:
-            for s in range(1, n):
-                seen[s] = False
-        seen[0] = True
-        only = -1 if phase == OFFER else max(card, 0)
-        _nb_handover_losses(
-            ints, truth, copies, response, taken, history, collections, seen, only, handover, right, wrong, others,
-            possible,
-        )  # fmt: skip
-        if phase == OFFER:
-            for i in range(i_count):
-                for t in range(targets):
-                    for c in range(c_count):
-                        action = (i * targets + t) * c_count + c
-                        loss[action] = handover[i, t, c]
-                        truthful[action] = truth[i, c]
-        else:
-            for t in range(targets):
-                for c in range(c_count):
-                    action = ints[PASS_START] + t * c_count + c
-                    loss[action] = handover[only, t, c]
-                    truthful[action] = truth[only, c]
-    elif phase == PLACE:
+    first, last = 0, 0
+    passer = max(latest_passer, 0)
+    p_true = 0.0
+    if phase == OFFER:
+        first, last = 0, ints[RESPOND_START]
+        block = targets * c_count
         for i in range(i_count):
-            loss[ints[PLACE_START] + i] = taken[0, i]
-    elif phase == RESPOND:
-        passer, claimed = max(latest_passer, 0), max(claim, 0)
+            needed[i] = False
+            for action in range(i * block, (i + 1) * block):
+                needed[i] = needed[i] or legal[b, action]
+    elif phase == PASS:
+        first, last = ints[PASS_START], ints[PLACE_START]
+        for i in range(i_count):
+            needed[i] = i == max(card, 0)
+    elif phase == PLACE:
+        first, last = ints[PLACE_START], ints[NUM_ACTIONS]
+        for i in range(i_count):
+            needed[i] = legal[b, first + i]
+    elif phase == RESPOND:  # the claim's odds and the card's identity if true and if false (``claim_posterior``)
+        first, last = ints[RESPOND_START], ints[PASS_START]
+        claimed = max(claim, 0)
         told = history[passer, ints[TRUTHFUL]]
         q = (told + floats[HONESTY_PRIOR_WEIGHT]) / ((told + history[passer, ints[FALSE]]) + floats[HONESTY_STRENGTH])
         pool = 0.0
         for i in range(i_count):
             pool += unseen[i]
+            needed[i] = unseen[i] > 0  # a card of no share weighs 0.0 in every sum below
         pool = max(pool, 1e-9)
         for i in range(i_count):
             share = unseen[i] / pool
@@ -328,33 +338,62 @@ def _nb_row_losses(
         for i in range(i_count):
             if_true[i] = a[i] / max(a_total, 1e-12)
             if_false[i] = b_share[i] / max(b_total, 1e-12)
+    if first < last:  # one call site of each part: they are inlined
         _nb_loss_if_taken(
-            ints, group, is_royal, is_special, floats, risk, rainbow, group_copies, counts, hand_sizes, hand_sizes[0],
-            top, True, taken, hands, effect, live, weight, after, terms,
+            ints, group, is_royal, floats, risk, rainbow, group_copies, counts, hand_sizes,
+            hand_sizes[0] - 1.0 if phase == OFFER else hand_sizes[0], top, phase != PLACE, needed,
+            1 if phase == PLACE else n, taken, hands, effect, live, weight, base_terms, base_distinct, base_lost, terms,
         )  # fmt: skip
+        if phase != PLACE:  # the losses of handing the card on (after a peek, for a response)
+            if phase == OFFER:
+                for s in range(1, n):
+                    seen[s] = False
+            seen[0] = True
+            _nb_handover_losses(
+                ints, truth, copies, response, taken, history, collections, seen, needed, handover, right, wrong,
+                others, possible,
+            )  # fmt: skip
+    for action in range(first, last):
+        truthful[action] = False
+    if phase == OFFER:  # the cards without a legal offer keep stale losses: illegal, they become inf below
+        for i in range(i_count):
+            for t in range(targets):
+                for c in range(c_count):
+                    action = (i * targets + t) * c_count + c
+                    truthful[action] = truth[i, c]
+                    if needed[i]:
+                        loss[action] = handover[i, t, c]
+    elif phase == PASS:
+        card = max(card, 0)
+        for t in range(targets):
+            for c in range(c_count):
+                action = first + t * c_count + c
+                loss[action] = handover[card, t, c]
+                truthful[action] = truth[card, c]
+    elif phase == PLACE:
+        for i in range(i_count):
+            loss[first + i] = taken[0, i]
+    elif phase == RESPOND:
         true_mine = _nb_expected(if_true, taken[0], i_count, best)
         false_mine = _nb_expected(if_false, taken[0], i_count, best)
         true_theirs = _nb_expected(if_true, taken[passer], i_count, best)
         false_theirs = _nb_expected(if_false, taken[passer], i_count, best)
-        loss[ints[RESPOND_START]] = p_true * true_theirs + (1.0 - p_true) * false_mine
-        loss[ints[RESPOND_START] + 1] = (1.0 - p_true) * false_theirs + p_true * true_mine
-        seen[0] = True
-        _nb_handover_losses(
-            ints, truth, copies, response, taken, history, collections, seen, -1, handover, right, wrong, others,
-            possible,
-        )  # fmt: skip
-        for i in range(i_count):
-            least = np.inf
-            for t in range(targets):
-                if not seen[t + 1]:
-                    for c in range(c_count):
-                        least = min(least, handover[i, t, c])
-            if not np.isfinite(least):
-                least = 1.0
-            best[i] = (p_true * if_true[i] + (1.0 - p_true) * if_false[i]) * least
-        loss[ints[RESPOND_START] + 2] = _nb_sum(best, i_count) + floats[PEEK_COST]
+        loss[first] = p_true * true_theirs + (1.0 - p_true) * false_mine
+        loss[first + 1] = (1.0 - p_true) * false_theirs + p_true * true_mine
+        for i in range(i_count):  # peek: the best pass of each identity the card could be
+            best[i] = 0.0
+            if needed[i]:
+                least = np.inf
+                for t in range(targets):
+                    if not seen[t + 1]:
+                        for c in range(c_count):
+                            least = min(least, handover[i, t, c])
+                if not np.isfinite(least):
+                    least = 1.0
+                best[i] = (p_true * if_true[i] + (1.0 - p_true) * if_false[i]) * least
+        loss[first + 2] = _nb_sum(best, i_count) + floats[PEEK_COST]
     best_true, best_false = np.inf, np.inf
-    for action in range(actions):
+    for action in range(first, last):
         if not legal[b, action]:
             loss[action] = np.inf
         elif truthful[action]:
@@ -368,36 +407,43 @@ def _nb_row_losses(
     else:
         gap = min(max((best_false - best_true) / floats[TEMPERATURE], -50.0), 50.0)
         p_truth = 1.0 / (1.0 + math.exp(-gap))
-    return phase == OFFER or phase == PASS, p_truth
+    return first, last, phase == OFFER or phase == PASS, p_truth
 
 
-@jit
-def _nb_scratch(ints):
-    n, i_count, g_count, c_count = ints[N], ints[I], ints[G], ints[C]
+def scratch(table: TableSpec) -> tuple:
+    """The per-row scratch arrays of ``nb_losses`` and ``nb_act`` for the rule set of ``table``."""
+    ints = table.ints
+    n, i_count, g_count, c_count = (int(ints[k]) for k in (N, I, G, C))
     return (
-        np.empty((5, n)), np.empty((8, i_count)), np.empty((3, g_count)), np.empty((n, g_count)),
-        np.empty((2, n, i_count)), np.empty((i_count, g_count)), np.empty((n, ints[K])), np.empty(n, np.bool_),
-        np.empty((i_count, n - 1, c_count)), np.empty(c_count, np.bool_),
+        np.empty((6, n)), np.zeros((8, i_count)), np.empty((2, g_count)), np.empty((2, n, g_count)),
+        np.empty((2, n, i_count)), np.empty((i_count, g_count)), np.empty((n, int(ints[K]))), np.empty(n, np.bool_),
+        np.empty((i_count, n - 1, c_count)), np.empty(c_count, np.bool_), np.empty(i_count, np.bool_),
+        np.empty(n, np.bool_), np.empty(int(ints[NUM_ACTIONS])), np.empty(int(ints[NUM_ACTIONS]), np.bool_),
     )  # fmt: skip
 
 
 @jit
 def nb_losses(
-    ints, truth, group, copies, is_royal, is_special, floats, risk, rainbow, response, true_pick, false_pick,
-    group_copies, obs, legal, loss, truthful, claiming, p_truth,
+    ints, truth, group, copies, is_royal, floats, risk, rainbow, response, true_pick, false_pick, group_copies, obs,
+    legal, loss, truthful, claiming, p_truth, scratch,
 ):  # fmt: skip
     """``HeuristicAgent._losses`` of every row: fills ``loss`` and ``truthful`` (B, A), ``claiming`` and ``p_truth``
-    (B).
+    (B); ``scratch`` is ``scratch(table)``.
     """
-    scratch = _nb_scratch(ints)
+    rows = scratch
     for b in range(obs.shape[0]):
-        claiming[b], p_truth[b] = _nb_row_losses(
-            ints, truth, group, copies, is_royal, is_special, floats, risk, rainbow, response, true_pick, false_pick,
-            group_copies, obs, legal, b, loss[b], truthful[b], *scratch,
+        first, last, claiming[b], p_truth[b] = _nb_row_losses(
+            ints, truth, group, copies, is_royal, floats, risk, rainbow, response, true_pick, false_pick, group_copies,
+            obs, legal, b, loss[b], truthful[b], rows[0], rows[1], rows[2], rows[3], rows[4], rows[5], rows[6],
+            rows[7], rows[8], rows[9], rows[10], rows[11],
         )  # fmt: skip
+        for action in range(loss.shape[1]):
+            if action < first or action >= last:
+                loss[b, action] = np.inf
+                truthful[b, action] = False
 
 
-@jit
+@inline
 def _nb_draw(draws, state, jump_table, b, position):
     """The uniform at ``position`` of row ``b``'s draws: from ``draws`` when it has rows, else from the stream."""
     if draws.shape[0] > 0:
@@ -407,8 +453,8 @@ def _nb_draw(draws, state, jump_table, b, position):
 
 @jit
 def nb_act(
-    ints, truth, group, copies, is_royal, is_special, floats, risk, rainbow, response, true_pick, false_pick,
-    group_copies, obs, legal, draws, state, jump_table, out,
+    ints, truth, group, copies, is_royal, floats, risk, rainbow, response, true_pick, false_pick, group_copies, obs,
+    legal, draws, state, jump_table, out, scratch,
 ):  # fmt: skip
     """``HeuristicAgent.act_batch``: ``out[b]``, each row's action.
 
@@ -421,30 +467,28 @@ def nb_act(
     """
     actions = ints[NUM_ACTIONS]
     scale = floats[JITTER]
-    loss = np.empty(actions)
-    truthful = np.empty(actions, np.bool_)
-    scratch = _nb_scratch(ints)
+    rows, loss, truthful = scratch, scratch[12], scratch[13]
     for b in range(obs.shape[0]):
-        claiming, p_truth = _nb_row_losses(
-            ints, truth, group, copies, is_royal, is_special, floats, risk, rainbow, response, true_pick, false_pick,
-            group_copies, obs, legal, b, loss, truthful, *scratch,
+        first, last, claiming, p_truth = _nb_row_losses(
+            ints, truth, group, copies, is_royal, floats, risk, rainbow, response, true_pick, false_pick, group_copies,
+            obs, legal, b, loss, truthful, rows[0], rows[1], rows[2], rows[3], rows[4], rows[5], rows[6], rows[7],
+            rows[8], rows[9], rows[10], rows[11],
         )  # fmt: skip
         tell_truth = _nb_draw(draws, state, jump_table, b, 0) < p_truth
         least = np.inf
-        for action in range(actions):
+        for action in range(first, last):
             if np.isfinite(loss[action]) and (not claiming or truthful[action] == tell_truth):
                 least = min(least, loss[action])
         choice = 0
+        best = np.inf
         if np.isfinite(least):
-            best = np.inf
-            for action in range(actions):
+            for action in range(first, last):
                 value = loss[action]
                 if value <= least + 2 * scale and (not claiming or truthful[action] == tell_truth):
                     score = value + scale * _nb_draw(draws, state, jump_table, b, 1 + action)
                     if score < best:
                         best, choice = score, action
         else:
-            best = np.inf
             for action in range(actions):
                 if legal[b, action]:
                     score = 1e6 + _nb_draw(draws, state, jump_table, b, 1 + action)

@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from baselines.kernels import jit, numba
+from baselines.kernels import inline, jit, numba
 
 MULTIPLIER = 0x2360ED051FC65DA44385DF649FCCF645
 """PCG64's 128-bit multiplier (numpy's ``PCG64``, not ``PCG64DXSM``)."""
@@ -84,7 +84,7 @@ if numba is not None:
         return pair(*([types.uint64] * 6)), codegen
 
 
-@jit
+@inline
 def _nb_advance(state, jump_table, steps):
     """The PCG64 state ``steps`` steps after ``state`` (``(4,)``: state, increment), as (high, low)."""
     add_hi, add_lo = _nb_mul_add(
@@ -93,7 +93,7 @@ def _nb_advance(state, jump_table, steps):
     return _nb_mul_add(jump_table[steps, 0], jump_table[steps, 1], state[0], state[1], add_hi, add_lo)
 
 
-@jit
+@inline
 def _nb_uniform(hi, lo):
     """``Generator.random``'s double from a PCG64 state just stepped to (XSL-RR output, top 53 bits)."""
     word = hi ^ lo
@@ -102,14 +102,14 @@ def _nb_uniform(hi, lo):
     return np.float64(word >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
-@jit
+@inline
 def nb_uniform_at(state, jump_table, position):
     """The uniform that ``Generator.random`` draws ``position`` draws after ``state`` (0: the next one)."""
     hi, lo = _nb_advance(state, jump_table, position + 1)
     return _nb_uniform(hi, lo)
 
 
-@jit
+@inline
 def nb_skip(state, jump_table, steps):
     """Move ``state`` (``(4,)``, in place) ``steps`` draws on (``steps`` at most the table's length)."""
     hi, lo = _nb_advance(state, jump_table, steps)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from baselines.counting import Rules
-from baselines.kernels import jit
+from baselines.kernels import inline, jit
 from cockroach_env.encoding import encoding_for
 from cockroach_env.engine import FALSE_CLAIMS, PEEKS, RIGHT_CALLS, STAT_NAMES, TRUTHFUL_CLAIMS, WRONG_CALLS
 
@@ -100,7 +100,7 @@ class TableSpec:
         return observations, legal
 
 
-@jit
+@inline
 def _nb_one_hot(obs, b, start, size):
     """The index of the first largest entry of a one-hot block (``read_table``'s reading), -1 if all are zero."""
     if start < 0:
@@ -112,7 +112,7 @@ def _nb_one_hot(obs, b, start, size):
     return best if obs[b, start + best] != 0 else -1
 
 
-@jit
+@inline
 def nb_read_row(ints, copies, group, obs, b, hand, collections, unseen, counts, hand_sizes, history, seen):
     """Read row ``b`` of ``obs`` into the scratch arrays; returns (phase, claim, latest passer, card, penalty top, place
     claim), each -1 when absent.
