@@ -40,8 +40,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from baselines.agent import Agent
-from baselines.kernels import resolve_backend, stream
-from baselines.kernels.heuristic import HeuristicSpec, nb_act, nb_losses
 from baselines.counting import (
     OFFER,
     PASS,
@@ -55,6 +53,8 @@ from baselines.counting import (
     response_rates,
     rules_for,
 )
+from baselines.kernels import resolve_backend, stream
+from baselines.kernels.heuristic import HeuristicSpec, nb_act, nb_losses
 from cockroach_env.config import GameConfig
 
 

@@ -27,7 +27,8 @@ from cockroach_env.config import PRESETS, GameConfig  # noqa: E402
 RULE_SETS = (
     [GameConfig.from_options(preset=name) for name in PRESETS]
     + [GameConfig(num_players=n) for n in (3, 5, 6)]
-    + [GameConfig(history=8), GameConfig(edition="royal", history=4), GameConfig.from_options(preset="mini", recall=True)]
+    + [GameConfig(history=8), GameConfig(edition="royal", history=4)]
+    + [GameConfig.from_options(preset="mini", recall=True)]
 )
 """Every preset, the other classic player counts, and observations that carry a history window or perfect recall."""
 
@@ -87,7 +88,9 @@ def test_compiled_agents_play_as_the_numpy_reference_on_a_million_rows_of_every_
         assert differing <= rows // 100_000 and largest <= 1e-6
 
 
-@pytest.mark.parametrize("config", [GameConfig(), GameConfig(edition="royal"), GameConfig(num_players=2)], ids=["classic", "royal", "duel"])
+@pytest.mark.parametrize(
+    "config", [GameConfig(), GameConfig(edition="royal"), GameConfig(num_players=2)], ids=["classic", "royal", "duel"]
+)
 def test_compiled_heuristic_plays_as_the_numpy_reference(config):
     """A short run of the differential test above, for the quick suite; other params and a generator other than
     PCG64 (the uniforms then come from ``Generator.random``, as in numpy) included.

@@ -13,7 +13,18 @@ import numpy as np
 
 from baselines.counting import OFFER, PASS, RESPOND, Rules
 from baselines.kernels import inline, jit
-from baselines.kernels.table import C, I, K, N, NUM_ACTIONS, PASS_START, PLACE_START, RESPOND_START, TableSpec, nb_read_row
+from baselines.kernels.table import (
+    CARDS,
+    CLAIMS,
+    NUM_ACTIONS,
+    PASS_START,
+    PLACE_START,
+    RESPOND_START,
+    SEATS,
+    STATS,
+    TableSpec,
+    nb_read_row,
+)
 
 
 class ClaimStyleSpec:
@@ -21,14 +32,15 @@ class ClaimStyleSpec:
 
     def __init__(self, rules: Rules, truth_rate: float, peek_rate: float, believe_share: float):
         self.table = TableSpec(rules)
-        num_claims = int(self.table.ints[C])
+        num_claims = int(self.table.ints[CLAIMS])
         self.style = np.array([truth_rate, peek_rate, believe_share / num_claims], np.float64)
         """The truth rate, the peek rate and the least share of the unseen cards a believed claim has."""
         ints = self.table.ints
-        n, i_count = int(ints[N]), int(ints[I])
+        n, i_count = int(ints[SEATS]), int(ints[CARDS])
         self.scratch = (
             np.empty(i_count), np.empty((n, i_count)), np.empty(i_count), np.empty((n, rules.group.shape[1])),
-            np.empty(n), np.empty((n, int(ints[K]))), np.empty(n, np.bool_), np.empty(int(ints[NUM_ACTIONS]), np.bool_),
+            np.empty(n), np.empty((n, int(ints[STATS]))), np.empty(n, np.bool_),
+            np.empty(int(ints[NUM_ACTIONS]), np.bool_),
         )  # fmt: skip
         """Per-row scratch arrays of the kernels."""
 
@@ -43,16 +55,28 @@ def _nb_claim_truths(ints, truth, legal, b, card, wanted, preferred):
     """``preferred[a]``: action ``a`` is legal and its claim's truth is ``wanted`` (``claim_truth_of_actions``); returns
     how many are.
     """
-    targets, c_count = ints[N] - 1, ints[C]
+    targets, c_count = ints[SEATS] - 1, ints[CLAIMS]
     count = 0
-    for a in range(ints[NUM_ACTIONS]):
-        claim_true = False
-        if a < ints[RESPOND_START]:
-            claim_true = truth[a // (targets * c_count), a % c_count] != 0
-        elif ints[PASS_START] <= a < ints[PLACE_START]:
-            claim_true = card >= 0 and truth[max(card, 0), (a - ints[PASS_START]) % c_count] != 0
-        preferred[a] = legal[b, a] and claim_true == wanted
-        count += preferred[a]
+    for a in range(ints[NUM_ACTIONS]):  # responses and placements make no claim
+        preferred[a] = False
+    for i in range(ints[CARDS]):
+        for t in range(targets):
+            for c in range(c_count):
+                a = (i * targets + t) * c_count + c
+                preferred[a] = legal[b, a] and (truth[i, c] != 0) == wanted
+                count += preferred[a]
+    for t in range(targets):
+        for c in range(c_count):
+            a = ints[PASS_START] + t * c_count + c
+            preferred[a] = legal[b, a] and (card >= 0 and truth[max(card, 0), c] != 0) == wanted
+            count += preferred[a]
+    if not wanted:
+        for a in range(ints[RESPOND_START], ints[PASS_START]):
+            preferred[a] = legal[b, a]
+            count += preferred[a]
+        for a in range(ints[PLACE_START], ints[NUM_ACTIONS]):
+            preferred[a] = legal[b, a]
+            count += preferred[a]
     return count
 
 
@@ -60,7 +84,7 @@ def _nb_claim_truths(ints, truth, legal, b, card, wanted, preferred):
 def _nb_believes(ints, truth, style, unseen, claim):
     """``claimed_share(...) >= believe_share / C``: the claim is common enough among the unseen cards."""
     fitting, total = 0.0, 0.0
-    for i in range(ints[I]):
+    for i in range(ints[CARDS]):
         fitting += unseen[i] * truth[i, max(claim, 0)]
         total += unseen[i]
     share = fitting / max(total, 1e-9) if claim >= 0 else 0.0

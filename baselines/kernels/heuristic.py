@@ -19,13 +19,11 @@ from baselines.kernels import inline, jit
 from baselines.kernels.stream import nb_skip, nb_uniform_at
 from baselines.kernels.table import (
     ANIMAL_GROUPS,
-    C,
+    CARDS,
+    CLAIMS,
     FALSE,
-    G,
-    I,
-    K,
+    GROUPS,
     LOSS_COUNT,
-    N,
     NUM_ACTIONS,
     PASS_START,
     PEEK,
@@ -34,8 +32,10 @@ from baselines.kernels.table import (
     RESPOND_START,
     RIGHT,
     ROYAL,
+    SEATS,
     SPECIAL_A,
     SPECIAL_B,
+    STATS,
     TRUTHFUL,
     WRONG,
     TableSpec,
@@ -154,7 +154,7 @@ def _nb_term(floats, scale, count, live):
 @inline
 def _nb_hazard(ints, risk, rainbow, terms, distinct, hand_size):
     """``HeuristicAgent._hazard`` from a collection's group ``terms`` (G) and its count of ``distinct`` animals."""
-    hazard = _nb_sum(terms, ints[G])
+    hazard = _nb_sum(terms, ints[GROUPS])
     if ints[RAINBOW]:
         hazard = hazard + rainbow[distinct]
     return hazard + risk[np.int64(min(max(hand_size, 0.0), np.float64(len(risk) - 1)))]
@@ -171,7 +171,7 @@ def _nb_loss_if_taken(
     A card changes only the groups where its effect is nonzero: the other terms of a seat's
     hazard are its own (``count + 0.0`` is ``count``), computed once per seat.
     """
-    n, i_count, g_count, animals = ints[N], ints[I], ints[G], ints[ANIMAL_GROUPS]
+    n, i_count, g_count, animals = ints[SEATS], ints[CARDS], ints[GROUPS], ints[ANIMAL_GROUPS]
     scale = np.float64(ints[LOSS_COUNT] - 1)
     limit = ints[LOSS_COUNT] - 1e-9
     kappa = floats[KAPPA]
@@ -237,7 +237,7 @@ def _nb_handover_losses(
     ints, truth, copies, response, taken, history, collections, seen, needed, out, right, wrong, others, possible,
 ):  # fmt: skip
     """``HeuristicAgent._handover_losses``: ``out[i, t, c]`` for the identities ``needed``."""
-    n, i_count, c_count = ints[N], ints[I], ints[C]
+    n, i_count, c_count = ints[SEATS], ints[CARDS], ints[CLAIMS]
     targets = n - 1
     unseen_seats = 0
     for s in range(n):
@@ -289,7 +289,7 @@ def _nb_row_losses(
     truth); the other actions are illegal in that phase. Only the identities that can matter are computed: the cards
     with a legal offer or placement, the card passed on, the cards a claim received can be.
     """
-    n, i_count, c_count, g_count = ints[N], ints[I], ints[C], ints[G]
+    n, i_count, c_count = ints[SEATS], ints[CARDS], ints[CLAIMS]
     targets = n - 1
     hand, unseen, others, a = scratch_i[0], scratch_i[1], scratch_i[2], scratch_i[3]
     b_share, if_true, if_false, best = scratch_i[4], scratch_i[5], scratch_i[6], scratch_i[7]
@@ -413,10 +413,10 @@ def _nb_row_losses(
 def scratch(table: TableSpec) -> tuple:
     """The per-row scratch arrays of ``nb_losses`` and ``nb_act`` for the rule set of ``table``."""
     ints = table.ints
-    n, i_count, g_count, c_count = (int(ints[k]) for k in (N, I, G, C))
+    n, i_count, g_count, c_count = (int(ints[k]) for k in (SEATS, CARDS, GROUPS, CLAIMS))
     return (
         np.empty((6, n)), np.zeros((8, i_count)), np.empty((2, g_count)), np.empty((2, n, g_count)),
-        np.empty((2, n, i_count)), np.empty((i_count, g_count)), np.empty((n, int(ints[K]))), np.empty(n, np.bool_),
+        np.empty((2, n, i_count)), np.empty((i_count, g_count)), np.empty((n, int(ints[STATS]))), np.empty(n, np.bool_),
         np.empty((i_count, n - 1, c_count)), np.empty(c_count, np.bool_), np.empty(i_count, np.bool_),
         np.empty(n, np.bool_), np.empty(int(ints[NUM_ACTIONS])), np.empty(int(ints[NUM_ACTIONS]), np.bool_),
     )  # fmt: skip

@@ -35,7 +35,9 @@ def split(value: int) -> tuple[int, int]:
 
 @lru_cache(maxsize=16)
 def jumps(steps: int) -> np.ndarray:
-    """``(steps + 1, 4)`` uint64: for ``n`` steps, ``MULTIPLIER**n`` and ``1 + ... + MULTIPLIER**(n - 1)`` (high, low)."""
+    """``(steps + 1, 4)`` uint64: for ``n`` steps, ``MULTIPLIER**n`` and ``1 + ... + MULTIPLIER**(n - 1)``, each as
+    (high, low).
+    """
     table = np.zeros((steps + 1, 4), np.uint64)
     power, total = 1, 0
     for n in range(steps + 1):

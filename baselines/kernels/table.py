@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from baselines.counting import Rules
-from baselines.kernels import inline, jit
+from baselines.kernels import inline
 from cockroach_env.encoding import encoding_for
 from cockroach_env.engine import FALSE_CLAIMS, PEEKS, RIGHT_CALLS, STAT_NAMES, TRUTHFUL_CLAIMS, WRONG_CALLS
 
@@ -29,7 +29,7 @@ FIELDS = (
 )
 """Positions in ``TableSpec.ints``."""
 (
-    N, I, C, G, K, PHASES, ANIMAL_GROUPS, LOSS_COUNT, RAINBOW, ROYAL, OBSERVATION_SIZE,
+    SEATS, CARDS, CLAIMS, GROUPS, STATS, PHASES, ANIMAL_GROUPS, LOSS_COUNT, RAINBOW, ROYAL, OBSERVATION_SIZE,
     NUM_ACTIONS, OFFER_SIZE, RESPOND_START, PASS_START, PLACE_START,
     TRUTHFUL, FALSE, RIGHT, WRONG, PEEK, SPECIAL_A, SPECIAL_B,
     OWN_HAND, COLLECTIONS, HAND_SIZES, HISTORY, PHASE, CHAIN_CLAIM, CHAIN_LATEST_PASSER,
@@ -94,8 +94,8 @@ class TableSpec:
             )
         if legal.shape != (len(observations), actions):
             raise ValueError(
-                f"{agent}: masks of shape {legal.shape} are not allowed; expected ({len(observations)}, {actions}), one "
-                "row of legal actions per observation"
+                f"{agent}: masks of shape {legal.shape} are not allowed; expected ({len(observations)}, {actions}), "
+                "one row of legal actions per observation"
             )
         return observations, legal
 
@@ -120,7 +120,7 @@ def nb_read_row(ints, copies, group, obs, b, hand, collections, unseen, counts, 
     ``hand`` (I), ``collections`` (N, I), ``unseen`` (I), ``counts`` (N, G: collection cards per loss group),
     ``hand_sizes`` (N), ``history`` (N, K) and ``seen`` (N, bool) as in ``counting.Table``.
     """
-    n, i_count, g_count, k_count = ints[N], ints[I], ints[G], ints[K]
+    n, i_count, g_count, k_count = ints[SEATS], ints[CARDS], ints[GROUPS], ints[STATS]
     for i in range(i_count):
         hand[i] = obs[b, ints[OWN_HAND] + i]
         unseen[i] = copies[i] - hand[i]
@@ -145,7 +145,7 @@ def nb_read_row(ints, copies, group, obs, b, hand, collections, unseen, counts, 
         for i in range(i_count):
             unseen[i] -= obs[b, ints[PENALTY_TOP] + i]
         top = _nb_one_hot(obs, b, ints[PENALTY_TOP], i_count)
-        place_claim = _nb_one_hot(obs, b, ints[PLACE_CLAIM], ints[C])
+        place_claim = _nb_one_hot(obs, b, ints[PLACE_CLAIM], ints[CLAIMS])
         for row, special in enumerate((ints[SPECIAL_A], ints[SPECIAL_B])):
             for s in range(1, n):
                 unseen[special] -= obs[b, ints[SPECIAL_HOLDER] + row * n + s]
@@ -153,7 +153,7 @@ def nb_read_row(ints, copies, group, obs, b, hand, collections, unseen, counts, 
         unseen[i] = max(unseen[i], 0.0)
     return (
         _nb_one_hot(obs, b, ints[PHASE], ints[PHASES]),
-        _nb_one_hot(obs, b, ints[CHAIN_CLAIM], ints[C]),
+        _nb_one_hot(obs, b, ints[CHAIN_CLAIM], ints[CLAIMS]),
         _nb_one_hot(obs, b, ints[CHAIN_LATEST_PASSER], n),
         _nb_one_hot(obs, b, ints[CHAIN_CARD], i_count),
         top,
