@@ -53,6 +53,8 @@ from baselines.counting import (
     response_rates,
     rules_for,
 )
+from baselines.kernels import resolve_backend, stream
+from baselines.kernels.heuristic import HeuristicSpec, nb_act, nb_losses
 from cockroach_env.config import GameConfig
 
 
@@ -92,13 +94,44 @@ class HeuristicAgent(Agent):
     name = "heuristic"
     supports_batch = True
 
-    def __init__(self, config: GameConfig, seed: int | None = None, params: HeuristicParams | None = None):
+    def __init__(
+        self,
+        config: GameConfig,
+        seed: int | None = None,
+        params: HeuristicParams | None = None,
+        backend: str = "auto",
+    ):
         super().__init__(config, seed)
         self.rules: Rules = rules_for(config)
         self.params = params or HeuristicParams()
+        self.backend = resolve_backend(backend, self.name)
+        """``numba`` (compiled, ``baselines.kernels.heuristic``) or ``numpy`` (the reference): the same decisions."""
+        self._spec: HeuristicSpec | None = None
+
+    def _compiled(self) -> HeuristicSpec:
+        """The kernels' arguments for ``self.params`` (rebuilt if the params were replaced)."""
+        if self._spec is None or self._spec.params is not self.params:
+            self._spec = HeuristicSpec(self.rules, self.params, TIE_JITTER)
+        return self._spec
 
     # ------------------------------------------------------------------ decision
     def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        if self.backend == "numpy":
+            return self._act_batch_numpy(observations, masks)
+        spec = self._compiled()
+        observations, legal = spec.table.check_batch(self.name, observations, masks)
+        out = np.empty(len(legal), np.int64)
+        width = 1 + self.encoding.num_actions
+        if stream.readable(self.rng):  # the kernel reads the uniforms it needs from the generator's stream
+            state = stream.state_of(self.rng)
+            nb_act(*spec.arrays(), observations, legal, _NO_DRAWS, state, stream.jumps(width), out, spec.scratch)
+            stream.set_state(self.rng, state)
+        else:
+            draws = self.rng.random((len(legal), width))
+            nb_act(*spec.arrays(), observations, legal, draws, _NO_STATE, _NO_JUMPS, out, spec.scratch)
+        return out
+
+    def _act_batch_numpy(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         legal = np.asarray(masks) > 0
         draws = self.rng.random((len(legal), 1 + self.encoding.num_actions))
         coin, jitter = draws[:, 0], draws[:, 1:]
@@ -113,8 +146,15 @@ class HeuristicAgent(Agent):
         """Exactly what ``act_batch`` draws: the truth coin, then the least loss among the kept
         actions, ties (losses closer than the jitter) broken by the jitter's exact odds.
         """
-        legal = np.asarray(masks) > 0
-        loss, truthful, claiming, p_truth = self._losses(observations, legal)
+        if self.backend == "numpy":
+            legal = np.asarray(masks) > 0
+            loss, truthful, claiming, p_truth = self._losses(observations, legal)
+        else:
+            spec = self._compiled()
+            observations, legal = spec.table.check_batch(self.name, observations, masks)
+            loss, truthful = np.empty(legal.shape), np.empty(legal.shape, bool)
+            claiming, p_truth = np.empty(len(legal), bool), np.empty(len(legal))
+            nb_losses(*spec.arrays(), observations, legal, loss, truthful, claiming, p_truth, spec.scratch)
         probs = np.zeros(legal.shape)
         for tell_truth, weight in ((True, p_truth), (False, 1.0 - p_truth)):
             keep = np.where(claiming[:, None], truthful == tell_truth, True) & legal
@@ -132,7 +172,7 @@ class HeuristicAgent(Agent):
 
     def _losses(self, observations: np.ndarray, legal: np.ndarray):
         """Loss probability of every action, which claims are truthful, which rows claim, and the odds of telling the
-        truth.
+        truth (the numpy reference of ``baselines.kernels.heuristic``).
         """
         enc = self.encoding
         batch = len(legal)
@@ -304,6 +344,11 @@ def _power(x: np.ndarray, exponent: float) -> np.ndarray:
         return {1.0: x, 2.0: square, 3.0: square * x, 4.0: square * square}[exponent]
     return x**exponent
 
+
+_NO_DRAWS = np.zeros((0, 0))
+_NO_STATE = np.zeros(4, np.uint64)
+_NO_JUMPS = np.zeros((1, 4), np.uint64)
+"""Placeholders of ``nb_act``'s arguments: the uniforms drawn in numpy, or the stream to read them from."""
 
 TIE_JITTER = 1e-9
 """Scale of the uniform jitter added to the losses: it breaks ties (and near-ties) at random."""

@@ -1,7 +1,9 @@
 """Simple reference players: ``random``, ``honest`` and ``bluffer`` (all vectorized).
 
 Each decision draws a fixed number of uniforms per row, so ``act_batch`` on a batch
-plays exactly like ``act`` on its rows one after another.
+plays exactly like ``act`` on its rows one after another. ``honest`` and ``bluffer``
+decide in compiled code by default (``baselines.kernels.claim_style``); their numpy
+implementation here is the reference (``backend="numpy"``), and plays the same.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import numpy as np
 
 from baselines.agent import Agent, pick_uniform, uniform_over
 from baselines.counting import OFFER, PASS, RESPOND, Rules, read_table, rules_for
+from baselines.kernels import resolve_backend
+from baselines.kernels.claim_style import ClaimStyleSpec, nb_claim_style_act, nb_claim_style_probabilities
 from cockroach_env.config import GameConfig
 from cockroach_env.encoding import Encoding
 
@@ -63,11 +67,30 @@ class _ClaimStyleAgent(Agent):
     """Believes a claim iff its share of the unseen cards is at least ``believe_share / C``."""
     supports_batch = True
 
-    def __init__(self, config: GameConfig, seed: int | None = None):
+    def __init__(self, config: GameConfig, seed: int | None = None, backend: str = "auto"):
         super().__init__(config, seed)
         self.rules = rules_for(config)
+        self.backend = resolve_backend(backend, self.name)
+        """``numba`` (compiled, ``baselines.kernels.claim_style``) or ``numpy`` (the reference): the same decisions."""
+        self._spec: ClaimStyleSpec | None = None
+
+    def _compiled(self) -> ClaimStyleSpec:
+        """The kernels' arguments for this style."""
+        if self._spec is None:
+            self._spec = ClaimStyleSpec(self.rules, self.truth_rate, self.peek_rate, self.believe_share)
+        return self._spec
 
     def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        if self.backend == "numpy":
+            return self._act_batch_numpy(observations, masks)
+        spec = self._compiled()
+        observations, legal = spec.table.check_batch(self.name, observations, masks)
+        u = self.rng.random((len(legal), 3))
+        out = np.empty(len(legal), np.int64)
+        nb_claim_style_act(*spec.arrays(), observations, legal, u, out, spec.scratch)
+        return out
+
+    def _act_batch_numpy(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         enc, rules = self.encoding, self.rules
         legal = np.asarray(masks) > 0
         u = self.rng.random((len(legal), 3))
@@ -89,6 +112,12 @@ class _ClaimStyleAgent(Agent):
 
     def action_probabilities_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """Exactly what ``act_batch`` draws: the truth coin, then a uniform pick; a call, or a peek at ``peek_rate``."""
+        if self.backend == "numba":
+            spec = self._compiled()
+            observations, legal = spec.table.check_batch(self.name, observations, masks)
+            probs = np.zeros(legal.shape)
+            nb_claim_style_probabilities(*spec.arrays(), observations, legal, probs, spec.scratch)
+            return probs
         enc, rules = self.encoding, self.rules
         legal = np.asarray(masks) > 0
         table = read_table(rules, observations)

@@ -86,6 +86,19 @@ def test_bench_baselines_plays_the_rule_set_asked_for(tmp_path):
     assert out.startswith("3-player classic") and re.search(r"^heuristic vs 2x honest ", out, re.M)
 
 
+def test_bench_scripted_measures_compiled_and_numpy_agents_side_by_side(tmp_path):
+    out = bench(
+        "bench_scripted.py", "--batch", "64", "--num-envs", "8", "--seconds", "0.05", "--rounds", "1", cwd=tmp_path
+    ).stdout
+    for name in ("heuristic", "honest", "bluffer"):
+        for backend in ("numba", "numpy"):
+            assert re.search(rf"^\| {name} {backend} \| [\d,]+ \| [\d,]+ \| [\d,.]+ \|$", out, re.M), out
+        assert re.search(rf"^{name}: compiled / numpy = [\d.]+x decisions/s \(wall\)", out, re.M), out
+    for table in ("3x random", "3x heuristic", "3x heuristic \\(numpy\\)"):
+        assert re.search(rf"^\| {table} \| [\d,]+ \| [\d.]+ \|$", out, re.M), out
+    assert re.search(r"^target: 3x heuristic >= 1/3 of 3x random's steps/s: [\d.]+ (met|missed)$", out, re.M), out
+
+
 def test_bench_play_drives_the_server_like_a_browser(tmp_path):
     pytest.importorskip("fastapi")
     out = bench("bench_play.py", "--games", "2", "--seconds", "1", cwd=tmp_path).stdout

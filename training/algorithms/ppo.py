@@ -209,7 +209,10 @@ def _train(
     else:
         _start_fresh(run, initial_weights, base_run)
     _tidy_run_dir(run, resume)
-    with announce_when_slow("compiling the batched engine and the sampler for this rule set (once: numba caches them)"):
+    with announce_when_slow(
+        "compiling the batched engine, the sampler and the scripted baselines for this rule set (once: numba caches "
+        "them)"
+    ):
         _compile(run)
     if not resume:
         if teacher is not None:
@@ -415,11 +418,14 @@ def _start_fresh(run: _Run, initial_weights: dict | None, base_run: dict | None)
 
 
 def _compile(run: _Run) -> None:
-    """One step of the batched engine and one draw of the policy on a throwaway game, so that numba compiles (or loads
-    from its cache) the kernels of this rule set before the run starts (the run's generators are not touched).
+    """One step of the batched engine, one draw of the policy and one decision of each compiled scripted baseline on a
+    throwaway game, so that numba compiles (or loads from its cache) the kernels of this rule set before the run starts
+    (the run's generators are not touched).
     """
     games = BatchedGames(run.game, batch_size=1, seed=0)
     step = games.reset()
+    for name in ("heuristic", "honest", "bluffer"):
+        baselines.make(name, run.game, seed=0).act_batch(step.observation, step.action_mask)
     games.step(random_legal_actions(step.action_mask, np.random.default_rng(0)))
     obs = torch.from_numpy(step.observation).to(run.device)
     mask = torch.from_numpy(step.action_mask.astype(bool)).to(run.device)
