@@ -92,6 +92,7 @@ def test_importing_a_deprecated_path_points_the_warning_at_the_importing_line(tm
     assert "use training.algorithms.psro" in result.stderr
 
 
+@pytest.mark.filterwarnings("ignore:training\\..* is deprecated:DeprecationWarning")  # (the old path is what it tests)
 def test_a_monkeypatch_through_an_old_path_is_seen_through_the_new_one(monkeypatch):
     import training.ppo
 
@@ -101,6 +102,7 @@ def test_a_monkeypatch_through_an_old_path_is_seen_through_the_new_one(monkeypat
     assert training.algorithms.ppo.AGENT_NAME == "patched"
 
 
+@pytest.mark.filterwarnings("ignore:training\\..* is deprecated:DeprecationWarning")  # (the old path is what it tests)
 def test_the_old_console_script_entry_points_still_resolve():
     """An install made before the split names ``training.cli:main``, ``training.eval_cli:main``, ... ."""
     import importlib

@@ -133,8 +133,8 @@ def _nb_expected(distribution, values, count, terms):
 
 
 @inline
-def _nb_term(floats, scale, count, live):
-    """One loss group's term of ``HeuristicAgent._hazard``: ``_power(clip(count / scale, 0, 1)) * live``."""
+def _nb_power(floats, scale, count):
+    """``_power(clip(count / scale, 0, 1))``: a loss group's share of a set, raised to ``set_power``."""
     x = min(max(count / scale, 0.0), 1.0)
     mode = floats[POWER_MODE]
     if mode == 4.0:
@@ -148,7 +148,28 @@ def _nb_term(floats, scale, count, live):
         x = math.sqrt(x)
     elif mode == 0.0:
         x = math.pow(x, floats[SET_POWER])
-    return x * live
+    return x
+
+
+@inline
+def _nb_term(floats, scale, powers, count, live):
+    """One loss group's term of ``HeuristicAgent._hazard``: ``_nb_power(count) * live``, looked up in ``powers``
+    (``_nb_power`` of 0, 1, 2, ...) for a whole count.
+    """
+    whole = np.int64(count)
+    if whole == count and 0 <= whole < powers.shape[0]:
+        return powers[whole] * live
+    return _nb_power(floats, scale, count) * live
+
+
+@inline
+def _nb_fill_powers(ints, floats, powers):
+    """``powers[k] = _nb_power(k)``: the whole counts' powers, computed once per batch (a kernel's arguments stay
+    within 30: Python passes more as ``*args``, which numba cannot inline).
+    """
+    scale = np.float64(ints[LOSS_COUNT] - 1)
+    for k in range(powers.shape[0]):
+        powers[k] = _nb_power(floats, scale, np.float64(k))
 
 
 @inline
@@ -163,7 +184,7 @@ def _nb_hazard(ints, risk, rainbow, terms, distinct, hand_size):
 @inline
 def _nb_loss_if_taken(
     ints, group, is_royal, floats, risk, rainbow, group_copies, counts, hand_sizes, my_hand, top, empty_hand_loses,
-    needed, seats, taken, hands, effect, live, weight, base_terms, base_distinct, base_lost, terms,
+    needed, seats, taken, hands, effect, live, weight, base_terms, base_distinct, base_lost, terms, powers,
 ):  # fmt: skip
     """``HeuristicAgent._loss_if_taken``: ``taken[s, i]``, the observer's loss probability if seat ``s`` takes a card
     of identity ``i``, for the first ``seats`` seats and the identities ``needed`` (0.0 for the others).
@@ -199,7 +220,7 @@ def _nb_loss_if_taken(
         distinct = 0
         lost = False
         for g in range(g_count):
-            base_terms[s, g] = _nb_term(floats, scale, counts[s, g], live[g])
+            base_terms[s, g] = _nb_term(floats, scale, powers, counts[s, g], live[g])
             lost = lost or counts[s, g] >= limit
         for g in range(animals):
             distinct += counts[s, g] > 0
@@ -219,7 +240,7 @@ def _nb_loss_if_taken(
                 if effect[i, g] != 0.0:
                     after = counts[s, g] + effect[i, g]
                     lost = lost or after >= limit
-                    terms[g] = _nb_term(floats, scale, after, live[g])
+                    terms[g] = _nb_term(floats, scale, powers, after, live[g])
                     if g < animals:
                         distinct += (after > 0) - (counts[s, g] > 0)
             if ints[RAINBOW] and distinct == animals:
@@ -271,22 +292,23 @@ def _nb_handover_losses(
             if not needed[i]:
                 continue
             mine, theirs, rest = taken[0, i], taken[s, i], others[i]
+            p_right = calls * accuracy  # a claim that may be true: called at the recipient's accuracy
+            believable = ((p_right * mine) + ((calls - p_right) * theirs)) + (p_on * rest)
+            p_right = calls * 1.0  # an obviously false claim is always called false
+            obvious = ((p_right * mine) + ((calls - p_right) * theirs)) + (p_on * rest)
             for c in range(c_count):
-                obvious = not possible[c] and not truth[i, c]
-                p_right = calls * (1.0 if obvious else accuracy)
-                p_wrong = calls - p_right
-                out[i, t, c] = ((p_right * mine) + (p_wrong * theirs)) + (p_on * rest)
+                out[i, t, c] = obvious if not possible[c] and not truth[i, c] else believable
 
 
 @inline
 def _nb_row_losses(
     ints, truth, group, copies, is_royal, floats, risk, rainbow, response, true_pick, false_pick, group_copies, obs,
     legal, b, loss, truthful, scratch_n, scratch_i, scratch_g, scratch_ng, scratch_ni, scratch_ig, history, seen,
-    handover, possible, needed, base_lost,
+    handover, possible, needed, base_lost, spans,
 ):  # fmt: skip
     """``HeuristicAgent._losses`` of row ``b`` over the actions of its phase: fills ``loss`` (inf where illegal) and
-    ``truthful`` over ``[first, last)`` and returns (first, last, whether the row claims, the odds of telling the
-    truth); the other actions are illegal in that phase. Only the identities that can matter are computed: the cards
+    ``truthful`` over the action ranges ``spans[:count]`` and returns (count, the phase, the odds of telling the
+    truth); the other actions are illegal. Only the identities that can matter are computed: the cards
     with a legal offer or placement, the card passed on, the cards a claim received can be.
     """
     n, i_count, c_count = ints[SEATS], ints[CARDS], ints[CLAIMS]
@@ -295,7 +317,7 @@ def _nb_row_losses(
     b_share, if_true, if_false, best = scratch_i[4], scratch_i[5], scratch_i[6], scratch_i[7]
     hand_sizes, hands, weight, right, wrong = scratch_n[0], scratch_n[1], scratch_n[2], scratch_n[3], scratch_n[4]
     base_distinct = scratch_n[5]
-    live, terms = scratch_g[0], scratch_g[1]
+    live, terms, powers = scratch_g[0], scratch_g[1], scratch_g[2]
     counts, base_terms = scratch_ng[0], scratch_ng[1]
     collections, taken, effect = scratch_ni[0], scratch_ni[1], scratch_ig
     phase, claim, latest_passer, card, top, _ = nb_read_row(
@@ -343,6 +365,7 @@ def _nb_row_losses(
             ints, group, is_royal, floats, risk, rainbow, group_copies, counts, hand_sizes,
             hand_sizes[0] - 1.0 if phase == OFFER else hand_sizes[0], top, phase != PLACE, needed,
             1 if phase == PLACE else n, taken, hands, effect, live, weight, base_terms, base_distinct, base_lost, terms,
+            powers,
         )  # fmt: skip
         if phase != PLACE:  # the losses of handing the card on (after a peek, for a response)
             if phase == OFFER:
@@ -353,17 +376,36 @@ def _nb_row_losses(
                 ints, truth, copies, response, taken, history, collections, seen, needed, handover, right, wrong,
                 others, possible,
             )  # fmt: skip
-    for action in range(first, last):
-        truthful[action] = False
-    if phase == OFFER:  # the cards without a legal offer keep stale losses: illegal, they become inf below
+    best_true, best_false = np.inf, np.inf
+    spans[0, 0], spans[0, 1] = first, last
+    span_count = 1 if first < last else 0
+    if phase == OFFER:  # only the blocks of the cards with a legal offer: the others are all illegal
+        span_count = 0
         for i in range(i_count):
+            if not needed[i]:
+                continue
+            start = i * targets * c_count
+            if span_count > 0 and spans[span_count - 1, 1] == start:
+                spans[span_count - 1, 1] = start + targets * c_count
+            else:
+                spans[span_count, 0], spans[span_count, 1] = start, start + targets * c_count
+                span_count += 1
             for t in range(targets):
                 for c in range(c_count):
-                    action = (i * targets + t) * c_count + c
+                    action = start + t * c_count + c
                     truthful[action] = truth[i, c]
-                    if needed[i]:
+                    if not legal[b, action]:
+                        loss[action] = np.inf
+                    elif truth[i, c]:
                         loss[action] = handover[i, t, c]
-    elif phase == PASS:
+                        best_true = min(best_true, loss[action])
+                    else:
+                        loss[action] = handover[i, t, c]
+                        best_false = min(best_false, loss[action])
+    else:
+        for action in range(first, last):
+            truthful[action] = False
+    if phase == PASS:
         card = max(card, 0)
         for t in range(targets):
             for c in range(c_count):
@@ -392,14 +434,14 @@ def _nb_row_losses(
                     least = 1.0
                 best[i] = (p_true * if_true[i] + (1.0 - p_true) * if_false[i]) * least
         loss[first + 2] = _nb_sum(best, i_count) + floats[PEEK_COST]
-    best_true, best_false = np.inf, np.inf
-    for action in range(first, last):
-        if not legal[b, action]:
-            loss[action] = np.inf
-        elif truthful[action]:
-            best_true = min(best_true, loss[action])
-        else:
-            best_false = min(best_false, loss[action])
+    if phase != OFFER:
+        for action in range(first, last):
+            if not legal[b, action]:
+                loss[action] = np.inf
+            elif truthful[action]:
+                best_true = min(best_true, loss[action])
+            else:
+                best_false = min(best_false, loss[action])
     if np.isinf(best_false):
         p_truth = 1.0
     elif np.isinf(best_true):
@@ -407,7 +449,7 @@ def _nb_row_losses(
     else:
         gap = min(max((best_false - best_true) / floats[TEMPERATURE], -50.0), 50.0)
         p_truth = 1.0 / (1.0 + math.exp(-gap))
-    return first, last, phase == OFFER or phase == PASS, p_truth
+    return span_count, phase, p_truth
 
 
 def scratch(table: TableSpec) -> tuple:
@@ -415,10 +457,11 @@ def scratch(table: TableSpec) -> tuple:
     ints = table.ints
     n, i_count, g_count, c_count = (int(ints[k]) for k in (SEATS, CARDS, GROUPS, CLAIMS))
     return (
-        np.empty((6, n)), np.zeros((8, i_count)), np.empty((2, g_count)), np.empty((2, n, g_count)),
+        np.empty((6, n)), np.zeros((8, i_count)), np.empty((3, max(g_count, 16))), np.empty((2, n, g_count)),
         np.empty((2, n, i_count)), np.empty((i_count, g_count)), np.empty((n, int(ints[STATS]))), np.empty(n, np.bool_),
         np.empty((i_count, n - 1, c_count)), np.empty(c_count, np.bool_), np.empty(i_count, np.bool_),
-        np.empty(n, np.bool_), np.empty(int(ints[NUM_ACTIONS])), np.empty(int(ints[NUM_ACTIONS]), np.bool_),
+        np.empty(n, np.bool_), np.empty((i_count, 2), np.int64), np.empty(int(ints[NUM_ACTIONS])),
+        np.empty(int(ints[NUM_ACTIONS]), np.bool_),
     )  # fmt: skip
 
 
@@ -431,16 +474,20 @@ def nb_losses(
     (B); ``scratch`` is ``scratch(table)``.
     """
     rows = scratch
+    _nb_fill_powers(ints, floats, rows[2][2])
     for b in range(obs.shape[0]):
-        first, last, claiming[b], p_truth[b] = _nb_row_losses(
+        for action in range(loss.shape[1]):
+            loss[b, action] = np.inf
+            truthful[b, action] = False
+        _, phase, p_truth[b] = _nb_row_losses(
             ints, truth, group, copies, is_royal, floats, risk, rainbow, response, true_pick, false_pick, group_copies,
             obs, legal, b, loss[b], truthful[b], rows[0], rows[1], rows[2], rows[3], rows[4], rows[5], rows[6],
-            rows[7], rows[8], rows[9], rows[10], rows[11],
+            rows[7], rows[8], rows[9], rows[10], rows[11], rows[12],
         )  # fmt: skip
-        for action in range(loss.shape[1]):
-            if action < first or action >= last:
-                loss[b, action] = np.inf
-                truthful[b, action] = False
+        claiming[b] = phase == OFFER or phase == PASS
+        if phase == OFFER:  # as numpy marks them: the truth of every offer's claim, legal or not
+            for action in range(ints[RESPOND_START]):
+                truthful[b, action] = truth[action // (ints[SEATS] - 1) // ints[CLAIMS], action % ints[CLAIMS]]
 
 
 @inline
@@ -467,27 +514,31 @@ def nb_act(
     """
     actions = ints[NUM_ACTIONS]
     scale = floats[JITTER]
-    rows, loss, truthful = scratch, scratch[12], scratch[13]
+    rows, spans, loss, truthful = scratch, scratch[12], scratch[13], scratch[14]
+    _nb_fill_powers(ints, floats, rows[2][2])
     for b in range(obs.shape[0]):
-        first, last, claiming, p_truth = _nb_row_losses(
+        span_count, phase, p_truth = _nb_row_losses(
             ints, truth, group, copies, is_royal, floats, risk, rainbow, response, true_pick, false_pick, group_copies,
             obs, legal, b, loss, truthful, rows[0], rows[1], rows[2], rows[3], rows[4], rows[5], rows[6], rows[7],
-            rows[8], rows[9], rows[10], rows[11],
+            rows[8], rows[9], rows[10], rows[11], spans,
         )  # fmt: skip
+        claiming = phase == OFFER or phase == PASS
         tell_truth = _nb_draw(draws, state, jump_table, b, 0) < p_truth
         least = np.inf
-        for action in range(first, last):
-            if np.isfinite(loss[action]) and (not claiming or truthful[action] == tell_truth):
-                least = min(least, loss[action])
+        for span in range(span_count):
+            for action in range(spans[span, 0], spans[span, 1]):
+                if np.isfinite(loss[action]) and (not claiming or truthful[action] == tell_truth):
+                    least = min(least, loss[action])
         choice = 0
         best = np.inf
         if np.isfinite(least):
-            for action in range(first, last):
-                value = loss[action]
-                if value <= least + 2 * scale and (not claiming or truthful[action] == tell_truth):
-                    score = value + scale * _nb_draw(draws, state, jump_table, b, 1 + action)
-                    if score < best:
-                        best, choice = score, action
+            for span in range(span_count):
+                for action in range(spans[span, 0], spans[span, 1]):
+                    value = loss[action]
+                    if value <= least + 2 * scale and (not claiming or truthful[action] == tell_truth):
+                        score = value + scale * _nb_draw(draws, state, jump_table, b, 1 + action)
+                        if score < best:
+                            best, choice = score, action
         else:
             for action in range(actions):
                 if legal[b, action]:
