@@ -318,9 +318,13 @@ class GymnasiumOneGame(Loop):
 
 class GymnasiumBatched(Loop):
     def __init__(self, num_envs: int):
+        from gymnasium.vector import AutoresetMode
+
         from cockroach_env.vector import SelfPlayVectorEnv
 
-        self.envs = SelfPlayVectorEnv(num_envs, "random", seed=0, config=CONFIG)
+        self.envs = SelfPlayVectorEnv(
+            num_envs, "random", seed=0, config=CONFIG, autoreset_mode=AutoresetMode.SAME_STEP
+        )  # as the recipe: every step a learner decision
         self.obs, _ = self.envs.reset()
         self.rng, self.num_envs = np.random.default_rng(0), num_envs
 
@@ -455,11 +459,12 @@ def env_share(library: str, num_envs: int, seconds: float) -> float:
 def _share_gymnasium(num_envs: int, seconds: float, clock: _Clock) -> None:
     """The CleanRL-style masked PPO loop of docs/integrations.md (its settings), cut to ``seconds``."""
     import torch
+    from gymnasium.vector import AutoresetMode
     from torch import nn
 
     from cockroach_env.vector import SelfPlayVectorEnv
 
-    envs = SelfPlayVectorEnv(num_envs, "random", seed=0, config=CONFIG)
+    envs = SelfPlayVectorEnv(num_envs, "random", seed=0, config=CONFIG, autoreset_mode=AutoresetMode.SAME_STEP)
     envs.step = clock.wrap(envs.step)
     size, num_actions, num_steps = envs.single_observation_space["observation"].shape[0], envs.single_action_space.n, 32
     actor = nn.Sequential(nn.Linear(size, 128), nn.Tanh(), nn.Linear(128, num_actions))

@@ -35,6 +35,9 @@ from cockroach_env.vector.rows import byte_rows, gather, scatter
 REDEALS = 100
 """How many games in a row one slot may deal that end before the learner's first decision before a step refuses."""
 
+MAX_NUM_ENVS = 2**20
+"""The most games one vector env plays at once: each holds about 20 KB of state, so 2**20 games take about 20 GB."""
+
 INFO_KEYS = ("learner_seat", "loser", "loss_reason", "illegal_move", "offender", "truncated_at_step")
 """The per-env info of every step: the env's ``INFO_DEFAULTS`` keys (numbers, -1 while unset) and the learner's seat."""
 
@@ -90,9 +93,14 @@ class SeatedGames:
         config: GameConfig | None = None,
         **game_options: Any,
     ):
-        if isinstance(num_envs, (bool, np.bool_)) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+        if (
+            isinstance(num_envs, (bool, np.bool_))
+            or not isinstance(num_envs, (int, np.integer))
+            or not 1 <= num_envs <= MAX_NUM_ENVS
+        ):
             raise ValueError(
-                f"num_envs={num_envs!r} is not allowed; expected a positive integer (games played at once)"
+                f"num_envs={num_envs!r} is not allowed; expected a positive integer (games played at once) "
+                f"of at most {MAX_NUM_ENVS:,} (MAX_NUM_ENVS: about 20 KB of state per game)"
             )
         self.seed = check_seed("seed", seed)
         self.config = game_config(config, game_options)
@@ -140,6 +148,7 @@ class SeatedGames:
         self._member = np.full((b, n), -1, np.int64)
         self._rng = np.random.default_rng(self.seed)
         self._started = False
+        self._closed = False
         self._dealt: list[tuple[np.ndarray, np.ndarray, Any]] = []
         self._endings: list[tuple[np.ndarray, list[np.ndarray], np.ndarray, np.ndarray, _RecallLog | None]] = []
         """Games that ended in the current step, as they were before their last move, with their move logs (for
@@ -172,6 +181,7 @@ class SeatedGames:
 
     def reset(self, seed: int | None = None) -> SeatStep:
         """Deal every game afresh; opponents move until the learner is to act in each. ``seed`` reseeds everything."""
+        self.check_open("reset")
         seed = check_seed("seed", seed)
         if seed is not None:
             self._rng = np.random.default_rng([seed, 1])
@@ -189,35 +199,63 @@ class SeatedGames:
         self._play_opponents(out, reported=np.ones(self.num_envs, bool))
         return self._finish(out)
 
-    def step(self, actions: Any) -> SeatStep:
-        """The learner's action in every game, then the opponents' until the learner is to act again everywhere."""
+    def step(self, actions: Any, waiting: np.ndarray | None = None) -> SeatStep:
+        """The learner's action in every game, then the opponents' until the learner is to act again everywhere.
+
+        ``waiting``: (B,) bool, the games that stay as they are in this step (their action is ignored, whatever it
+        is): Gymnasium's ``NEXT_STEP`` autoreset, where the step after a game ended only shows the new game.
+        """
+        self.check_open("step")
         if not self._started:
             raise ValueError("step() called before reset(); call reset() first")
-        actions = self._check_actions(actions)
+        actions, given = self._check_actions(actions)
         b = self.num_envs
         out = self._empty_step()
         self._endings, self._dealt = [], []
         legal = self._mask[np.arange(b), np.clip(actions, 0, self.rules.num_actions - 1)] > 0
         legal &= (actions >= 0) & (actions < self.rules.num_actions)
-        if not legal.all():
-            bad = np.flatnonzero(~legal)
+        moving = legal if waiting is None else legal & ~waiting
+        refused = ~legal if waiting is None else ~legal & ~waiting
+        if refused.any():
+            bad = np.flatnonzero(refused)
             if self.illegal_action == "raise":
-                raise self._refusal(int(bad[0]), int(actions[bad[0]]))
+                raise self._refusal(int(bad[0]), given[bad[0]])
             self._penalize(bad, out)
-            actions = np.where(legal, actions, 0)
-        rows = np.flatnonzero(legal)
-        reported = ~legal
+        rows = np.flatnonzero(moving)
+        reported = ~moving
         if rows.size:
             self._step_rows(rows, actions[rows], out, reported)
         self._play_opponents(out, reported)
         return self._finish(out)
+
+    def set_opponents(self, opponents: Any) -> None:
+        """Seat ``opponents`` (anything the constructor takes) from the next step on; validated first, and a refusal
+        changes nothing. Every opponent seat of every game in progress draws its agent again from the new table.
+        """
+        self.check_open("set_opponents")
+        table = Opponents(opponents, self.config)
+        self.opponents = table
+        if self._started:
+            self._draw_opponents(np.arange(self.num_envs))
+
+    def close(self) -> None:
+        """Refuse every later ``reset`` and ``step`` (the vector envs' ``close()``)."""
+        self._closed = True
+
+    def check_open(self, call: str) -> None:
+        """``RuntimeError`` naming ``call`` if ``close()`` was called."""
+        if self._closed:
+            raise RuntimeError(f"{call}() called after close(); the env is closed, expected a new env")
 
     def describe_action(self, env: int, action: int) -> str:
         """The move ``action`` means for the learner of game ``env`` now, in words."""
         return self.games.describe_action(env, action)
 
     # ------------------------------------------------------------------ internals
-    def _check_actions(self, actions: Any) -> np.ndarray:
+    def _check_actions(self, actions: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``(actions as int64, the actions as given)``: a value int64 cannot hold (a uint64 or float action of 2**63
+        or more) becomes -1, an illegal action that is reported by its given value.
+        """
         array = np.asarray(actions)
         if array.shape == (self.num_envs, 1):
             array = array.reshape(self.num_envs)
@@ -226,14 +264,17 @@ class SeatedGames:
                 f"actions of shape {array.shape} are not allowed; "
                 f"expected ({self.num_envs},), one action per sub-environment"
             )
-        if array.dtype.kind not in "iu":
-            if array.dtype.kind == "f" and np.all(np.isfinite(array)) and np.all(array == np.round(array)):
-                array = array.astype(np.int64)
-            else:
-                raise ValueError(f"actions of dtype {array.dtype} are not allowed; expected integers")
-        return np.asarray(array, np.int64)
+        if array.dtype.kind == "i":
+            return array.astype(np.int64, copy=False), array
+        if array.dtype.kind not in "uf" or (
+            array.dtype.kind == "f" and not (np.all(np.isfinite(array)) and np.all(array == np.round(array)))
+        ):
+            raise ValueError(f"actions of dtype {array.dtype} are not allowed; expected integers")
+        fits = (array >= 0) & (array < self.rules.num_actions)  # the legal range; anything else is refused anyway
+        return np.where(fits, array, -1).astype(np.int64), array
 
-    def _refusal(self, env: int, action: int) -> IllegalActionError:
+    def _refusal(self, env: int, given: Any) -> IllegalActionError:
+        action = int(given)  # the value as given: a uint64 or an integral float, exactly
         seat = int(self._learner[env])
         agent = f"sub-environment {env} (the learner, seat {seat})"
         if not 0 <= action < self.rules.num_actions:
@@ -273,7 +314,11 @@ class SeatedGames:
         self._learner[rows] = (
             self.learner_seat if self.learner_seat is not None else self._rng.integers(n, size=rows.size)
         )
-        self._entrant[rows], self._member[rows] = self.opponents.draw(self._rng, rows.size, n)
+        self._draw_opponents(rows)
+
+    def _draw_opponents(self, rows: np.ndarray) -> None:
+        """Draw the agent of every seat but the learner's in the games ``rows``."""
+        self._entrant[rows], self._member[rows] = self.opponents.draw(self._rng, rows.size, self.config.num_players)
         self._entrant[rows, self._learner[rows]] = -1
         self._member[rows, self._learner[rows]] = -1
 
