@@ -59,7 +59,7 @@ game ends, −1 for the learner). An opponent's illegal action always raises
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium
@@ -288,7 +288,20 @@ def _vec_env_class() -> type:
             self._actions: np.ndarray | None = None
             self._rng = np.random.default_rng(self._first_seed)
 
+        def seed(self, seed: int | None = None) -> Sequence[None | int]:
+            """Seed the next ``reset`` (``MaskablePPO(..., seed=s)`` calls it): ``reset(seed=s)``'s games of the
+            Gymnasium route; a seed that is not None or an integer from 0 to 2**64 - 1 is refused by name.
+            """
+            return super().seed(check_seed("seed", seed))
+
+        def set_opponents(self, opponents: Any) -> None:
+            """Seat ``opponents`` from the next step on (``SeatedGames.set_opponents``); through wrappers such as
+            ``VecMonitor``: ``env.env_method("set_opponents", opponents)``.
+            """
+            self.games.set_opponents(opponents)
+
         def reset(self) -> np.ndarray:
+            self.games.check_open("reset")
             seed = self._seeds[0] if self._seeds[0] is not None else self._first_seed
             self._first_seed = None
             self._reset_seeds()
@@ -300,6 +313,7 @@ def _vec_env_class() -> type:
             return step.observation
 
         def step_async(self, actions: np.ndarray) -> None:
+            self.games.check_open("step")
             self._actions = np.asarray(actions)
 
         def step_wait(self):
@@ -329,7 +343,7 @@ def _vec_env_class() -> type:
             return infos
 
         def close(self) -> None:
-            return None
+            self.games.close()
 
         def has_attr(self, attr_name: str) -> bool:
             return hasattr(self, attr_name)
@@ -349,7 +363,7 @@ def _vec_env_class() -> type:
             if method_name == "action_masks":  # one mask per sub-environment, as sb3_contrib's get_action_masks stacks
                 masks = self.action_masks()
                 return [masks[i] for i in rows]
-            result = getattr(self, method_name)(*method_args, **method_kwargs)
+            result = getattr(self, method_name)(*method_args, **method_kwargs)  # once: the rows are one batch
             return [result for _ in rows]
 
         def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:
