@@ -199,14 +199,18 @@ class LowestLegal:
         return np.asarray(masks).argmax(1).astype(np.int64)
 
 
-@pytest.mark.parametrize("options", REFERENCE_TABLES[3:])
-def test_every_sub_environment_and_every_opponent_sees_the_window_the_aec_env_shows(options):
+@pytest.mark.parametrize(
+    ("options", "as_callable"), [(table, False) for table in REFERENCE_TABLES[3:]] + [(REFERENCE_TABLES[3], True)]
+)
+def test_every_sub_environment_and_every_opponent_sees_the_window_the_aec_env_shows(options, as_callable):
     """Many games at once, each replayed on its own AEC env: the learner's observations, final observations and
-    rewards, and the multiset of every observation handed to the opponents, are the AEC env's, window included.
+    rewards, and the multiset of every observation handed to the opponents, are the AEC env's, window included
+    (an opponent given as a callable on batches is handed the same observations as an agent).
     """
     config = GameConfig.from_options(**options)
     opponent = LowestLegal(config)
-    envs = SelfPlayVectorEnv(6, opponent, seed=5, config=config, autoreset_mode=SAME)
+    table = opponent.act_batch if as_callable else opponent
+    envs = SelfPlayVectorEnv(6, table, seed=5, config=config, autoreset_mode=SAME)
     expected_seen: list[bytes] = []
 
     def dealt(deal, seat: int | None):
