@@ -36,7 +36,7 @@ REDEALS = 100
 """How many games in a row one slot may deal that end before the learner's first decision before a step refuses."""
 
 MAX_NUM_ENVS = 2**20
-"""The most games one vector env plays at once: each holds about 20 KB of state, so 2**20 games take about 20 GB."""
+"""The most games one vector env plays at once; a larger count is refused before anything is allocated."""
 
 INFO_KEYS = ("learner_seat", "loser", "loss_reason", "illegal_move", "offender", "truncated_at_step")
 """The per-env info of every step: the env's ``INFO_DEFAULTS`` keys (numbers, -1 while unset) and the learner's seat."""
@@ -100,7 +100,7 @@ class SeatedGames:
         ):
             raise ValueError(
                 f"num_envs={num_envs!r} is not allowed; expected a positive integer (games played at once) "
-                f"of at most {MAX_NUM_ENVS:,} (MAX_NUM_ENVS: about 20 KB of state per game)"
+                f"of at most {MAX_NUM_ENVS:,} (MAX_NUM_ENVS)"
             )
         self.seed = check_seed("seed", seed)
         self.config = game_config(config, game_options)
