@@ -23,7 +23,7 @@ import numpy as np
 
 from cockroach_env.batched import BatchedGames
 from cockroach_env.batched.layout import BatchStep
-from cockroach_env.batched.numpy_backend import _NumpyBackend, _write_states
+from cockroach_env.batched.numpy_backend import _NumpyBackend
 from cockroach_env.batched.recall import _RecallLog
 from cockroach_env.batched.state import _State
 from cockroach_env.config import GameConfig, check_seed
@@ -224,7 +224,11 @@ class SeatedGames:
         rows = np.flatnonzero(moving)
         reported = ~moving
         if rows.size:
-            self._step_rows(rows, actions[rows], out, reported)
+            try:
+                self._step_rows(rows, actions[rows], out, reported)
+            except _Refused as refused:  # the learner's actions were checked: this is an internal error
+                g = int(rows[refused.row])
+                raise ValueError(self.games._illegal_message(g, int(actions[g]))) from None
         self._play_opponents(out, reported)
         return self._finish(out)
 
@@ -332,16 +336,17 @@ class SeatedGames:
             seats = self._to_act[rows]
             entrant, member = self._entrant[rows, seats], self._member[rows, seats]
             actions = self.opponents.act(entrant, member, self._observation[rows], self._mask[rows])
-            bad = self._first_illegal(rows, actions)
-            if bad >= 0:
+            try:  # the engine checks every action before it changes anything
+                ended = self._step_rows(rows, actions, out, reported)
+            except _Refused as refused:
+                bad = refused.row
                 g, action = int(rows[bad]), int(actions[bad])
                 move = f" = {self.describe_action(g, action)}" if 0 <= action < self.rules.num_actions else ""
                 raise ValueError(
                     f"opponent {self.opponents.name_of(int(entrant[bad]), int(member[bad]))} (sub-environment {g}, "
                     f"seat {int(seats[bad])}) returned action {action}{move}, which its action mask does not allow; "
                     "an agent must return one of the actions its action_mask allows"
-                )
-            ended = self._step_rows(rows, actions, out, reported)
+                ) from None
             if ended.size == 0:
                 continue
             endings[ended] += 1
@@ -352,15 +357,6 @@ class SeatedGames:
                     f"{self.config.max_steps}, starter={self.config.starter}); "
                     "expected a table where every seat gets to decide"
                 )
-
-    def _first_illegal(self, rows: np.ndarray, actions: np.ndarray) -> int:
-        """The first row whose action the seat to act may not play now, or -1."""
-        a = self.rules.num_actions
-        if actions.min(initial=0) >= 0 and actions.max(initial=0) < a and self._mask[rows, actions].all():
-            return -1
-        legal = (actions >= 0) & (actions < a)
-        legal[legal] = self._mask[rows[legal], actions[legal]] > 0
-        return int(np.flatnonzero(~legal)[0])
 
     def _step_rows(self, rows: np.ndarray, actions: np.ndarray, out: SeatStep, reported: np.ndarray) -> np.ndarray:
         """Step the games ``rows`` with ``actions``; settle the learner's result of games that end; return them."""
@@ -375,8 +371,8 @@ class SeatedGames:
         recall = self._recall
         before = recall.before(part) if recall is not None else None
         bad, dealt = self._backend_step(part, actions, step)
-        if bad >= 0:  # the actions were checked: an engine refusal here is an internal error
-            raise ValueError(self.games._illegal_message(int(rows[bad]), int(actions[bad])))
+        if bad >= 0:  # nothing changed: the whole state still holds these games as they were
+            raise _Refused(bad)
         if dealt:
             done = np.flatnonzero(step.done)
             ended = rows[done]
@@ -451,9 +447,9 @@ class SeatedGames:
             whole[:] = piece
         log = _RecallLog.joined(logs) if self._recall is not None else None
         last = log.before(state) if log is not None else None
-        backend = _NumpyBackend(self.rules, state)
-        backend.apply(np.ascontiguousarray(actions, np.int64), _batch_step(self.rules, m))
-        states = _write_states(self.rules, state, np.empty((m, self.rules.state_size + 1), np.float32))
+        backend = self._final_backend(state)
+        backend.finish(np.ascontiguousarray(actions, np.int64), _batch_step(self.rules, m))
+        states = backend.states(np.zeros((m, self.rules.state_size + 1), np.float32))
         seen = state.seen[np.arange(m), seats].astype(np.intp)
         prefix = np.take_along_axis(states, self.rules.observation_index[seats, seen], axis=1)
         if log is None:
@@ -465,6 +461,12 @@ class SeatedGames:
         final[:, : self.rules.observation_size] = prefix
         log.write_observations(final, seats)
         out.final_observation[rows] = final
+
+    def _final_backend(self, state: _State):
+        """The engine's backend over ``state`` (the games that ended, before their last move), run serially."""
+        if self._backend.name == "numba":
+            return type(self._backend)(self.rules, state, False)
+        return _NumpyBackend(self.rules, state)
 
     def _penalize(self, rows: np.ndarray, out: SeatStep) -> None:
         """``illegal_action="penalize"``: those games end, -1 for the learner, and are dealt again."""
@@ -497,6 +499,14 @@ class SeatedGames:
 
 
 _NO_GAMES = np.zeros(0, np.int64)
+
+
+class _Refused(Exception):
+    """The engine refused the action of row ``row`` of a step of some games, and changed nothing."""
+
+    def __init__(self, row: int):
+        super().__init__(row)
+        self.row = row
 
 
 def _batch_step(rules, k: int) -> BatchStep:
