@@ -2,7 +2,7 @@
 
     python benchmarks/bench_integrations.py [--seconds 20] [--rounds 5] [--minutes 10] [--games 1000]
                                             [--only throughput|batched|sb3-learn|strength] [--num-envs 1024]
-                                            [--sb3-envs 16,64,256] [--sb3-rollouts 2]
+                                            [--sb3-envs 16,64,256] [--sb3-rollouts 2] [--sb3-rollout-size 2048]
                                             [--libraries rllib,sb3,tianshou,torchrl,gymnasium]
 
 **Throughput.** Each library's own loop with random legal actions, on 4-player
@@ -34,8 +34,9 @@ second:
 
 **SB3 end to end** (``--only sb3-learn``). ``MaskablePPO.learn`` (with ``VecMonitor``) on
 ``DummyVecEnv(MaskedSelfPlayEnv)`` and on ``MaskedSelfPlayVecEnv`` at ``--sb3-envs``
-(16, 64, 256) envs, against three ``random`` and three ``heuristic``: rollouts of 2,048
-learner decisions (``n_steps = 2048 / envs``, ``batch_size=256``, ``n_epochs=4``),
+(16, 64, 256) envs, against three ``random`` and three ``heuristic``: rollouts of
+``--sb3-rollout-size`` (2,048) learner decisions (``n_steps = 2048 / envs``,
+``batch_size=256``, ``n_epochs=4``),
 ``--sb3-rollouts`` of them per run, the routes alternating over ``--rounds`` rounds; the
 ratio is the median of the per-round ratios of learner decisions per wall second, updates
 included.
@@ -927,7 +928,7 @@ SB3_ROLLOUT = 2048
 """Learner decisions per ``MaskablePPO`` rollout in ``sb3_learn`` (``n_steps = SB3_ROLLOUT // num_envs``)."""
 
 
-def _sb3_learn_rate(route: str, num_envs: int, opponent: str, rollouts: int) -> float:
+def _sb3_learn_rate(route: str, num_envs: int, opponent: str, rollouts: int, rollout: int) -> float:
     """Learner decisions per wall second of ``MaskablePPO.learn`` for ``rollouts`` rollouts (and their updates)."""
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
@@ -943,18 +944,18 @@ def _sb3_learn_rate(route: str, num_envs: int, opponent: str, rollouts: int) -> 
             return lambda: MaskedSelfPlayEnv(baselines.make(opponent, CONFIG, seed=i), seed=i, config=CONFIG)
 
         env = DummyVecEnv([make(i) for i in range(num_envs)])
-    n_steps = max(1, SB3_ROLLOUT // num_envs)
+    n_steps = max(1, rollout // num_envs)
     model = MaskablePPO("MlpPolicy", VecMonitor(env), n_steps=n_steps, batch_size=256, n_epochs=4, seed=0)
     start = time.perf_counter()
     model.learn(rollouts * n_steps * num_envs)
     return model.num_timesteps / (time.perf_counter() - start)
 
 
-def sb3_learn(counts: list[int], rounds: int, rollouts: int) -> list[dict]:
+def sb3_learn(counts: list[int], rounds: int, rollouts: int, rollout: int = SB3_ROLLOUT) -> list[dict]:
     """``MaskablePPO.learn`` on ``DummyVecEnv(MaskedSelfPlayEnv)`` and on ``MaskedSelfPlayVecEnv``, side by side.
 
     For each opponent (three ``random``, three ``heuristic``) and number of envs, both routes
-    learn ``rollouts`` rollouts of ``SB3_ROLLOUT`` learner decisions (``n_steps = 2048 /
+    learn ``rollouts`` rollouts of ``rollout`` learner decisions (``n_steps = rollout /
     num_envs``, ``batch_size=256``, ``n_epochs=4``, ``VecMonitor``), alternating, over
     ``rounds`` rounds; the ratio is the median of the per-round ratios of decisions per wall
     second.
@@ -971,7 +972,7 @@ def sb3_learn(counts: list[int], rounds: int, rollouts: int) -> list[dict]:
             rates: dict[str, list[float]] = {"one": [], "batched": []}
             for _ in range(rounds):
                 for route in rates:
-                    rates[route].append(_sb3_learn_rate(route, num_envs, opponent, rollouts))
+                    rates[route].append(_sb3_learn_rate(route, num_envs, opponent, rollouts, rollout))
             ratios = [b / o for b, o in zip(rates["batched"], rates["one"])]
             row = {
                 "opponent": opponent,
@@ -1002,7 +1003,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--sb3-envs", default="16,64,256", help="sb3-learn: comma-separated numbers of envs (default 16,64,256)"
     )
-    parser.add_argument("--sb3-rollouts", type=int, default=2, help="sb3-learn: rollouts of 2,048 decisions per run")
+    parser.add_argument("--sb3-rollouts", type=int, default=2, help="sb3-learn: rollouts per run")
+    parser.add_argument(
+        "--sb3-rollout-size", type=int, default=SB3_ROLLOUT, help="sb3-learn: learner decisions per rollout"
+    )
     parser.add_argument(
         "--num-envs", type=int, default=1024, help="batched: sub-environments of both routes of each library"
     )
@@ -1020,10 +1024,11 @@ def main(argv: list[str] | None = None) -> None:
         sb3_counts = [int(word) for word in args.sb3_envs.split(",")]
     except ValueError:
         sb3_counts = []
-    if not sb3_counts or min(sb3_counts) < 1 or max(sb3_counts) > SB3_ROLLOUT or args.sb3_rollouts < 1:
+    size = args.sb3_rollout_size
+    if not sb3_counts or min(sb3_counts) < 1 or max(sb3_counts) > size or args.sb3_rollouts < 1:
         parser.error(
-            f"--sb3-envs={args.sb3_envs!r} and --sb3-rollouts={args.sb3_rollouts!r}: expected numbers of envs from 1 "
-            f"to {SB3_ROLLOUT}, comma-separated, and at least one rollout"
+            f"--sb3-envs={args.sb3_envs!r}, --sb3-rollouts={args.sb3_rollouts!r}: expected numbers of envs from 1 "
+            f"to --sb3-rollout-size ({size}), comma-separated, and at least one rollout"
         )
     load = os.getloadavg()[0]
     print(f"bench_integrations {time.strftime('%Y-%m-%d %H:%M')} load average {load:.2f}", flush=True)
@@ -1058,7 +1063,7 @@ def main(argv: list[str] | None = None) -> None:
                 f"{row['ratio']:.1f}× (min {row['ratio_min']:.1f}) | {100 * row['share']:.1f}% |"
             )
     if args.only in (None, "sb3-learn") and "sb3" in libraries:
-        rows = sb3_learn(sb3_counts, args.rounds, args.sb3_rollouts)
+        rows = sb3_learn(sb3_counts, args.rounds, args.sb3_rollouts, size)
         print(
             "\n| opponents | envs | DummyVecEnv(MaskedSelfPlayEnv) decisions / s | MaskedSelfPlayVecEnv decisions / s "
             "| ratio (median of rounds) |"
