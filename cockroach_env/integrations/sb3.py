@@ -37,7 +37,10 @@ sub-environment). ``opponents`` there may also be names (``"random"``,
 autoreset convention: a game that ends is dealt again in the same step, the returned
 observation is the new game's, and ``infos[i]["terminal_observation"]`` is the learner's
 observation of the final state (``infos[i]["TimeLimit.truncated"]`` where ``max_steps``
-cut it). Importing the name ``MaskedSelfPlayVecEnv`` imports Stable-Baselines3 (the ``[sb3]`` extra).
+cut it). Wrap it in SB3's ``VecMonitor`` for episode statistics (SB3 logs none without
+it); ``set_opponents(opponents)`` (through wrappers: ``env_method("set_opponents", ...)``)
+swaps the opponents between steps, e.g. from a callback that refreshes a pool of
+snapshots. Importing the name ``MaskedSelfPlayVecEnv`` imports Stable-Baselines3 (the ``[sb3]`` extra).
 
 ``MaskedSelfPlayEnv`` imports neither Stable-Baselines3 nor ``baselines``/``training``:
 the user passes the agents in. Observations are the env's float32 vector (a bounded
