@@ -1,7 +1,8 @@
 """The cost of each RL-library route: env throughput beside PettingZoo's Leduc, and strength per wall time.
 
     python benchmarks/bench_integrations.py [--seconds 20] [--rounds 5] [--minutes 10] [--games 1000]
-                                            [--only throughput|batched|strength] [--num-envs 1024]
+                                            [--only throughput|batched|sb3-learn|strength] [--num-envs 1024]
+                                            [--sb3-envs 16,64,256] [--sb3-rollouts 2] [--sb3-rollout-size 2048]
                                             [--libraries rllib,sb3,tianshou,torchrl,gymnasium]
 
 **Throughput.** Each library's own loop with random legal actions, on 4-player
@@ -30,6 +31,15 @@ second:
   through ``get_action_masks``; one step = one learner decision in each sub-environment);
 - TorchRL: ``PettingZooWrapper(env, use_mask=True).rollout`` (one step = one decision of
   any seat, one game) vs ``BatchedCockroachEnv.rollout`` (one step = one learner decision).
+
+**SB3 end to end** (``--only sb3-learn``). ``MaskablePPO.learn`` (with ``VecMonitor``) on
+``DummyVecEnv(MaskedSelfPlayEnv)`` and on ``MaskedSelfPlayVecEnv`` at ``--sb3-envs``
+(16, 64, 256) envs, against three ``random`` and three ``heuristic``: rollouts of
+``--sb3-rollout-size`` (2,048) learner decisions (``n_steps = 2048 / envs``,
+``batch_size=256``, ``n_epochs=4``),
+``--sb3-rollouts`` of them per run, the routes alternating over ``--rounds`` rounds; the
+ratio is the median of the per-round ratios of learner decisions per wall second, updates
+included.
 
 Then the env's share of the wall time of each library's own masked PPO loop on the
 batched route, for ``--seconds``: the CleanRL-style loop of ``docs/integrations.md``
@@ -317,9 +327,13 @@ class GymnasiumOneGame(Loop):
 
 class GymnasiumBatched(Loop):
     def __init__(self, num_envs: int):
+        from gymnasium.vector import AutoresetMode
+
         from cockroach_env.vector import SelfPlayVectorEnv
 
-        self.envs = SelfPlayVectorEnv(num_envs, "random", seed=0, config=CONFIG)
+        self.envs = SelfPlayVectorEnv(
+            num_envs, "random", seed=0, config=CONFIG, autoreset_mode=AutoresetMode.SAME_STEP
+        )  # as the recipe: every step a learner decision
         self.obs, _ = self.envs.reset()
         self.rng, self.num_envs = np.random.default_rng(0), num_envs
 
@@ -454,11 +468,12 @@ def env_share(library: str, num_envs: int, seconds: float) -> float:
 def _share_gymnasium(num_envs: int, seconds: float, clock: _Clock) -> None:
     """The CleanRL-style masked PPO loop of docs/integrations.md (its settings), cut to ``seconds``."""
     import torch
+    from gymnasium.vector import AutoresetMode
     from torch import nn
 
     from cockroach_env.vector import SelfPlayVectorEnv
 
-    envs = SelfPlayVectorEnv(num_envs, "random", seed=0, config=CONFIG)
+    envs = SelfPlayVectorEnv(num_envs, "random", seed=0, config=CONFIG, autoreset_mode=AutoresetMode.SAME_STEP)
     envs.step = clock.wrap(envs.step)
     size, num_actions, num_steps = envs.single_observation_space["observation"].shape[0], envs.single_action_space.n, 32
     actor = nn.Sequential(nn.Linear(size, 128), nn.Tanh(), nn.Linear(128, num_actions))
@@ -560,6 +575,74 @@ def _share_torchrl(num_envs: int, seconds: float, clock: _Clock) -> None:
                 optimizer.step()
 
 
+# ---------------------------------------------------------------------------- SB3 end to end
+SB3_ROLLOUT = 2048
+"""Learner decisions per ``MaskablePPO`` rollout in ``sb3_learn`` (``n_steps = SB3_ROLLOUT // num_envs``)."""
+
+
+def _sb3_learn_rate(route: str, num_envs: int, opponent: str, rollouts: int, rollout: int) -> float:
+    """Learner decisions per wall second of ``MaskablePPO.learn`` for ``rollouts`` rollouts (and their updates)."""
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
+
+    import baselines
+    from cockroach_env.integrations.sb3 import MaskedSelfPlayEnv, MaskedSelfPlayVecEnv
+
+    if route == "batched":
+        env = MaskedSelfPlayVecEnv(num_envs, opponent, seed=0, config=CONFIG)
+    else:
+
+        def make(i):
+            return lambda: MaskedSelfPlayEnv(baselines.make(opponent, CONFIG, seed=i), seed=i, config=CONFIG)
+
+        env = DummyVecEnv([make(i) for i in range(num_envs)])
+    n_steps = max(1, rollout // num_envs)
+    model = MaskablePPO("MlpPolicy", VecMonitor(env), n_steps=n_steps, batch_size=256, n_epochs=4, seed=0)
+    start = time.perf_counter()
+    model.learn(rollouts * n_steps * num_envs)
+    return model.num_timesteps / (time.perf_counter() - start)
+
+
+def sb3_learn(counts: list[int], rounds: int, rollouts: int, rollout: int = SB3_ROLLOUT) -> list[dict]:
+    """``MaskablePPO.learn`` on ``DummyVecEnv(MaskedSelfPlayEnv)`` and on ``MaskedSelfPlayVecEnv``, side by side.
+
+    For each opponent (three ``random``, three ``heuristic``) and number of envs, both routes
+    learn ``rollouts`` rollouts of ``rollout`` learner decisions (``n_steps = rollout /
+    num_envs``, ``batch_size=256``, ``n_epochs=4``, ``VecMonitor``), alternating, over
+    ``rounds`` rounds; the ratio is the median of the per-round ratios of decisions per wall
+    second.
+    """
+    import warnings
+
+    import torch
+
+    warnings.filterwarnings("ignore")
+    torch.set_num_threads(1)
+    rows = []
+    for opponent in ("random", "heuristic"):
+        for num_envs in counts:
+            rates: dict[str, list[float]] = {"one": [], "batched": []}
+            for _ in range(rounds):
+                for route in rates:
+                    rates[route].append(_sb3_learn_rate(route, num_envs, opponent, rollouts, rollout))
+            ratios = [b / o for b, o in zip(rates["batched"], rates["one"])]
+            row = {
+                "opponent": opponent,
+                "num_envs": num_envs,
+                "one": statistics.median(rates["one"]),
+                "batched": statistics.median(rates["batched"]),
+                "ratio": statistics.median(ratios),
+                "ratio_min": min(ratios),
+            }
+            rows.append(row)
+            print(
+                f"sb3 learn, {num_envs} envs against three {opponent}: DummyVecEnv {row['one']:,.0f}, "
+                f"MaskedSelfPlayVecEnv {row['batched']:,.0f} decisions/s, ratio {row['ratio']:.1f}",
+                flush=True,
+            )
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=20.0, help="throughput: wall time per env and library")
@@ -568,7 +651,14 @@ def main(argv: list[str] | None = None) -> None:
         "--minutes", type=float, default=10.0, help="strength: wall-time budget of every route (default 10)"
     )
     parser.add_argument("--games", type=int, default=1000, help="strength: arena games against three heuristic")
-    parser.add_argument("--only", choices=("throughput", "batched", "strength"), default=None)
+    parser.add_argument("--only", choices=("throughput", "batched", "sb3-learn", "strength"), default=None)
+    parser.add_argument(
+        "--sb3-envs", default="16,64,256", help="sb3-learn: comma-separated numbers of envs (default 16,64,256)"
+    )
+    parser.add_argument("--sb3-rollouts", type=int, default=2, help="sb3-learn: rollouts per run")
+    parser.add_argument(
+        "--sb3-rollout-size", type=int, default=SB3_ROLLOUT, help="sb3-learn: learner decisions per rollout"
+    )
     parser.add_argument(
         "--num-envs", type=int, default=1024, help="batched: sub-environments of both routes of each library"
     )
@@ -582,6 +672,16 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--libraries has unknown name(s) {unknown}; expected some of {list(LIBRARIES)}")
     if args.minutes <= 0 or args.seconds <= 0 or args.rounds < 1 or args.games < 4 or args.num_envs < 1:
         parser.error("--minutes and --seconds must be > 0, --rounds >= 1, --games >= 4, --num-envs >= 1")
+    try:
+        sb3_counts = [int(word) for word in args.sb3_envs.split(",")]
+    except ValueError:
+        sb3_counts = []
+    size = args.sb3_rollout_size
+    if not sb3_counts or min(sb3_counts) < 1 or max(sb3_counts) > size or args.sb3_rollouts < 1:
+        parser.error(
+            f"--sb3-envs={args.sb3_envs!r}, --sb3-rollouts={args.sb3_rollouts!r}: expected numbers of envs from 1 "
+            f"to --sb3-rollout-size ({size}), comma-separated, and at least one rollout"
+        )
     load = os.getloadavg()[0]
     print(f"bench_integrations {time.strftime('%Y-%m-%d %H:%M')} load average {load:.2f}", flush=True)
     if args.only in (None, "throughput"):
@@ -613,6 +713,18 @@ def main(argv: list[str] | None = None) -> None:
             print(
                 f"| {row['library']} | {row['routes']} | {row['one']:,.0f} | {row['batched']:,.0f} | "
                 f"{row['ratio']:.1f}× (min {row['ratio_min']:.1f}) | {100 * row['share']:.1f}% |"
+            )
+    if args.only in (None, "sb3-learn") and "sb3" in libraries:
+        rows = sb3_learn(sb3_counts, args.rounds, args.sb3_rollouts, size)
+        print(
+            "\n| opponents | envs | DummyVecEnv(MaskedSelfPlayEnv) decisions / s | MaskedSelfPlayVecEnv decisions / s "
+            "| ratio (median of rounds) |"
+        )
+        print("|---|---|---|---|---|")
+        for row in rows:
+            print(
+                f"| three {row['opponent']} | {row['num_envs']} | {row['one']:,.0f} | {row['batched']:,.0f} "
+                f"| {row['ratio']:.1f}× (min {row['ratio_min']:.1f}) |"
             )
     if args.only in (None, "strength"):
         rows = strength(libraries, args.minutes, args.games)

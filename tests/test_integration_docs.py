@@ -23,6 +23,7 @@ NEEDS = {
     "torchrl": "torchrl",
     "gymnasium-vector": "torch",
     "sb3-vector": "sb3_contrib",
+    "sb3-self-play": "sb3_contrib",
     "torchrl-vector": "torchrl",
 }
 
@@ -90,10 +91,16 @@ def test_recipe_runs_as_written(library, tmp_path):
         assert all(-1.0 <= float(line[2]) <= 1 / 3 for line in lines)
     elif library == "sb3-vector":
         assert (tmp_path / "cockroach_sb3_vec.zip").is_file()
+        assert int(re.search(r"^episodes logged (\d+)$", output, re.M).group(1)) > 0  # VecMonitor's statistics
         games, reward = re.search(r"^games (\d+) mean reward against three heuristic (\S+)$", output, re.M).groups()
         assert int(games) >= 200 and -1.0 <= float(reward) <= 1 / 3
+    elif library == "sb3-self-play":  # 8,192 steps of 64 envs: 4 rollouts, a snapshot after each, the newest 3 kept
+        assert re.search(r"^rollouts 4 table 'heuristic' 'snapshot-2' 'snapshot-3' 'snapshot-4'$", output, re.M)
+        episodes, reward = re.search(r"^episodes (\d+) mean reward (\S+)$", output, re.M).groups()
+        assert int(episodes) > 0 and -1.0 <= float(reward) <= 1 / 3
     elif library == "torchrl-vector":
-        decisions, games = re.search(r"^decisions (\d+) games (\d+) mean reward \S+$", output, re.M).groups()
+        pattern = r"^decisions (\d+) games (\d+) mean reward \S+ exploration random$"
+        decisions, games = re.search(pattern, output, re.M).groups()
         assert int(decisions) == 25_600 and int(games) > 100
     else:
         rewards = [float(line.split()[-1]) for line in output.strip().splitlines()[-4:]]

@@ -19,6 +19,7 @@ from cockroach_env.env import INFO_DEFAULTS
 from cockroach_env.vector import INFO_KEYS, SelfPlayVectorEnv, agent_sources, resolve_agent
 
 CONFIG = GameConfig(num_players=4)
+SAME = AutoresetMode.SAME_STEP
 
 
 class Recorder:
@@ -56,14 +57,15 @@ def _reset_options(deal, config: GameConfig, agents) -> dict:
 
 
 def random_actions(masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    return np.array([rng.choice(np.flatnonzero(m)) for m in masks], np.int64)
+    """A legal action per row; 0 where the mask allows none (a final observation: the action is ignored)."""
+    return np.array([rng.choice(np.flatnonzero(m)) if m.any() else 0 for m in masks], np.int64)
 
 
 # ---------------------------------------------------------------------------- contract
 @pytest.mark.parametrize("options", [{"num_players": 4}, {"num_players": 2}, {"preset": "royal", "num_players": 3}])
 def test_spaces_dtypes_bounds_and_info_keys_hold_on_every_step(options):
-    envs = SelfPlayVectorEnv(5, "random", seed=0, **options)
-    assert isinstance(envs, VectorEnv) and envs.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
+    envs = SelfPlayVectorEnv(5, "random", seed=0, autoreset_mode=SAME, **options)
+    assert isinstance(envs, VectorEnv) and envs.metadata["autoreset_mode"] == SAME
     single = raw_env(**options).observation_space("player_0")
     assert envs.single_observation_space == single and envs.single_action_space.n == single["action_mask"].shape[0]
     box = envs.single_observation_space["observation"]
@@ -136,7 +138,7 @@ def test_a_sub_environment_plays_what_batched_games_and_the_aec_env_play(options
     """
     config = GameConfig.from_options(**options)
     log: list[int] = []
-    envs = SelfPlayVectorEnv(1, Recorder(config, log), seed=11, config=config)
+    envs = SelfPlayVectorEnv(1, Recorder(config, log), seed=11, config=config, autoreset_mode=SAME)
     direct = BatchedGames(config, 1, seed=11)
     step = direct.reset()
     obs, info = envs.reset()
@@ -197,14 +199,18 @@ class LowestLegal:
         return np.asarray(masks).argmax(1).astype(np.int64)
 
 
-@pytest.mark.parametrize("options", REFERENCE_TABLES[3:])
-def test_every_sub_environment_and_every_opponent_sees_the_window_the_aec_env_shows(options):
+@pytest.mark.parametrize(
+    ("options", "as_callable"), [(table, False) for table in REFERENCE_TABLES[3:]] + [(REFERENCE_TABLES[3], True)]
+)
+def test_every_sub_environment_and_every_opponent_sees_the_window_the_aec_env_shows(options, as_callable):
     """Many games at once, each replayed on its own AEC env: the learner's observations, final observations and
-    rewards, and the multiset of every observation handed to the opponents, are the AEC env's, window included.
+    rewards, and the multiset of every observation handed to the opponents, are the AEC env's, window included
+    (an opponent given as a callable on batches is handed the same observations as an agent).
     """
     config = GameConfig.from_options(**options)
     opponent = LowestLegal(config)
-    envs = SelfPlayVectorEnv(6, opponent, seed=5, config=config)
+    table = opponent.act_batch if as_callable else opponent
+    envs = SelfPlayVectorEnv(6, table, seed=5, config=config, autoreset_mode=SAME)
     expected_seen: list[bytes] = []
 
     def dealt(deal, seat: int | None):
@@ -433,7 +439,7 @@ def test_an_illegal_action_is_refused_naming_the_sub_environment_action_and_move
 
 
 def test_penalize_ends_only_the_offending_game_with_minus_one():
-    envs = SelfPlayVectorEnv(3, "random", seed=4, illegal_action="penalize")
+    envs = SelfPlayVectorEnv(3, "random", seed=4, illegal_action="penalize", autoreset_mode=SAME)
     obs, info = envs.reset()
     actions = random_actions(obs["action_mask"], np.random.default_rng(0))
     actions[2] = int(np.flatnonzero(obs["action_mask"][2] == 0)[0])
@@ -461,28 +467,37 @@ def test_an_opponent_returning_an_illegal_action_is_named():
 
 
 # ---------------------------------------------------------------------------- hidden information
-def test_the_learner_sees_only_its_own_seats_observation():
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, SAME])
+def test_the_learner_sees_only_its_own_seats_observation(mode):
     """Each sub-environment's observation is its learner seat's observation gathered from the full state.
 
     ``Encoding.observation_index(seat, has_seen_card)`` is the env's one definition of what a
     seat sees (``tests/test_no_leak.py`` proves it holds nothing the seat may not know);
     here several games run at once, so a mixed-up row, seat or "seen" flag would show, and
-    the full state differs from what the learner sees (so the test can fail).
+    the full state differs from what the learner sees (so the test can fail). With
+    ``NEXT_STEP`` a game that just ended shows its final observation, the one
+    ``test_next_step_shows_the_final_observation_then_the_new_game`` proves equal to
+    ``SAME_STEP``'s ``final_obs`` (and that test to the AEC env's view); every other row is
+    checked here.
     """
-    envs = SelfPlayVectorEnv(6, "random", seed=2, num_players=4)
+    envs = SelfPlayVectorEnv(6, "random", seed=2, num_players=4, autoreset_mode=mode)
     obs, info = envs.reset()
     rng, enc, hidden = np.random.default_rng(0), envs.games.encoding, 0
+    done = np.zeros(6, bool)
     for _ in range(40):
         state = np.append(envs.games.games.state(), np.zeros((6, 1), np.float32), axis=1)  # the always-zero slot
         seen = envs.games.games._state.seen
         for i, seat in enumerate(info["learner_seat"]):
+            if done[i]:
+                continue
             mine = state[i][enc.observation_index(int(seat), bool(seen[i, seat]))]
             assert np.array_equal(obs["observation"][i], mine)
             for other in range(4):
                 if other != seat:
                     theirs = state[i][enc.observation_index(other, bool(seen[i, other]))]
                     hidden += not np.array_equal(theirs[: len(mine)], mine)
-        obs, _, _, _, info = envs.step(random_actions(obs["action_mask"], rng))
+        obs, _, terminated, truncated, info = envs.step(random_actions(obs["action_mask"], rng))
+        done = (terminated | truncated) if mode == AutoresetMode.NEXT_STEP else done
     assert hidden > 0
 
 

@@ -42,6 +42,32 @@ def test_bench_integrations_measures_each_librarys_one_game_and_batched_routes(t
     assert list(tmp_path.iterdir()) == []
 
 
+def test_bench_integrations_measures_sb3_learn_on_both_routes_side_by_side(tmp_path):
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_integrations.py"),
+            *("--only", "sb3-learn", "--libraries", "sb3", "--rounds", "1"),
+            *("--sb3-envs", "2,4", "--sb3-rollouts", "1", "--sb3-rollout-size", "16"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    rows = re.findall(
+        r"^\| three (random|heuristic) \| (\d+) \| ([\d,]+) \| ([\d,]+) \| ([\d.]+)× \(min [\d.]+\) \|$",
+        done.stdout,
+        re.M,
+    )
+    assert [(opponent, int(envs)) for opponent, envs, *_ in rows] == [
+        (opponent, envs) for opponent in ("random", "heuristic") for envs in (2, 4)
+    ], done.stdout
+    assert all(float(x.replace(",", "")) > 0 for row in rows for x in row[2:])
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_the_declared_agent_plugins_resolve_their_names_and_refuse_others():
     from importlib.metadata import EntryPoint
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gymnasium.vector import AutoresetMode
 
 pytest.importorskip("sb3_contrib")
 
@@ -76,7 +77,7 @@ def test_terminal_observation_and_info_keys_follow_sb3s_convention():
 def test_it_plays_the_same_games_as_the_gymnasium_route_from_the_same_seed():
     sb3 = MaskedSelfPlayVecEnv(4, ["random", "heuristic"], num_players=4)
     sb3.seed(9)  # what MaskablePPO(..., seed=9) does
-    gym = SelfPlayVectorEnv(4, ["random", "heuristic"], num_players=4)
+    gym = SelfPlayVectorEnv(4, ["random", "heuristic"], num_players=4, autoreset_mode=AutoresetMode.SAME_STEP)
     obs = sb3.reset()
     reference, _ = gym.reset(seed=9)
     for _ in range(60):

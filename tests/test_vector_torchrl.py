@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gymnasium.vector import AutoresetMode
 
 pytest.importorskip("torchrl")
 
@@ -75,7 +76,7 @@ def test_a_masked_categorical_policy_with_the_action_mask_transform_plays_legall
 def test_it_plays_the_same_games_as_the_gymnasium_route_from_the_same_seed():
     env = BatchedCockroachEnv(batch_size=[4], opponents=["random", "heuristic"], num_players=4)
     env.set_seed(9)
-    gym = SelfPlayVectorEnv(4, ["random", "heuristic"], num_players=4)
+    gym = SelfPlayVectorEnv(4, ["random", "heuristic"], num_players=4, autoreset_mode=AutoresetMode.SAME_STEP)
     td = env.reset()
     reference, _ = gym.reset(seed=9)
     for _ in range(60):

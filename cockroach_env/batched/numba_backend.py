@@ -54,6 +54,14 @@ class _NumbaBackend:
             out.to_act, out.observation, out.action_mask, self.scratch,
         )  # fmt: skip
 
+    def finish(self, actions: np.ndarray, out: BatchStep) -> None:
+        """Apply legal ``actions`` without dealing the games that end again (their final state stays)."""
+        s, r = self.state, self.rules
+        self.kernels["finish"](
+            actions, s.hands, s.collections, s.stats, s.seat_claim, s.seen, s.penalty, s.info, s.steps,
+            r.card_table, r.params, out.loser, out.loss_reason, out.rewards, out.done, out.truncated,
+        )  # fmt: skip
+
     def states(self, out: np.ndarray) -> np.ndarray:
         s, r = self.state, self.rules
         _write_states_compiled(

@@ -752,7 +752,16 @@ def _compile(d: _Dims) -> dict:
                     chunk,
                 )
 
-    return {"first_illegal": first_illegal, "step": step, "deal": deal}
+    @jit
+    def finish(actions, hands, collections, stats, seat_claim, seen, penalty, info, steps, card_table, params,
+               loser, loss_reason, rewards, done, truncated):  # fmt: skip
+        """Apply each game's (legal) move without dealing again: the final state of games that end with it."""
+        for b in range(actions.shape[0]):
+            _nb_apply_one(d, hands, collections, stats, seat_claim, seen, penalty, info, steps, card_table, params,
+                          loser, loss_reason, b, actions[b])  # fmt: skip
+            _nb_outcome(d, params, info, steps, loser, b, rewards, done, truncated)
+
+    return {"first_illegal": first_illegal, "step": step, "deal": deal, "finish": finish}
 
 
 def _nb_write_states(

@@ -305,6 +305,10 @@ class _NumpyBackend:
         out.loser[games] = seat
         out.loss_reason[games] = reason
 
+    def finish(self, actions: np.ndarray, out: BatchStep) -> None:
+        """Apply legal ``actions`` without dealing the games that end again (their final state stays)."""
+        self.apply(actions, out)
+
     # ------------------------------------------------------------ outputs
     def states(self, out: np.ndarray) -> np.ndarray:
         return _write_states(self.rules, self.state, out)

@@ -37,7 +37,10 @@ sub-environment). ``opponents`` there may also be names (``"random"``,
 autoreset convention: a game that ends is dealt again in the same step, the returned
 observation is the new game's, and ``infos[i]["terminal_observation"]`` is the learner's
 observation of the final state (``infos[i]["TimeLimit.truncated"]`` where ``max_steps``
-cut it). Importing the name ``MaskedSelfPlayVecEnv`` imports Stable-Baselines3 (the ``[sb3]`` extra).
+cut it). Wrap it in SB3's ``VecMonitor`` for episode statistics (SB3 logs none without
+it); ``set_opponents(opponents)`` (through wrappers: ``env_method("set_opponents", ...)``)
+swaps the opponents between steps, e.g. from a callback that refreshes a pool of
+snapshots. Importing the name ``MaskedSelfPlayVecEnv`` imports Stable-Baselines3 (the ``[sb3]`` extra).
 
 ``MaskedSelfPlayEnv`` imports neither Stable-Baselines3 nor ``baselines``/``training``:
 the user passes the agents in. Observations are the env's float32 vector (a bounded
@@ -59,7 +62,7 @@ game ends, −1 for the learner). An opponent's illegal action always raises
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium
@@ -288,7 +291,20 @@ def _vec_env_class() -> type:
             self._actions: np.ndarray | None = None
             self._rng = np.random.default_rng(self._first_seed)
 
+        def seed(self, seed: int | None = None) -> Sequence[None | int]:
+            """Seed the next ``reset`` (``MaskablePPO(..., seed=s)`` calls it): ``reset(seed=s)``'s games of the
+            Gymnasium route; a seed that is not None or an integer from 0 to 2**64 - 1 is refused by name.
+            """
+            return super().seed(check_seed("seed", seed))
+
+        def set_opponents(self, opponents: Any) -> None:
+            """Seat ``opponents`` from the next step on (``SeatedGames.set_opponents``); through wrappers such as
+            ``VecMonitor``: ``env.env_method("set_opponents", opponents)``.
+            """
+            self.games.set_opponents(opponents)
+
         def reset(self) -> np.ndarray:
+            self.games.check_open("reset")
             seed = self._seeds[0] if self._seeds[0] is not None else self._first_seed
             self._first_seed = None
             self._reset_seeds()
@@ -300,6 +316,7 @@ def _vec_env_class() -> type:
             return step.observation
 
         def step_async(self, actions: np.ndarray) -> None:
+            self.games.check_open("step")
             self._actions = np.asarray(actions)
 
         def step_wait(self):
@@ -329,7 +346,7 @@ def _vec_env_class() -> type:
             return infos
 
         def close(self) -> None:
-            return None
+            self.games.close()
 
         def has_attr(self, attr_name: str) -> bool:
             return hasattr(self, attr_name)
@@ -349,7 +366,7 @@ def _vec_env_class() -> type:
             if method_name == "action_masks":  # one mask per sub-environment, as sb3_contrib's get_action_masks stacks
                 masks = self.action_masks()
                 return [masks[i] for i in rows]
-            result = getattr(self, method_name)(*method_args, **method_kwargs)
+            result = getattr(self, method_name)(*method_args, **method_kwargs)  # once: the rows are one batch
             return [result for _ in rows]
 
         def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:

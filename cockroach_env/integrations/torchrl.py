@@ -32,7 +32,10 @@ observation of the final state and ``done``; the next ``reset`` with ``"_reset"`
 has already dealt. The ``action_mask`` of a step is always the legal actions of the
 entry's next decision (the new game's where ``done``): what ``rand_action`` and
 ``ActionMask`` read right after the step, before the reset. ``set_seed(s)`` seeds the
-next full reset as ``SelfPlayVectorEnv.reset(seed=s)`` does: the same games.
+next full reset as ``SelfPlayVectorEnv.reset(seed=s)`` does: the same games, for the
+same seeds (None or an integer from 0 to 2**64 - 1; anything else is refused by name).
+``set_opponents(opponents)`` seats another table from the next step on; ``reset`` and
+``step`` after ``close()`` raise ``RuntimeError``.
 """
 
 from __future__ import annotations
@@ -45,7 +48,8 @@ from tensordict import TensorDict, TensorDictBase
 from torchrl.data import Binary, Bounded, Categorical, Composite, Unbounded
 from torchrl.envs import EnvBase
 
-from cockroach_env.vector.seated import INFO_KEYS, SeatedGames, SeatStep
+from cockroach_env.config import check_seed
+from cockroach_env.vector.seated import INFO_KEYS, MAX_NUM_ENVS, SeatedGames, SeatStep
 
 
 class BatchedCockroachEnv(EnvBase):
@@ -89,6 +93,7 @@ class BatchedCockroachEnv(EnvBase):
         self._rng = np.random.default_rng(self._next_seed)
 
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
+        self.games.check_open("reset")
         partial = tensordict is not None and "_reset" in tensordict.keys()
         if partial and self.games._started:  # the ended games were dealt again within the step that ended them
             out = self._outputs(self.games.observation, self.games.action_mask, self._running_info())
@@ -120,9 +125,20 @@ class BatchedCockroachEnv(EnvBase):
         return out
 
     def _set_seed(self, seed: int | None) -> None:
-        """Seed the next full reset (``SelfPlayVectorEnv.reset(seed=seed)``'s games)."""
-        self._next_seed = None if seed is None else int(seed) % 2**63
+        """Seed the next full reset (``SelfPlayVectorEnv.reset(seed=seed)``'s games); a seed that is not None or an
+        integer from 0 to 2**64 - 1 is refused by name, before anything changes.
+        """
+        self._next_seed = check_seed("seed", seed)
         self._rng = np.random.default_rng(self._next_seed)
+
+    def set_opponents(self, opponents: Any) -> None:
+        """Seat ``opponents`` from the next step on (``SeatedGames.set_opponents``)."""
+        self.games.set_opponents(opponents)
+
+    def close(self, *, raise_if_closed: bool = True) -> None:
+        """Refuse every later ``reset`` and ``step``."""
+        self.games.close()
+        super().close(raise_if_closed=raise_if_closed)
 
     def _running_info(self) -> dict[str, np.ndarray]:
         b = self.games.num_envs
@@ -154,12 +170,13 @@ def _batch_shape(batch_size: Any) -> torch.Size:
         shape is None
         or isinstance(batch_size, bool)
         or len(shape) != 1
-        or shape[0] < 1
+        or not 1 <= shape[0] <= MAX_NUM_ENVS
         or any(isinstance(d, bool) for d in (batch_size if isinstance(batch_size, (list, tuple)) else []))
     ):
         raise ValueError(
             f"batch_size={batch_size!r} is not allowed; "
-            "expected one dimension with a positive number of games, e.g. [1024]"
+            f"expected one dimension with a positive number of games of at most {MAX_NUM_ENVS:,} (MAX_NUM_ENVS), "
+            "e.g. [1024]"
         )
     return shape
 

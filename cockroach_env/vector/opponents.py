@@ -68,7 +68,10 @@ class Opponents:
     table with a ``history`` window, for the same rules without it: it is then handed the
     observations without the window (their prefix, as ``baselines.agent.RecallPrefixAgent``
     does). An agent that sees a window (``history=K``) plays only at a table with that
-    window; elsewhere it is refused, naming the window to build the vector env with.
+    window; elsewhere it is refused, naming the window to build the vector env with. A
+    callable that is not an agent is a policy on batches (``BatchPolicy``). Agents and
+    callables are used as they are, never copied: one whose weights the caller updates
+    plays its current weights at the next step.
     """
 
     def __init__(self, opponents: Any, config: GameConfig):
@@ -119,9 +122,12 @@ class Opponents:
         if isinstance(agent, type):
             raise ValueError(f"{label} is a class, not an agent; expected an instance built for the game's GameConfig")
         if not callable(getattr(agent, "act", None)) and not callable(getattr(agent, "act_batch", None)):
-            raise ValueError(
-                f"{label} is not an agent; expected an object with act_batch(observations, masks) or act(observation)"
-            )
+            if not callable(agent):
+                raise ValueError(
+                    f"{label} is not an agent; expected an object with act_batch(observations, masks) or "
+                    "act(observation), or a callable policy(observations, masks) -> actions"
+                )
+            agent = BatchPolicy(agent)
         built_for = getattr(agent, "config", None)
         size = None
         if isinstance(built_for, GameConfig) and built_for != self.config:
@@ -181,6 +187,28 @@ class Opponents:
         if member < 0:
             return self.names[entrant]
         return f"{self.names[entrant]} (member {_name(agent.members[member])})"
+
+
+class BatchPolicy:
+    """A callable ``policy(observations, masks) -> actions`` as an opponent: one call per batch of rows.
+
+    ``observations`` is ``(k, O)`` float32 and ``masks`` ``(k, A)`` int8 (the seats to act in ``k`` games); it
+    returns ``k`` integer actions (a numpy array, a list or a CPU tensor), each one its mask allows. The
+    callable is called as it is at every step, so a policy whose weights change during training plays its
+    current weights.
+    """
+
+    supports_batch = True
+
+    def __init__(self, policy: Callable[[np.ndarray, np.ndarray], Any]):
+        self.policy = policy
+        self.name = getattr(policy, "__name__", None) or type(policy).__name__
+
+    def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        return np.asarray(self.policy(observations, masks))
+
+    def act(self, observation: dict[str, np.ndarray]) -> int:
+        return int(self.act_batch(observation["observation"][None], observation["action_mask"][None])[0])
 
 
 def _act_batch(agent: Any, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:

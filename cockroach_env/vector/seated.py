@@ -23,7 +23,7 @@ import numpy as np
 
 from cockroach_env.batched import BatchedGames
 from cockroach_env.batched.layout import BatchStep
-from cockroach_env.batched.numpy_backend import _NumpyBackend, _write_states
+from cockroach_env.batched.numpy_backend import _NumpyBackend
 from cockroach_env.batched.recall import _RecallLog
 from cockroach_env.batched.state import _State
 from cockroach_env.config import GameConfig, check_seed
@@ -34,6 +34,9 @@ from cockroach_env.vector.rows import byte_rows, gather, scatter
 
 REDEALS = 100
 """How many games in a row one slot may deal that end before the learner's first decision before a step refuses."""
+
+MAX_NUM_ENVS = 2**20
+"""The most games one vector env plays at once; a larger count is refused before anything is allocated."""
 
 INFO_KEYS = ("learner_seat", "loser", "loss_reason", "illegal_move", "offender", "truncated_at_step")
 """The per-env info of every step: the env's ``INFO_DEFAULTS`` keys (numbers, -1 while unset) and the learner's seat."""
@@ -90,9 +93,14 @@ class SeatedGames:
         config: GameConfig | None = None,
         **game_options: Any,
     ):
-        if isinstance(num_envs, (bool, np.bool_)) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+        if (
+            isinstance(num_envs, (bool, np.bool_))
+            or not isinstance(num_envs, (int, np.integer))
+            or not 1 <= num_envs <= MAX_NUM_ENVS
+        ):
             raise ValueError(
-                f"num_envs={num_envs!r} is not allowed; expected a positive integer (games played at once)"
+                f"num_envs={num_envs!r} is not allowed; expected a positive integer (games played at once) "
+                f"of at most {MAX_NUM_ENVS:,} (MAX_NUM_ENVS)"
             )
         self.seed = check_seed("seed", seed)
         self.config = game_config(config, game_options)
@@ -140,6 +148,7 @@ class SeatedGames:
         self._member = np.full((b, n), -1, np.int64)
         self._rng = np.random.default_rng(self.seed)
         self._started = False
+        self._closed = False
         self._dealt: list[tuple[np.ndarray, np.ndarray, Any]] = []
         self._endings: list[tuple[np.ndarray, list[np.ndarray], np.ndarray, np.ndarray, _RecallLog | None]] = []
         """Games that ended in the current step, as they were before their last move, with their move logs (for
@@ -172,6 +181,7 @@ class SeatedGames:
 
     def reset(self, seed: int | None = None) -> SeatStep:
         """Deal every game afresh; opponents move until the learner is to act in each. ``seed`` reseeds everything."""
+        self.check_open("reset")
         seed = check_seed("seed", seed)
         if seed is not None:
             self._rng = np.random.default_rng([seed, 1])
@@ -189,35 +199,67 @@ class SeatedGames:
         self._play_opponents(out, reported=np.ones(self.num_envs, bool))
         return self._finish(out)
 
-    def step(self, actions: Any) -> SeatStep:
-        """The learner's action in every game, then the opponents' until the learner is to act again everywhere."""
+    def step(self, actions: Any, waiting: np.ndarray | None = None) -> SeatStep:
+        """The learner's action in every game, then the opponents' until the learner is to act again everywhere.
+
+        ``waiting``: (B,) bool, the games that stay as they are in this step (their action is ignored, whatever it
+        is): Gymnasium's ``NEXT_STEP`` autoreset, where the step after a game ended only shows the new game.
+        """
+        self.check_open("step")
         if not self._started:
             raise ValueError("step() called before reset(); call reset() first")
-        actions = self._check_actions(actions)
+        actions, given = self._check_actions(actions)
         b = self.num_envs
         out = self._empty_step()
         self._endings, self._dealt = [], []
         legal = self._mask[np.arange(b), np.clip(actions, 0, self.rules.num_actions - 1)] > 0
         legal &= (actions >= 0) & (actions < self.rules.num_actions)
-        if not legal.all():
-            bad = np.flatnonzero(~legal)
+        moving = legal if waiting is None else legal & ~waiting
+        refused = ~legal if waiting is None else ~legal & ~waiting
+        if refused.any():
+            bad = np.flatnonzero(refused)
             if self.illegal_action == "raise":
-                raise self._refusal(int(bad[0]), int(actions[bad[0]]))
+                raise self._refusal(int(bad[0]), given[bad[0]])
             self._penalize(bad, out)
-            actions = np.where(legal, actions, 0)
-        rows = np.flatnonzero(legal)
-        reported = ~legal
+        rows = np.flatnonzero(moving)
+        reported = ~moving
         if rows.size:
-            self._step_rows(rows, actions[rows], out, reported)
+            try:
+                self._step_rows(rows, actions[rows], out, reported)
+            except _Refused as refused:  # the learner's actions were checked: this is an internal error
+                g = int(rows[refused.row])
+                raise ValueError(self.games._illegal_message(g, int(actions[g]))) from None
         self._play_opponents(out, reported)
         return self._finish(out)
+
+    def set_opponents(self, opponents: Any) -> None:
+        """Seat ``opponents`` (anything the constructor takes) from the next step on; validated first, and a refusal
+        changes nothing. Every opponent seat of every game in progress draws its agent again from the new table.
+        """
+        self.check_open("set_opponents")
+        table = Opponents(opponents, self.config)
+        self.opponents = table
+        if self._started:
+            self._draw_opponents(np.arange(self.num_envs))
+
+    def close(self) -> None:
+        """Refuse every later ``reset`` and ``step`` (the vector envs' ``close()``)."""
+        self._closed = True
+
+    def check_open(self, call: str) -> None:
+        """``RuntimeError`` naming ``call`` if ``close()`` was called."""
+        if self._closed:
+            raise RuntimeError(f"{call}() called after close(); the env is closed, expected a new env")
 
     def describe_action(self, env: int, action: int) -> str:
         """The move ``action`` means for the learner of game ``env`` now, in words."""
         return self.games.describe_action(env, action)
 
     # ------------------------------------------------------------------ internals
-    def _check_actions(self, actions: Any) -> np.ndarray:
+    def _check_actions(self, actions: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``(actions as int64, the actions as given)``: a value int64 cannot hold (a uint64 or float action of 2**63
+        or more) becomes -1, an illegal action that is reported by its given value.
+        """
         array = np.asarray(actions)
         if array.shape == (self.num_envs, 1):
             array = array.reshape(self.num_envs)
@@ -226,14 +268,17 @@ class SeatedGames:
                 f"actions of shape {array.shape} are not allowed; "
                 f"expected ({self.num_envs},), one action per sub-environment"
             )
-        if array.dtype.kind not in "iu":
-            if array.dtype.kind == "f" and np.all(np.isfinite(array)) and np.all(array == np.round(array)):
-                array = array.astype(np.int64)
-            else:
-                raise ValueError(f"actions of dtype {array.dtype} are not allowed; expected integers")
-        return np.asarray(array, np.int64)
+        if array.dtype.kind == "i":
+            return array.astype(np.int64, copy=False), array
+        if array.dtype.kind not in "uf" or (
+            array.dtype.kind == "f" and not (np.all(np.isfinite(array)) and np.all(array == np.round(array)))
+        ):
+            raise ValueError(f"actions of dtype {array.dtype} are not allowed; expected integers")
+        fits = (array >= 0) & (array < self.rules.num_actions)  # the legal range; anything else is refused anyway
+        return np.where(fits, array, -1).astype(np.int64), array
 
-    def _refusal(self, env: int, action: int) -> IllegalActionError:
+    def _refusal(self, env: int, given: Any) -> IllegalActionError:
+        action = int(given)  # the value as given: a uint64 or an integral float, exactly
         seat = int(self._learner[env])
         agent = f"sub-environment {env} (the learner, seat {seat})"
         if not 0 <= action < self.rules.num_actions:
@@ -273,7 +318,11 @@ class SeatedGames:
         self._learner[rows] = (
             self.learner_seat if self.learner_seat is not None else self._rng.integers(n, size=rows.size)
         )
-        self._entrant[rows], self._member[rows] = self.opponents.draw(self._rng, rows.size, n)
+        self._draw_opponents(rows)
+
+    def _draw_opponents(self, rows: np.ndarray) -> None:
+        """Draw the agent of every seat but the learner's in the games ``rows``."""
+        self._entrant[rows], self._member[rows] = self.opponents.draw(self._rng, rows.size, self.config.num_players)
         self._entrant[rows, self._learner[rows]] = -1
         self._member[rows, self._learner[rows]] = -1
 
@@ -287,16 +336,17 @@ class SeatedGames:
             seats = self._to_act[rows]
             entrant, member = self._entrant[rows, seats], self._member[rows, seats]
             actions = self.opponents.act(entrant, member, self._observation[rows], self._mask[rows])
-            bad = self._first_illegal(rows, actions)
-            if bad >= 0:
+            try:  # the engine checks every action before it changes anything
+                ended = self._step_rows(rows, actions, out, reported)
+            except _Refused as refused:
+                bad = refused.row
                 g, action = int(rows[bad]), int(actions[bad])
                 move = f" = {self.describe_action(g, action)}" if 0 <= action < self.rules.num_actions else ""
                 raise ValueError(
                     f"opponent {self.opponents.name_of(int(entrant[bad]), int(member[bad]))} (sub-environment {g}, "
                     f"seat {int(seats[bad])}) returned action {action}{move}, which its action mask does not allow; "
                     "an agent must return one of the actions its action_mask allows"
-                )
-            ended = self._step_rows(rows, actions, out, reported)
+                ) from None
             if ended.size == 0:
                 continue
             endings[ended] += 1
@@ -307,15 +357,6 @@ class SeatedGames:
                     f"{self.config.max_steps}, starter={self.config.starter}); "
                     "expected a table where every seat gets to decide"
                 )
-
-    def _first_illegal(self, rows: np.ndarray, actions: np.ndarray) -> int:
-        """The first row whose action the seat to act may not play now, or -1."""
-        a = self.rules.num_actions
-        if actions.min(initial=0) >= 0 and actions.max(initial=0) < a and self._mask[rows, actions].all():
-            return -1
-        legal = (actions >= 0) & (actions < a)
-        legal[legal] = self._mask[rows[legal], actions[legal]] > 0
-        return int(np.flatnonzero(~legal)[0])
 
     def _step_rows(self, rows: np.ndarray, actions: np.ndarray, out: SeatStep, reported: np.ndarray) -> np.ndarray:
         """Step the games ``rows`` with ``actions``; settle the learner's result of games that end; return them."""
@@ -330,8 +371,8 @@ class SeatedGames:
         recall = self._recall
         before = recall.before(part) if recall is not None else None
         bad, dealt = self._backend_step(part, actions, step)
-        if bad >= 0:  # the actions were checked: an engine refusal here is an internal error
-            raise ValueError(self.games._illegal_message(int(rows[bad]), int(actions[bad])))
+        if bad >= 0:  # nothing changed: the whole state still holds these games as they were
+            raise _Refused(bad)
         if dealt:
             done = np.flatnonzero(step.done)
             ended = rows[done]
@@ -406,9 +447,9 @@ class SeatedGames:
             whole[:] = piece
         log = _RecallLog.joined(logs) if self._recall is not None else None
         last = log.before(state) if log is not None else None
-        backend = _NumpyBackend(self.rules, state)
-        backend.apply(np.ascontiguousarray(actions, np.int64), _batch_step(self.rules, m))
-        states = _write_states(self.rules, state, np.empty((m, self.rules.state_size + 1), np.float32))
+        backend = self._final_backend(state)
+        backend.finish(np.ascontiguousarray(actions, np.int64), _batch_step(self.rules, m))
+        states = backend.states(np.zeros((m, self.rules.state_size + 1), np.float32))
         seen = state.seen[np.arange(m), seats].astype(np.intp)
         prefix = np.take_along_axis(states, self.rules.observation_index[seats, seen], axis=1)
         if log is None:
@@ -420,6 +461,12 @@ class SeatedGames:
         final[:, : self.rules.observation_size] = prefix
         log.write_observations(final, seats)
         out.final_observation[rows] = final
+
+    def _final_backend(self, state: _State):
+        """The engine's backend over ``state`` (the games that ended, before their last move), run serially."""
+        if self._backend.name == "numba":
+            return type(self._backend)(self.rules, state, False)
+        return _NumpyBackend(self.rules, state)
 
     def _penalize(self, rows: np.ndarray, out: SeatStep) -> None:
         """``illegal_action="penalize"``: those games end, -1 for the learner, and are dealt again."""
@@ -452,6 +499,14 @@ class SeatedGames:
 
 
 _NO_GAMES = np.zeros(0, np.int64)
+
+
+class _Refused(Exception):
+    """The engine refused the action of row ``row`` of a step of some games, and changed nothing."""
+
+    def __init__(self, row: int):
+        super().__init__(row)
+        self.row = row
 
 
 def _batch_step(rules, k: int) -> BatchStep:
