@@ -66,7 +66,7 @@ from cockroach_env.encoding import encoding_for
 from training.algorithms import imitation
 from training.core import checkpoint as ckpt
 from training.core.config import ConfigError, TrainConfig, config_from_dict
-from training.core.learner import Learner, frozen_copy, gae, magnet_bonus, ppo_update
+from training.core.learner import Learner, frozen_copy, gae, magnet_bonus, numbered, ppo_update
 from training.core.model import ActorCritic, PolicyAgent
 from training.core.runs import (
     AGENT_NAME,
@@ -80,6 +80,7 @@ from training.core.runs import (
     config_diff,
     plot_learning_curves,
     prepare_csv,
+    remove_run_logs,
     tensorboard_writer,
 )
 from training.core.update_process import UpdateProcess, training_rows
@@ -429,7 +430,8 @@ def _train(
         run.state.games += sum(games for games, _, _ in outcomes.values())
 
         # ---------------------------------------- 2. advantages (GAE) and 3. update, for each learner
-        stats = _advantages_and_update(run, loop, update)
+        with numbered(update + 1):  # a loss or weight that is not finite stops the run, naming this update
+            stats = _advantages_and_update(run, loop, update)
 
         # ---------------------------------------- 4. snapshots, exploiter reset, evaluation, logs, checkpoints
         run.state.update = update + 1
@@ -636,7 +638,7 @@ def _warm_start(run: _Run, teacher, signals: StopSignals, progress_bar: bool) ->
             run.policy.model, run.game, teacher, settings, run.config.seed, run.device, bar, stop_requested
         )
     if record is None:
-        raise Interrupted(signals.received, run.run_dir / CHECKPOINT_NAME, 0)
+        raise Interrupted(signals.received, run.run_dir / CHECKPOINT_NAME, 0, saved=False)
     run.policy.model.train()
     print(
         f"warm start: imitated {settings.teacher} on {record['decisions']:,} decisions; the network's first choice "
@@ -667,6 +669,7 @@ def _tidy_run_dir(run: _Run, resume: bool) -> None:
         # a stop before its first save leaves none of them to resume or load
         for name in (CHECKPOINT_NAME, AGENT_NAME, BEST_RESPONSE_NAME):
             ckpt.remove_checkpoint(run_dir / name)
+        remove_run_logs(run_dir)  # (and its logs: only the user's own files stay)
     _prune_kept_agents(run_dir / KEPT_AGENTS, run.state.update if resume else -1)
 
 
