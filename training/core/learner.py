@@ -67,8 +67,10 @@ def _non_finite_term(terms: dict[str, tuple[torch.Tensor, torch.Tensor, str, lis
     for name, (raw, weighted, weight_option, raw_options) in terms.items():
         if not bool(torch.isfinite(weighted)):
             if bool(torch.isfinite(raw)):
-                return NonFiniteUpdate(f"the loss ({name} {float(raw):.3g} x {weight_option})", [weight_option])
-            return NonFiniteUpdate(f"the loss ({name} = {float(raw)})", raw_options)
+                return NonFiniteUpdate(
+                    f"the loss ({name} {float(raw.detach()):.3g} x {weight_option})", [weight_option]
+                )
+            return NonFiniteUpdate(f"the loss ({name} = {float(raw.detach())})", raw_options)
     return NonFiniteUpdate("the loss (its terms cancel: inf - inf)", ["ppo.learning_rate"])
 
 
