@@ -68,6 +68,7 @@ from training.core import checkpoint as ckpt
 from training.core.config import ConfigError, TrainConfig, config_from_dict
 from training.core.learner import Learner, frozen_copy, gae, magnet_bonus, numbered, ppo_update
 from training.core.model import ActorCritic, PolicyAgent
+from training.core.progress import progress_bar as progress
 from training.core.runs import (
     AGENT_NAME,
     BEST_RESPONSE_NAME,
@@ -625,14 +626,12 @@ def _warm_start(run: _Run, teacher, signals: StopSignals, progress_bar: bool) ->
 
     A signal stops it at the next step with ``Interrupted`` (no checkpoint exists yet: the run starts again).
     """
-    from tqdm import tqdm
-
     settings = run.config.warm_start
 
     def stop_requested() -> bool:
         return signals.received is not None
 
-    bar = tqdm(total=settings.decisions, unit="dec", unit_scale=True, dynamic_ncols=True, disable=not progress_bar)
+    bar = progress(settings.decisions, "dec", progress_bar, unit_scale=True, dynamic_ncols=True)
     with bar:
         record = imitation.warm_start(
             run.policy.model, run.game, teacher, settings, run.config.seed, run.device, bar, stop_requested
@@ -675,8 +674,6 @@ def _tidy_run_dir(run: _Run, resume: bool) -> None:
 
 def _start_loop(run: _Run, resume: bool, progress_bar: bool, stack: contextlib.ExitStack) -> _Loop:
     """The logs, games, tables, fixed opponents, update process and progress bar of the update loop."""
-    from tqdm import tqdm
-
     config, state = run.config, run.state
     logs = RunLogs(
         run.run_dir, config, resume_update=state.update if resume else None, extra_columns=run.hooks.log_columns
@@ -710,13 +707,13 @@ def _start_loop(run: _Run, resume: bool, progress_bar: bool, stack: contextlib.E
         for code, learner in run.learners.items():
             worker.push(code, learner)
     started = time.perf_counter() - state.wall_seconds
-    bar = tqdm(
-        total=run.num_updates * run.decisions_per_update,
+    bar = progress(
+        run.num_updates * run.decisions_per_update,
+        "dec",
+        progress_bar,
         initial=state.decisions,
-        unit="dec",
         unit_scale=True,
         dynamic_ncols=True,
-        disable=not progress_bar,
     )
     bar.set_postfix_str(_eval_summary(state.evaluations))
     return _Loop(games, tables, fixed, rollout_args, logs, evaluated, started, bar, worker)
