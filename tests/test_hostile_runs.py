@@ -343,7 +343,7 @@ CONFIG_CASES = [
     ("ppo.ent_coef=1000", "ent_coef=1000.0 is not allowed"),
     ("ppo.vf_coef=1e6", "vf_coef=1000000.0 is not allowed"),
     ("ppo.max_grad_norm=1e9", "max_grad_norm=1000000000.0 is not allowed"),
-    ("ppo.clip_coef=5", "clip_coef=5.0 is not allowed; expected a number > 0 and at most 1"),
+    ("ppo.clip_coef=500", "clip_coef=500.0 is not allowed; expected a number > 0 and at most MAX_COEFFICIENT=100"),
     ("ppo.learning_rate=10", "learning_rate=10.0 is not allowed; expected a number > 0 and at most MAX_LEARNING_RATE"),
     ("opponents.exploiter_learning_rate=3", "exploiter_learning_rate=3.0 is not allowed"),
     ("warm_start.learning_rate=5", "learning_rate=5.0 is not allowed"),
@@ -639,12 +639,6 @@ def test_options_that_do_nothing_in_their_combination_are_warned(capsys, sets, w
     assert main([*argv, "--print-config"]) == 0
     err = capsys.readouterr().err
     assert f"cockroach-train: {warning}" in err, err
-
-
-def test_the_shipped_recipes_warn_of_nothing(capsys):
-    for path in sorted((ROOT / "configs").glob("*.yaml")):
-        assert main(["--config", str(path), "--print-config"]) == 0
-        assert "warning" not in capsys.readouterr().err, path
 
 
 # ---------------------------------------------------------------------------- a loss that is not finite

@@ -66,8 +66,8 @@ MAX_ROLLOUT_DECISIONS = 2**24
 MAX_GAMES = 10**8
 """Most games one evaluation may play (``evaluation.games``, ``cockroach-eval --games``)."""
 MAX_COEFFICIENT = 100.0
-"""Largest weight of a loss term (``ppo.ent_coef``, ``vf_coef``, ``magnet_coef``, ``kl_coef``) and gradient-norm clip:
-a weight of 1e30 turns the loss into inf, and no run trains there."""
+"""Largest weight of a loss term (``ppo.ent_coef``, ``vf_coef``, ``magnet_coef``, ``kl_coef``), ratio clip and
+gradient-norm clip: a weight of 1e30 turns the loss into inf, and no run trains there."""
 MAX_LEARNING_RATE = 1.0
 """Largest Adam learning rate of any network or table (Adam moves each weight by about this much per step)."""
 MAX_CONFIG_BYTES = 2**20
@@ -163,14 +163,14 @@ class PPOConfig:
         _require_learning_rate(where, "learning_rate", self.learning_rate)
         for name in ("gamma", "gae_lambda"):
             _require(where, name, getattr(self, name), 0 <= getattr(self, name) <= 1, "a number from 0 to 1")
-        _require(where, "clip_coef", self.clip_coef, 0 < self.clip_coef <= 1, "a number > 0 and at most 1")
-        _require(
-            where,
-            "max_grad_norm",
-            self.max_grad_norm,
-            0 < self.max_grad_norm <= MAX_COEFFICIENT,
-            f"a number > 0 and at most MAX_COEFFICIENT={MAX_COEFFICIENT:g}",
-        )
+        for name in ("clip_coef", "max_grad_norm"):
+            _require(
+                where,
+                name,
+                getattr(self, name),
+                0 < getattr(self, name) <= MAX_COEFFICIENT,
+                f"a number > 0 and at most MAX_COEFFICIENT={MAX_COEFFICIENT:g}",
+            )
         for name in ("ent_coef", "vf_coef", "magnet_coef", "kl_coef"):
             _require(
                 where,
