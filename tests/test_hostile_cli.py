@@ -474,3 +474,30 @@ def test_the_history_hint_names_each_commands_own_option(tmp_path, capsys):
     assert train(argv) == 2
     err = capsys.readouterr().err
     assert "(--option history=8 in cockroach-eval, --set game.history=8 in cockroach-train" in err, err
+
+
+@pytest.mark.parametrize("stop", ["non-finite loss", "signal before the first checkpoint"])
+def test_exploit_names_a_run_that_stopped_without_anything_to_resume(tmp_path, capsys, monkeypatch, stop):
+    """A best response whose loss turns non-finite, or that a signal stopped before its first checkpoint: the message
+    says what is true, with no ``--resume`` to a checkpoint that does not exist.
+    """
+    import signal
+
+    import training.cli.exploit as exploit_cli
+    from training.core.learner import NonFiniteUpdate
+    from training.core.runs import Interrupted
+
+    def stopped(*args, **kwargs):
+        if stop == "non-finite loss":
+            raise NonFiniteUpdate("the loss (v_loss = inf)", ["ppo.learning_rate"], update=3)
+        raise Interrupted(signal.SIGTERM, tmp_path / "runs" / "exploit_classic-4p" / "checkpoint", 0, saved=False)
+
+    monkeypatch.setattr(exploit_cli, "train_start", stopped)
+    code = exploit_cli.main(["classic-4p", "--decisions", "64", "--games", "4", "--output-dir", str(tmp_path / "runs")])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "--resume" not in err, err
+    if stop == "non-finite loss":
+        assert code == 1 and "cockroach-exploit: error: update 3: the loss (v_loss = inf) is not finite" in err, err
+        assert "No checkpoint of" in err, err
+    else:
+        assert code == 143 and "nothing to resume. Start it again with:" in err and "--overwrite" in err, err
