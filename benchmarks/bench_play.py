@@ -1,7 +1,7 @@
 """cockroach-play server latency per move, with many concurrent games, side by side with
 the same moves applied in process (no HTTP), in one run.
 
-    python benchmarks/bench_play.py [--games 32] [--seconds 20] [--agent heuristic]
+    python benchmarks/bench_play.py [--games 32] [--seconds 20] [--agent heuristic] [--min-moves 0]
 
 A real server (``python -m play.cli``) runs in its own process on 127.0.0.1 (only the
 loopback interface; the benchmark refuses anything else). The load generator, in this
@@ -18,6 +18,9 @@ Peer: the same session code driven in process, ``GameSession.human_move`` plus
 ``view`` with no web layer, timed per move; the ratio printed is the HTTP move
 latency over it, i.e. the cost of the web layer. Bounded: at most ``--games`` games
 (at most 64), ``--seconds`` of load (at most 120), and ``--max-moves`` per game.
+``--min-moves N`` measures at least N human moves over HTTP and N in process, however
+long that takes on a busy machine (a sample bounded by a count, not by seconds); an
+empty sample prints ``-``.
 """
 
 from __future__ import annotations
@@ -46,6 +49,15 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q)) if values else float("nan")
 
 
+def median(values: list[float]) -> float:
+    """The median, NaN for an empty sample (a short run on a busy machine may measure nothing)."""
+    return statistics.median(values) if values else float("nan")
+
+
+def shown(value: float) -> str:
+    return "-" if value != value else f"{value:.2f}"
+
+
 async def one_game(
     client,
     base: str,
@@ -56,6 +68,7 @@ async def one_game(
     move_ms: list,
     turn_ms: list,
     errors: list,
+    min_moves: int = 0,
 ) -> int:
     import websockets
 
@@ -74,7 +87,7 @@ async def one_game(
         f"ws://{base.split('//')[1]}/api/games/{game_id}/ws?token={token}", max_size=None
     ) as ws:
         sent_at = None
-        while time.monotonic() < deadline and moves < max_moves:
+        while (time.monotonic() < deadline or len(move_ms) < min_moves) and moves < max_moves:
             view = json.loads(await asyncio.wait_for(ws.recv(), timeout=30))
             if view["over"]:
                 break
@@ -98,7 +111,7 @@ async def one_game(
     return moves
 
 
-async def load(base: str, games: int, seconds: float, agent: str, max_moves: int):
+async def load(base: str, games: int, seconds: float, agent: str, max_moves: int, min_moves: int = 0):
     import httpx
 
     move_ms: list[float] = []
@@ -109,11 +122,20 @@ async def load(base: str, games: int, seconds: float, agent: str, max_moves: int
     async with httpx.AsyncClient(timeout=30, limits=httpx.Limits(max_connections=games + 4)) as client:
         round_index = 0
         total_moves = 0
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline or len(move_ms) < min_moves:
             counts = await asyncio.gather(
                 *(
                     one_game(
-                        client, base, round_index * games + k, agent, deadline, max_moves, move_ms, turn_ms, errors
+                        client,
+                        base,
+                        round_index * games + k,
+                        agent,
+                        deadline,
+                        max_moves,
+                        move_ms,
+                        turn_ms,
+                        errors,
+                        min_moves,
                     )
                     for k in range(games)
                 )
@@ -125,8 +147,8 @@ async def load(base: str, games: int, seconds: float, agent: str, max_moves: int
     return move_ms, turn_ms, errors, total_moves, time.perf_counter() - started
 
 
-def in_process(agent: str, seconds: float) -> list[float]:
-    """The same moves through GameSession directly: the session's own cost per move."""
+def in_process(agent: str, seconds: float, min_moves: int = 0) -> list[float]:
+    """The same moves through GameSession directly: the session's own cost per move (at least ``min_moves``)."""
     from cockroach_env.config import GameConfig
     from play.session import GameSession
 
@@ -134,11 +156,11 @@ def in_process(agent: str, seconds: float) -> list[float]:
     times = []
     deadline = time.monotonic() + seconds
     index = 0
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline or len(times) < min_moves:
         session = GameSession(GameConfig(), ["human", agent, agent, agent], seed=index, pace_ms=0)
         human = session.seats[0]
         index += 1
-        while not session.over and time.monotonic() < deadline:
+        while not session.over and (time.monotonic() < deadline or len(times) < min_moves):
             while session.agent_move():
                 pass
             if session.over:
@@ -176,18 +198,21 @@ def print_report(base: str, args: argparse.Namespace, measured: tuple, local: li
     )
     print(f"{'latency per move':<40}{'median ms':>10}{'p99 ms':>10}{'moves':>8}")
     print(
-        f"{'HTTP move (POST round trip)':<40}{statistics.median(move_ms):>10.2f}{percentile(move_ms, 99):>10.2f}"
+        f"{'HTTP move (POST round trip)':<40}{shown(median(move_ms)):>10}{shown(percentile(move_ms, 99)):>10}"
         f"{len(move_ms):>8}"
     )
     print(
-        f"{'turn (POST to the next own-turn push)':<40}{statistics.median(turn_ms):>10.2f}"
-        f"{percentile(turn_ms, 99):>10.2f}{len(turn_ms):>8}"
+        f"{'turn (POST to the next own-turn push)':<40}{shown(median(turn_ms)):>10}"
+        f"{shown(percentile(turn_ms, 99)):>10}{len(turn_ms):>8}"
     )
     print(
-        f"{'in process (GameSession, no web)':<40}{statistics.median(local):>10.2f}{percentile(local, 99):>10.2f}"
+        f"{'in process (GameSession, no web)':<40}{shown(median(local)):>10}{shown(percentile(local, 99)):>10}"
         f"{len(local):>8}"
     )
-    print(f"ratio HTTP move / in process (median): {statistics.median(move_ms) / statistics.median(local):.1f}x")
+    if move_ms and local:
+        print(f"ratio HTTP move / in process (median): {median(move_ms) / median(local):.1f}x")
+    else:
+        print("ratio HTTP move / in process (median): - (an empty sample: raise --seconds or give --min-moves)")
     if cpu == cpu:
         print(
             f"server CPU: {cpu:.1f} s in {wall:.1f} s of load ({100 * cpu / wall:.0f}% of one core), "
@@ -207,9 +232,17 @@ def main() -> int:
         "--agent", default="heuristic", help="the three agent seats of every game (default heuristic; e.g. classic-4p)"
     )
     parser.add_argument("--max-moves", type=int, default=200, help="human moves per game at most (default 200)")
+    parser.add_argument(
+        "--min-moves",
+        type=int,
+        default=0,
+        help="measure at least this many human moves over HTTP and in process, past --seconds if need be (0-10000)",
+    )
     args = parser.parse_args()
     if not 1 <= args.games <= 64 or not 0 < args.seconds <= 120 or args.max_moves < 1:
         parser.error("--games must be 1-64, --seconds in (0, 120], --max-moves positive")
+    if not 0 <= args.min_moves <= 10_000:
+        parser.error(f"--min-moves {args.min_moves} is not allowed; expected an integer from 0 to 10000")
     port = free_port()
     server = subprocess.Popen(
         [
@@ -244,13 +277,13 @@ def main() -> int:
             return 1
         cpu_before, own_before = server_cpu_seconds(server.pid), time.process_time()
         move_ms, turn_ms, errors, moves, wall = asyncio.run(
-            load(base, args.games, args.seconds, args.agent, args.max_moves)
+            load(base, args.games, args.seconds, args.agent, args.max_moves, args.min_moves)
         )
         cpu, own = server_cpu_seconds(server.pid) - cpu_before, time.process_time() - own_before
     finally:
         server.terminate()
         server.wait(timeout=10)
-    local = in_process(args.agent, min(args.seconds, 10.0))
+    local = in_process(args.agent, min(args.seconds, 10.0), args.min_moves)
     print_report(base, args, (move_ms, turn_ms, errors, moves, wall), local, cpu, own)
     if errors:
         print("errors:", errors[:3], file=sys.stderr)

@@ -100,9 +100,20 @@ def test_bench_scripted_measures_compiled_and_numpy_agents_side_by_side(tmp_path
 
 
 def test_bench_play_drives_the_server_like_a_browser(tmp_path):
+    """Bounded by a count of moves, not by seconds: a busy machine measures as many moves as an idle one."""
     pytest.importorskip("fastapi")
-    out = bench("bench_play.py", "--games", "2", "--seconds", "1", cwd=tmp_path).stdout
+    out = bench("bench_play.py", "--games", "2", "--seconds", "0.01", "--min-moves", "6", cwd=tmp_path).stdout
     assert re.search(r"[\d.]+ ms per human move", out)
+    http, local = (re.search(rf"{name}.*?\s(\d+)$", out, re.M) for name in (r"HTTP move", r"in process"))
+    assert int(http.group(1)) >= 6 and int(local.group(1)) >= 6, out
+
+
+def test_bench_play_reports_an_empty_sample_instead_of_crashing(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import bench_play
+
+    assert bench_play.shown(bench_play.median([])) == "-" and bench_play.shown(bench_play.percentile([], 99)) == "-"
+    assert bench_play.in_process("heuristic", 0.0) == [] and len(bench_play.in_process("heuristic", 0.0, 3)) >= 3
 
 
 def test_bench_agents_writes_the_strength_table(tmp_path):

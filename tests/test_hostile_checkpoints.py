@@ -688,3 +688,55 @@ def test_the_table_of_shipped_checkpoints_in_the_docs_matches_the_files():
         assert ("card counting" in network) == bool(meta["model"].get("card_counting")), name
         size = (ckpt.resolve(name).parent / meta["tensors"]["file"]).stat().st_size
         assert kb == size // 1000, (name, kb, size)
+
+
+# ---------------------------------------------------------------------------- an agent given the wrong observation
+
+
+def _agents_and_observations():
+    """A history-8 agent, an agent without a window, and an observation of each table."""
+    from dataclasses import replace
+
+    import cockroach_env
+    from cockroach_env import GameConfig
+    from training.core.model import ActorCritic, PolicyAgent
+
+    plain = GameConfig(num_players=3)
+    windowed = replace(plain, history=8)
+    agents, observations = {}, {}
+    for name, config in (("plain", plain), ("windowed", windowed)):
+        agents[name] = PolicyAgent(ActorCritic(config, [8], "tanh", False, seed=0), config, seed=0, name=name)
+        env = cockroach_env.raw_env(config=config)
+        env.reset(seed=0)
+        observations[name] = env.observe(env.agent_selection)
+    return agents, observations
+
+
+@pytest.mark.parametrize(
+    "agent, observation, fragments",
+    [
+        ("windowed", "plain", ["windowed: observations of shape (1, ", "the 8-move window (history=8)"]),
+        ("plain", "windowed", ["plain: observations of shape (1, ", "no move window (history=0)"]),
+        ("plain", "all NaN", ["observation row 0 holds NaN or infinite entries"]),
+        ("plain", "one inf", ["observation row 0 holds NaN or infinite entries"]),
+        ("plain", "short mask", ["action masks of shape (1, 3) do not fit"]),
+    ],
+)
+def test_an_agent_names_an_observation_that_does_not_fit_its_network(agent, observation, fragments):
+    from .hostile import refused
+
+    agents, observations = _agents_and_observations()
+    given = dict(observations["plain"])
+    if observation == "windowed":
+        given = observations["windowed"]
+    elif observation == "all NaN":
+        given["observation"] = np.full(given["observation"].shape, np.nan, np.float32)
+    elif observation == "one inf":
+        given["observation"] = given["observation"].astype(np.float32)
+        given["observation"][5] = np.inf
+    elif observation == "short mask":
+        given["action_mask"] = np.ones(3, np.int8)
+    message = refused(lambda: agents[agent].act(given), *fragments)
+    assert "Traceback" not in message
+    for batch in (agents[agent].act_batch, agents[agent].action_probabilities_batch):
+        refused(lambda b=batch: b(given["observation"][None], given["action_mask"][None]), *fragments)

@@ -376,3 +376,128 @@ def test_every_thread_count_that_reaches_torch_is_bounded():
     for threads in (100_000, -1, 2.5, True):
         refused(lambda t=threads: use_torch_threads(t), "MAX_TORCH_THREADS=256")
     assert torch.get_num_threads() == before
+
+
+# ---------------------------------------------------------------------------- the warm start's teacher, cockroach-
+# exploit's rules and history windows
+
+
+def _history_agent(path, num_players: int = 4, history: int = 8):
+    """A tiny agent checkpoint trained for a table with a ``history``-move window."""
+    from cockroach_env import GameConfig
+    from training.core import checkpoint as ckpt
+    from training.core.model import ActorCritic
+
+    config = GameConfig(num_players=num_players, history=history)
+    model = ActorCritic(config, [8], "tanh", False, seed=0)
+    spec = {"hidden_sizes": [8], "activation": "tanh", "card_counting": False}
+    return ckpt.save_checkpoint(
+        path,
+        {f"model.{k}": v for k, v in model.state_dict().items()},
+        {"kind": "agent", "name": path.name, "game_config": config.to_dict(), "model": spec},
+    )
+
+
+def _teachers(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "pipe.json")
+    return {
+        "unknown name": ("nobody", "unknown agent 'nobody'"),
+        "another table's agent": ("mini-recall", "trained for 2-player classic"),
+        "a history agent": (str(_history_agent(tmp_path / "windowed")), "--set game.history=8 in cockroach-train"),
+        "a FIFO": (str(tmp_path / "pipe"), "pipe"),
+        "a mixture": ("classic-4p-mixture", "does not give its action probabilities"),
+    }
+
+
+@pytest.mark.parametrize("case", ["unknown name", "another table's agent", "a history agent", "a FIFO", "a mixture"])
+def test_a_teacher_that_cannot_teach_is_a_config_error_before_the_run_directory_is_made(tmp_path, capsys, case):
+    from pathlib import Path
+
+    from training.cli.train import main as train
+
+    from .hostile import within
+
+    teacher, fragment = _teachers(tmp_path)[case]
+    config = Path(__file__).resolve().parents[1] / "configs" / "quick.yaml"
+    sets = [f"output_dir={tmp_path / 'runs'}", "name=taught", f"warm_start.teacher={teacher}"]
+    with within(60, f"the teacher {case}"):
+        assert train(["--config", str(config), "--no-progress", *[a for s in sets for a in ("--set", s)]]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cockroach-train: error: warm_start.teacher") and fragment in err, err
+    assert "Traceback" not in err
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    "frozen, extra, fragment",
+    [
+        ("history-8 agent", ["--set", "game.history=4"], "--set game.history=4 is not allowed"),
+        ("history-8 agent", ["--set", "game.history=0"], "expected game.history=8"),
+        ("classic-2p", ["--set", "game.history=8"], "--set game.history=8 is not allowed"),
+        (
+            "classic-2p",
+            ["--from-scratch", "--set", "game.history=8", "--set", "model.event_embedding=8"],
+            "expected game.history=0",
+        ),
+        ("classic-4p", ["--set", "model.hidden_sizes=[32]"], "leave model.* unset, or pass --from-scratch"),
+        ("classic-4p", ["--resume"], "--resume: no best-response run to continue"),
+    ],
+)
+def test_exploit_refuses_other_rules_networks_and_an_empty_resume_before_making_a_run(
+    tmp_path, capsys, monkeypatch, frozen, extra, fragment
+):
+    import training.algorithms.ppo
+    from training.cli.exploit import main as exploit
+
+    monkeypatch.setattr(training.algorithms.ppo, "train", lambda *a, **k: pytest.fail("a best response was trained"))
+    if frozen == "history-8 agent":
+        frozen = str(_history_agent(tmp_path / "windowed", num_players=2))
+    out = tmp_path / "runs"
+    assert exploit([frozen, "--decisions", "64", "--games", "4", "--output-dir", str(out), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cockroach-exploit: error:") and fragment in err and "Traceback" not in err, err
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_the_history_hint_names_each_commands_own_option(tmp_path, capsys):
+    """``--option`` is cockroach-eval's; cockroach-train's is ``--set game.history``."""
+    from pathlib import Path
+
+    from training.cli.train import main as train
+
+    windowed = _history_agent(tmp_path / "windowed")
+    config = Path(__file__).resolve().parents[1] / "configs" / "quick.yaml"
+    sets = [f"output_dir={tmp_path / 'runs'}", "name=started", "warm_start.teacher=null"]
+    argv = ["--config", str(config), *[a for s in sets for a in ("--set", s)], "--init-from", str(windowed)]
+    assert train(argv) == 2
+    err = capsys.readouterr().err
+    assert "(--option history=8 in cockroach-eval, --set game.history=8 in cockroach-train" in err, err
+
+
+@pytest.mark.parametrize("stop", ["non-finite loss", "signal before the first checkpoint"])
+def test_exploit_names_a_run_that_stopped_without_anything_to_resume(tmp_path, capsys, monkeypatch, stop):
+    """A best response whose loss turns non-finite, or that a signal stopped before its first checkpoint: the message
+    says what is true, with no ``--resume`` to a checkpoint that does not exist.
+    """
+    import signal
+
+    import training.cli.exploit as exploit_cli
+    from training.core.learner import NonFiniteUpdate
+    from training.core.runs import Interrupted
+
+    def stopped(*args, **kwargs):
+        if stop == "non-finite loss":
+            raise NonFiniteUpdate("the loss (v_loss = inf)", ["ppo.learning_rate"], update=3)
+        raise Interrupted(signal.SIGTERM, tmp_path / "runs" / "exploit_classic-4p" / "checkpoint", 0, saved=False)
+
+    monkeypatch.setattr(exploit_cli, "train_start", stopped)
+    code = exploit_cli.main(["classic-4p", "--decisions", "64", "--games", "4", "--output-dir", str(tmp_path / "runs")])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "--resume" not in err, err
+    if stop == "non-finite loss":
+        assert code == 1 and "cockroach-exploit: error: update 3: the loss (v_loss = inf) is not finite" in err, err
+        assert "No checkpoint of" in err, err
+    else:
+        assert code == 143 and "nothing to resume. Start it again with:" in err and "--overwrite" in err, err

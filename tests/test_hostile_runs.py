@@ -5,6 +5,7 @@ SIGKILLs at random instants (real subprocesses). A refused command leaves every 
 
 from __future__ import annotations
 
+import csv
 import errno
 import json
 import os
@@ -335,6 +336,21 @@ CONFIG_CASES = [
     ("name=a/b", "name='a/b'"),
     ("name=", "name="),
     ("output_dir=' '", "output_dir="),
+    # coefficients bounded to a range that trains (a loss term of weight 1e300 is inf)
+    ("ppo.kl_coef=1e300", "kl_coef=1e+300 is not allowed; expected a number from 0 to MAX_COEFFICIENT=100"),
+    ("ppo.magnet_coef=1e308", "magnet_coef=1e+308 is not allowed; expected a number from 0 to MAX_COEFFICIENT=100"),
+    ("ppo.magnet_coef=1e30", "magnet_coef=1e+30 is not allowed"),
+    ("ppo.ent_coef=1000", "ent_coef=1000.0 is not allowed"),
+    ("ppo.vf_coef=1e6", "vf_coef=1000000.0 is not allowed"),
+    ("ppo.max_grad_norm=1e9", "max_grad_norm=1000000000.0 is not allowed"),
+    ("ppo.clip_coef=500", "clip_coef=500.0 is not allowed; expected a number > 0 and at most MAX_COEFFICIENT=100"),
+    ("ppo.learning_rate=10", "learning_rate=10.0 is not allowed; expected a number > 0 and at most MAX_LEARNING_RATE"),
+    ("opponents.exploiter_learning_rate=3", "exploiter_learning_rate=3.0 is not allowed"),
+    ("warm_start.learning_rate=5", "learning_rate=5.0 is not allowed"),
+    ("nfsp.sl_learning_rate=2", "sl_learning_rate=2.0 is not allowed"),
+    ("cfr.distill_learning_rate=9", "distill_learning_rate=9.0 is not allowed"),
+    # counts bounded before any array is made
+    ("warm_start.num_envs=10000000000", "num_envs=10000000000 is not allowed; expected at most MAX_NUM_ENVS=1048576"),
 ]
 
 
@@ -588,3 +604,154 @@ def test_a_script_without_a_main_guard_can_train_with_overlap(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("ran") == 1  # the script ran once
     assert (tmp_path / "scripted" / "final.json").exists()
+
+
+# ---------------------------------------------------------------------------- options that do nothing
+
+
+@pytest.mark.parametrize(
+    "sets, warning",
+    [
+        (
+            ["ppo.magnet_reward=true"],
+            "warning: ppo.magnet_reward: true does nothing with ppo.magnet_coef: 0",
+        ),
+        (
+            ["ppo.magnet_coef=0.1", "ppo.magnet_ema=0.2"],
+            "warning: ppo.magnet_ema=0.2 does nothing with ppo.magnet: copy",
+        ),
+        (["ppo.magnet=ema"], "warning: ppo.magnet='ema' does nothing with ppo.magnet_coef: 0"),
+        (
+            ["ppo.magnet_coef=0.1", "ppo.magnet=uniform", "ppo.magnet_every=7"],
+            "warning: ppo.magnet_every=7 does nothing with ppo.magnet: uniform",
+        ),
+        (
+            ["ppo.ent_coef=0", "ppo.anneal_regularization=0.5"],
+            "warning: ppo.anneal_regularization=0.5 does nothing with ppo.ent_coef: 0 and ppo.magnet_coef: 0",
+        ),
+        (["opponents.exploiter_reset_every=5"], "warning: opponents.exploiter_reset_every=5 does nothing"),
+        (["warm_start.teacher=null", "warm_start.rounds=3"], "warning: warm_start.rounds=3 does nothing"),
+        (["nfsp.sl_steps=9"], "warning: nfsp.sl_steps=9 does nothing with algorithm: ppo"),
+    ],
+)
+def test_options_that_do_nothing_in_their_combination_are_warned(capsys, sets, warning):
+    argv = ["--config", str(ROOT / "configs" / "quick.yaml"), *[a for s in sets for a in ("--set", s)]]
+    assert main([*argv, "--print-config"]) == 0
+    err = capsys.readouterr().err
+    assert f"cockroach-train: {warning}" in err, err
+
+
+# ---------------------------------------------------------------------------- a loss that is not finite
+
+
+@pytest.mark.parametrize("overlap", [False, True], ids=["in process", "ppo.overlap"])
+def test_a_non_finite_loss_stops_the_run_naming_the_update_and_writes_nothing_of_it(
+    tmp_path, capsys, monkeypatch, overlap
+):
+    """Values made infinite in the third update's rollout: the run stops at update 3 with the term and the option
+    named, its metrics hold updates 1 and 2 only, all finite, and its run checkpoint (update 2) stays loadable.
+    """
+    from training.core.learner import Learner
+
+    original, calls = Learner.carry_over, []
+
+    def poisoned(self):
+        finished = original(self)
+        calls.append(1)
+        if len(calls) == 3:
+            finished.value[: finished.size] = np.inf
+        return finished
+
+    monkeypatch.setattr(Learner, "carry_over", poisoned)
+    extra = ["--set", f"ppo.overlap={str(overlap).lower()}", "--set", "warm_start.teacher=null"]
+    assert main(_argv(tmp_path, "diverged", 6, *extra)) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err, err
+    assert "cockroach-train: error: update 3: the loss (v_loss = inf) is not finite" in err, err
+    assert "likely cause: ppo.learning_rate" in err and "The last checkpoint in" in err, err
+    run = tmp_path / "diverged"
+    with (run / "metrics.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert [row["update"] for row in rows] == ["1", "2"]
+    for row in rows:
+        for column in ("pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac"):
+            assert np.isfinite(float(row[column])), (column, row)
+    checkpoint = ckpt.load_checkpoint(run / "checkpoint", kind="run")
+    assert checkpoint.metadata["progress"]["update"] == 2
+    assert not (run / "final.json").exists()
+
+
+def test_a_non_finite_warm_start_names_its_learning_rate():
+    from cockroach_env import GameConfig
+    from training.algorithms import imitation
+    from training.core.learner import NonFiniteUpdate
+    from training.core.model import ActorCritic
+
+    game = GameConfig(num_players=2)
+    teacher = __import__("baselines").make("heuristic", game, seed=0)
+    labelled = imitation.collect(game, teacher, 64, 8, seed=0)
+    labelled.reward[:] = np.nan
+    model = ActorCritic(game, [8], "tanh", False, seed=0)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with pytest.raises(NonFiniteUpdate) as error:
+        imitation.fit(model, labelled, 1, 16, 1e-3, 0, "cpu")
+    assert "the warm start's loss" in str(error.value) and "warm_start.learning_rate" in str(error.value)
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())  # stopped before the first step
+
+
+def test_a_non_finite_average_policy_loss_names_its_learning_rate():
+    from types import SimpleNamespace
+
+    from cockroach_env import GameConfig
+    from training.algorithms.nfsp import AveragePolicy
+    from training.core.config import NFSPConfig
+    from training.core.learner import NonFiniteUpdate
+    from training.core.model import ActorCritic
+
+    game = GameConfig(num_players=2)
+    model = ActorCritic(game, [8], "tanh", False, seed=0)
+    settings = NFSPConfig(reservoir_size=64, sl_steps=1, sl_batch_size=8)
+    average = AveragePolicy(model, settings, model.observation_size, model.num_actions, seed=0)
+    mask = np.zeros((16, model.num_actions), bool)
+    mask[:, 0] = True
+    rollout = SimpleNamespace(
+        obs=np.full((16, model.observation_size), np.nan, np.float32), mask=mask, action=np.zeros(16, np.int64)
+    )
+    with np.errstate(invalid="ignore"):  # (NaN has no uint8 value: the reservoir keeps float32 observations)
+        average.observe(rollout, np.arange(16))
+    with pytest.raises(NonFiniteUpdate, match=r"the average policy's loss .* nfsp.sl_learning_rate"):
+        average.update()
+
+
+# ---------------------------------------------------------------------------- a stop during the warm start
+
+
+def test_sigterm_during_the_warm_start_of_an_overwrite_says_what_is_true_and_a_plain_start_then_works(
+    finished_run, tmp_path, capsys, monkeypatch
+):
+    """No checkpoint exists during the warm start: the message says so and gives a command that works (no
+    ``--resume``); ``--overwrite`` has cleared the replaced run's logs, so the plain command starts the run.
+    """
+    from training.algorithms import imitation
+
+    run = _copy(finished_run, tmp_path)
+    (run / "notes.txt").write_text("the user's own file")
+    original = imitation.warm_start
+
+    def signalled(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)  # (handled by the run: a stop at its next step)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(imitation, "warm_start", signalled)
+    teacher = ["--set", "warm_start.teacher=heuristic"]
+    assert main(_argv(tmp_path, run.name, 4, *teacher, "--overwrite")) == 143
+    monkeypatch.undo()
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "--resume" not in err, err
+    assert "before the run's first checkpoint" in err and "nothing to resume" in err, err
+    command = err.split("Start it again with:\n", 1)[1].strip().split(" ")
+    assert command[0] == "cockroach-train" and "--overwrite" in command, err  # (the user's file is still there)
+    assert sorted(p.name for p in run.iterdir()) == ["notes.txt"]  # the replaced run's files are gone, the user's not
+    (run / "notes.txt").unlink()
+    assert main(_argv(tmp_path, run.name, 4, *teacher)) == 0  # a plain start
+    assert (run / "final.json").exists()

@@ -64,3 +64,11 @@ def test_a_recipe_trains_and_saves_a_history_aware_agent(tmp_path):
 
     result = play_match([str(final), "heuristic"], config=agent.config, games=8, seed=0)
     assert result.config == agent.config and result.games == 8
+
+
+def test_every_shipped_config_warns_of_nothing():
+    """No setting of a config in ``configs/`` is one that does nothing (``unused_options``)."""
+    from training.core.config import unused_options
+
+    for path in sorted((ROOT / "configs").glob("*.yaml")):
+        assert unused_options(load_config(path)) == [], path

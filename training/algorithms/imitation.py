@@ -34,6 +34,7 @@ import torch
 from cockroach_env.batched import BatchedGames
 from cockroach_env.config import GameConfig
 from training.core.config import ConfigError
+from training.core.learner import NonFiniteUpdate, check_finite_weights
 from training.core.model import mask_bias
 
 REPORT_KEYS = ("teacher", "decisions", "rounds", "epochs", "policy_loss", "teacher_entropy", "value_loss", "agreement")
@@ -160,14 +161,21 @@ def fit(
             p = target[rows].to(device)
             policy_loss = -(p * log_policy.clamp_min(-1e4)).sum(1).mean()
             value_loss = ((value - reward[rows].to(device)) ** 2).mean()
+            loss = policy_loss + 0.5 * value_loss
+            if not bool(torch.isfinite(loss)):
+                raise NonFiniteUpdate(
+                    f"the warm start's loss (policy_loss {policy_loss.item()}, value_loss {value_loss.item()})",
+                    ["warm_start.learning_rate"],
+                )
             optimizer.zero_grad()
-            (policy_loss + 0.5 * value_loss).backward()
+            loss.backward()
             optimizer.step()
             with torch.no_grad():
                 agree = (p.gather(1, log_policy.argmax(1, keepdim=True)) >= best[rows].to(device) - 1e-6).float().mean()
             sums += np.array([policy_loss.item(), value_loss.item(), agree.item()]) * len(rows)
             if progress is not None:
                 progress(len(rows))
+        check_finite_weights(model, ["warm_start.learning_rate"])
         stats = {
             "policy_loss": sums[0] / total,
             "teacher_entropy": teacher_entropy,

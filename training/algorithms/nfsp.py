@@ -54,6 +54,7 @@ from training.algorithms import ppo
 from training.core import checkpoint as ckpt
 from training.core.checkpoint.run_state import save_agent_checkpoint
 from training.core.config import NFSPConfig, TrainConfig
+from training.core.learner import NonFiniteUpdate, check_finite_weights
 from training.core.model import ActorCritic, mask_bias
 from training.core.opponents import FixedOpponents, Population
 from training.core.runs import BEST_RESPONSE_NAME, Progress
@@ -182,10 +183,15 @@ class AveragePolicy:
                 )
                 logits = self.model.heads(self.model.network_inputs(obs))[0] + mask_bias(mask)
                 loss = torch.nn.functional.cross_entropy(logits, action)
+                if not bool(torch.isfinite(loss)):
+                    raise NonFiniteUpdate(
+                        f"the average policy's loss (sl_loss {loss.item()})", ["nfsp.sl_learning_rate"]
+                    )
                 self.optimizer.zero_grad()
                 loss.backward()
                 self.optimizer.step()
                 self.loss = loss.item()
+            check_finite_weights(self.model, ["nfsp.sl_learning_rate"], "a weight of the average policy")
         self.seconds += time.perf_counter() - started
         return {"sl_loss": self.loss, "reservoir": self.reservoir.size}
 

@@ -77,7 +77,7 @@ from training.core.checkpoint.run_state import (
     save_run_checkpoint,
 )
 from training.core.config import TrainConfig
-from training.core.learner import Learner, frozen_copy, gae, magnet_bonus, ppo_update
+from training.core.learner import Learner, frozen_copy, gae, magnet_bonus, numbered, ppo_update
 from training.core.model import ActorCritic
 from training.core.opponents import (
     EXPLOITER,
@@ -90,6 +90,7 @@ from training.core.opponents import (
     Tables,
     load_checkpoint_opponents,
 )
+from training.core.progress import progress_bar as progress
 from training.core.rollout import RolloutArgs, baseline_index, collect_rollout, snapshot_indices
 from training.core.runs import (
     AGENT_NAME,
@@ -102,6 +103,7 @@ from training.core.runs import (
     StopSignals,
     announce_when_slow,
     plot_learning_curves,
+    remove_run_logs,
 )
 from training.core.update_process import UpdateProcess, training_rows
 from training.evaluation.against_baselines import evaluate_model
@@ -240,7 +242,8 @@ def _train(
         run.state.games += sum(games for games, _, _ in outcomes.values())
 
         # ---------------------------------------- 2. advantages (GAE) and 3. update, for each learner
-        stats = _advantages_and_update(run, loop, update)
+        with numbered(update + 1):  # a loss or weight that is not finite stops the run, naming this update
+            stats = _advantages_and_update(run, loop, update)
 
         # ---------------------------------------- 4. snapshots, exploiter reset, evaluation, logs, checkpoints
         run.state.update = update + 1
@@ -437,20 +440,18 @@ def _warm_start(run: _Run, teacher, signals: StopSignals, progress_bar: bool) ->
 
     A signal stops it at the next step with ``Interrupted`` (no checkpoint exists yet: the run starts again).
     """
-    from tqdm import tqdm
-
     settings = run.config.warm_start
 
     def stop_requested() -> bool:
         return signals.received is not None
 
-    bar = tqdm(total=settings.decisions, unit="dec", unit_scale=True, dynamic_ncols=True, disable=not progress_bar)
+    bar = progress(settings.decisions, "dec", progress_bar, unit_scale=True, dynamic_ncols=True)
     with bar:
         record = imitation.warm_start(
             run.policy.model, run.game, teacher, settings, run.config.seed, run.device, bar, stop_requested
         )
     if record is None:
-        raise Interrupted(signals.received, run.run_dir / CHECKPOINT_NAME, 0)
+        raise Interrupted(signals.received, run.run_dir / CHECKPOINT_NAME, 0, saved=False)
     run.policy.model.train()
     print(
         f"warm start: imitated {settings.teacher} on {record['decisions']:,} decisions; the network's first choice "
@@ -481,13 +482,12 @@ def _tidy_run_dir(run: _Run, resume: bool) -> None:
         # a stop before its first save leaves none of them to resume or load
         for name in (CHECKPOINT_NAME, AGENT_NAME, BEST_RESPONSE_NAME):
             ckpt.remove_checkpoint(run_dir / name)
+        remove_run_logs(run_dir)  # (and its logs: only the user's own files stay)
     prune_kept_agents(run_dir / KEPT_AGENTS, run.state.update if resume else -1)
 
 
 def _start_loop(run: _Run, resume: bool, progress_bar: bool, stack: contextlib.ExitStack) -> _Loop:
     """The logs, games, tables, fixed opponents, update process and progress bar of the update loop."""
-    from tqdm import tqdm
-
     config, state = run.config, run.state
     logs = RunLogs(
         run.run_dir, config, resume_update=state.update if resume else None, extra_columns=run.hooks.log_columns
@@ -521,13 +521,13 @@ def _start_loop(run: _Run, resume: bool, progress_bar: bool, stack: contextlib.E
         for code, learner in run.learners.items():
             worker.push(code, learner)
     started = time.perf_counter() - state.wall_seconds
-    bar = tqdm(
-        total=run.num_updates * run.decisions_per_update,
+    bar = progress(
+        run.num_updates * run.decisions_per_update,
+        "dec",
+        progress_bar,
         initial=state.decisions,
-        unit="dec",
         unit_scale=True,
         dynamic_ncols=True,
-        disable=not progress_bar,
     )
     bar.set_postfix_str(_eval_summary(state.evaluations))
     return _Loop(games, tables, fixed, rollout_args, logs, evaluated, started, bar, worker)

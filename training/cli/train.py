@@ -18,7 +18,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from training.core.config import ConfigError, describe_options, load_config
+from training.core.config import ConfigError, describe_options, load_config, unused_options
 from training.core.distributed import add_ray_option
 from training.core.output_paths import run_dir_problem
 
@@ -76,23 +76,29 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"cockroach-train: error: {error}", file=sys.stderr)
         return 2
+    for note in _unused(args, config):
+        print(f"cockroach-train: warning: {note}", file=sys.stderr)
     if args.print_config:
         import yaml
 
         print(yaml.safe_dump(config.to_dict(), sort_keys=False), end="")
         return 0
     # (creates the run directory: after every other check)
-    problem = _config_problem(args, config) or run_dir_problem(
-        config.run_dir, resume=args.resume, overwrite=args.overwrite
-    )
+    try:
+        problem = _config_problem(args, config) or run_dir_problem(
+            config.run_dir, resume=args.resume, overwrite=args.overwrite
+        )
+    except ConfigError as error:
+        problem = str(error)
     if problem:
         print(f"cockroach-train: error: {problem}", file=sys.stderr)
         return 2
     from training.core.runs import CHECKPOINT_NAME
 
-    command = "cockroach-train " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+    given = sys.argv[1:] if argv is None else list(argv)
+    command = "cockroach-train " + " ".join(shlex.quote(a) for a in given)
     resume_command = _resume_command(args)
-    agent = _train(args, config, command, resume_command)
+    agent = _train(args, config, command, resume_command, given)
     if isinstance(agent, int):
         return agent
     if agent.with_suffix("").name == CHECKPOINT_NAME:  # a CFR run without a network, or stopped by its time limit
@@ -107,8 +113,21 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _unused(args: argparse.Namespace, config) -> list[str]:
+    """The settings that change nothing in this command (``unused_options``, and a teacher with ``--init-from``)."""
+    notes = unused_options(config)
+    if config.warm_start.teacher is not None and args.init_from and not args.resume:
+        notes.append(
+            f"warm_start.teacher={config.warm_start.teacher!r} does nothing with --init-from (the run starts from "
+            "those weights, without a warm start)"
+        )
+    return notes
+
+
 def _config_problem(args: argparse.Namespace, config) -> str | None:
-    """What the command line cannot run of a valid config, or None."""
+    """What the command line cannot run of a valid config, or None; a ``warm_start.teacher`` that cannot teach raises
+    ``ConfigError`` (it is loaded here, before the run directory is made).
+    """
     if args.ray is not None and config.algorithm != "psro":
         return (
             f"--ray runs PSRO's best responses and payoff tables; the config has algorithm={config.algorithm!r} "
@@ -121,6 +140,10 @@ def _config_problem(args: argparse.Namespace, config) -> str | None:
             "against a population that PSRO or cockroach-exploit gives, or NFSP's average policy (algorithm: nfsp); "
             "expected 0"
         )
+    if config.warm_start.teacher is not None and not args.resume and not args.init_from:
+        from training.algorithms.imitation import resolve_teacher
+
+        resolve_teacher(config)
     return None
 
 
@@ -141,9 +164,10 @@ def _trainer(args: argparse.Namespace, config):
     return train
 
 
-def _train(args: argparse.Namespace, config, command: str, resume_command: str) -> Path | int:
+def _train(args: argparse.Namespace, config, command: str, resume_command: str, given: list[str]) -> Path | int:
     """Train (or resume) the run; the agent's path, or the exit status after a stop or an error (printed)."""
     from training.core.checkpoint import CheckpointError
+    from training.core.learner import NonFiniteUpdate
     from training.core.runs import CHECKPOINT_NAME, Interrupted
     from training.core.update_process import UpdateProcessError
     from training.evaluation.exact import TreeTooLarge
@@ -163,12 +187,21 @@ def _train(args: argparse.Namespace, config, command: str, resume_command: str) 
             base_run=base_run,
             **more,
         )
-    except (CheckpointError, TreeTooLarge) as error:
+    except (CheckpointError, ConfigError, TreeTooLarge) as error:
         print(f"cockroach-train: error: {error}", file=sys.stderr)
         return 2
     except Interrupted as stop:
-        print(f"cockroach-train: stopped by {stop}. Continue with:\n  {resume_command}", file=sys.stderr)
+        if not stop.saved:
+            print(
+                f"cockroach-train: stopped by {stop}. Start it again with:\n  {_start_command(given, config.run_dir)}",
+                file=sys.stderr,
+            )
+        else:
+            print(f"cockroach-train: stopped by {stop}. Continue with:\n  {resume_command}", file=sys.stderr)
         return stop.exit_code
+    except NonFiniteUpdate as error:
+        print(f"cockroach-train: error: {error}\n{non_finite_advice(config.run_dir)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         if not (config.run_dir / f"{CHECKPOINT_NAME}.json").exists():
             # stopped before the run's first checkpoint: nothing to resume
@@ -200,6 +233,32 @@ def _train(args: argparse.Namespace, config, command: str, resume_command: str) 
             file=sys.stderr,
         )
         return 1
+
+
+def non_finite_advice(run_dir: Path) -> str:
+    """What to do after a ``NonFiniteUpdate``: the run's last checkpoint is intact, but the same settings meet the same
+    values again.
+    """
+    from training.core.runs import CHECKPOINT_NAME
+
+    kept = (
+        f"The last checkpoint in {run_dir} is intact"
+        if (run_dir / f"{CHECKPOINT_NAME}.json").exists()
+        else f"No checkpoint of {run_dir} was written"
+    )
+    return f"{kept}; with the same settings the run meets the same values again: lower that option and start it again"
+
+
+def _start_command(given: list[str], run_dir: Path) -> str:
+    """The command that starts a run again that stopped before its first checkpoint: the given one without
+    ``--resume``, with ``--overwrite`` only if the run directory still holds files.
+    """
+    argv = [a for a in given if a not in ("--resume", "--overwrite")]
+    try:
+        held = any(run_dir.iterdir())
+    except OSError:
+        held = True
+    return " ".join(shlex.quote(a) for a in ["cockroach-train", *argv, *(["--overwrite"] if held else [])])
 
 
 def _resume_command(args) -> str:

@@ -45,11 +45,16 @@ def baseline_names() -> list[str]:
 MAX_TORCH_THREADS = 256
 """Most torch threads a config or ``--torch-threads`` may ask for (torch crashes on far larger counts)."""
 MAX_NUM_ENVS = 2**20
-"""Most games a rollout may play in parallel (``ppo.num_envs``)."""
+"""Most games a rollout may play in parallel (``ppo.num_envs``, ``warm_start.num_envs``)."""
 MAX_ROLLOUT_DECISIONS = 2**24
 """Most decisions one rollout may hold (``ppo.num_envs * ppo.num_steps``): its buffers are a few hundred bytes each."""
 MAX_GAMES = 10**8
 """Most games one evaluation may play (``evaluation.games``, ``cockroach-eval --games``)."""
+MAX_COEFFICIENT = 100.0
+"""Largest weight of a loss term (``ppo.ent_coef``, ``vf_coef``, ``magnet_coef``, ``kl_coef``), ratio clip and
+gradient-norm clip: a weight of 1e30 turns the loss into inf, and no run trains there."""
+MAX_LEARNING_RATE = 1.0
+"""Largest Adam learning rate of any network or table (Adam moves each weight by about this much per step)."""
 MAX_CONFIG_BYTES = 2**20
 """A config file is a few kilobytes; a larger one is not a config of this project."""
 
@@ -140,13 +145,25 @@ class PPOConfig:
             f"num_envs * num_steps ({self.num_envs} * {self.num_steps}) at most MAX_ROLLOUT_DECISIONS="
             f"{MAX_ROLLOUT_DECISIONS} decisions per rollout",
         )
-        _require(where, "learning_rate", self.learning_rate, self.learning_rate > 0, "a number > 0")
+        _require_learning_rate(where, "learning_rate", self.learning_rate)
         for name in ("gamma", "gae_lambda"):
             _require(where, name, getattr(self, name), 0 <= getattr(self, name) <= 1, "a number from 0 to 1")
         for name in ("clip_coef", "max_grad_norm"):
-            _require(where, name, getattr(self, name), getattr(self, name) > 0, "a number > 0")
+            _require(
+                where,
+                name,
+                getattr(self, name),
+                0 < getattr(self, name) <= MAX_COEFFICIENT,
+                f"a number > 0 and at most MAX_COEFFICIENT={MAX_COEFFICIENT:g}",
+            )
         for name in ("ent_coef", "vf_coef", "magnet_coef", "kl_coef"):
-            _require(where, name, getattr(self, name), getattr(self, name) >= 0, "a number >= 0")
+            _require(
+                where,
+                name,
+                getattr(self, name),
+                0 <= getattr(self, name) <= MAX_COEFFICIENT,
+                f"a number from 0 to MAX_COEFFICIENT={MAX_COEFFICIENT:g} (larger weights overflow the loss)",
+            )
         _require(where, "magnet", self.magnet, self.magnet in MAGNETS, f"one of {list(MAGNETS)}")
         for name in ("magnet_ema", "anneal_regularization"):
             _require(where, name, getattr(self, name), 0 < getattr(self, name) <= 1, "a number > 0 and at most 1")
@@ -314,13 +331,7 @@ class OpponentConfig:
             "an integer >= 0",
         )
         if self.exploiter_learning_rate is not None:
-            _require(
-                where,
-                "exploiter_learning_rate",
-                self.exploiter_learning_rate,
-                self.exploiter_learning_rate > 0,
-                "a number > 0, or null for ppo.learning_rate",
-            )
+            _require_learning_rate(where, "exploiter_learning_rate", self.exploiter_learning_rate, ", or null")
         _require(where, "snapshot_every", self.snapshot_every, self.snapshot_every >= 0, "an integer >= 0")
         _require(
             where,
@@ -429,7 +440,14 @@ class WarmStartConfig:
                      "null, a baseline name, a checkpoint path or a shipped agent's name")  # fmt: skip
         for name in ("decisions", "rounds", "epochs", "batch_size", "num_envs"):
             _require(where, name, getattr(self, name), getattr(self, name) >= 1, "an integer >= 1")
-        _require(where, "learning_rate", self.learning_rate, self.learning_rate > 0, "a number > 0")
+        _require(
+            where,
+            "num_envs",
+            self.num_envs,
+            self.num_envs <= MAX_NUM_ENVS,
+            f"at most MAX_NUM_ENVS={MAX_NUM_ENVS} games in parallel",
+        )
+        _require_learning_rate(where, "learning_rate", self.learning_rate)
 
 
 ALGORITHMS = ("ppo", "psro", "cfr", "nfsp")
@@ -507,7 +525,7 @@ class NFSPConfig:
         for name in ("reservoir_size", "sl_batch_size"):
             _require(where, name, getattr(self, name), getattr(self, name) >= 1, "an integer >= 1")
         _require(where, "sl_steps", self.sl_steps, self.sl_steps >= 0, "an integer >= 0")
-        _require(where, "sl_learning_rate", self.sl_learning_rate, self.sl_learning_rate > 0, "a number > 0")
+        _require_learning_rate(where, "sl_learning_rate", self.sl_learning_rate)
         _require(
             where,
             "sl_batch_size",
@@ -569,12 +587,8 @@ class CFRConfig:
             _require(where, name, getattr(self, name), getattr(self, name) >= 0, "an integer >= 0")
         _require(where, "variant", self.variant, self.variant in CFR_VARIANTS, f"one of {list(CFR_VARIANTS)}")
         _require(where, "keys", self.keys, self.keys in CFR_KEYS, f"one of {list(CFR_KEYS)}")
-        _require(
-            where, "distill_learning_rate", self.distill_learning_rate, self.distill_learning_rate > 0, "a number > 0"
-        )
-        _require(
-            where, "descent_learning_rate", self.descent_learning_rate, self.descent_learning_rate > 0, "a number > 0"
-        )
+        for name in ("distill_learning_rate", "descent_learning_rate"):
+            _require_learning_rate(where, name, getattr(self, name))
 
 
 @dataclass
@@ -726,6 +740,67 @@ class TrainConfig:
         return Path(self.output_dir) / self.name
 
 
+def unused_options(config: TrainConfig) -> list[str]:
+    """The settings of a valid ``config`` that change nothing in their combination (a value changed from its default
+    whose option is off), one sentence each; the commands print them as warnings.
+    """
+    ppo, default = config.ppo, PPOConfig()
+    notes = []
+
+    def changed(section: Any, name: str) -> bool:
+        return getattr(section, name) != getattr(type(section)(), name)
+
+    if ppo.magnet_reward and not ppo.magnet_coef:
+        notes.append("ppo.magnet_reward: true does nothing with ppo.magnet_coef: 0 (the reward bonus has weight 0)")
+    if not ppo.magnet_coef:
+        for name in ("magnet", "magnet_every", "magnet_ema"):
+            if changed(ppo, name):
+                notes.append(f"ppo.{name}={getattr(ppo, name)!r} does nothing with ppo.magnet_coef: 0 (no magnet)")
+    else:
+        if ppo.magnet != "ema" and changed(ppo, "magnet_ema"):
+            notes.append(
+                f"ppo.magnet_ema={ppo.magnet_ema!r} does nothing with ppo.magnet: {ppo.magnet} (only ema uses it)"
+            )
+        if ppo.magnet != "copy" and changed(ppo, "magnet_every"):
+            notes.append(
+                f"ppo.magnet_every={ppo.magnet_every!r} does nothing with ppo.magnet: {ppo.magnet} (only copy uses it)"
+            )
+    if ppo.anneal_regularization != default.anneal_regularization and not (ppo.ent_coef or ppo.magnet_coef):
+        notes.append(
+            f"ppo.anneal_regularization={ppo.anneal_regularization!r} does nothing with ppo.ent_coef: 0 and "
+            "ppo.magnet_coef: 0 (it scales those two)"
+        )
+    mix = config.opponents
+    if not mix.exploiter:
+        for name in ("exploiter_reset_every", "exploiter_learning_rate"):
+            if changed(mix, name):
+                notes.append(
+                    f"opponents.{name}={getattr(mix, name)!r} does nothing with opponents.exploiter: 0 (no exploiter)"
+                )
+    if not mix.beat_pool_loss_rate and changed(mix, "beat_pool_games"):
+        notes.append(
+            f"opponents.beat_pool_games={mix.beat_pool_games!r} does nothing with opponents.beat_pool_loss_rate: 0"
+        )
+    if mix.checkpoint_seats is not None and not mix.checkpoints:
+        notes.append(f"opponents.checkpoint_seats={mix.checkpoint_seats!r} does nothing without opponents.checkpoints")
+    if config.warm_start.teacher is None:
+        for f in fields(WarmStartConfig):
+            if f.name != "teacher" and changed(config.warm_start, f.name):
+                notes.append(
+                    f"warm_start.{f.name}={getattr(config.warm_start, f.name)!r} does nothing with warm_start.teacher: "
+                    "null (no warm start)"
+                )
+    for section, algorithm in (("psro", "psro"), ("cfr", "cfr"), ("nfsp", "nfsp")):
+        if config.algorithm != algorithm:
+            for f in fields(getattr(config, section)):
+                if changed(getattr(config, section), f.name):
+                    notes.append(
+                        f"{section}.{f.name}={getattr(getattr(config, section), f.name)!r} does nothing with "
+                        f"algorithm: {config.algorithm} (only algorithm: {algorithm} reads it)"
+                    )
+    return notes
+
+
 SECTIONS = {f.name: f.type for f in fields(TrainConfig)}
 _RUN_NAME = re.compile(r"[A-Za-z0-9._-]+")
 _DEVICE = re.compile(r"cpu|cuda(:\d+)?")
@@ -838,6 +913,16 @@ def _check_key_path(parts: list[str]) -> None:
 def _require(where: str, key: str, value: Any, ok: bool, expected: str) -> None:
     if not ok:
         raise ConfigError(f"{where}: {cut(key)}={quoted(value)} is not allowed; expected {expected}")
+
+
+def _require_learning_rate(where: str, key: str, value: float, alternative: str = "") -> None:
+    _require(
+        where,
+        key,
+        value,
+        0 < value <= MAX_LEARNING_RATE,
+        f"a number > 0 and at most MAX_LEARNING_RATE={MAX_LEARNING_RATE:g}{alternative}",
+    )
 
 
 # ---------------------------------------------------------------------------- documentation

@@ -5,18 +5,73 @@
 log-probabilities and values, rewards, and each decision's successor in its game and
 seat). ``Learner``: a network in training with its Adam state, its rollout and its
 magnet. ``gae``: advantages and returns of a
-rollout. ``ppo_update``: the clipped PPO update on a rollout's complete decisions.
+rollout. ``ppo_update``: the clipped PPO update on a rollout's complete decisions; it checks its loss and gradient
+before every step and the weights after the update, and raises ``NonFiniteUpdate`` (naming the term and the likely
+option) rather than train on, or log, a value that is not finite.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
+from collections.abc import Iterator
 
 import numpy as np
 import torch
 
 from training.core.model import ActorCritic, mask_bias
+
+
+class NonFiniteUpdate(ArithmeticError):
+    """A training step met a loss, gradient or weight that is not finite (NaN or infinite).
+
+    Raised before that step changes the weights when the loss or the gradient is not finite, and before anything of
+    the update is logged or saved: the run stops, and its last checkpoint on disk is the last good one. ``update`` is
+    the run's update (set by ``numbered``), ``options`` the config options that most likely caused it.
+    """
+
+    def __init__(self, what: str, options: list[str], update: int | None = None):
+        super().__init__(what, options, update)
+        self.what, self.options, self.update = what, list(options), update
+
+    def __str__(self) -> str:
+        where = f"update {self.update}: " if self.update is not None else ""
+        return (
+            f"{where}{self.what} is not finite, so the run stopped before training on it (nothing of this update "
+            f"was saved or logged); likely cause: {' or '.join(self.options)} too large for this run"
+        )
+
+
+@contextlib.contextmanager
+def numbered(update: int) -> Iterator[None]:
+    """A ``NonFiniteUpdate`` raised inside names the run's ``update``."""
+    try:
+        yield
+    except NonFiniteUpdate as error:
+        error.update = update
+        raise
+
+
+def check_finite_weights(model: torch.nn.Module, options: list[str], what: str = "a weight of the network") -> None:
+    """Raise ``NonFiniteUpdate`` if any parameter of ``model`` is NaN or infinite."""
+    for name, parameter in model.named_parameters():
+        if not bool(torch.isfinite(parameter).all()):
+            raise NonFiniteUpdate(f"{what} ({name})", options)
+
+
+def _non_finite_term(terms: dict[str, tuple[torch.Tensor, torch.Tensor, str, list[str]]]) -> NonFiniteUpdate:
+    """The error for the first non-finite term of a loss: ``terms`` maps a term's name to (its value, its weighted
+    value, the option of its weight, the options that most likely made the value itself non-finite).
+    """
+    for name, (raw, weighted, weight_option, raw_options) in terms.items():
+        if not bool(torch.isfinite(weighted)):
+            if bool(torch.isfinite(raw)):
+                return NonFiniteUpdate(
+                    f"the loss ({name} {float(raw.detach()):.3g} x {weight_option})", [weight_option]
+                )
+            return NonFiniteUpdate(f"the loss ({name} = {float(raw.detach())})", raw_options)
+    return NonFiniteUpdate("the loss (its terms cancel: inf - inf)", ["ppo.learning_rate"])
 
 
 class Rollout:
@@ -271,17 +326,43 @@ def ppo_update(
             if start_log_policy is not None:
                 start_kl = (policy * (log_policy - start_log_policy.index_select(0, mb))).sum(-1).mean()
                 loss = loss + ppo.kl_coef * start_kl
+            if not bool(torch.isfinite(loss)):
+                returns_options = (
+                    ["ppo.magnet_coef (with ppo.magnet_reward)"]
+                    if ppo.magnet_reward and ppo.magnet_coef
+                    else ["ppo.learning_rate"]
+                )
+                terms = {
+                    "pg_loss": (pg_loss, pg_loss, "", ["ppo.learning_rate", "ppo.clip_coef"]),
+                    "v_loss": (v_loss, ppo.vf_coef * v_loss, "ppo.vf_coef", returns_options),
+                    "entropy": (
+                        entropy_loss,
+                        scale * ppo.ent_coef * entropy_loss,
+                        "ppo.ent_coef",
+                        ["ppo.learning_rate"],
+                    ),
+                }
+                if magnet_log_policy is not None and not ppo.magnet_reward:
+                    kl = scale * ppo.magnet_coef * magnet_kl
+                    terms["magnet_kl"] = (magnet_kl, kl, "ppo.magnet_coef", ["ppo.magnet_coef", "ppo.learning_rate"])
+                if start_log_policy is not None:
+                    kl = ppo.kl_coef * start_kl
+                    terms["start_kl"] = (start_kl, kl, "ppo.kl_coef", ["ppo.kl_coef", "ppo.learning_rate"])
+                raise _non_finite_term(terms)
             optimizer.zero_grad()
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), ppo.max_grad_norm)
+            norm = torch.nn.utils.clip_grad_norm_(model.parameters(), ppo.max_grad_norm)
+            if not bool(torch.isfinite(norm)):
+                raise NonFiniteUpdate(f"the gradient (norm {float(norm)})", ["ppo.learning_rate", "ppo.max_grad_norm"])
             optimizer.step()
         if ppo.target_kl is not None and approx_kl.item() > ppo.target_kl:
             break
+    check_finite_weights(model, ["ppo.learning_rate"])
     if not n_train:
         return {}
     # (one sample has no variance: explained variance is undefined)
     var_y = b_return.var().item() if n_train > 1 else 0.0
-    return {
+    stats = {
         "pg_loss": pg_loss.item(),
         "v_loss": v_loss.item(),
         "entropy": entropy_loss.item(),
@@ -291,6 +372,11 @@ def ppo_update(
         **({"magnet_kl": magnet_kl.item()} if magnet_log_policy is not None else {}),
         **({"start_kl": start_kl.item()} if start_log_policy is not None else {}),
     }
+    for name, value in stats.items():
+        # (explained variance is NaN, by definition, when the returns have no variance)
+        if not math.isfinite(value) and not (name == "explained_variance" and var_y == 0):
+            raise NonFiniteUpdate(f"the update's {name} ({value})", ["ppo.learning_rate", "ppo.clip_coef"])
+    return stats
 
 
 def _reference_policies(

@@ -408,10 +408,41 @@ class PolicyAgent(LogitsAgent):
         self.device = next(model.parameters()).device
 
     def logits(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        self._check_inputs(observations, masks)
         with torch.inference_mode():
             obs = torch.as_tensor(observations, device=self.device)
             logits, _ = self.model(obs, torch.as_tensor(masks, device=self.device))
             return logits.cpu().numpy()
+
+    def _check_inputs(self, observations: np.ndarray, masks: np.ndarray) -> None:
+        """Refuse observations and masks that do not fit the network (another table's, a window it does not read) and
+        observations that are not finite; the message names the shapes, never an entry's value.
+        """
+        size, actions = self.model.observation_size, self.model.num_actions
+        shape = tuple(np.shape(observations))
+        if len(shape) != 2 or shape[1] != size:
+            window = self.config.history
+            reads = (
+                f"the {window}-move window (history={window}): play it at a table with history={window}"
+                if window
+                else "no move window (history=0): play it at its rules without history, or through load_agent(..., "
+                "config=...)"
+            )
+            raise ValueError(
+                f"{self.name}: observations of shape {shape} do not fit its network; expected shape (B, {size}), "
+                f"the observation of {self.config.num_players}-player {self.config.edition} with {reads}"
+            )
+        if tuple(np.shape(masks)) != (shape[0], actions):
+            raise ValueError(
+                f"{self.name}: action masks of shape {tuple(np.shape(masks))} do not fit; expected shape "
+                f"({shape[0]}, {actions})"
+            )
+        finite = np.isfinite(observations).all(axis=1)
+        if not finite.all():
+            raise ValueError(
+                f"{self.name}: observation row {int(np.flatnonzero(~finite)[0])} holds NaN or infinite entries; "
+                "expected the env's observation (finite numbers)"
+            )
 
     def __repr__(self) -> str:
         return (

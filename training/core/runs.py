@@ -50,13 +50,24 @@ class Interrupted(Exception):
     it.
     """
 
-    def __init__(self, signum: int, checkpoint: Path, step: int, unit: str = "update", saved_step: int | None = None):
+    def __init__(
+        self,
+        signum: int,
+        checkpoint: Path,
+        step: int,
+        unit: str = "update",
+        saved_step: int | None = None,
+        saved: bool = True,
+    ):
         # ``step`` counts ``unit``s: PPO updates, or CFR iterations; ``saved_step``: the checkpoint's, if earlier (a
-        # PPO stop inside a checkpoint segment, which --resume plays again to continue exactly)
-        self.signum, self.checkpoint, self.step, self.unit = signum, checkpoint, step, unit
+        # PPO stop inside a checkpoint segment, which --resume plays again to continue exactly); ``saved``: False
+        # when the stop came before the run's first checkpoint (during a warm start): there is nothing to resume
+        self.signum, self.checkpoint, self.step, self.unit, self.saved = signum, checkpoint, step, unit, saved
         self.saved_step = step if saved_step is None else saved_step
         where = f"the run is saved in {checkpoint}"
-        if self.saved_step != step:
+        if not saved:
+            where = f"it stopped before the run's first checkpoint ({checkpoint} was not written): nothing to resume"
+        elif self.saved_step != step:
             where = (
                 f"the run checkpoint {checkpoint} is at {unit} {self.saved_step}, the start of this checkpoint "
                 f"segment: --resume plays {unit}s {self.saved_step + 1}-{step} again (the games in flight are not "
@@ -100,6 +111,25 @@ class StopSignals:
     def __exit__(self, *exc) -> None:
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
+
+
+RUN_LOGS = ("metrics.csv", "eval.csv", "learning_curves.png")
+"""The logs a PPO-family run writes beside its checkpoints (and TensorBoard's event files under ``tensorboard/``)."""
+
+
+def remove_run_logs(run_dir: Path) -> None:
+    """Remove the logs of a run that is started again (``--overwrite``), before the new run writes anything: a stop
+    before its first checkpoint then leaves no file of the replaced run to block a plain start. Only the files a run
+    writes go (``RUN_LOGS`` and TensorBoard's ``events.out.tfevents.*``); anything else the user put there stays.
+    """
+    for name in RUN_LOGS:
+        (run_dir / name).unlink(missing_ok=True)
+    board = run_dir / "tensorboard"
+    if board.is_dir() and not board.is_symlink():
+        for events in board.glob("events.out.tfevents.*"):
+            events.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # (not empty: the user's files stay, and the folder with them)
+            board.rmdir()
 
 
 def config_diff(a: Any, b: Any, prefix: str = "") -> list[str]:

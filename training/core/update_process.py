@@ -23,7 +23,8 @@ socket pair passed as a file descriptor). The protocol, over that connection:
 
 The update process ignores SIGINT and SIGTERM (the main process handles them and
 stops after the current update), and exits when the main process closes the pipe,
-exits or dies. Its errors come back as ``UpdateProcessError`` with their traceback.
+exits or dies. Its errors come back as ``UpdateProcessError`` with their traceback; a ``NonFiniteUpdate`` (a loss or
+weight that is not finite) comes back as itself.
 """
 
 from __future__ import annotations
@@ -148,6 +149,8 @@ class UpdateProcess:
             except subprocess.TimeoutExpired:
                 code = None
             raise UpdateProcessError(f"the PPO update process is gone (exit code {code})") from None
+        if status == "non-finite":  # a NonFiniteUpdate: the run stops with the same message as without overlap
+            raise payload
         if status == "error":
             raise UpdateProcessError(f"the PPO update process failed:\n{payload}")
         return payload
@@ -201,7 +204,7 @@ def _serve(conn, config, codes: list[int]) -> None:  # pragma: no cover - runs i
     """The learners' networks and optimizers, serving the main process's calls until ``stop`` or EOF."""
     import torch
 
-    from training.core.learner import Learner, frozen_copy, ppo_update
+    from training.core.learner import Learner, NonFiniteUpdate, frozen_copy, ppo_update
     from training.core.model import ActorCritic
 
     if config.torch_threads:
@@ -262,6 +265,11 @@ def _serve(conn, config, codes: list[int]) -> None:  # pragma: no cover - runs i
             else:
                 raise ValueError(f"unknown command {command!r}")
             _put(conn, ("ok", reply))
+        except NonFiniteUpdate as error:
+            try:
+                _put(conn, ("non-finite", error))
+            except (OSError, EOFError):
+                return
         except Exception:
             try:
                 _put(conn, ("error", traceback.format_exc()))

@@ -439,9 +439,13 @@ def _check_arguments(config: Any, seed: Any, duplicate: Any) -> int:
 def _progress_bar(total: int, progress: bool | None):
     if progress is False:
         return None
-    from tqdm import tqdm
+    from training.core.progress import progress_bar
 
-    return tqdm(total=total, unit="game", disable=None if progress is None else not progress, leave=False)
+    if progress is None:  # (tqdm's own choice: a bar on a terminal only)
+        from tqdm import tqdm
+
+        return tqdm(total=total, unit="game", disable=None, leave=False)
+    return progress_bar(total, "game", progress, leave=False)
 
 
 def _reports(

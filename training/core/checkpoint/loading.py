@@ -201,9 +201,10 @@ def load_checkpoint(
         if keeps_moves(trained) and without_moves(trained) == without_moves(game):
             option = observation_option(trained)
             name, value = option.split("=")
+            value = value.lower()
             hint = (
-                f"; the agent sees the game's history: play it with {option} (--option {name}={value.lower()}, "
-                f"GameConfig(..., {option}))"
+                f"; the agent sees the game's history: play it with {option} (--option {name}={value} in "
+                f"cockroach-eval, --set game.{name}={value} in cockroach-train, GameConfig(..., {option}) in Python)"
             )
         raise CheckpointError(f"{meta_path}: trained for {_rules(trained)}, but the game here is {_rules(game)}{hint}")
     if kind == "run" and meta["kind"] != "run":
