@@ -368,6 +368,22 @@ def test_bench_cfr_solves_mini_and_descends(tmp_path):
     )
 
 
+def test_bench_exact_mmd_prints_one_row_per_setting_and_writes_its_curves(tmp_path):
+    out = bench(
+        "bench_exact_mmd.py", "--presets", "mini", "--iterations", "4", "--every", "2", "--eta", "0.1", "5",
+        "--magnet-period", "0", "2", "--json", "mmd.json", cwd=tmp_path,
+    ).stdout  # fmt: skip
+    rows = re.findall(r"^\| mini \| 0.05 \| (0.1|5) \| (uniform|staged every 2) \| none \| ([\d.]+) \|", out, re.M)
+    assert [r[:2] for r in rows] == [
+        ("0.1", "uniform"), ("0.1", "staged every 2"), ("5", "uniform"), ("5", "staged every 2")
+    ]  # fmt: skip
+    runs = json.loads((tmp_path / "mmd.json").read_text())["runs"]
+    assert [[i for i, _, _ in r["points"]] for r in runs] == [[0, 2, 4]] * 4
+    assert runs[0]["points"][0][2] == pytest.approx(0.637, abs=1e-3)  # the uniform start
+    refused = bench("bench_exact_mmd.py", "--presets", "mini", "--alpha", "-1", cwd=tmp_path, codes=(2,)).stderr
+    assert "alpha=-1.0 is not allowed" in refused
+
+
 def test_bench_mini_frontier_prints_one_row_per_weight(tmp_path):
     out = bench(
         "bench_mini_frontier.py", "--iterations", "3", "--steps", "2", "--weights", "0", "1", cwd=tmp_path
