@@ -392,6 +392,22 @@ def test_bench_cfr_solves_mini_and_descends(tmp_path):
     )
 
 
+def test_bench_exact_mmd_prints_one_row_per_setting_and_writes_its_curves(tmp_path):
+    out = bench(
+        "bench_exact_mmd.py", "--presets", "mini", "--iterations", "4", "--every", "2", "--eta", "0.1", "5",
+        "--magnet-period", "0", "2", "--json", "mmd.json", cwd=tmp_path,
+    ).stdout  # fmt: skip
+    rows = re.findall(r"^\| mini \| 0.05 \| (0.1|5) \| (uniform|staged every 2) \| none \| ([\d.]+) \|", out, re.M)
+    assert [r[:2] for r in rows] == [
+        ("0.1", "uniform"), ("0.1", "staged every 2"), ("5", "uniform"), ("5", "staged every 2")
+    ]  # fmt: skip
+    runs = json.loads((tmp_path / "mmd.json").read_text())["runs"]
+    assert [[i for i, _, _ in r["points"]] for r in runs] == [[0, 2, 4]] * 4
+    assert runs[0]["points"][0][2] == pytest.approx(0.637, abs=1e-3)  # the uniform start
+    refused = bench("bench_exact_mmd.py", "--presets", "mini", "--alpha", "-1", cwd=tmp_path, codes=(2,)).stderr
+    assert "alpha=-1.0 is not allowed" in refused
+
+
 def test_bench_mini_frontier_prints_one_row_per_weight(tmp_path):
     out = bench(
         "bench_mini_frontier.py", "--iterations", "3", "--steps", "2", "--weights", "0", "1", cwd=tmp_path
@@ -570,19 +586,26 @@ def test_bench_warm_start_curve_compares_decisions_with_and_without_the_warm_sta
 def test_bench_mmd_measures_each_setting_by_exact_nashconv_and_writes_its_curves(tmp_path):
     sets = ["--set", "ppo.num_envs=16", "--set", "ppo.num_steps=8", "--set", "model.hidden_sizes=[8]"]
     out = bench(
-        "bench_mmd.py", "--settings", "ppo", "mmd-reward", "--presets", "mini", "--decisions", "512", "--every", "2",
-        "--history", "9", "--event-embedding", "4", *sets, "--json", "mmd.json", "--plot", "mmd.png", cwd=tmp_path,
+        "bench_mmd.py", "--settings", "ppo", "mmd-reward", "mmd-staged", "--presets", "mini", "--decisions", "512",
+        "--every", "2", "--history", "9", "--event-embedding", "4", *sets, "--json", "mmd.json", "--plot", "mmd.png",
+        cwd=tmp_path,
     ).stdout  # fmt: skip
     rows = re.findall(
-        r"^  mini\s+(ppo|mmd-reward)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+\d+  0.01 \((met|not met)\)$", out, re.M
+        r"^  mini\s+(ppo|mmd-reward|mmd-staged)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+\d+\s+(-|[\d.]+)  0.01 "
+        r"\((met|not met)\)$",
+        out,
+        re.M,
     )
-    assert [r[0] for r in rows] == ["ppo", "mmd-reward"] and all(float(r[2]) <= float(r[1]) for r in rows)
+    assert [r[0] for r in rows] == ["ppo", "mmd-reward", "mmd-staged"]
+    assert all(float(r[2]) <= float(r[1]) for r in rows)
+    assert [r[4] == "-" for r in rows] == [True, True, False]  # the policy average of mmd-staged's kept agents
     runs = json.loads((tmp_path / "mmd.json").read_text())["runs"]
-    assert [len(r["points"]) for r in runs] == [3, 3] and (tmp_path / "mmd.png").stat().st_size > 0
+    assert [len(r["points"]) for r in runs] == [3, 3, 3] and (tmp_path / "mmd.png").stat().st_size > 0
+    assert 0 < runs[2]["average"] < 10
     assert "game.history=9" in runs[0]["sets"] and "ppo.magnet_reward=true" in runs[1]["sets"]
     assert bench("bench_mmd.py", "--json", "mmd.json", cwd=tmp_path, codes=(2,)).stderr.count("--overwrite") == 1
     replot = bench("bench_mmd.py", "--replot", "mmd.json", "--plot", "again.png", cwd=tmp_path).stdout
-    assert re.findall(r"^  mini\s+(ppo|mmd-reward)\s", replot, re.M) == ["ppo", "mmd-reward"]
+    assert re.findall(r"^  mini\s+(ppo|mmd-reward|mmd-staged)\s", replot, re.M) == ["ppo", "mmd-reward", "mmd-staged"]
     assert (tmp_path / "again.png").stat().st_size > 0
     assert (
         "--replot reads files written by --json"

@@ -157,7 +157,7 @@ class TreeSolver:
                 rows = row_of[seat]
                 advantage = value[rows, nodes] - value[rows, up]
                 instant += np.bincount(
-                    cell, weights=self.tree.chance[up] * _others(reach, seat, up) * advantage, minlength=size
+                    cell, weights=self.tree.chance[up] * others_reach(reach, seat, up) * advantage, minlength=size
                 )
                 contribution += np.bincount(cell, weights=own * flat[cell], minlength=size)
                 touched[cell] = True
@@ -198,7 +198,7 @@ class TreeSolver:
         return np.where(touched, new_regrets, regrets), np.where(touched, new_sum, strategy_sum)
 
 
-def _others(reach: np.ndarray, seat: np.ndarray, up: np.ndarray) -> np.ndarray:
+def others_reach(reach: np.ndarray, seat: np.ndarray, up: np.ndarray) -> np.ndarray:
     """Product of the other seats' reach at ``up`` (the counterfactual reach of the acting seat, chance excluded)."""
     product = np.ones(len(up))
     for s in range(reach.shape[0]):

@@ -71,6 +71,7 @@ from training.algorithms import imitation
 from training.core import checkpoint as ckpt
 from training.core.checkpoint.run_state import (
     finished_agent,
+    progress_metadata,
     prune_kept_agents,
     restore_run,
     save_agent_checkpoint,
@@ -90,6 +91,7 @@ from training.core.opponents import (
     Tables,
     load_checkpoint_opponents,
 )
+from training.core.policy_average import save_kept_average
 from training.core.progress import progress_bar as progress
 from training.core.rollout import RolloutArgs, baseline_index, collect_rollout, snapshot_indices
 from training.core.runs import (
@@ -552,9 +554,13 @@ def _new_segment(run: _Run, loop: _Loop, update: int) -> None:
 
 
 def _anneal_learning_rates(run: _Run, update: int) -> None:
-    for learner in run.learners.values():
-        if run.config.ppo.anneal_lr:
-            learner.optimizer.param_groups[0]["lr"] = learner.learning_rate * (1.0 - update / run.num_updates)
+    ppo = run.config.ppo
+    for code, learner in run.learners.items():
+        tied = ppo.anneal_step and code == POLICY_SEAT  # (the policy's step follows its temperature)
+        if ppo.anneal_lr or tied:
+            linear = 1.0 - update / run.num_updates if ppo.anneal_lr else 1.0
+            step = ppo.step_scale(update / run.num_updates) if tied else 1.0
+            learner.optimizer.param_groups[0]["lr"] = learner.learning_rate * linear * step
 
 
 def _advantages_and_update(run: _Run, loop: _Loop, update: int) -> dict[str, float]:
@@ -754,6 +760,10 @@ def _finish(run: _Run, loop: _Loop, signals: StopSignals, stop_reason: str | Non
         run_dir / "learning_curves.png",
         title=f"{config.name}: {run.game.num_players}-player {run.game.edition}",
     )
+    if config.schedule.average_last:
+        save_kept_average(
+            run_dir, config.schedule.average_last, progress_metadata(config, state, run.command, "mixture")
+        )
     return save_agent_checkpoint(run_dir / AGENT_NAME, config, loop.evaluated, state, run.command)
 
 

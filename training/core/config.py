@@ -118,6 +118,16 @@ class PPOConfig:
     """The factor that ``ent_coef`` and ``magnet_coef`` reach at the end of ``schedule.total_decisions``; they decay
     geometrically from their values at the start (1: constant; magnetic mirror descent anneals its temperature).
     """
+    anneal_step: bool = False
+    """Tie the step to the temperature, as magnetic mirror descent does: the policy's learning rate follows the factor
+    of ``anneal_regularization`` and ``kl_coef`` its inverse (the proximal weight is ``1/eta``), so the step shrinks
+    with ``ent_coef`` and ``magnet_coef`` (needs ``anneal_regularization`` < 1).
+    """
+    reward_units: bool = False
+    """With ``norm_adv``: divide the regularization (entropy bonus, magnet and proximal KL) by each minibatch's
+    advantage standard deviation too, so ``ent_coef``, ``magnet_coef`` and ``kl_coef`` weigh against the advantages in
+    reward units (magnetic mirror descent's alpha), while the step keeps the normalized size (needs ``norm_adv``).
+    """
     target_kl: float | None = None
     """Stop the epochs of an update early once the approximate KL exceeds this (``null``: never)."""
     overlap: bool = False
@@ -169,6 +179,11 @@ class PPOConfig:
             _require(where, name, getattr(self, name), 0 < getattr(self, name) <= 1, "a number > 0 and at most 1")
         if self.target_kl is not None:
             _require(where, "target_kl", self.target_kl, self.target_kl > 0, "null or a number > 0")
+        if self.anneal_step:
+            ok = self.anneal_regularization < 1
+            _require(where, "anneal_step", True, ok, "false with anneal_regularization 1 (nothing to follow)")
+        if self.reward_units:
+            _require(where, "reward_units", True, self.norm_adv, "false with norm_adv false (advantages in rewards)")
 
     @property
     def magnet_network(self) -> bool:
@@ -178,6 +193,12 @@ class PPOConfig:
     def regularization_scale(self, progress: float) -> float:
         """The factor of ``ent_coef`` and ``magnet_coef`` at ``progress`` (0 to 1) of the run."""
         return self.anneal_regularization ** min(max(progress, 0.0), 1.0)
+
+    def step_scale(self, progress: float) -> float:
+        """The factor of the policy's learning rate at ``progress`` (``kl_coef``'s is its inverse): with
+        ``anneal_step``, ``regularization_scale``; 1 otherwise.
+        """
+        return self.regularization_scale(progress) if self.anneal_step else 1.0
 
 
 MAGNETS = ("copy", "ema", "uniform")
@@ -207,6 +228,10 @@ class ModelConfig:
     ``event_embedding`` inputs for the whole window (each move embedded by lookup, cheaper than a layer over its one-hot
     entries); false: the trunk reads every embedded move.
     """
+    separate_critic: bool = False
+    """Give the value head a trunk of its own (the same ``hidden_sizes``, over the same inputs): separate actor and
+    critic networks, as the IIG-RL-Benchmark's; false: one trunk shared by the policy and value heads.
+    """
 
     def entry(self) -> dict[str, Any]:
         """The ``model`` entry of a checkpoint's metadata (``ActorCritic.from_spec`` builds the network from it)."""
@@ -216,6 +241,7 @@ class ModelConfig:
             "card_counting": self.card_counting,
             **({"event_embedding": self.event_embedding} if self.event_embedding else {}),
             **({"event_pooling": True} if self.event_pooling else {}),
+            **({"separate_critic": True} if self.separate_critic else {}),
         }
 
     def validate(self, where: str) -> None:
@@ -362,6 +388,10 @@ class ScheduleConfig:
     """Updates between kept agent checkpoints, ``runs/<name>/agents/update_<U>`` (the evaluated network's weights only,
     as ``final``;
     an NFSP run's average policy), so that a point of the run can be chosen by measurement later (0: none kept)."""
+    average_last: int = 0
+    """Also write ``runs/<name>/final-average``, the uniform mixture of the last ``average_last`` kept agents (the
+    policy average, ``training.core.policy_average``), beside ``final``, the last iterate (0: none; needs
+    ``keep_agent_every``)."""
 
     def validate(self, where: str) -> None:
         _require(where, "total_decisions", self.total_decisions, self.total_decisions >= 1, "an integer >= 1")
@@ -373,6 +403,8 @@ class ScheduleConfig:
             self.keep_agent_every >= 0,
             "an integer >= 0 (0: keep none)",
         )
+        ok = self.average_last >= 0 and (self.average_last == 0 or self.keep_agent_every > 0)
+        _require(where, "average_last", self.average_last, ok, "an integer >= 0, and 0 with keep_agent_every 0")
         if self.time_limit_minutes is not None:
             _require(
                 where,

@@ -264,8 +264,8 @@ def ppo_update(
     The loss adds to PPO's the regularization of magnetic mirror descent where the config asks for it: the entropy
     bonus and the KL divergence to the magnet (``ppo.magnet``: a past copy or a moving average of the network, or the
     uniform policy), both times ``scale`` (``PPOConfig.regularization_scale``), and the KL divergence to the policy at
-    the start of the update (``ppo.kl_coef``). ``regularize=False`` (an exploiter) leaves out the KL terms and the
-    scale.
+    the start of the update (``ppo.kl_coef``; divided by ``scale`` with ``ppo.anneal_step``). ``regularize=False`` (an
+    exploiter) leaves out the KL terms, the scale and ``ppo.reward_units``.
     """
     model, optimizer = learner.model, learner.optimizer
     model.train()
@@ -286,6 +286,7 @@ def ppo_update(
             magnet_log_policy = None
     if not regularize:
         scale = 1.0
+    proximal = ppo.kl_coef / scale if ppo.anneal_step else ppo.kl_coef  # (``anneal_step``: 1/eta follows 1/alpha)
     full_policy = magnet_log_policy is not None or start_log_policy is not None
     if full_policy:
         b_mask = b_bias
@@ -306,8 +307,11 @@ def ppo_update(
                 approx_kl = ((ratio - 1) - log_ratio).mean()
                 clipfracs.append(((ratio - 1.0).abs() > ppo.clip_coef).float().mean().item())
             mb_advantage = b_advantage.index_select(0, mb)
+            units = 1.0  # (``reward_units``: the regularization is divided by the advantages' scale too)
             if ppo.norm_adv and len(mb) > 1:
-                mb_advantage = (mb_advantage - mb_advantage.mean()) / (mb_advantage.std() + 1e-8)
+                spread = mb_advantage.std() + 1e-8
+                mb_advantage = (mb_advantage - mb_advantage.mean()) / spread
+                units = 1.0 / spread if ppo.reward_units and regularize else 1.0
             pg_loss = torch.max(
                 -mb_advantage * ratio, -mb_advantage * ratio.clamp(1 - ppo.clip_coef, 1 + ppo.clip_coef)
             ).mean()
@@ -318,14 +322,14 @@ def ppo_update(
             else:
                 v_loss = 0.5 * ((new_value - mb_return) ** 2).mean()
             entropy_loss = entropy.mean()
-            loss = pg_loss - scale * ppo.ent_coef * entropy_loss + ppo.vf_coef * v_loss
+            loss = pg_loss - units * scale * ppo.ent_coef * entropy_loss + ppo.vf_coef * v_loss
             # KL(policy || reference) over the legal actions (illegal ones have probability 0)
             if magnet_log_policy is not None and not ppo.magnet_reward:
                 magnet_kl = (policy * (log_policy - magnet_log_policy.index_select(0, mb))).sum(-1).mean()
-                loss = loss + scale * ppo.magnet_coef * magnet_kl
+                loss = loss + units * scale * ppo.magnet_coef * magnet_kl
             if start_log_policy is not None:
                 start_kl = (policy * (log_policy - start_log_policy.index_select(0, mb))).sum(-1).mean()
-                loss = loss + ppo.kl_coef * start_kl
+                loss = loss + units * proximal * start_kl
             if not bool(torch.isfinite(loss)):
                 returns_options = (
                     ["ppo.magnet_coef (with ppo.magnet_reward)"]
@@ -337,16 +341,16 @@ def ppo_update(
                     "v_loss": (v_loss, ppo.vf_coef * v_loss, "ppo.vf_coef", returns_options),
                     "entropy": (
                         entropy_loss,
-                        scale * ppo.ent_coef * entropy_loss,
+                        units * scale * ppo.ent_coef * entropy_loss,
                         "ppo.ent_coef",
                         ["ppo.learning_rate"],
                     ),
                 }
                 if magnet_log_policy is not None and not ppo.magnet_reward:
-                    kl = scale * ppo.magnet_coef * magnet_kl
+                    kl = units * scale * ppo.magnet_coef * magnet_kl
                     terms["magnet_kl"] = (magnet_kl, kl, "ppo.magnet_coef", ["ppo.magnet_coef", "ppo.learning_rate"])
                 if start_log_policy is not None:
-                    kl = ppo.kl_coef * start_kl
+                    kl = units * proximal * start_kl
                     terms["start_kl"] = (start_kl, kl, "ppo.kl_coef", ["ppo.kl_coef", "ppo.learning_rate"])
                 raise _non_finite_term(terms)
             optimizer.zero_grad()

@@ -172,7 +172,8 @@ def move_segment_widths(config: GameConfig) -> list[int]:
 
 
 class ActorCritic(nn.Module):
-    """MLP trunk shared by a masked policy head (``num_actions`` logits) and a value head.
+    """MLP trunk shared by a masked policy head (``num_actions`` logits) and a value head (with ``separate_critic``,
+    the value head has a trunk of its own).
 
     With ``event_embedding`` (a rule set with ``GameConfig.history`` or ``recall``), each move slot
     of the observation (one past decision: its actor, the public move, the card a call revealed)
@@ -198,10 +199,12 @@ class ActorCritic(nn.Module):
         seed: int | None = None,
         event_embedding: int = 0,
         event_pooling: bool = False,
+        separate_critic: bool = False,
     ):
         """``card_counting`` adds the ``CardCounting`` inputs; ``seed`` makes the (orthogonal) initialization
         reproducible; ``event_embedding`` embeds each move slot (0: the slots enter the trunk as they are);
-        ``event_pooling`` sums the embedded slots with learned weights.
+        ``event_pooling`` sums the embedded slots with learned weights; ``separate_critic`` gives the value head a trunk
+        of its own (the same widths, over the same inputs), so the value loss no longer moves the policy's trunk.
         """
         super().__init__()
         generator = torch.Generator().manual_seed(seed) if seed is not None else None
@@ -219,6 +222,7 @@ class ActorCritic(nn.Module):
             "card_counting": bool(card_counting),
             **({"event_embedding": int(event_embedding)} if event_embedding else {}),
             **({"event_pooling": True} if event_pooling else {}),
+            **({"separate_critic": True} if separate_critic else {}),
         }
         if event_pooling and not event_embedding:
             raise ValueError("event_pooling=True needs an event_embedding > 0; expected event_pooling=False")
@@ -250,6 +254,7 @@ class ActorCritic(nn.Module):
             else:
                 self.events = nn.Sequential(_layer(self.slot_features, event_embedding, math.sqrt(2), generator), act())
                 width = self.base_width + self.slots * event_embedding
+        inputs_width = width
         layers: list[nn.Module] = []
         for hidden in hidden_sizes:
             layers += [_layer(width, hidden, math.sqrt(2), generator), act()]
@@ -257,6 +262,14 @@ class ActorCritic(nn.Module):
         self.trunk = nn.Sequential(*layers)
         self.policy_head = _layer(width, self.num_actions, 0.01, generator)
         self.value_head = _layer(width, 1, 1.0, generator)
+        # drawn after the shared network's layers, so a seed gives the same policy with or without it
+        self.critic_trunk: nn.Sequential | None = None
+        if separate_critic:
+            layers, width = [], inputs_width
+            for hidden in hidden_sizes:
+                layers += [_layer(width, hidden, math.sqrt(2), generator), act()]
+                width = hidden
+            self.critic_trunk = nn.Sequential(*layers)
 
     def portable(self) -> dict:
         """Everything needed to rebuild this network elsewhere (another process, a Ray task): rules, shape and weights,
@@ -280,6 +293,7 @@ class ActorCritic(nn.Module):
             seed=seed,
             event_embedding=int(get("event_embedding", 0) or 0),
             event_pooling=bool(get("event_pooling", False)),
+            separate_critic=bool(get("separate_critic", False)),
         )
 
     @classmethod
@@ -332,7 +346,8 @@ class ActorCritic(nn.Module):
             events = self.events(slots.reshape(len(inputs), self.slots, self.slot_features))
             inputs = torch.cat([base, events.flatten(1)], dim=1)
         hidden = self.trunk(inputs)
-        return self.policy_head(hidden), self.value_head(hidden).squeeze(-1)
+        critic = hidden if self.critic_trunk is None else self.critic_trunk(inputs)
+        return self.policy_head(hidden), self.value_head(critic).squeeze(-1)
 
     def forward(self, obs: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Masked logits (B, A) and values (B,); ``mask`` is boolean (True = legal), or its ``mask_bias`` (float) if

@@ -33,7 +33,7 @@ class RunStateHooks(Protocol):
         """Load its part of a run checkpoint (check it first: a refused resume changes nothing)."""
 
 
-def _metadata(config: TrainConfig, state: Progress, command: str, kind: str) -> dict[str, Any]:
+def progress_metadata(config: TrainConfig, state: Progress, command: str, kind: str) -> dict[str, Any]:
     """The metadata of a PPO run's checkpoint (``kind``: ``run`` or ``agent``), with its counters and latest
     evaluation.
     """
@@ -83,7 +83,7 @@ def save_run_checkpoint(
     for snapshot in pool:
         tensors.update({f"pool.{snapshot.id}.{k}": v for k, v in snapshot.model.state_dict().items()})
     tensors["rng.sampler"] = sampler.get_state()
-    metadata = _metadata(config, state, command, "run")
+    metadata = progress_metadata(config, state, command, "run")
     metadata.update(
         optimizers,
         pool=[{"id": s.id, "update": s.update, "source": s.source} for s in pool],
@@ -122,7 +122,7 @@ def save_agent_checkpoint(
     average policy's).
     """
     tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
-    metadata = _metadata(config, state, command, "agent")
+    metadata = progress_metadata(config, state, command, "agent")
     metadata["evaluations"] = state.evaluations
     if network is not None:
         metadata.update(network=network, evaluation=None, evaluations=[])
