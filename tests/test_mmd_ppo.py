@@ -185,7 +185,7 @@ def test_the_step_tied_to_the_temperature_follows_the_runs_schedule_across_a_sto
     tied = [*MMD, "ppo.anneal_regularization=0.01", "ppo.anneal_step=true"]
     args = [a for s in tied for a in ("--set", s)]
     assert _train(tmp_path, "whole", 4, *args) == 0
-    rollout, calls = ppo._rollout, []
+    rollout, calls = ppo.collect_rollout, []
 
     def signal_in_the_third_rollout(*a, **k):
         calls.append(1)
@@ -193,7 +193,7 @@ def test_the_step_tied_to_the_temperature_follows_the_runs_schedule_across_a_sto
             signal.raise_signal(signal.SIGTERM)
         return rollout(*a, **k)
 
-    monkeypatch.setattr(ppo, "_rollout", signal_in_the_third_rollout)
+    monkeypatch.setattr(ppo, "collect_rollout", signal_in_the_third_rollout)
     assert _train(tmp_path, "split", 4, *args) == 128 + signal.SIGTERM
     monkeypatch.undo()
     updates_trained.clear()
