@@ -29,8 +29,11 @@ option, under a simple model of the table:
 * **Royal replacements** place the card that adds least danger.
 
 The whole decision is computed for a batch at once; ``act`` is ``act_batch`` on one
-row, so both play identically. Each decision draws ``1 + A`` uniforms (the truth coin
-and a tie-breaking jitter); ``action_probabilities`` gives the exact odds of that draw.
+row, so both play identically. By default it runs compiled, row by row
+(``baselines.kernels.heuristic``); the numpy methods here are its reference
+(``backend="numpy"``), and both decide the same. Each decision draws ``1 + A``
+uniforms (the truth coin and a tie-breaking jitter); ``action_probabilities`` gives the
+exact odds of that draw.
 """
 
 from __future__ import annotations

@@ -78,9 +78,9 @@ def test_a_source_tree_that_is_not_installed_reads_pyproject():
 def test_the_changelog_keeps_a_changelog_and_its_latest_release_is_pyprojects_version():
     text = (ROOT / "CHANGELOG.md").read_text()
     releases = re.findall(r"^## \[(.+?)\]", text, re.MULTILINE)
-    if releases[0] == "Unreleased":  # the changes since the latest release come first (Keep a Changelog)
+    if releases[0] == "Unreleased":  # changes not released yet sit on top, as Keep a Changelog has it
         releases = releases[1:]
-    assert releases[0] == PYPROJECT_VERSION
+    assert releases[0] == PYPROJECT_VERSION and "Unreleased" not in releases
     assert releases[-1] == "0.1.0" and len(set(releases)) == len(releases)
     kinds = set(re.findall(r"^### (.+)$", text, re.MULTILINE))
     assert kinds <= {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}

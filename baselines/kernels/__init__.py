@@ -14,8 +14,7 @@ compares the two on a million rows of every rule set.
 * ``table``: one observation row read into the counts that ``counting.read_table`` gives.
 * ``heuristic`` and ``claim_style``: the agents' decisions and action probabilities.
 
-The kernels compile once per machine on first use (numba caches them on disk), a few
-seconds per agent.
+The kernels compile on a machine's first use; numba caches them on disk.
 """
 
 from __future__ import annotations
