@@ -1,8 +1,10 @@
 """Training configuration: dataclasses loaded from YAML and validated.
 
 A config file is a YAML mapping whose sections match the dataclasses below
-(``game``, ``ppo``, ``model``, ``opponents``, ``schedule``, ``evaluation``, ``psro``, ``cfr``, ``nfsp``) plus a few
-top-level keys (``name``, ``seed``, ``device``, ``output_dir``, ``torch_threads``).
+(``game``, ``ppo``, ``model``, ``opponents``, ``schedule``, ``evaluation``, ``warm_start``), the section of each
+registered algorithm that has its own settings (``psro``, ``cfr``, ``nfsp``: ``training.core.registry``; the
+dataclass lives beside the algorithm) plus a few top-level keys (``name``, ``algorithm``, ``seed``, ``device``,
+``output_dir``, ``torch_threads``).
 Every key is checked: an unknown key is an error that names it and lists the allowed
 keys, and a bad value is an error that names the value and what is allowed. Anything
 left out takes the default shown by ``cockroach-train --help``.
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from cockroach_env.config import GameConfig
+from training.core import registry
 from training.core.schema import (
     ConfigError,
     build_dataclass,
@@ -450,9 +453,6 @@ class WarmStartConfig:
         _require_learning_rate(where, "learning_rate", self.learning_rate)
 
 
-ALGORITHMS = ("ppo", "psro", "cfr", "nfsp")
-
-
 META_SOLVERS = ("alpharank", "prd", "regret_matching", "uniform")
 """The meta-solvers of PSRO's meta-game, by name (``training.algorithms.meta_solvers.SOLVERS`` implements them)."""
 
@@ -591,18 +591,15 @@ class CFRConfig:
             _require_learning_rate(where, name, getattr(self, name))
 
 
-@dataclass
+@dataclass(eq=False)
 class TrainConfig:
-    """One training run."""
+    """One training run: the shared sections as fields, each registered algorithm's own section in ``sections``."""
 
     name: str = "ppo"
     """Run name; the run directory is ``output_dir/name``."""
     algorithm: str = "ppo"
-    """``ppo`` (self-play PPO, ``training.algorithms.ppo``), ``psro`` (a population and its solved meta-game,
-    ``training.algorithms.psro``, with the ``psro`` settings), ``cfr`` (regret minimisation over the exact tree of a
-    small rule set, ``training.algorithms.cfr``, with the ``cfr`` settings) or ``nfsp`` (neural fictitious self-play:
-    the PPO policy as best response and an average policy fitted to its decisions, ``training.algorithms.nfsp``, with
-    the ``nfsp`` settings).
+    """The algorithm that trains the run, by its registered name (``training.core.registry``; the list below): ``ppo``
+    (self-play PPO, ``training.algorithms.ppo``), or another that reads its own section of the same name.
     """
     seed: int = 1
     """Seed of everything random in the run (games, sampling, opponents, evaluation)."""
@@ -621,10 +618,20 @@ class TrainConfig:
     opponents: OpponentConfig = field(default_factory=OpponentConfig)
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     evaluation: EvalConfig = field(default_factory=EvalConfig)
-    psro: PSROConfig = field(default_factory=PSROConfig)
-    cfr: CFRConfig = field(default_factory=CFRConfig)
-    nfsp: NFSPConfig = field(default_factory=NFSPConfig)
     warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
+
+    def __post_init__(self) -> None:
+        self.sections: dict[str, Any] = {key: section() for key, section in registry.sections().items()}
+        """The registered algorithms' sections by key, each also an attribute (``config.psro``)."""
+
+    def __getattr__(self, name: str) -> Any:
+        sections = self.__dict__.get("sections")
+        if sections is not None and name in sections:
+            return sections[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TrainConfig) and self.to_dict() == other.to_dict()
 
     def validate(self, where: str = "config") -> None:
         _require(
@@ -683,45 +690,13 @@ class TrainConfig:
             )
         self.schedule.validate(f"{where}: schedule")
         self.evaluation.validate(f"{where}: evaluation")
-        _require(where, "algorithm", self.algorithm, self.algorithm in ALGORITHMS, f"one of {list(ALGORITHMS)}")
-        self.psro.validate(f"{where}: psro")
-        if self.algorithm == "psro" and self.psro.population_share < 1:
-            mix = self.opponents
-            rest = (
-                mix.self_play
-                + mix.snapshots
-                + mix.exploiter
-                + sum(mix.baselines.values())
-                + sum(mix.checkpoints.values())
-            )
-            _require(
-                f"{where}: psro",
-                "population_share",
-                self.psro.population_share,
-                rest > 0,
-                "1, or opponents weights (self_play, snapshots, exploiter, baselines, checkpoints) with a "
-                "positive sum for the rest of a best response's tables",
-            )
-        self.cfr.validate(f"{where}: cfr")
-        self.nfsp.validate(f"{where}: nfsp")
+        _require(where, "algorithm", self.algorithm, self.algorithm in registry.names(), f"one of {registry.names()}")
+        for key, section in self.sections.items():
+            section.validate(f"{where}: {key}")
         self.warm_start.validate(f"{where}: warm_start")
-        if self.warm_start.teacher is not None:
-            _require(
-                where,
-                "algorithm",
-                self.algorithm,
-                self.algorithm != "cfr",
-                "ppo, psro or nfsp with warm_start (cfr solves the game tree and trains no network from play)",
-            )
-        if self.algorithm == "nfsp":
-            _require(
-                f"{where}: opponents",
-                "population",
-                self.opponents.population,
-                self.opponents.population > 0,
-                "a weight > 0 with algorithm: nfsp (the share of the best response's tables against the "
-                "average policy)",
-            )
+        check = registry.get(self.algorithm).check
+        if check is not None:
+            check(self, where)
 
     def game_config(self, where: str = "config") -> GameConfig:
         """The ``GameConfig`` named by the ``game`` section."""
@@ -733,7 +708,8 @@ class TrainConfig:
             raise ConfigError(f"{where}: game: {cut(error, 1000)}") from None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The config as plain data: the shared sections, then each algorithm's (a checkpoint's metadata)."""
+        return {**asdict(self), **{key: asdict(section) for key, section in self.sections.items()}}
 
     @property
     def run_dir(self) -> Path:
@@ -790,18 +766,19 @@ def unused_options(config: TrainConfig) -> list[str]:
                     f"warm_start.{f.name}={getattr(config.warm_start, f.name)!r} does nothing with warm_start.teacher: "
                     "null (no warm start)"
                 )
-    for section, algorithm in (("psro", "psro"), ("cfr", "cfr"), ("nfsp", "nfsp")):
+    for key, section in config.sections.items():
+        algorithm = registry.owner(key)
         if config.algorithm != algorithm:
-            for f in fields(getattr(config, section)):
-                if changed(getattr(config, section), f.name):
+            for f in fields(section):
+                if changed(section, f.name):
                     notes.append(
-                        f"{section}.{f.name}={getattr(getattr(config, section), f.name)!r} does nothing with "
-                        f"algorithm: {config.algorithm} (only algorithm: {algorithm} reads it)"
+                        f"{key}.{f.name}={getattr(section, f.name)!r} does nothing with algorithm: {config.algorithm} "
+                        f"(only algorithm: {algorithm} reads it)"
                     )
     return notes
 
 
-SECTIONS = {f.name: f.type for f in fields(TrainConfig)}
+registry.reserve_keys([f.name for f in fields(TrainConfig)] + ["sections"])
 _RUN_NAME = re.compile(r"[A-Za-z0-9._-]+")
 _DEVICE = re.compile(r"cpu|cuda(:\d+)?")
 
@@ -870,9 +847,26 @@ def _read_config_text(path: Path) -> str:
 
 def config_from_dict(data: dict[str, Any], where: str = "config") -> TrainConfig:
     """Build and validate a ``TrainConfig`` from plain data (YAML, or a checkpoint's metadata)."""
-    config = build_dataclass(TrainConfig, data, where, "")
+    own = registry.sections()
+    if isinstance(data, dict):
+        allowed = allowed_keys()
+        unknown = [key for key in data if key not in allowed]
+        if unknown:
+            raise ConfigError(f"{where}: unknown key {quoted(unknown[0])}; allowed keys: {allowed}")
+        shared = {key: value for key, value in data.items() if key not in own}
+    else:
+        shared = data  # refused by build_dataclass, which names what it got
+    config = build_dataclass(TrainConfig, shared, where, "")
+    for key, section in own.items():
+        if key in data:
+            config.sections[key] = build_dataclass(section, data[key], where, key)
     config.validate(where)
     return config
+
+
+def allowed_keys() -> list[str]:
+    """The top-level keys of a config: the shared ones, then the registered algorithms' sections."""
+    return [f.name for f in fields(TrainConfig)] + list(registry.sections())
 
 
 def apply_override(data: dict[str, Any], item: str) -> None:
@@ -898,25 +892,29 @@ def apply_override(data: dict[str, Any], item: str) -> None:
 
 def _check_key_path(parts: list[str]) -> None:
     """Unknown dotted keys are refused up front, naming the allowed keys."""
-    cls: Any = TrainConfig
+    cls: Any = None
     for depth, part in enumerate(parts):
-        if not (isinstance(cls, type) and is_dataclass(cls)):
+        if depth and not (isinstance(cls, type) and is_dataclass(cls)):
             return  # inside a free-form mapping (game options, baseline weights): checked later
-        allowed = [f.name for f in fields(cls)]
+        allowed = [f.name for f in fields(cls)] if depth else allowed_keys()
         if part not in allowed:
             prefix = ".".join(parts[:depth])
             section = f" in section {prefix!r}" if prefix else ""
             raise ConfigError(f"unknown key {quoted('.'.join(parts))}{section}; allowed keys: {allowed}")
-        cls = type_hints(cls)[part]
+        cls = type_hints(cls)[part] if depth else registry.sections().get(part) or type_hints(TrainConfig)[part]
 
 
-def _require(where: str, key: str, value: Any, ok: bool, expected: str) -> None:
+def require(where: str, key: str, value: Any, ok: bool, expected: str) -> None:
+    """Unless ``ok``: ``ConfigError`` naming the section ``where``, the ``key``, its ``value`` and what is ``expected``
+    (every section's ``validate`` checks its values with it).
+    """
     if not ok:
         raise ConfigError(f"{where}: {cut(key)}={quoted(value)} is not allowed; expected {expected}")
 
 
-def _require_learning_rate(where: str, key: str, value: float, alternative: str = "") -> None:
-    _require(
+def require_learning_rate(where: str, key: str, value: float, alternative: str = "") -> None:
+    """``require`` an Adam learning rate above 0 and at most ``MAX_LEARNING_RATE`` (or ``alternative``)."""
+    require(
         where,
         key,
         value,
@@ -925,11 +923,17 @@ def _require_learning_rate(where: str, key: str, value: float, alternative: str 
     )
 
 
+_require = require
+_require_learning_rate = require_learning_rate
+
+
 # ---------------------------------------------------------------------------- documentation
 
 
 def describe_options(cls: type = TrainConfig, prefix: str = "") -> list[str]:
-    """One line per option: dotted key, default and documentation (for ``--help``)."""
+    """One line per option: dotted key, default and documentation (for ``--help``); for the whole config, the
+    registered algorithms and their sections too.
+    """
     lines = []
     docs = field_docs(cls)
     hints = type_hints(cls)
@@ -947,4 +951,11 @@ def describe_options(cls: type = TrainConfig, prefix: str = "") -> list[str]:
             for g in fields(GameConfig):
                 lines.append(f"      game.{g.name} (default {g.default!r})  {game_docs.get(g.name, '')}")
             lines.append("      game.preset  named rule set(s), e.g. 'royal' or 'rainbow+even-deal'")
+        if key == "algorithm":
+            for name in registry.names():
+                lines.append(f"      algorithm: {name}  {registry.get(name).summary}")
+    if cls is TrainConfig and not prefix:
+        for key, section in registry.sections().items():
+            lines.append(f"{key}:  {(section.__doc__ or '').strip()}")
+            lines.extend(describe_options(section, key))
     return lines
