@@ -16,12 +16,15 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from dataclasses import MISSING, fields, is_dataclass
 from pathlib import Path
 
+from cockroach_env.config import GameConfig
 from training.core import registry
-from training.core.config import ConfigError, describe_options, load_config, unused_options
+from training.core.config import ConfigError, TrainConfig, load_config, unused_options
 from training.core.distributed import add_ray_option
 from training.core.output_paths import run_dir_problem
+from training.core.schema import dotted_key, field_docs, type_hints
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,6 +63,37 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
     add_ray_option(parser, "psro only: run each iteration's best responses and payoff tables")
     return parser
+
+
+def describe_options(cls: type = TrainConfig, prefix: str = "") -> list[str]:
+    """One line per option: dotted key, default and documentation (for ``--help``); for the whole config, the
+    registered algorithms and their sections too.
+    """
+    lines = []
+    docs = field_docs(cls)
+    hints = type_hints(cls)
+    for f in fields(cls):
+        key = dotted_key(prefix, f.name)
+        kind = hints[f.name]
+        if isinstance(kind, type) and is_dataclass(kind):
+            lines.append(f"{key}:  {(kind.__doc__ or '').strip()}")
+            lines.extend(describe_options(kind, key))
+            continue
+        default = f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
+        lines.append(f"  {key} = {default!r}  {docs.get(f.name, '')}")
+        if key == "game":
+            game_docs = field_docs(GameConfig)
+            for g in fields(GameConfig):
+                lines.append(f"      game.{g.name} (default {g.default!r})  {game_docs.get(g.name, '')}")
+            lines.append("      game.preset  named rule set(s), e.g. 'royal' or 'rainbow+even-deal'")
+        if key == "algorithm":
+            for name in registry.names():
+                lines.append(f"      algorithm: {name}  {registry.get(name).summary}")
+    if cls is TrainConfig and not prefix:
+        for key, section in registry.sections().items():
+            lines.append(f"{key}:  {(section.__doc__ or '').strip()}")
+            lines.extend(describe_options(section, key))
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,7 +20,7 @@ prints them. The strict building from plain data (and ``ConfigError``) is ``trai
 from __future__ import annotations
 
 import re
-from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +30,6 @@ from training.core.schema import (
     ConfigError,
     build_dataclass,
     cut,
-    dotted_key,
-    field_docs,
     quoted,
     type_hints,
     yaml_load,
@@ -787,37 +785,3 @@ def require_learning_rate(where: str, key: str, value: float, alternative: str =
 
 _require = require
 _require_learning_rate = require_learning_rate
-
-
-# ---------------------------------------------------------------------------- documentation
-
-
-def describe_options(cls: type = TrainConfig, prefix: str = "") -> list[str]:
-    """One line per option: dotted key, default and documentation (for ``--help``); for the whole config, the
-    registered algorithms and their sections too.
-    """
-    lines = []
-    docs = field_docs(cls)
-    hints = type_hints(cls)
-    for f in fields(cls):
-        key = dotted_key(prefix, f.name)
-        kind = hints[f.name]
-        if isinstance(kind, type) and is_dataclass(kind):
-            lines.append(f"{key}:  {(kind.__doc__ or '').strip()}")
-            lines.extend(describe_options(kind, key))
-            continue
-        default = f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
-        lines.append(f"  {key} = {default!r}  {docs.get(f.name, '')}")
-        if key == "game":
-            game_docs = field_docs(GameConfig)
-            for g in fields(GameConfig):
-                lines.append(f"      game.{g.name} (default {g.default!r})  {game_docs.get(g.name, '')}")
-            lines.append("      game.preset  named rule set(s), e.g. 'royal' or 'rainbow+even-deal'")
-        if key == "algorithm":
-            for name in registry.names():
-                lines.append(f"      algorithm: {name}  {registry.get(name).summary}")
-    if cls is TrainConfig and not prefix:
-        for key, section in registry.sections().items():
-            lines.append(f"{key}:  {(section.__doc__ or '').strip()}")
-            lines.extend(describe_options(section, key))
-    return lines
