@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import types
 from dataclasses import dataclass
 from pathlib import Path
+from textwrap import dedent
 
 import pytest
 
@@ -148,3 +150,24 @@ def test_reading_a_config_of_every_algorithm_imports_neither_torch_nor_the_algor
         "assert not heavy, heavy\n"
     )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
+def test_contributings_recipe_registers_an_algorithm_with_one_module(monkeypatch):
+    """The declaration that CONTRIBUTING's "Adding an algorithm" shows, run as a module, adds ``algorithm: mine``."""
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    recipe = text[text.index("## Adding an algorithm") :]
+    snippet = recipe[
+        recipe.index("```python\n") + len("```python\n") : recipe.index("```\n", recipe.index("```python"))
+    ]
+    module = dedent(snippet)
+    mine = types.ModuleType("training.algorithms.mine")
+    monkeypatch.setitem(sys.modules, mine.__name__, mine)
+    exec(compile(module, "CONTRIBUTING.md", "exec"), mine.__dict__)
+    namespace = mine.__dict__
+    try:
+        assert registry.get("mine") is namespace["ALGORITHM"]
+        config = config_from_dict({"algorithm": "mine", "mine": {"rounds": 3}})
+        assert config.mine == namespace["MyConfig"](rounds=3)
+        assert "`from training.algorithms import mine as mine`" in recipe  # the one line
+    finally:
+        registry.unregister("mine")
