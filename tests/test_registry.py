@@ -8,7 +8,7 @@ import json
 import subprocess
 import sys
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from textwrap import dedent
 
@@ -75,6 +75,7 @@ def test_a_toy_algorithm_is_read_by_the_config_loader(toy, tmp_path):
     assert config.sections["toy"] == ToyConfig(rounds=5, label="hello")
     assert config_from_dict(config.to_dict()) == config  # (a checkpoint's metadata)
     assert config != config_from_dict({**config.to_dict(), "toy": {"rounds": 6}})
+    assert replace(config, seed=4).toy == config.toy and "sections" not in config.to_dict()
     with pytest.raises(ConfigError, match=r"toy: rounds=0 is not allowed; expected an integer >= 1"):
         load_config(path, ["toy.rounds=0"])
     with pytest.raises(ConfigError, match=r"unknown key 'toy.bogus' in section 'toy'; allowed keys: \['rounds'"):

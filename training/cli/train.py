@@ -73,6 +73,8 @@ def describe_options(cls: type = TrainConfig, prefix: str = "") -> list[str]:
     docs = field_docs(cls)
     hints = type_hints(cls)
     for f in fields(cls):
+        if cls is TrainConfig and f.name == "sections":  # (listed after the shared sections, by key)
+            continue
         key = dotted_key(prefix, f.name)
         kind = hints[f.name]
         if isinstance(kind, type) and is_dataclass(kind):

@@ -451,7 +451,7 @@ class WarmStartConfig:
         _require_learning_rate(where, "learning_rate", self.learning_rate)
 
 
-@dataclass(eq=False)
+@dataclass
 class TrainConfig:
     """One training run: the shared sections as fields, each registered algorithm's own section in ``sections``."""
 
@@ -480,18 +480,16 @@ class TrainConfig:
     evaluation: EvalConfig = field(default_factory=EvalConfig)
     warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
 
-    def __post_init__(self) -> None:
-        self.sections: dict[str, Any] = {key: section() for key, section in registry.sections().items()}
-        """The registered algorithms' sections by key, each also an attribute (``config.psro``)."""
+    sections: dict[str, Any] = field(default_factory=lambda: {k: s() for k, s in registry.sections().items()})
+    """The registered algorithms' own sections by key (``psro``, ...), each also an attribute (``config.psro``); in a
+    config file, top-level sections like the others.
+    """
 
     def __getattr__(self, name: str) -> Any:
         sections = self.__dict__.get("sections")
         if sections is not None and name in sections:
             return sections[name]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, TrainConfig) and self.to_dict() == other.to_dict()
 
     def validate(self, where: str = "config") -> None:
         _require(
@@ -569,7 +567,9 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """The config as plain data: the shared sections, then each algorithm's (a checkpoint's metadata)."""
-        return {**asdict(self), **{key: asdict(section) for key, section in self.sections.items()}}
+        data = asdict(self)
+        sections = data.pop("sections")
+        return {**data, **sections}
 
     @property
     def run_dir(self) -> Path:
@@ -638,7 +638,7 @@ def unused_options(config: TrainConfig) -> list[str]:
     return notes
 
 
-registry.reserve_keys([f.name for f in fields(TrainConfig)] + ["sections"])
+registry.reserve_keys([f.name for f in fields(TrainConfig)])
 _RUN_NAME = re.compile(r"[A-Za-z0-9._-]+")
 _DEVICE = re.compile(r"cpu|cuda(:\d+)?")
 
@@ -726,7 +726,7 @@ def config_from_dict(data: dict[str, Any], where: str = "config") -> TrainConfig
 
 def allowed_keys() -> list[str]:
     """The top-level keys of a config: the shared ones, then the registered algorithms' sections."""
-    return [f.name for f in fields(TrainConfig)] + list(registry.sections())
+    return [f.name for f in fields(TrainConfig) if f.name != "sections"] + list(registry.sections())
 
 
 def apply_override(data: dict[str, Any], item: str) -> None:
