@@ -18,8 +18,9 @@ pytest.importorskip("yaml")
 
 from training.cli import train as train_cli  # noqa: E402
 from training.core import registry  # noqa: E402
-from training.core.config import ConfigError, TrainConfig, config_from_dict, load_config, require  # noqa: E402
+from training.core.config import ConfigError, TrainConfig, config_from_dict, load_config  # noqa: E402
 from training.core.registry import Algorithm  # noqa: E402
+from training.core.schema import require  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -172,3 +173,14 @@ def test_contributings_recipe_registers_an_algorithm_with_one_module(monkeypatch
         assert "`from training.algorithms import mine as mine`" in recipe  # the one line
     finally:
         registry.unregister("mine")
+
+
+def test_import_training_registers_the_algorithms_and_stays_light():
+    code = (
+        "import sys, training\n"
+        "from training.core import registry\n"
+        "assert sorted(registry.names()) == ['cfr', 'nfsp', 'ppo', 'psro'], registry.names()\n"
+        "heavy = [m for m in ('torch', 'numpy', 'cockroach_env', 'training.core.config') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)

@@ -5,9 +5,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from training.core.config import TrainConfig, require, require_learning_rate
 from training.core.registry import Algorithm, register
+from training.core.schema import require, require_learning_rate
+
+if TYPE_CHECKING:
+    from training.core.config import TrainConfig
 
 
 @dataclass

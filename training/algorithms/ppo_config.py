@@ -5,8 +5,12 @@ PPO's loop (NFSP, PSRO's best responses, ``cockroach-exploit``) and live in ``tr
 
 from __future__ import annotations
 
-from training.core.config import TrainConfig
+from typing import TYPE_CHECKING
+
 from training.core.registry import Algorithm, register
+
+if TYPE_CHECKING:
+    from training.core.config import TrainConfig
 
 
 def population_problem(config: TrainConfig) -> str | None:

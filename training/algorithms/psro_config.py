@@ -5,9 +5,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from training.core.config import TrainConfig, require
 from training.core.registry import Algorithm, register
+from training.core.schema import require
+
+if TYPE_CHECKING:
+    from training.core.config import TrainConfig
 
 META_SOLVERS = ("alpharank", "prd", "regret_matching", "uniform")
 """The meta-solvers of PSRO's meta-game, by name (``training.algorithms.meta_solvers.SOLVERS`` implements them)."""

@@ -26,6 +26,7 @@ from typing import Any
 
 from cockroach_env.config import GameConfig
 from training.core import registry
+from training.core.schema import MAX_LEARNING_RATE as MAX_LEARNING_RATE
 from training.core.schema import (
     ConfigError,
     build_dataclass,
@@ -34,6 +35,8 @@ from training.core.schema import (
     type_hints,
     yaml_load,
 )
+from training.core.schema import require as _require
+from training.core.schema import require_learning_rate as _require_learning_rate
 
 
 def baseline_names() -> list[str]:
@@ -54,8 +57,6 @@ MAX_GAMES = 10**8
 MAX_COEFFICIENT = 100.0
 """Largest weight of a loss term (``ppo.ent_coef``, ``vf_coef``, ``magnet_coef``, ``kl_coef``), ratio clip and
 gradient-norm clip: a weight of 1e30 turns the loss into inf, and no run trains there."""
-MAX_LEARNING_RATE = 1.0
-"""Largest Adam learning rate of any network or table (Adam moves each weight by about this much per step)."""
 MAX_CONFIG_BYTES = 2**20
 """A config file is a few kilobytes; a larger one is not a config of this project."""
 
@@ -762,26 +763,3 @@ def _check_key_path(parts: list[str]) -> None:
             section = f" in section {prefix!r}" if prefix else ""
             raise ConfigError(f"unknown key {quoted('.'.join(parts))}{section}; allowed keys: {allowed}")
         cls = type_hints(cls)[part] if depth else registry.sections().get(part) or type_hints(TrainConfig)[part]
-
-
-def require(where: str, key: str, value: Any, ok: bool, expected: str) -> None:
-    """Unless ``ok``: ``ConfigError`` naming the section ``where``, the ``key``, its ``value`` and what is ``expected``
-    (every section's ``validate`` checks its values with it).
-    """
-    if not ok:
-        raise ConfigError(f"{where}: {cut(key)}={quoted(value)} is not allowed; expected {expected}")
-
-
-def require_learning_rate(where: str, key: str, value: float, alternative: str = "") -> None:
-    """``require`` an Adam learning rate above 0 and at most ``MAX_LEARNING_RATE`` (or ``alternative``)."""
-    require(
-        where,
-        key,
-        value,
-        0 < value <= MAX_LEARNING_RATE,
-        f"a number > 0 and at most MAX_LEARNING_RATE={MAX_LEARNING_RATE:g}{alternative}",
-    )
-
-
-_require = require
-_require_learning_rate = require_learning_rate

@@ -12,7 +12,8 @@ as Gymnasium's package imports ``gymnasium.envs`` (whose ``__init__`` registers 
 algorithm (``training.algorithms.psro_config``, ...), and each of those registers its algorithm. Any import of a
 ``training`` module runs the package first, so a config is never read before the built-in algorithms are known.
 A declaration module is light: its section, its checks and the entry point as a ``"module:function"`` string, which
-is imported when a run starts. Reading a config therefore needs neither torch nor the algorithms' code.
+is imported when a run starts. Reading a config therefore needs neither torch nor the algorithms' code, and the
+declarations import only this module and ``training.core.schema``: ``import training`` stays light.
 """
 
 from __future__ import annotations
@@ -94,6 +95,9 @@ _RESERVED: set[str] = set()
 
 def reserve_keys(keys: list[str]) -> None:
     """Mark the config's shared keys (``name``, ``ppo``, ...), which no algorithm's section may take."""
+    taken = sorted(set(keys) & set(sections()))
+    if taken:
+        raise ValueError(f"algorithm {owner(taken[0])!r}: section key {taken[0]!r} is a key shared by every algorithm")
     _RESERVED.update(keys)
 
 
