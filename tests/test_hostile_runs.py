@@ -704,7 +704,7 @@ def test_a_non_finite_average_policy_loss_names_its_learning_rate():
 
     from cockroach_env import GameConfig
     from training.algorithms.nfsp import AveragePolicy
-    from training.core.config import NFSPConfig
+    from training.algorithms.nfsp_config import NFSPConfig
     from training.core.learner import NonFiniteUpdate
     from training.core.model import ActorCritic
 

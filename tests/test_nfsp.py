@@ -16,9 +16,10 @@ pytest.importorskip("yaml")
 from cockroach_env import GameConfig  # noqa: E402
 from tests.test_training import _metrics, _train, updates_trained  # noqa: E402, F401 (a fixture of these tests)
 from training.algorithms.nfsp import AveragePolicy, Reservoir  # noqa: E402
+from training.algorithms.nfsp_config import NFSPConfig  # noqa: E402
 from training.cli import checkpoint as checkpoint_cli  # noqa: E402
 from training.core import checkpoint as ckpt  # noqa: E402
-from training.core.config import ConfigError, NFSPConfig, load_config  # noqa: E402
+from training.core.config import ConfigError, load_config  # noqa: E402
 from training.core.model import ActorCritic  # noqa: E402
 
 NFSP = [

@@ -327,7 +327,7 @@ def test_the_psro_config_is_validated():
     ):
         load_config(None, ["psro.meta_solver=nash"])
     with pytest.raises(
-        ConfigError, match=r"algorithm='dqn' is not allowed; expected one of \['ppo', 'psro', 'cfr', 'nfsp'\]"
+        ConfigError, match=r"algorithm='dqn' is not allowed; expected one of \['cfr', 'nfsp', 'ppo', 'psro'\]"
     ):
         load_config(None, ["algorithm=dqn"])
     with pytest.raises(ConfigError, match=r"iterations=0 is not allowed"):

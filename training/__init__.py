@@ -7,11 +7,14 @@ module paths of the flat layout (``training.checkpoint``, ``training.ppo``, ...)
 the same module objects (``training._aliases``); all but the three that CONTRIBUTING promises warn
 that they are deprecated.
 
-Importing this package does not import torch: the arena and the baselines work with
-the environment alone; ``load_agent`` and the trainer import torch when used.
+Importing this package registers the training algorithms (``training.algorithms``, see
+``training.core.registry``), so that a config can name any of them. It does not import torch:
+the arena and the baselines work with the environment alone; ``load_agent`` and the trainer
+import torch when used.
 """
 
 from training import _aliases
+from training import algorithms as algorithms
 
 _aliases.install()
 

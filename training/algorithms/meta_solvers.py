@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from training.core.config import META_SOLVERS
+from training.algorithms.psro_config import META_SOLVERS
 from training.evaluation.ratings import wilson_interval
 
 

@@ -51,9 +51,10 @@ import torch
 
 from cockroach_env.encoding import encoding_for
 from training.algorithms import ppo
+from training.algorithms.nfsp_config import NFSPConfig
 from training.core import checkpoint as ckpt
 from training.core.checkpoint.run_state import save_agent_checkpoint
-from training.core.config import NFSPConfig, TrainConfig
+from training.core.config import TrainConfig
 from training.core.learner import NonFiniteUpdate, check_finite_weights
 from training.core.model import ActorCritic, mask_bias
 from training.core.opponents import FixedOpponents, Population

@@ -1,6 +1,6 @@
 """``cockroach-train``: train a self-play PPO agent (or, with ``algorithm: psro``, a PSRO mixture; with ``algorithm:
 cfr``, CFR on a small rule set's exact tree, distilled into a network; with ``algorithm: nfsp``, NFSP's average policy)
-from a YAML config.
+from a YAML config. The config's ``algorithm`` names the entry point in ``training.core.registry``.
 
 cockroach-train --config configs/research/ppo_4p.yaml
 cockroach-train --config configs/research/ppo_4p.yaml --set ppo.learning_rate=1e-3 --set seed=2
@@ -16,11 +16,15 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from dataclasses import MISSING, fields, is_dataclass
 from pathlib import Path
 
-from training.core.config import ConfigError, describe_options, load_config, unused_options
+from cockroach_env.config import GameConfig
+from training.core import registry
+from training.core.config import ConfigError, TrainConfig, load_config, unused_options
 from training.core.distributed import add_ray_option
 from training.core.output_paths import run_dir_problem
+from training.core.schema import dotted_key, field_docs, type_hints
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,6 +63,39 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
     add_ray_option(parser, "psro only: run each iteration's best responses and payoff tables")
     return parser
+
+
+def describe_options(cls: type = TrainConfig, prefix: str = "") -> list[str]:
+    """One line per option: dotted key, default and documentation (for ``--help``); for the whole config, the
+    registered algorithms and their sections too.
+    """
+    lines = []
+    docs = field_docs(cls)
+    hints = type_hints(cls)
+    for f in fields(cls):
+        if cls is TrainConfig and f.name == "sections":  # (listed after the shared sections, by key)
+            continue
+        key = dotted_key(prefix, f.name)
+        kind = hints[f.name]
+        if isinstance(kind, type) and is_dataclass(kind):
+            lines.append(f"{key}:  {(kind.__doc__ or '').strip()}")
+            lines.extend(describe_options(kind, key))
+            continue
+        default = f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
+        lines.append(f"  {key} = {default!r}  {docs.get(f.name, '')}")
+        if key == "game":
+            game_docs = field_docs(GameConfig)
+            for g in fields(GameConfig):
+                lines.append(f"      game.{g.name} (default {g.default!r})  {game_docs.get(g.name, '')}")
+            lines.append("      game.preset  named rule set(s), e.g. 'royal' or 'rainbow+even-deal'")
+        if key == "algorithm":
+            for name in registry.names():
+                lines.append(f"      algorithm: {name}  {registry.get(name).summary}")
+    if cls is TrainConfig and not prefix:
+        for key, section in registry.sections().items():
+            lines.append(f"{key}:  {(section.__doc__ or '').strip()}")
+            lines.extend(describe_options(section, key))
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -128,18 +165,16 @@ def _config_problem(args: argparse.Namespace, config) -> str | None:
     """What the command line cannot run of a valid config, or None; a ``warm_start.teacher`` that cannot teach raises
     ``ConfigError`` (it is loaded here, before the run directory is made).
     """
-    if args.ray is not None and config.algorithm != "psro":
+    algorithm = registry.get(config.algorithm)
+    if args.ray is not None and not algorithm.ray:
+        takes = [name for name in registry.names() if registry.get(name).ray]
         return (
-            f"--ray runs PSRO's best responses and payoff tables; the config has algorithm={config.algorithm!r} "
-            "(use algorithm: psro)"
+            f"--ray is not allowed with algorithm: {config.algorithm} (it does not run on Ray); expected an algorithm "
+            f"that does: {takes}"
         )
-    if config.algorithm == "ppo" and config.opponents.population > 0:
-        # (PSRO's best responses and cockroach-exploit pass theirs to training.algorithms.ppo.train)
-        return (
-            f"opponents.population={config.opponents.population} is not allowed with algorithm: ppo; its tables are "
-            "against a population that PSRO or cockroach-exploit gives, or NFSP's average policy (algorithm: nfsp); "
-            "expected 0"
-        )
+    problem = algorithm.problem(config) if algorithm.problem is not None else None
+    if problem:
+        return problem
     if config.warm_start.teacher is not None and not args.resume and not args.init_from:
         from training.algorithms.imitation import resolve_teacher
 
@@ -148,19 +183,13 @@ def _config_problem(args: argparse.Namespace, config) -> str | None:
 
 
 def _trainer(args: argparse.Namespace, config):
-    """The ``train`` function of the config's algorithm."""
-    if config.algorithm == "psro":
+    """The entry point of the config's algorithm (``training.core.registry``), with ``--ray`` where it takes it."""
+    algorithm = registry.get(config.algorithm)
+    train = algorithm.trainer()
+    if algorithm.ray:
         from functools import partial
 
-        from training.algorithms.psro import train as train_psro
-
-        return partial(train_psro, ray_address=args.ray)
-    if config.algorithm == "cfr":
-        from training.algorithms.cfr import train
-    elif config.algorithm == "nfsp":
-        from training.algorithms.nfsp import train
-    else:
-        from training.algorithms.ppo import train
+        return partial(train, ray_address=args.ray)
     return train
 
 
@@ -302,7 +331,7 @@ def _initial_weights(path: str, config) -> tuple[dict | None, list[tuple[str, di
     models = member_models(checkpoint)
     if meta["mixture"].get("recipes"):  # a cockroach-mixture checkpoint: how each member was made
         base_run["recipes"] = meta["mixture"]["recipes"]
-    if config.algorithm == "psro":
+    if registry.get(config.algorithm).population_start:
         base_run["members"] = names
         return None, [(name, model.state_dict()) for name, model in zip(names, models)], base_run
     heaviest = int(weights.argmax())

@@ -1,8 +1,10 @@
 """Training configuration: dataclasses loaded from YAML and validated.
 
 A config file is a YAML mapping whose sections match the dataclasses below
-(``game``, ``ppo``, ``model``, ``opponents``, ``schedule``, ``evaluation``, ``psro``, ``cfr``, ``nfsp``) plus a few
-top-level keys (``name``, ``seed``, ``device``, ``output_dir``, ``torch_threads``).
+(``game``, ``ppo``, ``model``, ``opponents``, ``schedule``, ``evaluation``, ``warm_start``), the section of each
+registered algorithm that has its own settings (``psro``, ``cfr``, ``nfsp``: ``training.core.registry``; the
+dataclass lives beside the algorithm) plus a few top-level keys (``name``, ``algorithm``, ``seed``, ``device``,
+``output_dir``, ``torch_threads``).
 Every key is checked: an unknown key is an error that names it and lists the allowed
 keys, and a bad value is an error that names the value and what is allowed. Anything
 left out takes the default shown by ``cockroach-train --help``.
@@ -18,21 +20,23 @@ prints them. The strict building from plain data (and ``ConfigError``) is ``trai
 from __future__ import annotations
 
 import re
-from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
 from cockroach_env.config import GameConfig
+from training.core import registry
+from training.core.schema import MAX_LEARNING_RATE as MAX_LEARNING_RATE
 from training.core.schema import (
     ConfigError,
     build_dataclass,
     cut,
-    dotted_key,
-    field_docs,
     quoted,
     type_hints,
     yaml_load,
 )
+from training.core.schema import require as _require
+from training.core.schema import require_learning_rate as _require_learning_rate
 
 
 def baseline_names() -> list[str]:
@@ -53,8 +57,6 @@ MAX_GAMES = 10**8
 MAX_COEFFICIENT = 100.0
 """Largest weight of a loss term (``ppo.ent_coef``, ``vf_coef``, ``magnet_coef``, ``kl_coef``), ratio clip and
 gradient-norm clip: a weight of 1e30 turns the loss into inf, and no run trains there."""
-MAX_LEARNING_RATE = 1.0
-"""Largest Adam learning rate of any network or table (Adam moves each weight by about this much per step)."""
 MAX_CONFIG_BYTES = 2**20
 """A config file is a few kilobytes; a larger one is not a config of this project."""
 
@@ -482,159 +484,15 @@ class WarmStartConfig:
         _require_learning_rate(where, "learning_rate", self.learning_rate)
 
 
-ALGORITHMS = ("ppo", "psro", "cfr", "nfsp")
-
-
-META_SOLVERS = ("alpharank", "prd", "regret_matching", "uniform")
-"""The meta-solvers of PSRO's meta-game, by name (``training.algorithms.meta_solvers.SOLVERS`` implements them)."""
-
-
-@dataclass
-class PSROConfig:
-    """Policy-space response oracles (``algorithm: psro``): a population, its meta-game and a best response per
-    iteration (``training.algorithms.psro``).
-    """
-
-    iterations: int = 10
-    """PSRO iterations; each adds ``best_responses_per_iteration`` members to the population."""
-    best_responses_per_iteration: int = 1
-    """Best responses trained per iteration against the same meta-strategy, with different seeds (in parallel with
-    ``--ray``).
-    """
-    best_response_decisions: int = 2_000_000
-    """Environment decisions of each best response (a PPO run with the ``ppo`` settings, against the meta-strategy in
-    every other seat).
-    """
-    warm_start: bool = True
-    """Start each best response from the newest member's weights (else from a fresh network)."""
-    payoff_games: int = 400
-    """Games per new table of the meta-game (duplicate deals, seat rotation; rounded up to whole rotations)."""
-    population_share: float = 1.0
-    """Share of each best response's tables against the meta-strategy (1: PSRO's pure best responses). Below 1, the
-    rest of its
-    tables follow the config's ``opponents`` mix (self-play, snapshots, exploiter, baselines), scaled to ``1 -
-    population_share``:
-    a robust best response, which stays a good player against what the population does not cover (AlphaStar's main
-    agents).
-    """
-    meta_solver: str = "regret_matching"
-    """Meta-solver of the meta-game: ``regret_matching`` (measured best, see ``training.algorithms.meta_solvers``),
-    ``prd`` (projected replicator dynamics), ``alpharank`` or ``uniform``. May change on ``--resume`` (the saved
-    meta-game is solved again).
-    """
-
-    def validate(self, where: str) -> None:
-        for name in ("iterations", "best_responses_per_iteration", "best_response_decisions", "payoff_games"):
-            _require(where, name, getattr(self, name), getattr(self, name) >= 1, "an integer >= 1")
-        _require(
-            where, "meta_solver", self.meta_solver, self.meta_solver in META_SOLVERS, f"one of {sorted(META_SOLVERS)}"
-        )
-        _require(where, "population_share", self.population_share, 0 < self.population_share <= 1, "a number in (0, 1]")
-
-
-@dataclass
-class NFSPConfig:
-    """Neural fictitious self-play (``algorithm: nfsp``, ``training.algorithms.nfsp``): the PPO policy is the best
-    response, and an average policy is fitted to all its past decisions; ``opponents.population`` is the weight of the
-    tables against the average policy.
-    """
-
-    reservoir_size: int = 3_000_000
-    """Decisions of the best response kept for the average policy's supervised learning: a uniform sample of all its
-    decisions since the run began (reservoir sampling). About 160 bytes each on 4 players, in memory and in the run
-    checkpoint.
-    """
-    sl_steps: int = 4
-    """Supervised steps (cross-entropy on the reservoir) of the average policy per PPO update."""
-    sl_batch_size: int = 4096
-    """Reservoir decisions per supervised step (drawn with replacement); no step runs before the reservoir holds this
-    many.
-    """
-    sl_learning_rate: float = 3e-4
-    """Adam learning rate of the average policy."""
-
-    def validate(self, where: str) -> None:
-        for name in ("reservoir_size", "sl_batch_size"):
-            _require(where, name, getattr(self, name), getattr(self, name) >= 1, "an integer >= 1")
-        _require(where, "sl_steps", self.sl_steps, self.sl_steps >= 0, "an integer >= 0")
-        _require_learning_rate(where, "sl_learning_rate", self.sl_learning_rate)
-        _require(
-            where,
-            "sl_batch_size",
-            self.sl_batch_size,
-            self.sl_batch_size <= self.reservoir_size,
-            f"an integer <= reservoir_size ({self.reservoir_size})",
-        )
-
-
-CFR_VARIANTS = ("cfr+", "dcfr", "linear", "cfr")
-CFR_KEYS = ("observation", "information_state")
-
-
-@dataclass
-class CFRConfig:
-    """Counterfactual regret minimisation over the exact game tree of a small rule set (``algorithm: cfr``,
-    ``training.algorithms.cfr``), then distilled into the ``model`` network.
-    """
-
-    iterations: int = 2000
-    """CFR iterations (may grow on ``--resume``)."""
-    variant: str = "dcfr"
-    """``dcfr`` (discounted CFR; measured best on ``mini``, docs/cfr.md), ``cfr+``, ``linear`` or ``cfr`` (vanilla)."""
-    keys: str = "information_state"
-    """What the regrets are keyed by: ``information_state`` (perfect recall: textbook CFR; the network is fitted to its
-    projection onto observations) or ``observation`` (what a network over the env's observations sees; CFR with
-    imperfect recall, measured not to converge on ``mini``, docs/cfr.md).
-    """
-    alternating: bool = True
-    """Alternating updates (each seat regrets against the strategy the seats before it just updated), else
-    simultaneous.
-    """
-    evaluate_every: int = 50
-    """Iterations between two exact NashConv evaluations of the average strategy, logged to ``cfr.csv`` (0: only at the
-    end).
-    """
-    checkpoint_every: int = 100
-    """Iterations between two checkpoints of the regrets and the average strategy."""
-    max_nodes: int = 3_000_000
-    """Refuse rule sets whose game tree has more nodes than this (``training.evaluation.exact.TreeTooLarge``)."""
-    descent_steps: int = 0
-    """Exploitability-descent steps on the table over observations before it is distilled
-    (``training.algorithms.descent``: gradient steps on its exact NashConv; 0: none). Measured to help where
-    observations alias information states (docs/cfr.md).
-    """
-    descent_learning_rate: float = 0.05
-    """Adam learning rate of the exploitability descent (on the table's logits)."""
-    distill_steps: int = 3000
-    """Full-batch Adam steps fitting the ``model`` network to the average strategy (0: no network; ``final`` is then
-    not written).
-    """
-    distill_learning_rate: float = 3e-3
-    """Adam learning rate of the distillation."""
-
-    def validate(self, where: str) -> None:
-        for name in ("iterations", "checkpoint_every", "max_nodes"):
-            _require(where, name, getattr(self, name), getattr(self, name) >= 1, "an integer >= 1")
-        for name in ("evaluate_every", "distill_steps", "descent_steps"):
-            _require(where, name, getattr(self, name), getattr(self, name) >= 0, "an integer >= 0")
-        _require(where, "variant", self.variant, self.variant in CFR_VARIANTS, f"one of {list(CFR_VARIANTS)}")
-        _require(where, "keys", self.keys, self.keys in CFR_KEYS, f"one of {list(CFR_KEYS)}")
-        for name in ("distill_learning_rate", "descent_learning_rate"):
-            _require_learning_rate(where, name, getattr(self, name))
-
-
 @dataclass
 class TrainConfig:
-    """One training run."""
+    """One training run: the shared sections as fields, each registered algorithm's own section in ``sections``."""
 
     name: str = "ppo"
     """Run name; the run directory is ``output_dir/name``."""
     algorithm: str = "ppo"
-    """``ppo`` (self-play PPO, ``training.algorithms.ppo``), ``psro`` (a population and its solved meta-game,
-    ``training.algorithms.psro``, with the ``psro`` settings), ``cfr`` (regret minimisation over the exact tree of a
-    small rule set, ``training.algorithms.cfr``, with the ``cfr`` settings) or ``nfsp`` (neural fictitious self-play:
-    the PPO policy as best response and an average policy fitted to its decisions, ``training.algorithms.nfsp``, with
-    the ``nfsp`` settings).
+    """The algorithm that trains the run, by its registered name (``training.core.registry``; the list below): ``ppo``
+    (self-play PPO, ``training.algorithms.ppo``), or another that reads its own section of the same name.
     """
     seed: int = 1
     """Seed of everything random in the run (games, sampling, opponents, evaluation)."""
@@ -653,10 +511,18 @@ class TrainConfig:
     opponents: OpponentConfig = field(default_factory=OpponentConfig)
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     evaluation: EvalConfig = field(default_factory=EvalConfig)
-    psro: PSROConfig = field(default_factory=PSROConfig)
-    cfr: CFRConfig = field(default_factory=CFRConfig)
-    nfsp: NFSPConfig = field(default_factory=NFSPConfig)
     warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
+
+    sections: dict[str, Any] = field(default_factory=lambda: {k: s() for k, s in registry.sections().items()})
+    """The registered algorithms' own sections by key (``psro``, ...), each also an attribute (``config.psro``); in a
+    config file, top-level sections like the others.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        sections = self.__dict__.get("sections")
+        if sections is not None and name in sections:
+            return sections[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def validate(self, where: str = "config") -> None:
         _require(
@@ -715,45 +581,13 @@ class TrainConfig:
             )
         self.schedule.validate(f"{where}: schedule")
         self.evaluation.validate(f"{where}: evaluation")
-        _require(where, "algorithm", self.algorithm, self.algorithm in ALGORITHMS, f"one of {list(ALGORITHMS)}")
-        self.psro.validate(f"{where}: psro")
-        if self.algorithm == "psro" and self.psro.population_share < 1:
-            mix = self.opponents
-            rest = (
-                mix.self_play
-                + mix.snapshots
-                + mix.exploiter
-                + sum(mix.baselines.values())
-                + sum(mix.checkpoints.values())
-            )
-            _require(
-                f"{where}: psro",
-                "population_share",
-                self.psro.population_share,
-                rest > 0,
-                "1, or opponents weights (self_play, snapshots, exploiter, baselines, checkpoints) with a "
-                "positive sum for the rest of a best response's tables",
-            )
-        self.cfr.validate(f"{where}: cfr")
-        self.nfsp.validate(f"{where}: nfsp")
+        _require(where, "algorithm", self.algorithm, self.algorithm in registry.names(), f"one of {registry.names()}")
+        for key, section in self.sections.items():
+            section.validate(f"{where}: {key}")
         self.warm_start.validate(f"{where}: warm_start")
-        if self.warm_start.teacher is not None:
-            _require(
-                where,
-                "algorithm",
-                self.algorithm,
-                self.algorithm != "cfr",
-                "ppo, psro or nfsp with warm_start (cfr solves the game tree and trains no network from play)",
-            )
-        if self.algorithm == "nfsp":
-            _require(
-                f"{where}: opponents",
-                "population",
-                self.opponents.population,
-                self.opponents.population > 0,
-                "a weight > 0 with algorithm: nfsp (the share of the best response's tables against the "
-                "average policy)",
-            )
+        check = registry.get(self.algorithm).check
+        if check is not None:
+            check(self, where)
 
     def game_config(self, where: str = "config") -> GameConfig:
         """The ``GameConfig`` named by the ``game`` section."""
@@ -765,7 +599,10 @@ class TrainConfig:
             raise ConfigError(f"{where}: game: {cut(error, 1000)}") from None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The config as plain data: the shared sections, then each algorithm's (a checkpoint's metadata)."""
+        data = asdict(self)
+        sections = data.pop("sections")
+        return {**data, **sections}
 
     @property
     def run_dir(self) -> Path:
@@ -822,18 +659,19 @@ def unused_options(config: TrainConfig) -> list[str]:
                     f"warm_start.{f.name}={getattr(config.warm_start, f.name)!r} does nothing with warm_start.teacher: "
                     "null (no warm start)"
                 )
-    for section, algorithm in (("psro", "psro"), ("cfr", "cfr"), ("nfsp", "nfsp")):
+    for key, section in config.sections.items():
+        algorithm = registry.owner(key)
         if config.algorithm != algorithm:
-            for f in fields(getattr(config, section)):
-                if changed(getattr(config, section), f.name):
+            for f in fields(section):
+                if changed(section, f.name):
                     notes.append(
-                        f"{section}.{f.name}={getattr(getattr(config, section), f.name)!r} does nothing with "
-                        f"algorithm: {config.algorithm} (only algorithm: {algorithm} reads it)"
+                        f"{key}.{f.name}={getattr(section, f.name)!r} does nothing with algorithm: {config.algorithm} "
+                        f"(only algorithm: {algorithm} reads it)"
                     )
     return notes
 
 
-SECTIONS = {f.name: f.type for f in fields(TrainConfig)}
+registry.reserve_keys([f.name for f in fields(TrainConfig)])
 _RUN_NAME = re.compile(r"[A-Za-z0-9._-]+")
 _DEVICE = re.compile(r"cpu|cuda(:\d+)?")
 
@@ -902,9 +740,26 @@ def _read_config_text(path: Path) -> str:
 
 def config_from_dict(data: dict[str, Any], where: str = "config") -> TrainConfig:
     """Build and validate a ``TrainConfig`` from plain data (YAML, or a checkpoint's metadata)."""
-    config = build_dataclass(TrainConfig, data, where, "")
+    own = registry.sections()
+    if isinstance(data, dict):
+        allowed = allowed_keys()
+        unknown = [key for key in data if key not in allowed]
+        if unknown:
+            raise ConfigError(f"{where}: unknown key {quoted(unknown[0])}; allowed keys: {allowed}")
+        shared = {key: value for key, value in data.items() if key not in own}
+    else:
+        shared = data  # refused by build_dataclass, which names what it got
+    config = build_dataclass(TrainConfig, shared, where, "")
+    for key, section in own.items():
+        if key in data:
+            config.sections[key] = build_dataclass(section, data[key], where, key)
     config.validate(where)
     return config
+
+
+def allowed_keys() -> list[str]:
+    """The top-level keys of a config: the shared ones, then the registered algorithms' sections."""
+    return [f.name for f in fields(TrainConfig) if f.name != "sections"] + list(registry.sections())
 
 
 def apply_override(data: dict[str, Any], item: str) -> None:
@@ -930,53 +785,13 @@ def apply_override(data: dict[str, Any], item: str) -> None:
 
 def _check_key_path(parts: list[str]) -> None:
     """Unknown dotted keys are refused up front, naming the allowed keys."""
-    cls: Any = TrainConfig
+    cls: Any = None
     for depth, part in enumerate(parts):
-        if not (isinstance(cls, type) and is_dataclass(cls)):
+        if depth and not (isinstance(cls, type) and is_dataclass(cls)):
             return  # inside a free-form mapping (game options, baseline weights): checked later
-        allowed = [f.name for f in fields(cls)]
+        allowed = [f.name for f in fields(cls)] if depth else allowed_keys()
         if part not in allowed:
             prefix = ".".join(parts[:depth])
             section = f" in section {prefix!r}" if prefix else ""
             raise ConfigError(f"unknown key {quoted('.'.join(parts))}{section}; allowed keys: {allowed}")
-        cls = type_hints(cls)[part]
-
-
-def _require(where: str, key: str, value: Any, ok: bool, expected: str) -> None:
-    if not ok:
-        raise ConfigError(f"{where}: {cut(key)}={quoted(value)} is not allowed; expected {expected}")
-
-
-def _require_learning_rate(where: str, key: str, value: float, alternative: str = "") -> None:
-    _require(
-        where,
-        key,
-        value,
-        0 < value <= MAX_LEARNING_RATE,
-        f"a number > 0 and at most MAX_LEARNING_RATE={MAX_LEARNING_RATE:g}{alternative}",
-    )
-
-
-# ---------------------------------------------------------------------------- documentation
-
-
-def describe_options(cls: type = TrainConfig, prefix: str = "") -> list[str]:
-    """One line per option: dotted key, default and documentation (for ``--help``)."""
-    lines = []
-    docs = field_docs(cls)
-    hints = type_hints(cls)
-    for f in fields(cls):
-        key = dotted_key(prefix, f.name)
-        kind = hints[f.name]
-        if isinstance(kind, type) and is_dataclass(kind):
-            lines.append(f"{key}:  {(kind.__doc__ or '').strip()}")
-            lines.extend(describe_options(kind, key))
-            continue
-        default = f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
-        lines.append(f"  {key} = {default!r}  {docs.get(f.name, '')}")
-        if key == "game":
-            game_docs = field_docs(GameConfig)
-            for g in fields(GameConfig):
-                lines.append(f"      game.{g.name} (default {g.default!r})  {game_docs.get(g.name, '')}")
-            lines.append("      game.preset  named rule set(s), e.g. 'royal' or 'rainbow+even-deal'")
-    return lines
+        cls = type_hints(cls)[part] if depth else registry.sections().get(part) or type_hints(TrainConfig)[part]

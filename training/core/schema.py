@@ -1,7 +1,7 @@
 """Strict data: dataclasses built from plain data (YAML, JSON) with every key and value checked, and errors that name
-the key, the value and what is allowed (``ConfigError``). ``training.core.config`` declares the training config with
-it; a value in a message is ``quoted``, cut to ``QUOTE_LIMIT`` characters so that a hostile value never floods the
-terminal.
+the key, the value and what is allowed (``ConfigError``, ``require``). ``training.core.config`` declares the training
+config with it, and each algorithm's declaration its own section; a value in a message is ``quoted``, cut to
+``QUOTE_LIMIT`` characters so that a hostile value never floods the terminal.
 """
 
 from __future__ import annotations
@@ -34,6 +34,29 @@ def cut(text: Any, limit: int = QUOTE_LIMIT) -> str:
     """``str(text)`` (a name, a nested error's message) cut to ``limit`` characters, with its full length."""
     text = str(text)
     return text if len(text) <= limit else f"{text[:limit]}…({len(text)} chars)"
+
+
+MAX_LEARNING_RATE = 1.0
+"""Largest Adam learning rate of any network or table (Adam moves each weight by about this much per step)."""
+
+
+def require(where: str, key: str, value: Any, ok: bool, expected: str) -> None:
+    """Unless ``ok``: ``ConfigError`` naming the section ``where``, the ``key``, its ``value`` and what is ``expected``
+    (every config section's ``validate`` checks its values with it).
+    """
+    if not ok:
+        raise ConfigError(f"{where}: {cut(key)}={quoted(value)} is not allowed; expected {expected}")
+
+
+def require_learning_rate(where: str, key: str, value: float, alternative: str = "") -> None:
+    """``require`` an Adam learning rate above 0 and at most ``MAX_LEARNING_RATE`` (or ``alternative``)."""
+    require(
+        where,
+        key,
+        value,
+        0 < value <= MAX_LEARNING_RATE,
+        f"a number > 0 and at most MAX_LEARNING_RATE={MAX_LEARNING_RATE:g}{alternative}",
+    )
 
 
 def yaml_load(text: str) -> Any:
