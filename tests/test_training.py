@@ -1713,7 +1713,7 @@ def test_annealed_regularization_decays_geometrically_and_is_validated():
         ("ppo.magnet", "average", "one of ['copy', 'ema', 'uniform']"),
         ("ppo.magnet_ema", "0", "a number > 0 and at most 1"),
         ("ppo.anneal_regularization", "1.5", "a number > 0 and at most 1"),
-        ("ppo.kl_coef", "-1", "a number >= 0"),
+        ("ppo.kl_coef", "-1", "a number from 0 to MAX_COEFFICIENT=100"),
     ):
         with pytest.raises(ConfigError, match=re.escape(expected)) as error:
             load_config(None, [f"{key}={value}"])
