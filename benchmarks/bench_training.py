@@ -294,7 +294,11 @@ def compare(refs: list[str], rounds: int, config: str, updates: int, overrides: 
         trees["this tree"] = ROOT
         contenders = {}  # name -> (tree, config file, extra overrides)
         for ref, tree in trees.items():
-            has_overlap = "overlap: bool" in (tree / "training" / "config.py").read_text()
+            # (the config module moved from training/ to training/core/: read whichever the tree has)
+            config_module = next(
+                p for p in (tree / "training" / "core" / "config.py", tree / "training" / "config.py") if p.exists()
+            )
+            has_overlap = "overlap: bool" in config_module.read_text()
             tree_config = config
             if not has_overlap:  # an older tree refuses the option: the same config without it
                 import yaml
