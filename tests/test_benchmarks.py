@@ -622,3 +622,16 @@ def test_bench_training_history_compares_the_history_aware_network_with_the_mlp(
     assert re.search(r"^  MLP\s+[\d,]+ decisions/s \(median\)$", out, re.M)
     assert re.search(r"^  history-aware \(history=8, event_embedding=4\)\s+[\d,]+ decisions/s", out, re.M)
     assert re.search(r"history-aware / MLP: [\d.]+ \(target at least 0.5\)", out)
+
+
+def test_bench_code_layout_measures_sizes_lengths_and_the_configs_path(tmp_path):
+    done = bench("bench_code_layout.py", "--max-module", "500", "--json", str(tmp_path / "layout.json"), cwd=tmp_path)
+    record = json.loads((tmp_path / "layout.json").read_text())
+    assert all(lines > 500 for _, lines in record["modules_over_limit"])
+    assert all(lines > 80 for _, _, lines in record["functions_over_limit"])
+    # PPO's loop receives the config first, and every stay is one of the project's files
+    assert record["config_stays"][0] == "training/algorithms/ppo.py" and record["config_calls"] > 0
+    assert all((ROOT / path).is_file() for path in record["config_stays"])
+    assert f"{len(record['config_stays'])} stays, {record['config_returns']} returns" in done.stdout
+    refused = bench("bench_code_layout.py", "--max-function", "0", cwd=tmp_path, codes=(2,))
+    assert "--max-function=0" in refused.stderr
