@@ -643,7 +643,8 @@ def sb3_learn(counts: list[int], rounds: int, rollouts: int, rollout: int = SB3_
     return rows
 
 
-def main(argv: list[str] | None = None) -> None:
+def _arguments(argv: list[str] | None) -> tuple[argparse.Namespace, list[str], list[int]]:
+    """The command line, checked: the arguments, the libraries to measure and the env counts of ``sb3-learn``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=20.0, help="throughput: wall time per env and library")
     parser.add_argument("--rounds", type=int, default=5, help="throughput: interleaved slices")
@@ -682,59 +683,83 @@ def main(argv: list[str] | None = None) -> None:
             f"--sb3-envs={args.sb3_envs!r}, --sb3-rollouts={args.sb3_rollouts!r}: expected numbers of envs from 1 "
             f"to --sb3-rollout-size ({size}), comma-separated, and at least one rollout"
         )
+    return args, libraries, sb3_counts
+
+
+def _print_throughput(libraries: list[str], seconds: float, rounds: int) -> None:
+    """Measure and print the ``throughput`` table (Markdown)."""
+    rows = throughput(libraries, seconds, rounds)
+    print(
+        "\n| library | loop | cockroach 4p steps / CPU s | leduc_holdem_v4 steps / CPU s | ratio (median of rounds) |"
+    )
+    print("|---|---|---|---|---|")
+    loops = {
+        "rllib": "MultiAgentEnv.step",
+        "sb3": "DummyVecEnv.step (learner decisions)",
+        "tianshou": "Collector.collect",
+        "torchrl": "rollout",
+    }
+    for row in rows:
+        print(
+            f"| {row['library']} | {loops[row['library']]} | {row['cockroach']:,.0f} | {row['leduc']:,.0f} "
+            f"| {row['ratio']:.2f}× (min {row['ratio_min']:.2f}) |"
+        )
+
+
+def _print_batched(libraries: list[str], seconds: float, rounds: int, num_envs: int) -> None:
+    """Measure and print the ``batched`` table (Markdown)."""
+    rows = batched(libraries, seconds, rounds, num_envs)
+    print(
+        f"\n| library | routes ({num_envs} sub-environments each) | one-game route steps / s | "
+        "batched route steps / s | ratio (median of rounds) | env share of the training loop |"
+    )
+    print("|---|---|---|---|---|---|")
+    for row in rows:
+        print(
+            f"| {row['library']} | {row['routes']} | {row['one']:,.0f} | {row['batched']:,.0f} | "
+            f"{row['ratio']:.1f}× (min {row['ratio_min']:.1f}) | {100 * row['share']:.1f}% |"
+        )
+
+
+def _print_sb3_learn(sb3_counts: list[int], rounds: int, rollouts: int, size: int) -> None:
+    """Measure and print the ``sb3-learn`` table (Markdown)."""
+    rows = sb3_learn(sb3_counts, rounds, rollouts, size)
+    print(
+        "\n| opponents | envs | DummyVecEnv(MaskedSelfPlayEnv) decisions / s | MaskedSelfPlayVecEnv decisions / s "
+        "| ratio (median of rounds) |"
+    )
+    print("|---|---|---|---|---|")
+    for row in rows:
+        print(
+            f"| three {row['opponent']} | {row['num_envs']} | {row['one']:,.0f} | {row['batched']:,.0f} "
+            f"| {row['ratio']:.1f}× (min {row['ratio_min']:.1f}) |"
+        )
+
+
+def _print_strength(libraries: list[str], minutes: float, games: int) -> None:
+    """Train, play and print the ``strength`` table (Markdown)."""
+    rows = strength(libraries, minutes, games)
+    print(f"\n| route ({minutes:g} min wall time) | trained | loss rate against three heuristic | 95% CI |")
+    print("|---|---|---|---|")
+    for row in rows:
+        print(
+            f"| {row['route']} | {row['trained']} | {100 * row['loss_rate']:.1f}% "
+            f"| [{100 * row['ci'][0]:.1f}, {100 * row['ci'][1]:.1f}] |"
+        )
+
+
+def main(argv: list[str] | None = None) -> None:
+    args, libraries, sb3_counts = _arguments(argv)
     load = os.getloadavg()[0]
     print(f"bench_integrations {time.strftime('%Y-%m-%d %H:%M')} load average {load:.2f}", flush=True)
     if args.only in (None, "throughput"):
-        rows = throughput(libraries, args.seconds, args.rounds)
-        print(
-            "\n| library | loop | cockroach 4p steps / CPU s | leduc_holdem_v4 steps / CPU s "
-            "| ratio (median of rounds) |"
-        )
-        print("|---|---|---|---|---|")
-        loops = {
-            "rllib": "MultiAgentEnv.step",
-            "sb3": "DummyVecEnv.step (learner decisions)",
-            "tianshou": "Collector.collect",
-            "torchrl": "rollout",
-        }
-        for row in rows:
-            print(
-                f"| {row['library']} | {loops[row['library']]} | {row['cockroach']:,.0f} | {row['leduc']:,.0f} "
-                f"| {row['ratio']:.2f}× (min {row['ratio_min']:.2f}) |"
-            )
+        _print_throughput(libraries, args.seconds, args.rounds)
     if args.only in (None, "batched"):
-        rows = batched(libraries, args.seconds, args.rounds, args.num_envs)
-        print(
-            f"\n| library | routes ({args.num_envs} sub-environments each) | one-game route steps / s | "
-            "batched route steps / s | ratio (median of rounds) | env share of the training loop |"
-        )
-        print("|---|---|---|---|---|---|")
-        for row in rows:
-            print(
-                f"| {row['library']} | {row['routes']} | {row['one']:,.0f} | {row['batched']:,.0f} | "
-                f"{row['ratio']:.1f}× (min {row['ratio_min']:.1f}) | {100 * row['share']:.1f}% |"
-            )
+        _print_batched(libraries, args.seconds, args.rounds, args.num_envs)
     if args.only in (None, "sb3-learn") and "sb3" in libraries:
-        rows = sb3_learn(sb3_counts, args.rounds, args.sb3_rollouts, size)
-        print(
-            "\n| opponents | envs | DummyVecEnv(MaskedSelfPlayEnv) decisions / s | MaskedSelfPlayVecEnv decisions / s "
-            "| ratio (median of rounds) |"
-        )
-        print("|---|---|---|---|---|")
-        for row in rows:
-            print(
-                f"| three {row['opponent']} | {row['num_envs']} | {row['one']:,.0f} | {row['batched']:,.0f} "
-                f"| {row['ratio']:.1f}× (min {row['ratio_min']:.1f}) |"
-            )
+        _print_sb3_learn(sb3_counts, args.rounds, args.sb3_rollouts, args.sb3_rollout_size)
     if args.only in (None, "strength"):
-        rows = strength(libraries, args.minutes, args.games)
-        print(f"\n| route ({args.minutes:g} min wall time) | trained | loss rate against three heuristic | 95% CI |")
-        print("|---|---|---|---|")
-        for row in rows:
-            print(
-                f"| {row['route']} | {row['trained']} | {100 * row['loss_rate']:.1f}% "
-                f"| [{100 * row['ci'][0]:.1f}, {100 * row['ci'][1]:.1f}] |"
-            )
+        _print_strength(libraries, args.minutes, args.games)
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
 
 

@@ -75,104 +75,135 @@ def _line(points, stroke=INK, width=2.5) -> Shape:
     return Shape("polyline", tuple(v for p in points for v in p), None, stroke, width)
 
 
+def _cockroach(colour: str) -> list[Shape]:
+    legs = [
+        _line([(60 + s * 14, y), (60 + s * 30, y + d), (60 + s * 34, y + d + 10)])
+        for s in (-1, 1)
+        for y, d in ((78, -10), (90, 0), (102, 10))
+    ]
+    return legs + [
+        _line([(55, 58), (42, 44), (34, 46)]),
+        _line([(65, 58), (78, 44), (86, 46)]),
+        _ellipse(60, 92, 17, 30, colour),
+        _line([(60, 70), (60, 120)], INK, 1.5),
+        _ellipse(60, 62, 11, 8, colour),
+    ]
+
+
+def _bat(colour: str) -> list[Shape]:
+    wing = [(60, 82), (48, 74), (22, 70), (10, 84), (20, 86), (26, 98), (36, 94), (44, 104), (56, 96)]
+    return [
+        _poly(wing, colour),
+        _poly([(120 - x, y) for x, y in wing], colour),
+        _ellipse(60, 88, 10, 18, colour),
+        _poly([(52, 74), (50, 60), (57, 70)], colour),
+        _poly([(68, 74), (70, 60), (63, 70)], colour),
+        _ellipse(56, 80, 2, 2, PAPER, None),
+        _ellipse(64, 80, 2, 2, PAPER, None),
+    ]
+
+
+def _fly(colour: str) -> list[Shape]:
+    return [
+        _ellipse(40, 74, 20, 11, "#e9f5fc"),
+        _ellipse(80, 74, 20, 11, "#e9f5fc"),
+        _line([(50, 100), (36, 112)]),
+        _line([(70, 100), (84, 112)]),
+        _line([(52, 92), (34, 96)]),
+        _line([(68, 92), (86, 96)]),
+        _ellipse(60, 96, 13, 22, colour),
+        _ellipse(60, 68, 12, 10, colour),
+        _ellipse(53, 64, 6, 6, "#b22222"),
+        _ellipse(67, 64, 6, 6, "#b22222"),
+    ]
+
+
+def _toad(colour: str) -> list[Shape]:
+    return [
+        _poly([(34, 104), (18, 116), (38, 114)], colour),
+        _poly([(86, 104), (102, 116), (82, 114)], colour),
+        _ellipse(60, 96, 34, 22, colour),
+        _ellipse(46, 74, 9, 9, colour),
+        _ellipse(74, 74, 9, 9, colour),
+        _ellipse(46, 73, 4, 4, INK, None),
+        _ellipse(74, 73, 4, 4, INK, None),
+        _line([(46, 100), (60, 106), (74, 100)], INK, 2.0),
+    ]
+
+
+def _rat(colour: str) -> list[Shape]:
+    return [
+        _line([(84, 104), (98, 110), (104, 96), (98, 84)], INK, 3.0),
+        _ellipse(66, 96, 24, 16, colour),
+        _poly([(46, 90), (22, 96), (46, 106)], colour),
+        _ellipse(48, 82, 8, 8, colour),
+        _ellipse(34, 94, 2.5, 2.5, INK, None),
+        _ellipse(22, 96, 2, 2, INK, None),
+        _line([(56, 112), (54, 120)]),
+        _line([(76, 112), (78, 120)]),
+    ]
+
+
+def _scorpion(colour: str) -> list[Shape]:
+    tail = [(60, 104), (72, 108), (86, 100), (92, 84), (86, 68), (74, 62)]
+    return [
+        _line(tail, colour, 8.0),
+        _line(tail, INK, 1.0),
+        _poly([(74, 56), (66, 62), (76, 68)], INK),
+        _line([(46, 96), (30, 84), (30, 74)]),
+        _line([(74, 96), (60, 84)]),
+        _ellipse(30, 68, 8, 6, colour),
+        _ellipse(52, 102, 16, 10, colour),
+        _line([(42, 110), (34, 120)]),
+        _line([(54, 112), (52, 122)]),
+        _line([(64, 110), (70, 120)]),
+    ]
+
+
+def _spider(colour: str) -> list[Shape]:
+    legs = []
+    for s in (-1, 1):
+        for dy, reach, drop in ((-10, 30, -16), (-2, 36, -4), (6, 36, 10), (14, 30, 22)):
+            legs.append(
+                _line([(60 + s * 10, 90 + dy), (60 + s * reach, 80 + dy), (60 + s * (reach + 8), 90 + dy + drop)])
+            )
+    return legs + [
+        _ellipse(60, 98, 16, 18, colour),
+        _ellipse(60, 76, 10, 9, colour),
+        _ellipse(56, 74, 2, 2, PAPER, None),
+        _ellipse(64, 74, 2, 2, PAPER, None),
+    ]
+
+
+def _stink_bug(colour: str) -> list[Shape]:
+    legs = [_line([(60 + s * 20, y), (60 + s * 34, y + 6)]) for s in (-1, 1) for y in (84, 96, 108)]
+    return legs + [
+        _line([(55, 66), (44, 52)]),
+        _line([(65, 66), (76, 52)]),
+        _poly([(36, 80), (84, 80), (78, 104), (60, 120), (42, 104)], colour),
+        _poly([(50, 80), (70, 80), (60, 96)], "#ffffff", INK, 1.5),
+        _ellipse(60, 72, 10, 8, colour),
+    ]
+
+
+_CREATURES = {
+    "cockroach": _cockroach,
+    "bat": _bat,
+    "fly": _fly,
+    "toad": _toad,
+    "rat": _rat,
+    "scorpion": _scorpion,
+    "spider": _spider,
+    "stink_bug": _stink_bug,
+}
+"""Each creature's drawing, centred on (60, 88) within about 80 x 70."""
+
+
 def _creature(name: str, colour: str) -> list[Shape]:
     """The creature drawing, centred on (60, 88) within about 80 x 70."""
-    if name == "cockroach":
-        legs = [
-            _line([(60 + s * 14, y), (60 + s * 30, y + d), (60 + s * 34, y + d + 10)])
-            for s in (-1, 1)
-            for y, d in ((78, -10), (90, 0), (102, 10))
-        ]
-        return legs + [
-            _line([(55, 58), (42, 44), (34, 46)]),
-            _line([(65, 58), (78, 44), (86, 46)]),
-            _ellipse(60, 92, 17, 30, colour),
-            _line([(60, 70), (60, 120)], INK, 1.5),
-            _ellipse(60, 62, 11, 8, colour),
-        ]
-    if name == "bat":
-        wing = [(60, 82), (48, 74), (22, 70), (10, 84), (20, 86), (26, 98), (36, 94), (44, 104), (56, 96)]
-        return [
-            _poly(wing, colour),
-            _poly([(120 - x, y) for x, y in wing], colour),
-            _ellipse(60, 88, 10, 18, colour),
-            _poly([(52, 74), (50, 60), (57, 70)], colour),
-            _poly([(68, 74), (70, 60), (63, 70)], colour),
-            _ellipse(56, 80, 2, 2, PAPER, None),
-            _ellipse(64, 80, 2, 2, PAPER, None),
-        ]
-    if name == "fly":
-        return [
-            _ellipse(40, 74, 20, 11, "#e9f5fc"),
-            _ellipse(80, 74, 20, 11, "#e9f5fc"),
-            _line([(50, 100), (36, 112)]),
-            _line([(70, 100), (84, 112)]),
-            _line([(52, 92), (34, 96)]),
-            _line([(68, 92), (86, 96)]),
-            _ellipse(60, 96, 13, 22, colour),
-            _ellipse(60, 68, 12, 10, colour),
-            _ellipse(53, 64, 6, 6, "#b22222"),
-            _ellipse(67, 64, 6, 6, "#b22222"),
-        ]
-    if name == "toad":
-        return [
-            _poly([(34, 104), (18, 116), (38, 114)], colour),
-            _poly([(86, 104), (102, 116), (82, 114)], colour),
-            _ellipse(60, 96, 34, 22, colour),
-            _ellipse(46, 74, 9, 9, colour),
-            _ellipse(74, 74, 9, 9, colour),
-            _ellipse(46, 73, 4, 4, INK, None),
-            _ellipse(74, 73, 4, 4, INK, None),
-            _line([(46, 100), (60, 106), (74, 100)], INK, 2.0),
-        ]
-    if name == "rat":
-        return [
-            _line([(84, 104), (98, 110), (104, 96), (98, 84)], INK, 3.0),
-            _ellipse(66, 96, 24, 16, colour),
-            _poly([(46, 90), (22, 96), (46, 106)], colour),
-            _ellipse(48, 82, 8, 8, colour),
-            _ellipse(34, 94, 2.5, 2.5, INK, None),
-            _ellipse(22, 96, 2, 2, INK, None),
-            _line([(56, 112), (54, 120)]),
-            _line([(76, 112), (78, 120)]),
-        ]
-    if name == "scorpion":
-        tail = [(60, 104), (72, 108), (86, 100), (92, 84), (86, 68), (74, 62)]
-        return [
-            _line(tail, colour, 8.0),
-            _line(tail, INK, 1.0),
-            _poly([(74, 56), (66, 62), (76, 68)], INK),
-            _line([(46, 96), (30, 84), (30, 74)]),
-            _line([(74, 96), (60, 84)]),
-            _ellipse(30, 68, 8, 6, colour),
-            _ellipse(52, 102, 16, 10, colour),
-            _line([(42, 110), (34, 120)]),
-            _line([(54, 112), (52, 122)]),
-            _line([(64, 110), (70, 120)]),
-        ]
-    if name == "spider":
-        legs = []
-        for s in (-1, 1):
-            for dy, reach, drop in ((-10, 30, -16), (-2, 36, -4), (6, 36, 10), (14, 30, 22)):
-                legs.append(
-                    _line([(60 + s * 10, 90 + dy), (60 + s * reach, 80 + dy), (60 + s * (reach + 8), 90 + dy + drop)])
-                )
-        return legs + [
-            _ellipse(60, 98, 16, 18, colour),
-            _ellipse(60, 76, 10, 9, colour),
-            _ellipse(56, 74, 2, 2, PAPER, None),
-            _ellipse(64, 74, 2, 2, PAPER, None),
-        ]
-    if name == "stink_bug":
-        legs = [_line([(60 + s * 20, y), (60 + s * 34, y + 6)]) for s in (-1, 1) for y in (84, 96, 108)]
-        return legs + [
-            _line([(55, 66), (44, 52)]),
-            _line([(65, 66), (76, 52)]),
-            _poly([(36, 80), (84, 80), (78, 104), (60, 120), (42, 104)], colour),
-            _poly([(50, 80), (70, 80), (60, 96)], "#ffffff", INK, 1.5),
-            _ellipse(60, 72, 10, 8, colour),
-        ]
-    raise ValueError(f"no drawing for creature {name!r}; expected one of {sorted(PALETTE)}")
+    if name not in _CREATURES:
+        raise ValueError(f"no drawing for creature {name!r}; expected one of {sorted(PALETTE)}")
+    return _CREATURES[name](colour)
 
 
 def _crown() -> list[Shape]:

@@ -129,6 +129,13 @@ class GameConfig:
             self._integer(name)
         for name in ("rainbow_loses", "blank_counts_as_royal", "royal_counts_as_animal", "recall"):
             _check_type(name, getattr(self, name), bool)
+        self._check_history()
+        self._check_edition_rules()
+        self._check_deal()
+        self._check_starter_and_max_steps()
+
+    def _check_history(self) -> None:
+        """The history window: in range, and not together with ``recall``."""
         self._integer("history")
         if not 0 <= self.history <= MAX_HISTORY:
             raise ValueError(
@@ -139,7 +146,9 @@ class GameConfig:
                 f"history={self.history!r} is not allowed with recall=True; expected one of them (recall keeps every "
                 "decision, history the last ones)"
             )
-        deck = self.cards.deck_size
+
+    def _check_edition_rules(self) -> None:
+        """The loss count, and the options that only one edition allows."""
         if not 2 <= self.loss_count <= 8:
             raise ValueError(f"loss_count={self.loss_count!r} is not allowed; expected an integer from 2 to 8")
         if self.edition == "classic" and self.loss_count > self.copies_per_type:
@@ -164,6 +173,10 @@ class GameConfig:
                         f"{name}={getattr(self, name)!r} is not allowed with edition={self.edition!r}; it is a Royal "
                         "edition flag, expected edition='royal'"
                     )
+
+    def _check_deal(self) -> None:
+        """The cards set aside and face up leave every player a card to deal."""
+        deck = self.cards.deck_size
         if self.discard < 0:
             raise ValueError(f"discard={self.discard!r} is not allowed; expected a non-negative integer")
         if self.opening_cards not in (0, 1):
@@ -182,6 +195,9 @@ class GameConfig:
                 f"discard={self.discard!r} leaves {dealt} cards for {self.num_players} hands; expected at most "
                 f"{deck - self.opening_cards * self.num_players - self.num_players} so that every player gets a card"
             )
+
+    def _check_starter_and_max_steps(self) -> None:
+        """A fixed starter is a seat of the table, and a step limit is in range."""
         if self.starter is not None:
             self._integer("starter")
             if not 0 <= self.starter < self.num_players:

@@ -1495,10 +1495,9 @@ def test_advantages_match_a_reference_rebuilt_from_the_logged_games(
     import torch
 
     from cockroach_env.batched import BatchedGames
-    from training.algorithms import ppo
     from training.core.config import config_from_dict
     from training.core.learner import Learner, gae
-    from training.core.opponents import EXPLOITER_SEAT, POLICY_SEAT, Tables
+    from training.core.opponents import EXPLOITER_SEAT, POLICY_SEAT, Tables, add_snapshot
     from training.core.rollout import RolloutArgs, baseline_index, collect_rollout, snapshot_indices
     from training.core.runs import Progress
 
@@ -1529,7 +1528,7 @@ def test_advantages_match_a_reference_rebuilt_from_the_logged_games(
         np.random.default_rng(0),
     )
     pool: list = []
-    ppo._add_snapshot(pool, Progress(), models[POLICY_SEAT], cfg)
+    add_snapshot(pool, Progress(), models[POLICY_SEAT], cfg)
     args = RolloutArgs(
         learners,
         tables,

@@ -247,28 +247,7 @@ class _Rules:
         self.history = config.history
         """``GameConfig.history``: the layout's slots hold the last decisions, newest first (0: every decision)."""
         self.recall_moves = public_moves(config) if keeps_moves(config) else 0
-        self.recall_state = self._recall_starts(encoding.state.segments.values(), RECALL_STATE_SEGMENTS, "state")
-        self.recall_observation = self._recall_starts(
-            encoding.observation.segments.values(), RECALL_OBSERVATION_SEGMENTS, "observation"
-        )
-        """``{name: start}`` of the recall segments in the state and observation vectors (empty without recall)."""
-        self.state_size = min(self.recall_state.values(), default=enc.state.size)
-        self.observation_size = min(self.recall_observation.values(), default=enc.observation.size)
-        """Sizes of what the backends write: everything before the recall segments (the whole vectors without
-        recall).
-        """
-        self.segments = self._segment_starts(encoding)
-        index = np.stack(
-            [
-                np.stack([encoding.observation_index(v, seen)[: self.observation_size] for seen in (False, True)])
-                for v in range(n)
-            ]
-        )
-        self.observation_index = np.where(index == encoding.zero_slot, self.state_size, index).astype(np.intp)
-        """``(N, 2, O)``: ``Encoding.observation_index(viewer, has_seen_card)`` over the backends' part (zero slot:
-        ``state_size``).
-        """
-        self.state_position = np.append(np.arange(self.state_size, dtype=np.int32), -1)
+        self._set_vector_layout(encoding)
         self.card_table = np.zeros((i, TRUTH + 2 * c), np.int8)
         self.card_table[:, GROUP] = self.group_of
         self.card_table[:, ROYAL] = self.is_royal
@@ -276,14 +255,43 @@ class _Rules:
         self.card_table[:, SPECIAL_ROW] = self.special_row
         self.card_table[:, TRUTH : TRUTH + c] = self.truth
         self.card_table[:, TRUTH + c :] = self.fits
+        self._set_kernel_constants(encoding)
+
+    def _set_vector_layout(self, encoding: Encoding) -> None:
+        """Where the backends write in the state and observation vectors, and how an observation reads the state."""
+        self.recall_state = self._recall_starts(encoding.state.segments.values(), RECALL_STATE_SEGMENTS, "state")
+        self.recall_observation = self._recall_starts(
+            encoding.observation.segments.values(), RECALL_OBSERVATION_SEGMENTS, "observation"
+        )
+        """``{name: start}`` of the recall segments in the state and observation vectors (empty without recall)."""
+        self.state_size = min(self.recall_state.values(), default=encoding.state.size)
+        self.observation_size = min(self.recall_observation.values(), default=encoding.observation.size)
+        """Sizes of what the backends write: everything before the recall segments (the whole vectors without
+        recall).
+        """
+        self.segments = self._segment_starts(encoding)
+        index = np.stack(
+            [
+                np.stack([encoding.observation_index(v, seen)[: self.observation_size] for seen in (False, True)])
+                for v in range(self.n)
+            ]
+        )
+        self.observation_index = np.where(index == encoding.zero_slot, self.state_size, index).astype(np.intp)
+        """``(N, 2, O)``: ``Encoding.observation_index(viewer, has_seen_card)`` over the backends' part (zero slot:
+        ``state_size``).
+        """
+        self.state_position = np.append(np.arange(self.state_size, dtype=np.int32), -1)
+
+    def _set_kernel_constants(self, encoding: Encoding) -> None:
+        """The numba kernels' parameters and compile-time layout constants (``PARAM_NAMES``, ``_Dims``)."""
         values = dict(
-            n=n, i=i, c=c, k=self.k, loss_count=self.loss_count, rainbow=int(self.rainbow),
+            n=self.n, i=self.i, c=self.c, k=self.k, loss_count=self.loss_count, rainbow=int(self.rainbow),
             animal_groups=self.animal_groups, max_steps=self.max_steps,
         )  # fmt: skip
         self.params = np.array([values[name] for name in PARAM_NAMES], np.int64)
         starts = self._observation_starts(encoding)
         self.dims = _Dims(
-            n=n, i=i, c=c, k=self.k, royal=int(self.royal), offer_size=self.offer_size,
+            n=self.n, i=self.i, c=self.c, k=self.k, royal=int(self.royal), offer_size=self.offer_size,
             respond_start=self.respond_start, pass_start=self.pass_start, place_start=self.place_start,
             num_actions=self.num_actions,
             observation_size=self.observation_size, **starts,

@@ -647,6 +647,24 @@ def _compile(d: _Dims) -> dict:
         return -1
 
     @jit
+    def finish(actions, hands, collections, stats, seat_claim, seen, penalty, info, steps, card_table, params,
+               loser, loss_reason, rewards, done, truncated):  # fmt: skip
+        """Apply each game's (legal) move without dealing again: the final state of games that end with it."""
+        for b in range(actions.shape[0]):
+            _nb_apply_one(d, hands, collections, stats, seat_claim, seen, penalty, info, steps, card_table, params,
+                          loser, loss_reason, b, actions[b])  # fmt: skip
+            _nb_outcome(d, params, info, steps, loser, b, rewards, done, truncated)
+
+    return {
+        "first_illegal": first_illegal,
+        "step": _step_kernel(d, jit),
+        "deal": _deal_kernel(d, jit),
+        "finish": finish,
+    }
+
+
+def _step_kernel(d: _Dims, jit):
+    @jit
     def step(actions, hands, collections, stats, seat_claim, seen, removed, penalty, info, steps, card_table, params,
              first_slot, deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty, deal_penalty_size,
              to_act, observation, action_mask, rewards, done, loser, loss_reason, truncated, scratch):  # fmt: skip
@@ -722,6 +740,10 @@ def _compile(d: _Dims) -> dict:
                 slot += 1
         return slot - first_slot
 
+    return step
+
+
+def _deal_kernel(d: _Dims, jit):
     @jit
     def deal(slot_of, hands, collections, stats, seat_claim, seen, removed, penalty, info, steps, card_table,
              deal_starter, deal_hands, deal_collections, deal_removed, deal_penalty, deal_penalty_size,
@@ -752,16 +774,7 @@ def _compile(d: _Dims) -> dict:
                     chunk,
                 )
 
-    @jit
-    def finish(actions, hands, collections, stats, seat_claim, seen, penalty, info, steps, card_table, params,
-               loser, loss_reason, rewards, done, truncated):  # fmt: skip
-        """Apply each game's (legal) move without dealing again: the final state of games that end with it."""
-        for b in range(actions.shape[0]):
-            _nb_apply_one(d, hands, collections, stats, seat_claim, seen, penalty, info, steps, card_table, params,
-                          loser, loss_reason, b, actions[b])  # fmt: skip
-            _nb_outcome(d, params, info, steps, loser, b, rewards, done, truncated)
-
-    return {"first_illegal": first_illegal, "step": step, "deal": deal, "finish": finish}
+    return deal
 
 
 def _nb_write_states(

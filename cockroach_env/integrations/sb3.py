@@ -252,131 +252,139 @@ def __getattr__(name: str) -> Any:
 _VEC_ENV_CLASS: list[type] = []
 
 
+class _SeatedVecEnv:
+    """What ``MaskedSelfPlayVecEnv`` does over ``SeatedGames``, written without SB3: ``_vec_env_class`` puts SB3's
+    ``VecEnv`` under it on first use (``super()`` here is ``VecEnv``).
+    """
+
+    def __init__(
+        self,
+        num_envs: int,
+        opponents: Any,
+        *,
+        seed: int | None = None,
+        learner_seat: int | None = None,
+        illegal_action: str = "raise",
+        **options: Any,
+    ):
+        from cockroach_env.vector.seated import SeatedGames
+
+        self.games = SeatedGames(
+            num_envs, opponents, seed=seed, learner_seat=learner_seat, illegal_action=illegal_action, **options
+        )
+        self.config = self.games.config
+        self.render_mode = None
+        single = raw_env(config=self.config)
+        super().__init__(
+            self.games.num_envs,
+            single.observation_space("player_0")["observation"],
+            single.action_space("player_0"),
+        )
+        self._first_seed = self.games.seed
+        self._actions: np.ndarray | None = None
+        self._rng = np.random.default_rng(self._first_seed)
+
+    def seed(self, seed: int | None = None) -> Sequence[None | int]:
+        """Seed the next ``reset`` (``MaskablePPO(..., seed=s)`` calls it): ``reset(seed=s)``'s games of the
+        Gymnasium route; a seed that is not None or an integer from 0 to 2**64 - 1 is refused by name.
+        """
+        return super().seed(check_seed("seed", seed))
+
+    def set_opponents(self, opponents: Any) -> None:
+        """Seat ``opponents`` from the next step on (``SeatedGames.set_opponents``); through wrappers such as
+        ``VecMonitor``: ``env.env_method("set_opponents", opponents)``.
+        """
+        self.games.set_opponents(opponents)
+
+    def reset(self) -> np.ndarray:
+        self.games.check_open("reset")
+        seed = self._seeds[0] if self._seeds[0] is not None else self._first_seed
+        self._first_seed = None
+        self._reset_seeds()
+        self._reset_options()
+        if seed is None:
+            seed = int(self._rng.integers(2**63))
+        step = self.games.reset(seed=seed)
+        self.reset_infos = self._infos(step.info)
+        return step.observation
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self.games.check_open("step")
+        self._actions = np.asarray(actions)
+
+    def step_wait(self):
+        if self._actions is None:
+            raise RuntimeError("step_wait() called without step_async(actions)")
+        actions, self._actions = self._actions, None
+        step = self.games.step(actions)
+        infos = self._infos(step.info)
+        for i in np.flatnonzero(step.done):
+            infos[i]["terminal_observation"] = step.final_observation[i]
+            infos[i]["TimeLimit.truncated"] = bool(step.truncated[i])
+        return step.observation, step.reward, step.done, infos
+
+    def action_masks(self) -> np.ndarray:
+        """(B, A) bool: the learner's legal actions in every sub-environment."""
+        return self.games.action_mask.astype(bool)
+
+    def _infos(self, info: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+        """One info dict per sub-environment, plain Python numbers (SB3 keeps infos as a list of dicts)."""
+        from cockroach_env.vector.seated import INFO_KEYS
+
+        # Most rows hold the defaults: copy a template, then write the few rows where a game ended.
+        template = {key: INFO_DEFAULTS.get(key, -1) for key in INFO_KEYS}
+        infos = [dict(template, learner_seat=seat) for seat in info["learner_seat"].tolist()]
+        others = [key for key in INFO_KEYS if key != "learner_seat"]
+        changed = np.any([info[key] != template[key] for key in others], axis=0)
+        for i in np.flatnonzero(changed).tolist():
+            infos[i].update({key: info[key][i].item() for key in others})
+        return infos
+
+    def close(self) -> None:
+        self.games.close()
+
+    def has_attr(self, attr_name: str) -> bool:
+        return hasattr(self, attr_name)
+
+    def get_attr(self, attr_name: str, indices=None) -> list[Any]:
+        value = getattr(self, attr_name)
+        return [value for _ in self._get_indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices=None) -> None:
+        raise AttributeError(
+            f"set_attr({attr_name!r}) is not supported: the sub-environments are rows of one batch; "
+            "set it on the VecEnv"
+        )
+
+    def env_method(self, method_name: str, *method_args, indices=None, **method_kwargs) -> list[Any]:
+        rows = list(self._get_indices(indices))
+        if method_name == "action_masks":  # one mask per sub-environment, as sb3_contrib's get_action_masks stacks
+            masks = self.action_masks()
+            return [masks[i] for i in rows]
+        result = getattr(self, method_name)(*method_args, **method_kwargs)  # once: the rows are one batch
+        return [result for _ in rows]
+
+    def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:
+        return [False for _ in self._get_indices(indices)]
+
+    def get_images(self):
+        return [None for _ in range(self.num_envs)]
+
+    def __repr__(self) -> str:
+        return f"MaskedSelfPlayVecEnv({self.num_envs}, {self.config.num_players}p {self.config.edition})"
+
+
 def _vec_env_class() -> type:
     """The ``VecEnv`` subclass, defined on first use so that importing this module does not import SB3."""
     if _VEC_ENV_CLASS:
         return _VEC_ENV_CLASS[0]
     from stable_baselines3.common.vec_env import VecEnv
 
-    from cockroach_env.vector.seated import INFO_KEYS, SeatedGames
-
-    class MaskedSelfPlayVecEnv(VecEnv):
+    class MaskedSelfPlayVecEnv(_SeatedVecEnv, VecEnv):
         """``num_envs`` learner seats of batched games as an SB3 ``VecEnv`` (see the module docstring).
 
         ``env_method("action_masks")`` gives one mask per sub-environment, for MaskablePPO.
         """
-
-        def __init__(
-            self,
-            num_envs: int,
-            opponents: Any,
-            *,
-            seed: int | None = None,
-            learner_seat: int | None = None,
-            illegal_action: str = "raise",
-            **options: Any,
-        ):
-            self.games = SeatedGames(
-                num_envs, opponents, seed=seed, learner_seat=learner_seat, illegal_action=illegal_action, **options
-            )
-            self.config = self.games.config
-            self.render_mode = None
-            single = raw_env(config=self.config)
-            super().__init__(
-                self.games.num_envs,
-                single.observation_space("player_0")["observation"],
-                single.action_space("player_0"),
-            )
-            self._first_seed = self.games.seed
-            self._actions: np.ndarray | None = None
-            self._rng = np.random.default_rng(self._first_seed)
-
-        def seed(self, seed: int | None = None) -> Sequence[None | int]:
-            """Seed the next ``reset`` (``MaskablePPO(..., seed=s)`` calls it): ``reset(seed=s)``'s games of the
-            Gymnasium route; a seed that is not None or an integer from 0 to 2**64 - 1 is refused by name.
-            """
-            return super().seed(check_seed("seed", seed))
-
-        def set_opponents(self, opponents: Any) -> None:
-            """Seat ``opponents`` from the next step on (``SeatedGames.set_opponents``); through wrappers such as
-            ``VecMonitor``: ``env.env_method("set_opponents", opponents)``.
-            """
-            self.games.set_opponents(opponents)
-
-        def reset(self) -> np.ndarray:
-            self.games.check_open("reset")
-            seed = self._seeds[0] if self._seeds[0] is not None else self._first_seed
-            self._first_seed = None
-            self._reset_seeds()
-            self._reset_options()
-            if seed is None:
-                seed = int(self._rng.integers(2**63))
-            step = self.games.reset(seed=seed)
-            self.reset_infos = self._infos(step.info)
-            return step.observation
-
-        def step_async(self, actions: np.ndarray) -> None:
-            self.games.check_open("step")
-            self._actions = np.asarray(actions)
-
-        def step_wait(self):
-            if self._actions is None:
-                raise RuntimeError("step_wait() called without step_async(actions)")
-            actions, self._actions = self._actions, None
-            step = self.games.step(actions)
-            infos = self._infos(step.info)
-            for i in np.flatnonzero(step.done):
-                infos[i]["terminal_observation"] = step.final_observation[i]
-                infos[i]["TimeLimit.truncated"] = bool(step.truncated[i])
-            return step.observation, step.reward, step.done, infos
-
-        def action_masks(self) -> np.ndarray:
-            """(B, A) bool: the learner's legal actions in every sub-environment."""
-            return self.games.action_mask.astype(bool)
-
-        def _infos(self, info: dict[str, np.ndarray]) -> list[dict[str, Any]]:
-            """One info dict per sub-environment, plain Python numbers (SB3 keeps infos as a list of dicts)."""
-            # Most rows hold the defaults: copy a template, then write the few rows where a game ended.
-            template = {key: INFO_DEFAULTS.get(key, -1) for key in INFO_KEYS}
-            infos = [dict(template, learner_seat=seat) for seat in info["learner_seat"].tolist()]
-            others = [key for key in INFO_KEYS if key != "learner_seat"]
-            changed = np.any([info[key] != template[key] for key in others], axis=0)
-            for i in np.flatnonzero(changed).tolist():
-                infos[i].update({key: info[key][i].item() for key in others})
-            return infos
-
-        def close(self) -> None:
-            self.games.close()
-
-        def has_attr(self, attr_name: str) -> bool:
-            return hasattr(self, attr_name)
-
-        def get_attr(self, attr_name: str, indices=None) -> list[Any]:
-            value = getattr(self, attr_name)
-            return [value for _ in self._get_indices(indices)]
-
-        def set_attr(self, attr_name: str, value: Any, indices=None) -> None:
-            raise AttributeError(
-                f"set_attr({attr_name!r}) is not supported: the sub-environments are rows of one batch; "
-                "set it on the VecEnv"
-            )
-
-        def env_method(self, method_name: str, *method_args, indices=None, **method_kwargs) -> list[Any]:
-            rows = list(self._get_indices(indices))
-            if method_name == "action_masks":  # one mask per sub-environment, as sb3_contrib's get_action_masks stacks
-                masks = self.action_masks()
-                return [masks[i] for i in rows]
-            result = getattr(self, method_name)(*method_args, **method_kwargs)  # once: the rows are one batch
-            return [result for _ in rows]
-
-        def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:
-            return [False for _ in self._get_indices(indices)]
-
-        def get_images(self):
-            return [None for _ in range(self.num_envs)]
-
-        def __repr__(self) -> str:
-            return f"MaskedSelfPlayVecEnv({self.num_envs}, {self.config.num_players}p {self.config.edition})"
 
     MaskedSelfPlayVecEnv.__module__ = __name__
     _VEC_ENV_CLASS.append(MaskedSelfPlayVecEnv)

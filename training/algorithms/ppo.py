@@ -78,7 +78,7 @@ from training.core.checkpoint.run_state import (
     save_run_checkpoint,
 )
 from training.core.config import TrainConfig
-from training.core.learner import Learner, frozen_copy, gae, magnet_bonus, numbered, ppo_update
+from training.core.learner import Learner, gae, magnet_bonus, numbered, ppo_update
 from training.core.model import ActorCritic
 from training.core.opponents import (
     EXPLOITER,
@@ -89,6 +89,7 @@ from training.core.opponents import (
     Population,
     Snapshot,
     Tables,
+    add_snapshot,
     load_checkpoint_opponents,
 )
 from training.core.policy_average import save_kept_average
@@ -470,7 +471,7 @@ def _copy_policy(run: _Run) -> None:
         run.exploiter.model.load_state_dict(policy.model.state_dict())
     if run.config.ppo.magnet_network:
         policy.refresh_magnet()
-    _add_snapshot(run.pool, run.state, policy.model, run.config)
+    add_snapshot(run.pool, run.state, policy.model, run.config)
 
 
 def _tidy_run_dir(run: _Run, resume: bool) -> None:
@@ -619,7 +620,7 @@ def _refresh_pool(run: _Run, loop: _Loop, outcomes: dict) -> None:
     )
     scheduled = config.opponents.snapshot_every and state.update % config.opponents.snapshot_every == 0
     if beats_pool or scheduled:
-        _add_snapshot(run.pool, state, policy.model, config)
+        add_snapshot(run.pool, state, policy.model, config)
     if config.ppo.magnet_network:
         if config.ppo.magnet == "ema":
             policy.average_into_magnet(config.ppo.magnet_ema)
@@ -630,7 +631,7 @@ def _refresh_pool(run: _Run, loop: _Loop, outcomes: dict) -> None:
     reset_every = config.opponents.exploiter_reset_every
     if exploiter and reset_every and state.update % reset_every == 0:
         # The exploiter joins the pool, and starts again from the current policy with a fresh optimizer.
-        _add_snapshot(run.pool, state, exploiter.model, config, source=EXPLOITER)
+        add_snapshot(run.pool, state, exploiter.model, config, source=EXPLOITER)
         exploiter.model.load_state_dict(policy.model.state_dict())
         exploiter.reset_optimizer()
         if worker is not None:
@@ -773,20 +774,6 @@ def _finish(run: _Run, loop: _Loop, signals: StopSignals, stop_reason: str | Non
 def _prefixed_stats(code: int, stats: dict[str, float]) -> dict[str, float]:
     """A learner's update statistics as logged: the policy's as they are, the exploiter's prefixed ``exploiter_``."""
     return stats if code == POLICY_SEAT else {f"exploiter_{k}": v for k, v in stats.items()}
-
-
-def _add_snapshot(
-    pool: list[Snapshot], state: Progress, model: ActorCritic, config: TrainConfig, source: str = "policy"
-) -> None:
-    """A frozen copy of ``model`` enters the pool (the oldest leaves past ``max_snapshots``)."""
-    snapshot = Snapshot(state.next_snapshot_id, state.update, frozen_copy(model), source)
-    if len(pool) < config.opponents.max_snapshots:
-        pool.append(snapshot)
-    else:  # replace the oldest in place, so that the other snapshots keep their table indices
-        pool[min(range(len(pool)), key=lambda k: pool[k].id)] = snapshot
-    state.next_snapshot_id += 1
-    if source == "policy":  # the beat-the-pool rule counts from the latest policy snapshot
-        state.pool_games = state.pool_losses = 0
 
 
 def _record_evaluation(state: Progress, logs: RunLogs, results: list[dict[str, Any]], final: bool = False) -> None:

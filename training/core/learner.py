@@ -267,29 +267,19 @@ def ppo_update(
     the start of the update (``ppo.kl_coef``; divided by ``scale`` with ``ppo.anneal_step``). ``regularize=False`` (an
     exploiter) leaves out the KL terms, the scale and ``ppo.reward_units``.
     """
-    model, optimizer = learner.model, learner.optimizer
+    model = learner.model
     model.train()
-    b_obs = torch.from_numpy(rollout.obs[train_rows]).to(device)
-    b_mask = torch.from_numpy(rollout.mask[train_rows]).to(device)
-    b_action = torch.from_numpy(rollout.action[train_rows]).to(device)
-    b_logprob = torch.from_numpy(rollout.logprob[train_rows]).to(device)
-    b_value = torch.from_numpy(rollout.value[train_rows]).to(device)
-    b_advantage = torch.from_numpy(advantages[train_rows]).to(device)
-    b_return = torch.from_numpy(returns[train_rows]).to(device)
+    b_obs, b_mask, b_action, b_logprob, b_value, b_advantage, b_return = (
+        torch.from_numpy(column[train_rows]).to(device)
+        for column in (rollout.obs, rollout.mask, rollout.action, rollout.logprob, rollout.value, advantages, returns)
+    )
     b_inputs = model.network_inputs(b_obs)  # once per update, not once per minibatch and epoch (the same values)
-    magnet_log_policy = start_log_policy = None
-    if regularize and (ppo.magnet_coef or ppo.kl_coef):
-        # the KL terms take the tensor path over all actions, with the mask as a bias, computed once
-        b_bias = mask_bias(b_mask)
-        magnet_log_policy, start_log_policy = _reference_policies(learner, b_inputs, b_mask, b_bias, ppo)
-        if ppo.magnet_reward:  # the magnet is in the rewards (``magnet_bonus``), not in the loss
-            magnet_log_policy = None
+    magnet_log_policy, start_log_policy, b_mask = _loss_references(learner, b_inputs, b_mask, ppo, regularize)
     if not regularize:
         scale = 1.0
     proximal = ppo.kl_coef / scale if ppo.anneal_step else ppo.kl_coef  # (``anneal_step``: 1/eta follows 1/alpha)
     full_policy = magnet_log_policy is not None or start_log_policy is not None
-    if full_policy:
-        b_mask = b_bias
+    magnet_kl = start_kl = None
     n_train = len(train_rows)
     minibatch = max(1, math.ceil(n_train / ppo.num_minibatches))
     clipfracs = []
@@ -312,15 +302,9 @@ def ppo_update(
                 spread = mb_advantage.std() + 1e-8
                 mb_advantage = (mb_advantage - mb_advantage.mean()) / spread
                 units = 1.0 / spread if ppo.reward_units and regularize else 1.0
-            pg_loss = torch.max(
-                -mb_advantage * ratio, -mb_advantage * ratio.clamp(1 - ppo.clip_coef, 1 + ppo.clip_coef)
-            ).mean()
+            pg_loss = _clipped_policy_loss(mb_advantage, ratio, ppo.clip_coef)
             mb_value, mb_return = b_value.index_select(0, mb), b_return.index_select(0, mb)
-            if ppo.clip_vloss:
-                v_clipped = mb_value + (new_value - mb_value).clamp(-ppo.clip_coef, ppo.clip_coef)
-                v_loss = 0.5 * torch.max((new_value - mb_return) ** 2, (v_clipped - mb_return) ** 2).mean()
-            else:
-                v_loss = 0.5 * ((new_value - mb_return) ** 2).mean()
+            v_loss = _value_loss(new_value, mb_value, mb_return, ppo)
             entropy_loss = entropy.mean()
             loss = pg_loss - units * scale * ppo.ent_coef * entropy_loss + ppo.vf_coef * v_loss
             # KL(policy || reference) over the legal actions (illegal ones have probability 0)
@@ -331,41 +315,91 @@ def ppo_update(
                 start_kl = (policy * (log_policy - start_log_policy.index_select(0, mb))).sum(-1).mean()
                 loss = loss + units * proximal * start_kl
             if not bool(torch.isfinite(loss)):
-                returns_options = (
-                    ["ppo.magnet_coef (with ppo.magnet_reward)"]
-                    if ppo.magnet_reward and ppo.magnet_coef
-                    else ["ppo.learning_rate"]
+                raise _non_finite_loss(
+                    ppo, pg_loss, v_loss, entropy_loss, magnet_kl, start_kl, units * scale, units * proximal
                 )
-                terms = {
-                    "pg_loss": (pg_loss, pg_loss, "", ["ppo.learning_rate", "ppo.clip_coef"]),
-                    "v_loss": (v_loss, ppo.vf_coef * v_loss, "ppo.vf_coef", returns_options),
-                    "entropy": (
-                        entropy_loss,
-                        units * scale * ppo.ent_coef * entropy_loss,
-                        "ppo.ent_coef",
-                        ["ppo.learning_rate"],
-                    ),
-                }
-                if magnet_log_policy is not None and not ppo.magnet_reward:
-                    kl = units * scale * ppo.magnet_coef * magnet_kl
-                    terms["magnet_kl"] = (magnet_kl, kl, "ppo.magnet_coef", ["ppo.magnet_coef", "ppo.learning_rate"])
-                if start_log_policy is not None:
-                    kl = units * proximal * start_kl
-                    terms["start_kl"] = (start_kl, kl, "ppo.kl_coef", ["ppo.kl_coef", "ppo.learning_rate"])
-                raise _non_finite_term(terms)
-            optimizer.zero_grad()
-            loss.backward()
-            norm = torch.nn.utils.clip_grad_norm_(model.parameters(), ppo.max_grad_norm)
-            if not bool(torch.isfinite(norm)):
-                raise NonFiniteUpdate(f"the gradient (norm {float(norm)})", ["ppo.learning_rate", "ppo.max_grad_norm"])
-            optimizer.step()
+            _gradient_step(learner, loss, ppo.max_grad_norm)
         if ppo.target_kl is not None and approx_kl.item() > ppo.target_kl:
             break
     check_finite_weights(model, ["ppo.learning_rate"])
     if not n_train:
         return {}
+    return _update_statistics(
+        pg_loss, v_loss, entropy_loss, approx_kl, clipfracs, b_return, b_value, magnet_kl, start_kl
+    )
+
+
+def _loss_references(
+    learner: Learner, b_inputs: torch.Tensor, b_mask: torch.Tensor, ppo, regularize: bool
+) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor]:
+    """The magnet's and the start policy's log-probabilities that the KL terms of the loss need (``None`` where
+    the loss has no such term), and the mask the minibatches use: a bias over all actions once a KL term is on.
+    """
+    magnet_log_policy = start_log_policy = None
+    if regularize and (ppo.magnet_coef or ppo.kl_coef):
+        # the KL terms take the tensor path over all actions, with the mask as a bias, computed once
+        b_bias = mask_bias(b_mask)
+        magnet_log_policy, start_log_policy = _reference_policies(learner, b_inputs, b_mask, b_bias, ppo)
+        if ppo.magnet_reward:  # the magnet is in the rewards (``magnet_bonus``), not in the loss
+            magnet_log_policy = None
+    if magnet_log_policy is not None or start_log_policy is not None:
+        b_mask = b_bias
+    return magnet_log_policy, start_log_policy, b_mask
+
+
+def _clipped_policy_loss(advantage: torch.Tensor, ratio: torch.Tensor, clip_coef: float) -> torch.Tensor:
+    """PPO's clipped surrogate objective, as a loss to minimize."""
+    return torch.max(-advantage * ratio, -advantage * ratio.clamp(1 - clip_coef, 1 + clip_coef)).mean()
+
+
+def _value_loss(new_value: torch.Tensor, mb_value: torch.Tensor, mb_return: torch.Tensor, ppo) -> torch.Tensor:
+    """The critic's squared error, clipped around the rollout's values with ``ppo.clip_vloss``."""
+    if ppo.clip_vloss:
+        v_clipped = mb_value + (new_value - mb_value).clamp(-ppo.clip_coef, ppo.clip_coef)
+        return 0.5 * torch.max((new_value - mb_return) ** 2, (v_clipped - mb_return) ** 2).mean()
+    return 0.5 * ((new_value - mb_return) ** 2).mean()
+
+
+def _non_finite_loss(
+    ppo, pg_loss, v_loss, entropy_loss, magnet_kl, start_kl, regularization: float, proximal: float
+) -> NonFiniteUpdate:
+    """The error for a minibatch loss that is not finite, naming its first non-finite term.
+
+    ``regularization`` and ``proximal`` are the factors of the entropy and magnet terms and of the start-policy
+    term in the loss; ``magnet_kl`` and ``start_kl`` are ``None`` where the loss has no such term.
+    """
+    returns_options = (
+        ["ppo.magnet_coef (with ppo.magnet_reward)"] if ppo.magnet_reward and ppo.magnet_coef else ["ppo.learning_rate"]
+    )
+    terms = {
+        "pg_loss": (pg_loss, pg_loss, "", ["ppo.learning_rate", "ppo.clip_coef"]),
+        "v_loss": (v_loss, ppo.vf_coef * v_loss, "ppo.vf_coef", returns_options),
+        "entropy": (entropy_loss, regularization * ppo.ent_coef * entropy_loss, "ppo.ent_coef", ["ppo.learning_rate"]),
+    }
+    if magnet_kl is not None:
+        kl = regularization * ppo.magnet_coef * magnet_kl
+        terms["magnet_kl"] = (magnet_kl, kl, "ppo.magnet_coef", ["ppo.magnet_coef", "ppo.learning_rate"])
+    if start_kl is not None:
+        terms["start_kl"] = (start_kl, proximal * start_kl, "ppo.kl_coef", ["ppo.kl_coef", "ppo.learning_rate"])
+    return _non_finite_term(terms)
+
+
+def _gradient_step(learner: Learner, loss: torch.Tensor, max_grad_norm: float) -> None:
+    """One optimizer step on ``loss``, with the gradient's norm clipped; a non-finite gradient is refused."""
+    learner.optimizer.zero_grad()
+    loss.backward()
+    norm = torch.nn.utils.clip_grad_norm_(learner.model.parameters(), max_grad_norm)
+    if not bool(torch.isfinite(norm)):
+        raise NonFiniteUpdate(f"the gradient (norm {float(norm)})", ["ppo.learning_rate", "ppo.max_grad_norm"])
+    learner.optimizer.step()
+
+
+def _update_statistics(
+    pg_loss, v_loss, entropy_loss, approx_kl, clipfracs: list[float], b_return, b_value, magnet_kl, start_kl
+) -> dict[str, float]:
+    """The last minibatch's statistics of an update, refused if one is not finite."""
     # (one sample has no variance: explained variance is undefined)
-    var_y = b_return.var().item() if n_train > 1 else 0.0
+    var_y = b_return.var().item() if len(b_return) > 1 else 0.0
     stats = {
         "pg_loss": pg_loss.item(),
         "v_loss": v_loss.item(),
@@ -373,8 +407,8 @@ def ppo_update(
         "approx_kl": approx_kl.item(),
         "clipfrac": float(np.mean(clipfracs)),
         "explained_variance": float("nan") if var_y == 0 else 1 - (b_return - b_value).var().item() / var_y,
-        **({"magnet_kl": magnet_kl.item()} if magnet_log_policy is not None else {}),
-        **({"start_kl": start_kl.item()} if start_log_policy is not None else {}),
+        **({"magnet_kl": magnet_kl.item()} if magnet_kl is not None else {}),
+        **({"start_kl": start_kl.item()} if start_kl is not None else {}),
     }
     for name, value in stats.items():
         # (explained variance is NaN, by definition, when the returns have no variance)

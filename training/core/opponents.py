@@ -10,7 +10,7 @@ a member of a fixed population (``POPULATION_SEAT - m``, ``FixedOpponents``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -20,6 +20,9 @@ from training.core import checkpoint as ckpt
 from training.core.config import TrainConfig
 from training.core.learner import frozen_copy
 from training.core.model import ActorCritic
+
+if TYPE_CHECKING:  # runs imports this module
+    from training.core.runs import Progress
 
 SELF = "self"
 SNAPSHOT = "snapshot"
@@ -42,6 +45,20 @@ class Snapshot:
     model: ActorCritic
     source: str = "policy"
     """``policy`` (a past policy) or ``exploiter`` (an exploiter's weights before a reset)."""
+
+
+def add_snapshot(
+    pool: list[Snapshot], state: Progress, model: ActorCritic, config: TrainConfig, source: str = "policy"
+) -> None:
+    """A frozen copy of ``model`` enters the pool (the oldest leaves past ``max_snapshots``)."""
+    snapshot = Snapshot(state.next_snapshot_id, state.update, frozen_copy(model), source)
+    if len(pool) < config.opponents.max_snapshots:
+        pool.append(snapshot)
+    else:  # replace the oldest in place, so that the other snapshots keep their table indices
+        pool[min(range(len(pool)), key=lambda k: pool[k].id)] = snapshot
+    state.next_snapshot_id += 1
+    if source == "policy":  # the beat-the-pool rule counts from the latest policy snapshot
+        state.pool_games = state.pool_losses = 0
 
 
 @dataclass
