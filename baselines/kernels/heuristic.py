@@ -301,6 +301,126 @@ def _nb_handover_losses(
 
 
 @inline
+def _nb_phase_actions(ints, phase, card, legal, b, needed, targets):
+    """The range ``(first, last)`` of the actions of ``phase`` and, for an offer, a pass or a placement, the card
+    identities whose losses it needs (``needed``; a response's are those of its claim's odds).
+    """
+    i_count, c_count = ints[CARDS], ints[CLAIMS]
+    if phase == OFFER:
+        block = targets * c_count
+        for i in range(i_count):
+            needed[i] = False
+            for action in range(i * block, (i + 1) * block):
+                needed[i] = needed[i] or legal[b, action]
+        return 0, ints[RESPOND_START]
+    if phase == PASS:
+        for i in range(i_count):
+            needed[i] = i == max(card, 0)
+        return ints[PASS_START], ints[PLACE_START]
+    if phase == PLACE:
+        for i in range(i_count):
+            needed[i] = legal[b, ints[PLACE_START] + i]
+        return ints[PLACE_START], ints[NUM_ACTIONS]
+    if phase == RESPOND:
+        return ints[RESPOND_START], ints[PASS_START]
+    return 0, 0
+
+
+@inline
+def _nb_claim_odds(
+    ints, floats, history, passer, claimed, unseen, true_pick, false_pick, needed, a, b_share, if_true, if_false
+):  # fmt: skip
+    """The odds that the claim received is true, and the card's identity if it is and if it is not
+    (``claim_posterior``): fills ``if_true``, ``if_false`` and ``needed`` (the identities of any share).
+    """
+    i_count = ints[CARDS]
+    told = history[passer, ints[TRUTHFUL]]
+    q = (told + floats[HONESTY_PRIOR_WEIGHT]) / ((told + history[passer, ints[FALSE]]) + floats[HONESTY_STRENGTH])
+    pool = 0.0
+    for i in range(i_count):
+        pool += unseen[i]
+        needed[i] = unseen[i] > 0  # a card of no share weighs 0.0 in every sum below
+    pool = max(pool, 1e-9)
+    for i in range(i_count):
+        share = unseen[i] / pool
+        a[i] = (share * true_pick[i, claimed]) * q
+        b_share[i] = (share * false_pick[i, claimed]) * (1.0 - q)
+    a_total, b_total = _nb_sum(a, i_count), _nb_sum(b_share, i_count)
+    for i in range(i_count):
+        if_true[i] = a[i] / max(a_total, 1e-12)
+        if_false[i] = b_share[i] / max(b_total, 1e-12)
+    return a_total / max(a_total + b_total, 1e-12)
+
+
+@inline
+def _nb_offer_losses(truth, legal, b, needed, handover, i_count, targets, c_count, spans, loss, truthful):
+    """The losses of the offers of row ``b``, only over the blocks of the cards with a legal offer (the spans), and
+    the best truthful and best false loss; returns ``(span count, best true, best false)``.
+    """
+    best_true, best_false = np.inf, np.inf
+    span_count = 0
+    for i in range(i_count):
+        if not needed[i]:
+            continue
+        start = i * targets * c_count
+        if span_count > 0 and spans[span_count - 1, 1] == start:
+            spans[span_count - 1, 1] = start + targets * c_count
+        else:
+            spans[span_count, 0], spans[span_count, 1] = start, start + targets * c_count
+            span_count += 1
+        for t in range(targets):
+            for c in range(c_count):
+                action = start + t * c_count + c
+                truthful[action] = truth[i, c]
+                if not legal[b, action]:
+                    loss[action] = np.inf
+                elif truth[i, c]:
+                    loss[action] = handover[i, t, c]
+                    best_true = min(best_true, loss[action])
+                else:
+                    loss[action] = handover[i, t, c]
+                    best_false = min(best_false, loss[action])
+    return span_count, best_true, best_false
+
+
+@inline
+def _nb_response_losses(
+    floats, taken, passer, p_true, if_true, if_false, needed, seen, handover, i_count, targets, c_count, best, loss,
+    first,
+):  # fmt: skip
+    """The losses of calling true, calling false and peeking at the claim received, at ``loss[first:first + 3]``."""
+    true_mine = _nb_expected(if_true, taken[0], i_count, best)
+    false_mine = _nb_expected(if_false, taken[0], i_count, best)
+    true_theirs = _nb_expected(if_true, taken[passer], i_count, best)
+    false_theirs = _nb_expected(if_false, taken[passer], i_count, best)
+    loss[first] = p_true * true_theirs + (1.0 - p_true) * false_mine
+    loss[first + 1] = (1.0 - p_true) * false_theirs + p_true * true_mine
+    for i in range(i_count):  # peek: the best pass of each identity the card could be
+        best[i] = 0.0
+        if needed[i]:
+            least = np.inf
+            for t in range(targets):
+                if not seen[t + 1]:
+                    for c in range(c_count):
+                        least = min(least, handover[i, t, c])
+            if not np.isfinite(least):
+                least = 1.0
+            best[i] = (p_true * if_true[i] + (1.0 - p_true) * if_false[i]) * least
+    loss[first + 2] = _nb_sum(best, i_count) + floats[PEEK_COST]
+
+
+@inline
+def _nb_truth_odds(best_true, best_false, temperature):
+    """The odds of telling the truth: a logistic of the gap between the best false and the best truthful loss."""
+    if np.isinf(best_false):
+        return 1.0
+    if np.isinf(best_true):
+        return 0.0
+    gap = min(max((best_false - best_true) / temperature, -50.0), 50.0)
+    return 1.0 / (1.0 + math.exp(-gap))
+
+
+@inline
 def _nb_row_losses(
     ints, truth, group, copies, is_royal, floats, risk, rainbow, response, true_pick, false_pick, group_copies, obs,
     legal, b, loss, truthful, scratch_n, scratch_i, scratch_g, scratch_ng, scratch_ni, scratch_ig, history, seen,
@@ -323,43 +443,14 @@ def _nb_row_losses(
     phase, claim, latest_passer, card, top, _ = nb_read_row(
         ints, copies, group, obs, b, hand, collections, unseen, counts, hand_sizes, history, seen
     )
-    first, last = 0, 0
+    first, last = _nb_phase_actions(ints, phase, card, legal, b, needed, targets)
     passer = max(latest_passer, 0)
     p_true = 0.0
-    if phase == OFFER:
-        first, last = 0, ints[RESPOND_START]
-        block = targets * c_count
-        for i in range(i_count):
-            needed[i] = False
-            for action in range(i * block, (i + 1) * block):
-                needed[i] = needed[i] or legal[b, action]
-    elif phase == PASS:
-        first, last = ints[PASS_START], ints[PLACE_START]
-        for i in range(i_count):
-            needed[i] = i == max(card, 0)
-    elif phase == PLACE:
-        first, last = ints[PLACE_START], ints[NUM_ACTIONS]
-        for i in range(i_count):
-            needed[i] = legal[b, first + i]
-    elif phase == RESPOND:  # the claim's odds and the card's identity if true and if false (``claim_posterior``)
-        first, last = ints[RESPOND_START], ints[PASS_START]
-        claimed = max(claim, 0)
-        told = history[passer, ints[TRUTHFUL]]
-        q = (told + floats[HONESTY_PRIOR_WEIGHT]) / ((told + history[passer, ints[FALSE]]) + floats[HONESTY_STRENGTH])
-        pool = 0.0
-        for i in range(i_count):
-            pool += unseen[i]
-            needed[i] = unseen[i] > 0  # a card of no share weighs 0.0 in every sum below
-        pool = max(pool, 1e-9)
-        for i in range(i_count):
-            share = unseen[i] / pool
-            a[i] = (share * true_pick[i, claimed]) * q
-            b_share[i] = (share * false_pick[i, claimed]) * (1.0 - q)
-        a_total, b_total = _nb_sum(a, i_count), _nb_sum(b_share, i_count)
-        p_true = a_total / max(a_total + b_total, 1e-12)
-        for i in range(i_count):
-            if_true[i] = a[i] / max(a_total, 1e-12)
-            if_false[i] = b_share[i] / max(b_total, 1e-12)
+    if phase == RESPOND:  # the claim's odds and the card's identity if true and if false
+        p_true = _nb_claim_odds(
+            ints, floats, history, passer, max(claim, 0), unseen, true_pick, false_pick, needed, a, b_share, if_true,
+            if_false,
+        )  # fmt: skip
     if first < last:  # one call site of each part: they are inlined
         _nb_loss_if_taken(
             ints, group, is_royal, floats, risk, rainbow, group_copies, counts, hand_sizes,
@@ -380,28 +471,9 @@ def _nb_row_losses(
     spans[0, 0], spans[0, 1] = first, last
     span_count = 1 if first < last else 0
     if phase == OFFER:  # only the blocks of the cards with a legal offer: the others are all illegal
-        span_count = 0
-        for i in range(i_count):
-            if not needed[i]:
-                continue
-            start = i * targets * c_count
-            if span_count > 0 and spans[span_count - 1, 1] == start:
-                spans[span_count - 1, 1] = start + targets * c_count
-            else:
-                spans[span_count, 0], spans[span_count, 1] = start, start + targets * c_count
-                span_count += 1
-            for t in range(targets):
-                for c in range(c_count):
-                    action = start + t * c_count + c
-                    truthful[action] = truth[i, c]
-                    if not legal[b, action]:
-                        loss[action] = np.inf
-                    elif truth[i, c]:
-                        loss[action] = handover[i, t, c]
-                        best_true = min(best_true, loss[action])
-                    else:
-                        loss[action] = handover[i, t, c]
-                        best_false = min(best_false, loss[action])
+        span_count, best_true, best_false = _nb_offer_losses(
+            truth, legal, b, needed, handover, i_count, targets, c_count, spans, loss, truthful
+        )
     else:
         for action in range(first, last):
             truthful[action] = False
@@ -416,24 +488,10 @@ def _nb_row_losses(
         for i in range(i_count):
             loss[first + i] = taken[0, i]
     elif phase == RESPOND:
-        true_mine = _nb_expected(if_true, taken[0], i_count, best)
-        false_mine = _nb_expected(if_false, taken[0], i_count, best)
-        true_theirs = _nb_expected(if_true, taken[passer], i_count, best)
-        false_theirs = _nb_expected(if_false, taken[passer], i_count, best)
-        loss[first] = p_true * true_theirs + (1.0 - p_true) * false_mine
-        loss[first + 1] = (1.0 - p_true) * false_theirs + p_true * true_mine
-        for i in range(i_count):  # peek: the best pass of each identity the card could be
-            best[i] = 0.0
-            if needed[i]:
-                least = np.inf
-                for t in range(targets):
-                    if not seen[t + 1]:
-                        for c in range(c_count):
-                            least = min(least, handover[i, t, c])
-                if not np.isfinite(least):
-                    least = 1.0
-                best[i] = (p_true * if_true[i] + (1.0 - p_true) * if_false[i]) * least
-        loss[first + 2] = _nb_sum(best, i_count) + floats[PEEK_COST]
+        _nb_response_losses(
+            floats, taken, passer, p_true, if_true, if_false, needed, seen, handover, i_count, targets, c_count, best,
+            loss, first,
+        )  # fmt: skip
     if phase != OFFER:
         for action in range(first, last):
             if not legal[b, action]:
@@ -442,14 +500,7 @@ def _nb_row_losses(
                 best_true = min(best_true, loss[action])
             else:
                 best_false = min(best_false, loss[action])
-    if np.isinf(best_false):
-        p_truth = 1.0
-    elif np.isinf(best_true):
-        p_truth = 0.0
-    else:
-        gap = min(max((best_false - best_true) / floats[TEMPERATURE], -50.0), 50.0)
-        p_truth = 1.0 / (1.0 + math.exp(-gap))
-    return span_count, phase, p_truth
+    return span_count, phase, _nb_truth_odds(best_true, best_false, floats[TEMPERATURE])
 
 
 def scratch(table: TableSpec) -> tuple:
