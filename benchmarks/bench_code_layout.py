@@ -5,11 +5,14 @@ Three figures, each measured on this tree in one run:
 * **module sizes**: the project's Python modules over ``--max-module`` lines (800), tests left out;
 * **function lengths**: the functions and methods over ``--max-function`` lines (80) and over 60, benchmarks
   included (``end_lineno - lineno + 1`` from the ``ast``);
-* **following the config**: one update of PPO on a tiny budget is traced (``sys.setprofile``); every call of a
+* **following the config**: one update of PPO on a tiny budget, with a warm start, an evaluation and the final
+  evaluation, is traced (``sys.setprofile``); every call of a
   project function that receives the run's ``TrainConfig`` itself as an argument (by identity, not a copy) is a
   step. Consecutive steps in one file are one *stay*; a stay in a file that an earlier stay already left is a
   *return*. Few stays and few returns mean a reader follows the config through few files, without coming back.
-  The figures are printed with and without the calls of the config's own methods (``config.game_config()``).
+  Three counts are printed: the *reader's path* (each function at its first call only, as a reader who has read a
+  function does not read it again when a later save calls it once more), every call in order, and every call but
+  those of the config's own methods (``config.game_config()``).
 
     python benchmarks/bench_code_layout.py [--max-module 800] [--max-function 80] [--json layout.json]
 """
@@ -77,8 +80,13 @@ def config_path() -> list[tuple[str, str, bool]]:
             "ppo.num_minibatches=1",
             "ppo.update_epochs=1",
             "schedule.total_decisions=32",
-            "evaluation.every=0",
-            "evaluation.final_games=0",
+            "evaluation.every=1",
+            "evaluation.games=8",
+            "evaluation.final_games=8",
+            "warm_start.teacher=heuristic",
+            "warm_start.decisions=64",
+            "warm_start.num_envs=8",
+            "warm_start.batch_size=32",
             "torch_threads=1",
         ],
     )
@@ -131,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     stays, returns = stays_and_returns(steps)
     passed = [step for step in steps if not step[2]]
     passed_stays, passed_returns = stays_and_returns(passed)
+    reader = [step for i, step in enumerate(steps) if step[:2] not in {s[:2] for s in steps[:i]}]
+    reader_stays, reader_returns = stays_and_returns(reader)
     print(f"modules over {args.max_module} lines: {len(modules)}")
     for path, lines in modules:
         print(f"  {path}: {lines}")
@@ -139,9 +149,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {path} {name}: {lines}")
     files = sorted(set(stays))
     print(
-        f"the config of one PPO update: {len(steps)} calls receive it, in {len(files)} files; "
-        f"{len(stays)} stays, {returns} returns to a file already left"
+        f"the config of one PPO update, the reader's path: {len(reader)} functions receive it, in {len(files)} files; "
+        f"{len(reader_stays)} stays, {reader_returns} returns to a file already left"
     )
+    print("  " + " -> ".join(Path(f).stem for f in reader_stays))
+    print(f"  every call in order: {len(steps)} calls, {len(stays)} stays, {returns} returns")
     print("  " + " -> ".join(Path(f).stem for f in stays))
     print(
         f"  without the config's own methods: {len(passed)} calls, {len(passed_stays)} stays, {passed_returns} returns"
@@ -156,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
             "config_files": files,
             "config_stays": stays,
             "config_returns": returns,
+            "reader_stays": reader_stays,
+            "reader_returns": reader_returns,
             "config_stays_without_own_methods": passed_stays,
             "config_returns_without_own_methods": passed_returns,
         }
