@@ -67,14 +67,20 @@ def test_a_number_of_games_past_the_bound_is_refused_before_anything_is_allocate
 
 
 # ---------------------------------------------------------------------------- actions reported as given
-@pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize(
-    ("given", "shown"),
-    [(np.uint64(2**64 - 1), "18446744073709551615"), (np.float64(1e20), "100000000000000000000")],
+    ("route", "given", "shown"),
+    [
+        (route, given, shown)
+        for route in ROUTES
+        for given, shown in (
+            (np.uint64(2**64 - 1), "18446744073709551615"),
+            (np.float64(1e20), "100000000000000000000"),
+        )
+        # (torch has no uint64 tensor: a TorchRL env is never handed a uint64 action)
+        if not (route == "torchrl" and given.dtype == np.uint64)
+    ],
 )
 def test_an_action_out_of_range_is_reported_as_the_value_given(route, given, shown):
-    if route == "torchrl" and given.dtype == np.uint64:
-        pytest.skip("torch has no uint64 action tensor to hand the env")
     env = ROUTES[route]()
     masks = _reset(route, env)
     actions = random_actions(masks, np.random.default_rng(0)).astype(given.dtype)

@@ -10,7 +10,7 @@ a member of a fixed population (``POPULATION_SEAT - m``, ``FixedOpponents``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -20,9 +20,6 @@ from training.core import checkpoint as ckpt
 from training.core.config import TrainConfig
 from training.core.learner import frozen_copy
 from training.core.model import ActorCritic
-
-if TYPE_CHECKING:  # runs imports this module
-    from training.core.runs import Progress
 
 SELF = "self"
 SNAPSHOT = "snapshot"
@@ -34,6 +31,15 @@ EXPLOITER_SEAT = -1
 """``Tables.owner`` code of the seat played by the exploiter."""
 POPULATION_SEAT = -2
 """``Tables.owner`` code of a seat played by population member 0; member ``m`` is ``POPULATION_SEAT - m``."""
+
+
+class SnapshotCounters(Protocol):
+    """The counters of a run that the snapshot pool moves (``training.core.runs.Progress`` has them)."""
+
+    update: int
+    next_snapshot_id: int
+    pool_games: int
+    pool_losses: int
 
 
 @dataclass
@@ -48,7 +54,7 @@ class Snapshot:
 
 
 def add_snapshot(
-    pool: list[Snapshot], state: Progress, model: ActorCritic, config: TrainConfig, source: str = "policy"
+    pool: list[Snapshot], state: SnapshotCounters, model: ActorCritic, config: TrainConfig, source: str = "policy"
 ) -> None:
     """A frozen copy of ``model`` enters the pool (the oldest leaves past ``max_snapshots``)."""
     snapshot = Snapshot(state.next_snapshot_id, state.update, frozen_copy(model), source)
