@@ -67,5 +67,6 @@ ALGORITHM = register(
         summary="neural fictitious self-play: PPO's best response and an average policy (training.algorithms.nfsp)",
         section=NFSPConfig,
         check=check,
+        rollout_workers=True,
     )
 )

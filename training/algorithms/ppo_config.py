@@ -30,5 +30,6 @@ ALGORITHM = register(
         train="training.algorithms.ppo:train",
         summary="self-play masked PPO against the opponents mix (training.algorithms.ppo)",
         problem=population_problem,
+        rollout_workers=True,
     )
 )

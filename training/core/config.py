@@ -26,6 +26,7 @@ from typing import Any
 
 from cockroach_env.config import GameConfig
 from training.core import registry
+from training.core.distributed_config import DistributedConfig
 from training.core.schema import MAX_LEARNING_RATE as MAX_LEARNING_RATE
 from training.core.schema import (
     ConfigError,
@@ -512,6 +513,7 @@ class TrainConfig:
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     evaluation: EvalConfig = field(default_factory=EvalConfig)
     warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
+    distributed: DistributedConfig = field(default_factory=DistributedConfig)
 
     sections: dict[str, Any] = field(default_factory=lambda: {k: s() for k, s in registry.sections().items()})
     """The registered algorithms' own sections by key (``psro``, ...), each also an attribute (``config.psro``); in a
@@ -582,6 +584,7 @@ class TrainConfig:
         self.schedule.validate(f"{where}: schedule")
         self.evaluation.validate(f"{where}: evaluation")
         _require(where, "algorithm", self.algorithm, self.algorithm in registry.names(), f"one of {registry.names()}")
+        self.distributed.validate(f"{where}: distributed", self.ppo.num_envs, registry.get(self.algorithm))
         for key, section in self.sections.items():
             section.validate(f"{where}: {key}")
         self.warm_start.validate(f"{where}: warm_start")

@@ -54,6 +54,10 @@ class Algorithm:
     """
     ray: bool = False
     """``train`` takes ``ray_address`` (``cockroach-train --ray``)."""
+    rollout_workers: bool = False
+    """``train`` plays its rollouts on the workers of the config's ``distributed`` section (``cockroach-train --ray``
+    and ``--workers`` set it); other algorithms refuse a ``distributed`` section that asks for workers.
+    """
     population_start: bool = False
     """``train`` takes ``initial_population``: ``--init-from`` a mixture starts from all its members (anything else
     starts from the mixture's heaviest member).
