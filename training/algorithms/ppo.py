@@ -63,8 +63,7 @@ from typing import Any
 import numpy as np
 import torch
 
-import baselines
-from cockroach_env.batched import BatchedGames, random_legal_actions
+from cockroach_env.batched import BatchedGames
 from cockroach_env.config import GameConfig
 from cockroach_env.encoding import encoding_for
 from training.algorithms import imitation
@@ -94,7 +93,8 @@ from training.core.opponents import (
 )
 from training.core.policy_average import save_kept_average
 from training.core.progress import progress_bar as progress
-from training.core.rollout import RolloutArgs, baseline_index, collect_rollout, snapshot_indices
+from training.core.rollout import RolloutArgs, collect_rollout, compile_kernels, start_segment
+from training.core.rollout_workers import RolloutWorkers
 from training.core.runs import (
     AGENT_NAME,
     BEST_RESPONSE_NAME,
@@ -218,7 +218,7 @@ def _train(
         "compiling the batched engine, the sampler and the scripted baselines for this rule set (once: numba caches "
         "them)"
     ):
-        _compile(run)
+        compile_kernels(run.game, run.policy.model, run.device)
     if not resume:
         if teacher is not None:
             run.state.warm_start = _warm_start(run, teacher, signals, progress_bar)
@@ -237,7 +237,9 @@ def _train(
         _anneal_learning_rates(run, update)
 
         # ---------------------------------------- 1. rollout (with ppo.overlap: collected during the last update)
-        if loop.prefetched is None:
+        if loop.shards is not None:
+            outcomes = loop.shards.collect()
+        elif loop.prefetched is None:
             loop.step, outcomes = collect_rollout(loop.rollout_args, loop.step)
         else:
             (loop.step, outcomes), loop.prefetched = loop.prefetched, None
@@ -317,6 +319,8 @@ class _Loop:
     """The games' current step (``BatchedGames.reset`` or the last rollout's)."""
     prefetched: tuple | None = None
     """With ``ppo.overlap``: the next rollout's ``(step, outcomes)``, collected during the update."""
+    shards: RolloutWorkers | None = None
+    """With ``distributed`` workers: the rollout workers that play the rollouts (``training.core.rollout_workers``)."""
 
 
 def _table_population(config: TrainConfig, population: Population | None, hooks: PPOHooks) -> Population | None:
@@ -423,21 +427,6 @@ def _start_fresh(run: _Run, initial_weights: dict | None, base_run: dict | None)
         state.base_run = base_run
 
 
-def _compile(run: _Run) -> None:
-    """One step of the batched engine, one draw of the policy and one decision of each compiled scripted baseline on a
-    throwaway game, so that numba compiles (or loads from its cache) the kernels of this rule set before the run starts
-    (the run's generators are not touched).
-    """
-    games = BatchedGames(run.game, batch_size=1, seed=0)
-    step = games.reset()
-    for name in ("heuristic", "honest", "bluffer"):
-        baselines.make(name, run.game, seed=0).act_batch(step.observation, step.action_mask)
-    games.step(random_legal_actions(step.action_mask, np.random.default_rng(0)))
-    obs = torch.from_numpy(step.observation).to(run.device)
-    mask = torch.from_numpy(step.action_mask.astype(bool)).to(run.device)
-    run.policy.model.sample(obs, mask, torch.Generator(device=run.device).manual_seed(0))
-
-
 def _warm_start(run: _Run, teacher, signals: StopSignals, progress_bar: bool) -> dict[str, Any]:
     """Imitate ``warm_start.teacher`` into the policy (``training.algorithms.imitation``); the record for the metadata.
 
@@ -518,8 +507,10 @@ def _start_loop(run: _Run, resume: bool, progress_bar: bool, stack: contextlib.E
         config.ppo.num_steps,
         shared_reward=config.opponents.shared_reward,
     )
-    worker = None
-    if config.ppo.overlap:
+    worker = shards = None
+    if config.distributed.active:  # (with ppo.overlap, the workers play while this process updates)
+        shards = stack.enter_context(RolloutWorkers(config, run.learners, run.pool, fixed, run.sampler, run.rng))
+    elif config.ppo.overlap:
         worker = stack.enter_context(UpdateProcess(config, list(run.learners)))
         for code, learner in run.learners.items():
             worker.push(code, learner)
@@ -533,25 +524,18 @@ def _start_loop(run: _Run, resume: bool, progress_bar: bool, stack: contextlib.E
         dynamic_ncols=True,
     )
     bar.set_postfix_str(_eval_summary(state.evaluations))
-    return _Loop(games, tables, fixed, rollout_args, logs, evaluated, started, bar, worker)
+    return _Loop(games, tables, fixed, rollout_args, logs, evaluated, started, bar, worker, shards=shards)
 
 
 def _new_segment(run: _Run, loop: _Loop, update: int) -> None:
-    """Fresh games and baseline opponents from seeds derived from (seed, update), and a fresh table draw."""
-    config, args = run.config, loop.rollout_args
-    segment_seed = int(np.random.SeedSequence([config.seed, update]).generate_state(1)[0])
-    loop.step = loop.games.reset(seed=segment_seed)
-    args.opponents = [None] + [
-        baselines.make(name, run.game, seed=segment_seed + i) for i, name in enumerate(args.baseline_names)
-    ]
-    for learner in run.learners.values():
-        learner.restart()
-    loop.tables.draw(
-        np.arange(config.ppo.num_envs),
-        run.rng,
-        baseline_index(args.baseline_names),
-        snapshot_indices(run.pool, args.baseline_names),
-    )
+    """Fresh games and baseline opponents from seeds derived from (seed, update), and a fresh table draw (here, or in
+    the rollout workers' shards).
+    """
+    segment_seed = int(np.random.SeedSequence([run.config.seed, update]).generate_state(1)[0])
+    if loop.shards is not None:
+        loop.shards.new_segment(segment_seed)
+    else:
+        loop.step = start_segment(loop.rollout_args, segment_seed)
 
 
 def _anneal_learning_rates(run: _Run, update: int) -> None:
@@ -579,12 +563,17 @@ def _advantages_and_update(run: _Run, loop: _Loop, update: int) -> dict[str, flo
     stats = {}
     regularization = {code: (scale, True) if code == POLICY_SEAT else (1.0, False) for code in learners}
     if worker is None:
+        shuffles = run.rng
+        if loop.shards is not None and ppo.overlap:  # the workers play the next rollout (old weights) meanwhile
+            shuffles = np.random.default_rng([config.seed, update])  # (the run's generators are with the workers)
+            if _prefetches(run, update):
+                loop.shards.send()
         for code, learner in learners.items():
             scaled, regularize = regularization[code]
             stats.update(
                 _prefixed_stats(
                     code,
-                    ppo_update(learner, *batches[code], ppo, run.rng, run.device, scale=scaled, regularize=regularize),
+                    ppo_update(learner, *batches[code], ppo, shuffles, run.device, scale=scaled, regularize=regularize),
                 )
             )
         stats.update(run.hooks.after_update(batches[POLICY_SEAT], loop.fixed))
@@ -597,7 +586,7 @@ def _advantages_and_update(run: _Run, loop: _Loop, update: int) -> dict[str, flo
             {code: training_rows(*batches[code], lrs[code], *regularization[code]) for code in learners},
             [config.seed, update],
         )
-        if (update + 1) % config.schedule.checkpoint_every != 0 and update + 1 < run.num_updates:
+        if _prefetches(run, update):
             loop.prefetched = collect_rollout(loop.rollout_args, loop.step)  # (a new segment's first rollout waits)
         stats.update(run.hooks.after_update(batches[POLICY_SEAT], loop.fixed))  # (while the update process trains)
         for code, (weights, learner_stats) in worker.result().items():
@@ -605,6 +594,11 @@ def _advantages_and_update(run: _Run, loop: _Loop, update: int) -> dict[str, flo
             stats.update(_prefixed_stats(code, learner_stats))
     run.state.samples += len(batches[POLICY_SEAT][3])
     return stats
+
+
+def _prefetches(run: _Run, update: int) -> bool:
+    """Whether ``ppo.overlap`` collects the next rollout during this update (a new segment's first rollout waits)."""
+    return (update + 1) % run.config.schedule.checkpoint_every != 0 and update + 1 < run.num_updates
 
 
 def _refresh_pool(run: _Run, loop: _Loop, outcomes: dict) -> None:

@@ -33,26 +33,33 @@ class LocalExecutor:
         pass
 
 
+def connect(address: str, num_cpus: int | None = None) -> tuple[Any, bool]:
+    """Ray, connected to the cluster at ``address`` (``"local"``: a local cluster of ``num_cpus`` CPUs, default all)
+    unless this process already is; and whether this call connected (then its caller shuts Ray down when done).
+
+    The project's directory travels in the workers' ``PYTHONPATH``, so that a local cluster's workers import this tree.
+    """
+    try:
+        import ray
+    except ImportError as error:
+        raise RuntimeError(f"--ray needs Ray: pip install 'cockroach-poker-rl[ray]' ({error})") from None
+    started = not ray.is_initialized()
+    if started:
+        project = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = {"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in (project, os.environ.get("PYTHONPATH", "")) if p)}}
+        if address == "local":
+            ray.init(num_cpus=num_cpus, runtime_env=env, include_dashboard=False, log_to_driver=False)
+        else:
+            ray.init(address=address, runtime_env=env, log_to_driver=False)
+    return ray, started
+
+
 class RayExecutor:
     """Runs every call as a Ray task (one CPU each) and gathers the results in order."""
 
     def __init__(self, address: str, num_cpus: int | None = None):
-        try:
-            import ray
-        except ImportError as error:
-            raise RuntimeError(f"--ray needs Ray: pip install 'cockroach-poker-rl[ray]' ({error})") from None
-        self.ray = ray
-        self.started = not ray.is_initialized()
-        if self.started:
-            project = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-            env = {
-                "env_vars": {"PYTHONPATH": os.pathsep.join(p for p in (project, os.environ.get("PYTHONPATH", "")) if p)}
-            }
-            if address == "local":
-                ray.init(num_cpus=num_cpus, runtime_env=env, include_dashboard=False, log_to_driver=False)
-            else:
-                ray.init(address=address, runtime_env=env, log_to_driver=False)
-        self.workers = int(ray.cluster_resources().get("CPU", 1))
+        self.ray, self.started = connect(address, num_cpus)
+        self.workers = int(self.ray.cluster_resources().get("CPU", 1))
         self._remote: dict[Callable, Any] = {}
 
     def map(self, function: Callable, arguments: Iterable[Sequence[Any]]) -> list[Any]:

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from cockroach_env.batched import BatchedGames
+import baselines
+from cockroach_env.batched import BatchedGames, random_legal_actions
+from cockroach_env.config import GameConfig
 from training.core.learner import Learner
 from training.core.opponents import POLICY_SEAT, POPULATION_SEAT, FixedOpponents, Snapshot, Tables
 
@@ -97,6 +99,24 @@ def collect_rollout(args: RolloutArgs, step):
     return step, outcomes
 
 
+def start_segment(args: RolloutArgs, seed: int):
+    """A checkpoint segment starts: the games restart from ``seed``, the baseline opponents are made anew with seeds
+    derived from it, the learners wait for nothing, and every game draws its table; returns the games' first step.
+    """
+    step = args.games.reset(seed=seed)
+    game = args.games.config
+    args.opponents = [None] + [baselines.make(name, game, seed=seed + i) for i, name in enumerate(args.baseline_names)]
+    for learner in args.learners.values():
+        learner.restart()
+    args.tables.draw(
+        np.arange(len(step.to_act)),
+        args.rng,
+        baseline_index(args.baseline_names),
+        snapshot_indices(args.pool, args.baseline_names),
+    )
+    return step
+
+
 def shared_rewards(rewards: np.ndarray, finished: np.ndarray, owner: np.ndarray) -> np.ndarray:
     """``rewards`` (games, seats) with the policy's seats of each ``finished`` game that has another agent at its table
     given their mean reward (``opponents.shared_reward``); other rows and seats are unchanged.
@@ -129,3 +149,18 @@ def _act(opponents, pool, baseline_names, who, obs, masks, sampler, device) -> n
         torch.from_numpy(obs).to(device), torch.from_numpy(masks.astype(bool)).to(device), sampler
     )
     return action.cpu().numpy()
+
+
+def compile_kernels(game: GameConfig, model, device) -> None:
+    """One step of the batched engine, one draw of ``model`` and one decision of each compiled scripted baseline on a
+    throwaway game, so that numba compiles (or loads from its cache) the kernels of this rule set before a run starts
+    (no generator of the run is touched).
+    """
+    games = BatchedGames(game, batch_size=1, seed=0)
+    step = games.reset()
+    for name in ("heuristic", "honest", "bluffer"):
+        baselines.make(name, game, seed=0).act_batch(step.observation, step.action_mask)
+    games.step(random_legal_actions(step.action_mask, np.random.default_rng(0)))
+    obs = torch.from_numpy(step.observation).to(device)
+    mask = torch.from_numpy(step.action_mask.astype(bool)).to(device)
+    model.sample(obs, mask, torch.Generator(device=device).manual_seed(0))
