@@ -129,7 +129,20 @@ def pytest_make_collect_report(collector):
 # training.core.distributed, or in a documented recipe they run) share one group, so only one
 # cluster runs at a time: each would claim every CPU and a share of memory for its object
 # store. tests/test_ci.py checks that this list names every such module.
-RAY_MODULES = ("test_psro.py", "test_integration_rllib.py", "test_integration_docs.py")
+RAY_MODULES = ("test_psro.py", "test_integration_rllib.py", "test_integration_docs.py", "test_rollout_workers.py")
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """One local Ray cluster of 2 CPUs for a module's Ray tests (``--ray``, the executors and the rollout workers use
+    it).
+    """
+    pytest.importorskip("ray")
+    from training.core.distributed import executor
+
+    workers = executor("local", num_cpus=2)
+    yield workers
+    workers.close()
 
 
 def pytest_collection_modifyitems(config, items):

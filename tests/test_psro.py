@@ -374,17 +374,6 @@ def test_a_robust_best_response_keeps_the_configs_opponent_mix_beside_the_popula
 # ---------------------------------------------------------------------------- Ray
 
 
-@pytest.fixture(scope="module")
-def ray_cluster():
-    """One local Ray cluster of 2 CPUs for the Ray tests (``--ray`` and the executors use it)."""
-    pytest.importorskip("ray")
-    from training.core.distributed import executor
-
-    workers = executor("local", num_cpus=2)
-    yield workers
-    workers.close()
-
-
 @pytest.mark.slow
 def test_psro_on_a_local_ray_cluster_gives_the_single_process_result(tmp_path, ray_cluster):
     """Two best responses per iteration and the payoff tables run as Ray tasks on a local cluster: the same mixture as
@@ -402,11 +391,13 @@ def test_psro_on_a_local_ray_cluster_gives_the_single_process_result(tmp_path, r
     assert here.metadata["mixture"] == on_ray.metadata["mixture"]
 
 
-def test_ray_is_refused_for_ppo():
+def test_ray_is_refused_for_an_algorithm_without_ray_or_rollout_workers(capsys):
     from training.cli.train import main
 
     assert main(["--ray", "--set", "algorithm=ppo", "--print-config"]) == 0  # printing needs no cluster
-    assert main(["--ray", "--set", "schedule.total_decisions=10", "--set", "output_dir=/nonexistent-psro-test"]) == 2
+    cfr = ["--set", "algorithm=cfr", "--set", "game.preset=mini", "--set", "output_dir=/nonexistent-psro-test"]
+    assert main(["--ray", *cfr]) == 2
+    assert "--ray is not allowed with algorithm: cfr" in capsys.readouterr().err
 
 
 def test_cockroach_exploit_trains_against_a_mixture_drawn_per_seat_and_game(tmp_path, capsys):

@@ -6,6 +6,7 @@ cockroach-train --config configs/research/ppo_4p.yaml
 cockroach-train --config configs/research/ppo_4p.yaml --set ppo.learning_rate=1e-3 --set seed=2
 cockroach-train --config configs/research/ppo_4p.yaml --resume      # continue runs/ppo_4p
 cockroach-train --config configs/research/psro_2p.yaml --ray     # PSRO, its iterations' pieces on a local Ray cluster
+cockroach-train --config configs/classic-4p.yaml --ray auto --workers 8   # PPO, its rollouts on 8 workers of a cluster
 cockroach-train --config configs/research/cfr_mini.yaml          # CFR on mini's exact tree -> runs/cfr_mini/final
 cockroach-train --config configs/research/nfsp_4p.yaml --init-from classic-4p-mixture   # NFSP: runs/nfsp_4p/final
 is the average policy
@@ -20,7 +21,7 @@ from dataclasses import MISSING, fields, is_dataclass
 from pathlib import Path
 
 from cockroach_env.config import GameConfig
-from training.core import registry
+from training.core import arguments, registry
 from training.core.config import ConfigError, TrainConfig, load_config, unused_options
 from training.core.distributed import add_ray_option
 from training.core.output_paths import run_dir_problem
@@ -61,7 +62,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--print-config", action="store_true", help="print the resolved config as YAML and exit")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
-    add_ray_option(parser, "psro only: run each iteration's best responses and payoff tables")
+    add_ray_option(
+        parser,
+        "ppo, nfsp: play the rollouts on workers (distributed.address); psro: run each iteration's best responses and "
+        "payoff tables",
+    )
+    parser.add_argument(
+        "--workers",
+        type=arguments.positive_integer,
+        metavar="N",
+        help="ppo, nfsp: play each rollout on N workers, each with num_envs/N games (distributed.workers)",
+    )
     return parser
 
 
@@ -110,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         config = load_config(args.config, args.overrides)
+        if _distributed_shortcuts(args, config):
+            config = load_config(args.config, args.overrides)
     except ConfigError as error:
         print(f"cockroach-train: error: {error}", file=sys.stderr)
         return 2
@@ -150,9 +163,29 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _distributed_shortcuts(args: argparse.Namespace, config) -> bool:
+    """``--ray ADDRESS`` and ``--workers N`` of an algorithm whose rollouts run on workers become the overrides
+    ``distributed.address`` and ``distributed.workers`` (so that the resume command keeps them); whether any did.
+    ``--workers`` of another algorithm is refused by the config's check; its ``--ray`` stays its own.
+    """
+    if not registry.get(config.algorithm).rollout_workers and args.workers is None:
+        return False
+    if args.ray is not None and registry.get(config.algorithm).rollout_workers:
+        args.overrides.append(f"distributed.address={args.ray}")
+        args.ray = None
+    if args.workers is not None:
+        args.overrides.append(f"distributed.workers={args.workers}")
+    return True
+
+
 def _unused(args: argparse.Namespace, config) -> list[str]:
     """The settings that change nothing in this command (``unused_options``, and a teacher with ``--init-from``)."""
     notes = unused_options(config)
+    if config.distributed.workers > 1 and config.distributed.address is None:
+        notes.append(
+            f"distributed.workers={config.distributed.workers} with distributed.address null plays the shards in this "
+            "process one after another (the result a cluster gives, not faster); give --ray [ADDRESS] for a cluster"
+        )
     if config.warm_start.teacher is not None and args.init_from and not args.resume:
         notes.append(
             f"warm_start.teacher={config.warm_start.teacher!r} does nothing with --init-from (the run starts from "

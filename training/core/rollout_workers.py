@@ -27,6 +27,7 @@ whose update process is then not needed); the update shuffles with its own gener
 from __future__ import annotations
 
 import copy
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,7 +43,10 @@ from training.core.learner import Learner, Rollout
 from training.core.model import ActorCritic
 from training.core.opponents import EXPLOITER_SEAT, POLICY_SEAT, FixedOpponents, Snapshot, Tables
 from training.core.rollout import RolloutArgs, collect_rollout, start_segment
+from training.core.schema import cut
 
+RESTART_TIMEOUT = 300
+"""Seconds a replay waits for a restarting worker."""
 _COLUMNS = ("obs", "mask", "action", "logprob", "value", "reward", "terminal", "successor")
 
 
@@ -237,6 +241,10 @@ class RolloutWorkers:
         self._sent_fixed: list[dict[str, torch.Tensor]] | None = None
         self.broadcast_bytes = 0
         """Bytes of the last message's weights (the learners' and the changed fixed opponents')."""
+        self.replays = 0
+        """Replays of a shard's segment begun after its worker died (one more each time the restarting worker was not
+        back yet)."""
+        self._replaying: tuple[int, int] | None = None
         self.worker_seconds: list[float] = []
         """Each worker's seconds of play in the last rollout."""
 
@@ -307,18 +315,32 @@ class RolloutWorkers:
         """Worker ``k``'s result; if it died, its replay of the segment's messages once Ray has restarted it."""
         if self.ray is None:
             return call
-        for attempt in range(self.max_restarts + 1):
+        exceptions = self.ray.exceptions
+        deaths, deadline = 0, time.monotonic() + RESTART_TIMEOUT
+        while True:
             try:
                 return self.ray.get(call)
-            except self.ray.exceptions.RayActorError as error:
-                if attempt == self.max_restarts:
+            except exceptions.ActorUnavailableError:  # (killed, or restarting: the replay waits for it)
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"rollout worker {k} was not back {RESTART_TIMEOUT} s after it died") from None
+                time.sleep(0.2)
+            except exceptions.RayActorError as error:
+                deaths += 1
+                if deaths > self.max_restarts:
                     raise RuntimeError(
-                        f"rollout worker {k} died {attempt + 1} times in one update (distributed.max_restarts="
-                        f"{self.max_restarts}): {error}"
+                        f"rollout worker {k} died {deaths} times in one update (distributed.max_restarts="
+                        f"{self.max_restarts}): {cut(error)}"
                     ) from None
-                calls = [self._call(k, message, states) for message, states in self._log]
-                call = calls[-1]  # (the earlier calls only rebuild the shard's games; their results are not read)
-        raise AssertionError("unreachable")
+            if not self.replays or self._replaying != (k, len(self._log)):
+                print(
+                    f"rollout worker {k} died; Ray restarts it and it replays the {len(self._log)} rollout(s) of this "
+                    "segment",
+                    file=sys.stderr,
+                )
+            self.replays += 1
+            self._replaying = (k, len(self._log))
+            calls = [self._call(k, message, states) for message, states in self._log]
+            call = calls[-1]  # (the earlier calls only rebuild the shard's games; their results are not read)
 
     def _snapshot(self, snapshot: Snapshot) -> Any:
         """The snapshot's network as sent: on Ray, put once when it joins the pool."""

@@ -142,13 +142,15 @@ RESUMABLE_CHANGES = (
     "device",
     "torch_threads",
     "output_dir",
+    "distributed.address",
+    "distributed.max_restarts",
     "nfsp.sl_learning_rate",
     "nfsp.sl_steps",
     "nfsp.sl_batch_size",
 )
-"""Config entries that may differ between a run and its resumption (NFSP's supervised steps: an average policy that
-should
-settle, e.g. a lower ``nfsp.sl_learning_rate`` late in a run; the reservoir's size may not change)."""
+"""Config entries that may differ between a run and its resumption (where the rollout workers run, which changes no
+result; NFSP's supervised steps: an average policy that should settle, e.g. a lower ``nfsp.sl_learning_rate`` late in
+a run; the reservoir's size may not change)."""
 
 
 def restore_run(
