@@ -98,7 +98,7 @@ def test_an_algorithm_without_rollout_workers_refuses_them(override):
         load_config(None, ["algorithm=psro", override])
 
 
-def test_the_command_line_shortcuts_set_the_section_and_stay_in_the_resume_command(tmp_path, capsys):
+def test_the_command_line_shortcuts_set_the_section(capsys):
     from training.cli.train import main
 
     assert main(["--ray", "auto", "--workers", "4", "--print-config"]) == 0
@@ -151,6 +151,57 @@ def test_one_worker_in_process_is_the_run_without_workers_and_two_are_another_ru
     assert not _same(two_shards, in_process)  # (each count of workers plays its own games)
 
 
+@pytest.mark.parametrize(
+    "opponents",
+    [
+        # NFSP: the average policy, which changes every update, plays the population tables in the workers
+        ["algorithm=nfsp", "opponents.population=0.5", "nfsp.reservoir_size=300", "nfsp.sl_batch_size=64"],
+        # a shipped agent and the exploiter (a second learner) at the workers' tables
+        ["opponents.checkpoints={classic-4p: 0.4}", "opponents.exploiter=0.2", "opponents.exploiter_reset_every=2"],
+    ],
+    ids=["nfsp-average-policy", "shipped-agent-and-exploiter"],
+)
+def test_every_opponent_plays_in_the_workers_as_in_the_process(tmp_path, opponents):
+    """One worker in this process plays with copies sent through its messages: a weight that missed a message (a new
+    snapshot, the average policy's update, the exploiter's reset) would change the result.
+    """
+    sets = [word for item in opponents for word in ("--set", item)]
+    here = _train(tmp_path, "here", *sets)
+    assert _same(_train(tmp_path, "worker", *sets, "--set", "distributed.address=null", "--workers", "1"), here)
+
+
+def test_new_snapshots_and_the_changed_average_policy_reach_the_workers_with_the_next_weights(tmp_path, monkeypatch):
+    """After each rollout, every worker held the learner's weights, the pool's snapshots and NFSP's average policy as
+    they were when the rollout was sent (the average changes every update here; the pool gains a snapshot).
+    """
+    collect, seen = RolloutWorkers.collect, []
+
+    def checked(self):
+        sent = [_state(m) for m in self.fixed.models], [s.id for s in self.pool], _state(self.learners[0].model)
+        outcomes = collect(self)
+        for shard in self.workers:
+            assert all(_equal(_state(m), f) for m, f in zip(shard.fixed.models, sent[0]))
+            assert [s.id for s in shard.args.pool] == sent[1]
+            assert _equal(_state(shard.args.learners[0].model), sent[2])
+        seen.append(sent)
+        return outcomes
+
+    monkeypatch.setattr(RolloutWorkers, "collect", checked)
+    nfsp = ["algorithm=nfsp", "opponents.population=0.5", "nfsp.reservoir_size=300", "nfsp.sl_batch_size=16"]
+    _train(tmp_path, "nfsp", *[w for item in nfsp for w in ("--set", item)], "--workers", "2")
+    assert len(seen) == UPDATES
+    assert not _equal(seen[1][0][0], seen[2][0][0])  # (the average policy changed between two rollouts of a segment)
+    assert seen[1][1] != seen[2][1]  # (and the pool: a snapshot every update)
+
+
+def _state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.clone() for k, v in model.state_dict().items()}
+
+
+def _equal(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+    return all(torch.equal(a[k], b[k]) for k in a)
+
+
 def test_overlap_with_workers_repeats_itself_and_differs_from_the_synchronous_run(tmp_path, two_shards):
     overlap = ["--workers", "2", "--set", "ppo.overlap=true"]
     first = _train(tmp_path, "a", *overlap)
@@ -158,7 +209,7 @@ def test_overlap_with_workers_repeats_itself_and_differs_from_the_synchronous_ru
     assert not _same(first, two_shards)  # (its rollouts play the weights of one update before)
 
 
-def test_a_run_with_workers_stopped_by_sigterm_resumes_exactly(tmp_path, monkeypatch, two_shards):
+def test_a_run_with_workers_stopped_by_sigterm_resumes_exactly(tmp_path, monkeypatch, capsys, two_shards):
     from training.cli.train import main
 
     collect, calls = RolloutWorkers.collect, []
@@ -174,6 +225,8 @@ def test_a_run_with_workers_stopped_by_sigterm_resumes_exactly(tmp_path, monkeyp
     argv = ["--config", str(ROOT / "configs" / "quick.yaml"), "--no-progress", "--workers", "2"]
     argv += [word for item in sets for word in ("--set", item)]
     assert main(argv) == 143
+    resume_command = capsys.readouterr().err.split("Continue with:")[1]
+    assert "--set distributed.workers=2" in resume_command and "--resume" in resume_command
     monkeypatch.setattr(RolloutWorkers, "collect", collect)
     assert main([*argv, "--resume"]) == 0
     assert _same(ckpt.load_checkpoint(tmp_path / "stopped" / "final").tensors, two_shards)
