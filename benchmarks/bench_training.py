@@ -34,6 +34,12 @@ their ratio (the target: the history-aware path at least half the MLP's):
 
     python benchmarks/bench_training.py --history 8 --event-pooling --rounds 3 --updates 20
 
+``--workers N [N ...]`` plays the rollouts on N Ray workers of a local cluster and prints the rollout's decisions/s,
+the learner's share of each update and the scaling model of docs/scaling.md fitted to them
+(``benchmarks/bench_rollout_workers.py``):
+
+    python benchmarks/bench_training.py --workers 1 2 --rounds 3 --updates 10
+
 ``--learning DECISIONS [DECISIONS ...]`` trains the config twice for each number of decisions
 (and each of ``--train-seeds``),
 without and with ``ppo.overlap`` (whose rollouts play weights one update old), and
@@ -145,6 +151,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --history: the history-aware network sums its embedded moves (model.event_pooling)",
     )
     parser.add_argument(
+        "--workers",
+        type=int,
+        nargs="+",
+        metavar="N",
+        help="rollout workers on a local Ray cluster: decisions/s of the rollout part and the learner's share for each "
+        "N, and the scaling model of docs/scaling.md fitted to them (benchmarks/bench_rollout_workers.py)",
+    )
+    parser.add_argument("--json", metavar="PATH", help="with --workers: also write the figures and the model as JSON")
+    parser.add_argument(
         "--update-ab",
         action="store_true",
         help="time one PPO update on 10,000 samples, the masked policy from tensor operations (old) vs "
@@ -167,6 +182,10 @@ def main(argv: list[str] | None = None) -> int:
             args.rounds,
             args.event_pooling,
         )
+    if args.workers:
+        from bench_rollout_workers import workers_scaling
+
+        return workers_scaling(args.config, args.overrides, args.workers, args.updates, args.rounds, args.json)
     if args.profile:
         return profile(args.config, args.updates, args.overrides)
     if args.update_ab:

@@ -1,0 +1,266 @@
+"""Rollout workers on a local Ray cluster: decisions/s of the rollout part and the learner's share of each update.
+
+``python benchmarks/bench_training.py --workers 1 2`` runs this. For each worker count (and ``--rounds`` times, the
+counts interleaved), the real training loop runs ``--updates`` synchronous updates of the config with
+``distributed.workers=N`` on one local Ray cluster of max(N) CPUs; the first two updates (the actors' start) are left
+out. Per update it records the rollout's wall time at the learner (send to joined shards), each worker's seconds of
+play, the learner's seconds (GAE and the PPO update) and the bytes of weights broadcast. It also times the PPO update
+alone at several batch sizes. Then it fits the scaling model of docs/scaling.md to the one-worker figures and checks
+its prediction for the other counts, and prints the model's wall time for the config at 8, 32 and 128 cores:
+
+    python benchmarks/bench_training.py --workers 1 2 --rounds 3 --updates 10
+    python benchmarks/bench_training.py --workers 1 2 --config configs/classic-4p.yaml --json scaling.json
+
+Targets: with 2 workers at least 1.6 times the rollout decisions/s of 1 worker (on 2 cores), and the model's 2-worker
+prediction within 20% of the measurement. The load average is printed: other work on the same cores lowers both.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+ROLLOUT_TARGET = 1.6
+MODEL_TOLERANCE = 0.20
+WARM_UPDATES = 2
+"""Updates left out of each run: the actors start and load the compiled kernels during the first."""
+
+
+def run_with_workers(config_path: str, overrides: list[str], workers: int, updates: int) -> dict[str, list]:
+    """One synchronous run of ``updates`` updates on ``workers`` Ray workers; its per-update timings."""
+    from training.algorithms import ppo
+    from training.core.config import load_config
+    from training.core.rollout_workers import RolloutWorkers
+
+    timings: dict[str, list] = {"rollout": [], "workers": [], "update": [], "bytes": []}
+    collect, update = RolloutWorkers.collect, ppo._advantages_and_update
+
+    def timed_collect(self):
+        started = time.perf_counter()
+        outcomes = collect(self)
+        timings["rollout"].append(time.perf_counter() - started)
+        timings["workers"].append(list(self.worker_seconds))
+        timings["bytes"].append(self.broadcast_bytes)
+        return outcomes
+
+    def timed_update(*args):
+        started = time.perf_counter()
+        stats = update(*args)
+        timings["update"].append(time.perf_counter() - started)
+        return stats
+
+    with tempfile.TemporaryDirectory() as out:
+        config = load_config(
+            config_path,
+            [
+                *overrides,
+                f"output_dir={out}",
+                "name=bench",
+                "evaluation.every=0",
+                "evaluation.final_games=0",
+                "warm_start.teacher=null",
+                "ppo.overlap=false",
+                f"distributed.workers={workers}",
+                "distributed.address=local",
+            ],
+        )
+        config.schedule.total_decisions = updates * config.ppo.num_envs * config.ppo.num_steps
+        config.schedule.checkpoint_every = updates
+        RolloutWorkers.collect, ppo._advantages_and_update = timed_collect, timed_update
+        try:
+            ppo.train(config, progress_bar=False)
+        finally:
+            RolloutWorkers.collect, ppo._advantages_and_update = collect, update
+        with open(Path(out) / "bench" / "metrics.csv", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+    timings = {key: values[WARM_UPDATES:] for key, values in timings.items()}
+    timings["samples"] = [int(rows[-1]["samples"]) / len(rows)]
+    return timings
+
+
+def update_seconds(config_path: str, overrides: list[str], sizes: list[int], repeats: int = 3) -> dict[int, float]:
+    """The median seconds of one PPO update (the config's epochs and minibatches) on each of ``sizes`` samples."""
+    import numpy as np
+    import torch
+
+    from cockroach_env.encoding import encoding_for
+    from training.core.config import load_config
+    from training.core.learner import Learner, ppo_update
+    from training.core.model import ActorCritic
+
+    config = load_config(config_path, overrides)
+    if config.torch_threads:
+        torch.set_num_threads(config.torch_threads)
+    game = config.game_config()
+    enc = encoding_for(game)
+    rng = np.random.default_rng(0)
+    seconds = {}
+    for size in sizes:
+        model = ActorCritic.from_spec(game, config.model, seed=0)
+        players, obs_size = game.num_players, enc.observation.size
+        learner = Learner(model, config.ppo.learning_rate, size, 1, players, obs_size, enc.num_actions)
+        rollout = learner.rollout
+        rollout.obs[:] = rng.random(rollout.obs.shape) < 0.3
+        rollout.mask[:] = True
+        rollout.action[:] = rng.integers(0, enc.num_actions, size)
+        rollout.logprob[:] = -math.log(enc.num_actions)
+        rollout.size = size
+        advantages = rng.normal(size=size).astype(np.float32)
+        returns = rng.normal(size=size).astype(np.float32)
+        rows = np.arange(size)
+        times = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            ppo_update(learner, rollout, advantages, returns, rows, config.ppo, rng, torch.device("cpu"))
+            times.append(time.perf_counter() - started)
+        seconds[size] = statistics.median(times)
+    return seconds
+
+
+def fit(measured: dict[int, dict[str, list]], decisions: int, samples: int, updates_by_size: dict[int, float]):
+    """The scaling model's parameters from the one-worker run and the update timings (docs/scaling.md)."""
+    one = measured[min(measured)]
+    workers = min(measured)
+    play = statistics.median(max(w) for w in one["workers"])
+    rate = decisions / workers / play  # decisions/s of one worker
+    overhead = statistics.median(r - max(w) for r, w in zip(one["rollout"], one["workers"]))
+    sizes = sorted(updates_by_size)
+    slope = (updates_by_size[sizes[-1]] - updates_by_size[sizes[0]]) / (sizes[-1] - sizes[0])
+    intercept = updates_by_size[sizes[0]] - slope * sizes[0]
+    return {
+        "worker_rate": rate,
+        "overhead_seconds": overhead,
+        "update_intercept_seconds": intercept,
+        "update_seconds_per_sample": slope,
+        "samples_per_update": samples,
+        "learner_update_seconds_measured": statistics.median(one["update"]),
+        "broadcast_bytes": statistics.median(one["bytes"]),
+    }
+
+
+def predicted_rollout_seconds(model: dict, decisions: int, workers: int) -> float:
+    """The model's rollout seconds: the shard's play at one worker's rate, plus the per-update overhead."""
+    return decisions / workers / model["worker_rate"] + model["overhead_seconds"]
+
+
+def predicted_update_seconds(model: dict, samples: int) -> float:
+    return model["update_intercept_seconds"] + model["update_seconds_per_sample"] * samples
+
+
+def recipe_hours(model: dict, config_path: str, cores: int, learner_speedup: float = 1.0) -> dict:
+    """The config's wall time on ``cores`` cores by the model: one core learns, the others play (the largest divisor
+    of ``ppo.num_envs`` that fits), synchronous and with overlap (the rollout and the update at once).
+    """
+    from training.core.config import load_config
+
+    config = load_config(config_path, [])
+    decisions = config.ppo.num_envs * config.ppo.num_steps
+    updates = math.ceil(config.schedule.total_decisions / decisions)
+    workers = max(d for d in range(1, cores) if config.ppo.num_envs % d == 0)
+    samples = decisions * model["samples_per_update"] / max(model["decisions_per_update"], 1)
+    roll = predicted_rollout_seconds(model, decisions, workers)
+    learn = predicted_update_seconds(model, samples) / learner_speedup
+    return {
+        "cores": cores,
+        "workers": workers,
+        "rollout_seconds": roll,
+        "update_seconds": learn,
+        "hours_synchronous": updates * (roll + learn) / 3600,
+        "hours_overlap": updates * max(roll, learn) / 3600,
+        "learner_bound": learn > roll,
+    }
+
+
+def workers_scaling(
+    config_path: str, overrides: list[str], counts: list[int], updates: int, rounds: int, json_path: str | None
+) -> int:
+    """Measure, fit, predict and print (``bench_training.py --workers``)."""
+    from training.core.config import load_config
+    from training.core.distributed import executor
+
+    config = load_config(config_path, overrides)
+    decisions = config.ppo.num_envs * config.ppo.num_steps
+    load_before = os.getloadavg()
+    cluster = executor("local", num_cpus=max(counts))
+    measured: dict[int, dict[str, list]] = {n: {} for n in counts}
+    try:
+        for _ in range(rounds):
+            for n in counts:
+                for key, values in run_with_workers(config_path, overrides, n, updates).items():
+                    measured[n].setdefault(key, []).extend(values)
+    finally:
+        cluster.close()
+    load_runs = os.getloadavg()
+    samples = round(statistics.mean(measured[min(counts)]["samples"]))  # the learner's decisions per update
+    sizes = [samples // 4, samples // 2, samples, 2 * samples]
+    by_size = update_seconds(config_path, overrides, sizes)
+    model = fit(measured, decisions, samples, by_size)
+    model["decisions_per_update"] = decisions
+    print(
+        f"config: {config_path} {' '.join(overrides)}: {config.ppo.num_envs} games x {config.ppo.num_steps} steps = "
+        f"{decisions:,} decisions per update; {updates} updates x {rounds} rounds per worker count "
+        f"(the first {WARM_UPDATES} of each run left out)"
+    )
+    print(
+        f"cpu cores: {os.cpu_count()}; load average (1, 5, 15 min) before: {_load(load_before)}, after the runs: "
+        f"{_load(load_runs)}, at the end: {_load(os.getloadavg())}"
+    )
+    rates = {}
+    for n in counts:
+        m = measured[n]
+        rollout = statistics.median(m["rollout"])
+        update = statistics.median(m["update"])
+        rates[n] = decisions / rollout
+        per_worker = statistics.median(decisions / n / s for w in m["workers"] for s in w)
+        share = update / (rollout + update)
+        print(
+            f"workers {n}: rollout {rates[n]:,.0f} decisions/s ({rollout * 1000:.0f} ms; each worker "
+            f"{per_worker:,.0f} decisions/s), learner {update * 1000:.0f} ms = {100 * share:.0f}% "
+            f"of the update, {statistics.median(m['bytes']) / 1e6:.2f} MB of weights broadcast"
+        )
+    print(
+        "learner update alone: "
+        + ", ".join(f"{size:,} samples {seconds * 1000:.0f} ms" for size, seconds in by_size.items())
+    )
+    result = {"measured": {n: {k: v for k, v in measured[n].items()} for n in counts}, "model": model}
+    if len(counts) > 1:
+        low, high = min(counts), max(counts)
+        ratio = rates[high] / rates[low]
+        print(
+            f"rollout decisions/s, {high} workers / {low}: {ratio:.2f} (target >= {ROLLOUT_TARGET} for 2 / 1: "
+            f"{'met' if ratio >= ROLLOUT_TARGET else 'NOT met'})"
+        )
+        for n in counts[1:]:
+            predicted = decisions / predicted_rollout_seconds(model, decisions, n)
+            error = predicted / rates[n] - 1
+            print(
+                f"model for {n} workers: {predicted:,.0f} decisions/s predicted, {rates[n]:,.0f} measured "
+                f"({100 * error:+.0f}%; target within {100 * MODEL_TOLERANCE:.0f}%: "
+                f"{'met' if abs(error) <= MODEL_TOLERANCE else 'NOT met'})"
+            )
+            result.setdefault("predictions", {})[n] = {"predicted": predicted, "measured": rates[n]}
+    print(
+        f"model: one worker {model['worker_rate']:,.0f} decisions/s, {model['overhead_seconds'] * 1000:.0f} ms "
+        f"overhead per update, update {model['update_intercept_seconds'] * 1000:.0f} ms + "
+        f"{model['update_seconds_per_sample'] * 1e6:.1f} us per sample"
+    )
+    result["recipe"] = [recipe_hours(model, config_path, cores) for cores in (8, 32, 128)]
+    for row in result["recipe"]:
+        print(
+            f"  {row['cores']:>3} cores ({row['workers']} workers): rollout {row['rollout_seconds'] * 1000:.0f} ms, "
+            f"update {row['update_seconds'] * 1000:.0f} ms per update; {row['hours_synchronous']:.2f} h synchronous, "
+            f"{row['hours_overlap']:.2f} h with overlap{' (learner-bound)' if row['learner_bound'] else ''}"
+        )
+    if json_path:
+        Path(json_path).write_text(json.dumps(result, indent=1, default=float))
+    return 0
+
+
+def _load(load: tuple[float, float, float]) -> str:
+    return ", ".join(f"{x:.2f}" for x in load)
