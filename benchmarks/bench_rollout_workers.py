@@ -38,7 +38,7 @@ def run_with_workers(config_path: str, overrides: list[str], workers: int, updat
     from training.core.config import load_config
     from training.core.rollout_workers import RolloutWorkers
 
-    timings: dict[str, list] = {"rollout": [], "workers": [], "update": [], "bytes": []}
+    timings: dict[str, list] = {"rollout": [], "workers": [], "cpu": [], "update": [], "update_cpu": [], "bytes": []}
     collect, update = RolloutWorkers.collect, ppo._advantages_and_update
 
     def timed_collect(self):
@@ -46,13 +46,15 @@ def run_with_workers(config_path: str, overrides: list[str], workers: int, updat
         outcomes = collect(self)
         timings["rollout"].append(time.perf_counter() - started)
         timings["workers"].append(list(self.worker_seconds))
+        timings["cpu"].append(list(self.worker_cpu_seconds))
         timings["bytes"].append(self.broadcast_bytes)
         return outcomes
 
     def timed_update(*args):
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         stats = update(*args)
         timings["update"].append(time.perf_counter() - started)
+        timings["update_cpu"].append(time.process_time() - cpu_started)
         return stats
 
     with tempfile.TemporaryDirectory() as out:
@@ -115,10 +117,10 @@ def update_seconds(config_path: str, overrides: list[str], sizes: list[int], rep
         returns = rng.normal(size=size).astype(np.float32)
         rows = np.arange(size)
         times = []
-        for _ in range(repeats):
-            started = time.perf_counter()
+        for _ in range(repeats):  # (CPU seconds: one torch thread, the time on a core of its own)
+            started = time.process_time()
             ppo_update(learner, rollout, advantages, returns, rows, config.ppo, rng, torch.device("cpu"))
-            times.append(time.perf_counter() - started)
+            times.append(time.process_time() - started)
         seconds[size] = statistics.median(times)
     return seconds
 
@@ -128,13 +130,15 @@ def fit(measured: dict[int, dict[str, list]], decisions: int, samples: int, upda
     one = measured[min(measured)]
     workers = min(measured)
     play = statistics.median(max(w) for w in one["workers"])
-    rate = decisions / workers / play  # decisions/s of one worker
+    rate = decisions / workers / play  # decisions/s of one worker, as measured (wall time)
+    cpu_rate = decisions / workers / statistics.median(max(w) for w in one["cpu"])  # on a core of its own
     overhead = statistics.median(r - max(w) for r, w in zip(one["rollout"], one["workers"]))
     sizes = sorted(updates_by_size)
     slope = (updates_by_size[sizes[-1]] - updates_by_size[sizes[0]]) / (sizes[-1] - sizes[0])
     intercept = updates_by_size[sizes[0]] - slope * sizes[0]
     return {
         "worker_rate": rate,
+        "worker_rate_own_core": cpu_rate,
         "overhead_seconds": overhead,
         "update_intercept_seconds": intercept,
         "update_seconds_per_sample": slope,
@@ -164,7 +168,7 @@ def recipe_hours(model: dict, config_path: str, cores: int, learner_speedup: flo
     updates = math.ceil(config.schedule.total_decisions / decisions)
     workers = max(d for d in range(1, cores) if config.ppo.num_envs % d == 0)
     samples = decisions * model["samples_per_update"] / max(model["decisions_per_update"], 1)
-    roll = predicted_rollout_seconds(model, decisions, workers)
+    roll = decisions / workers / model["worker_rate_own_core"] + model["overhead_seconds"]
     learn = predicted_update_seconds(model, samples) / learner_speedup
     return {
         "cores": cores,
@@ -218,11 +222,19 @@ def workers_scaling(
         update = statistics.median(m["update"])
         rates[n] = decisions / rollout
         per_worker = statistics.median(decisions / n / s for w in m["workers"] for s in w)
+        own_core = statistics.median(decisions / n / s for w in m["cpu"] for s in w)
+        overhead = statistics.median(r - max(w) for r, w in zip(m["rollout"], m["workers"]))
+        free_cores = decisions / (decisions / n / own_core + overhead)
         share = update / (rollout + update)
         print(
             f"workers {n}: rollout {rates[n]:,.0f} decisions/s ({rollout * 1000:.0f} ms; each worker "
             f"{per_worker:,.0f} decisions/s), learner {update * 1000:.0f} ms = {100 * share:.0f}% "
             f"of the update, {statistics.median(m['bytes']) / 1e6:.2f} MB of weights broadcast"
+        )
+        print(
+            f"  per CPU second (a core of its own): each worker {own_core:,.0f} decisions/s, the learner "
+            f"{statistics.median(m['update_cpu']) * 1000:.0f} ms per update; so {n} free cores would give "
+            f"{free_cores:,.0f} decisions/s in the rollout ({overhead * 1000:.0f} ms overhead per update)"
         )
     print(
         "learner update alone: "
@@ -246,10 +258,12 @@ def workers_scaling(
             )
             result.setdefault("predictions", {})[n] = {"predicted": predicted, "measured": rates[n]}
     print(
-        f"model: one worker {model['worker_rate']:,.0f} decisions/s, {model['overhead_seconds'] * 1000:.0f} ms "
+        f"model: one worker {model['worker_rate']:,.0f} decisions/s as measured, {model['worker_rate_own_core']:,.0f} "
+        f"on a core of its own; {model['overhead_seconds'] * 1000:.0f} ms "
         f"overhead per update, update {model['update_intercept_seconds'] * 1000:.0f} ms + "
         f"{model['update_seconds_per_sample'] * 1e6:.1f} us per sample"
     )
+    print("the config's wall time by the model, workers and learner on cores of their own (CPU learner):")
     result["recipe"] = [recipe_hours(model, config_path, cores) for cores in (8, 32, 128)]
     for row in result["recipe"]:
         print(

@@ -24,6 +24,7 @@ run's first checkpoint is written right after it, so a resumed run never repeats
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from cockroach_env.config import GameConfig
 from training.core.config import ConfigError
 from training.core.learner import NonFiniteUpdate, check_finite_weights
 from training.core.model import mask_bias
+from training.core.rollout_workers import shard_seed
 
 REPORT_KEYS = ("teacher", "decisions", "rounds", "epochs", "policy_loss", "teacher_entropy", "value_loss", "agreement")
 """The keys of the record a warm start leaves in the run's metadata."""
@@ -238,14 +240,46 @@ class _Stopped(Exception):
     """A stop was requested (a signal) during the warm start."""
 
 
+def collect_on_workers(
+    workers, count: int, game: GameConfig, teacher, decisions: int, num_envs: int, seed: int, model, player_seed: int
+) -> Demonstrations:
+    """``collect`` split over ``count`` shards run by ``workers`` (a ``training.core.distributed`` executor: the
+    rollout workers' cluster, or this process), joined in shard order. Shard ``k`` plays ``num_envs / count`` of the
+    games (the first ones one more where it does not divide) for ``decisions / count`` decisions, from ``seed`` itself
+    for shard 0 and a seed derived from it and ``k`` for the others; ``model`` (None: the teacher plays) draws with
+    ``player_seed`` likewise. One shard is ``collect`` itself.
+    """
+    network = None if model is None else copy.deepcopy(model).to("cpu")
+    jobs = [
+        (
+            game,
+            teacher,
+            math.ceil(decisions / count),
+            max(num_envs // count + (k < num_envs % count), 1),
+            shard_seed(seed, k),
+            network,
+            shard_seed(player_seed, k),
+        )
+        for k in range(count)
+    ]
+    return Demonstrations.concatenate(workers.map(_collect_shard, jobs))
+
+
+def _collect_shard(game, teacher, decisions, num_envs, seed, network, player_seed) -> Demonstrations:
+    """One shard's ``collect`` (a module-level function: it runs as a Ray task)."""
+    player = None if network is None else learner_player(network, torch.device("cpu"), player_seed)
+    return collect(game, teacher, decisions, num_envs, seed, player)
+
+
 def warm_start(
-    model, game: GameConfig, teacher, settings, seed: int, device, bar=None, stop_requested=None
+    model, game: GameConfig, teacher, settings, seed: int, device, bar=None, stop_requested=None, workers=None, count=1
 ) -> dict | None:
     """Imitate ``teacher`` into ``model`` (in place) with ``settings`` (a ``WarmStartConfig``); the record for the
     run's metadata, or None if ``stop_requested()`` turned true before the end (the model is then half-fitted).
 
     ``bar``: a tqdm bar over ``settings.decisions``, advanced as decisions are collected; its description names the
-    step (the teacher playing, a DAgger round, the fit).
+    step (the teacher playing, a DAgger round, the fit). ``workers``: an executor that plays the teacher's (and
+    DAgger's) games in ``count`` shards (``collect_on_workers``; the run's rollout workers); None: here.
     """
     rounds = settings.rounds
     per_round = math.ceil(settings.decisions / rounds)
@@ -270,8 +304,19 @@ def warm_start(
             describe(
                 f"warm start: {settings.teacher} plays" if round_ == 0 else f"warm start: DAgger {round_ + 1}/{rounds}"
             )
-            player = None if round_ == 0 else learner_player(model, device, seed + round_)
-            parts.append(collect(game, teacher, per_round, settings.num_envs, seed + 1000 * round_, player, advance))
+            round_seed = seed + 1000 * round_
+            if workers is None:
+                player = None if round_ == 0 else learner_player(model, device, seed + round_)
+                parts.append(collect(game, teacher, per_round, settings.num_envs, round_seed, player, advance))
+            else:
+                player_model = None if round_ == 0 else model
+                parts.append(
+                    collect_on_workers(
+                        workers, count, game, teacher, per_round, settings.num_envs, round_seed, player_model,
+                        seed + round_,
+                    )
+                )  # fmt: skip
+                advance(len(parts[-1]))
             demonstrations = Demonstrations.concatenate(parts)
             describe(f"warm start: fitting {len(demonstrations):,} decisions")
             stats = fit(

@@ -77,6 +77,7 @@ from training.core.checkpoint.run_state import (
     save_run_checkpoint,
 )
 from training.core.config import TrainConfig
+from training.core.distributed import cluster, executor
 from training.core.learner import Learner, gae, magnet_bonus, numbered, ppo_update
 from training.core.model import ActorCritic
 from training.core.opponents import (
@@ -206,6 +207,7 @@ def _train(
 ) -> Path:
     # (the teacher is checked before anything is written: a bad name changes nothing)
     teacher = imitation.resolve_teacher(config) if not resume and initial_weights is None else None
+    stack.enter_context(cluster(config.distributed.address))  # (the warm start's and the rollout workers')
     run = _set_up(config, command, _table_population(config, population, hooks), hooks)
     if resume:
         finished = _resume(run)  # the whole checkpoint is checked before any file is touched
@@ -439,9 +441,12 @@ def _warm_start(run: _Run, teacher, signals: StopSignals, progress_bar: bool) ->
 
     bar = progress(settings.decisions, "dec", progress_bar, unit_scale=True, dynamic_ncols=True)
     with bar:
+        distributed = run.config.distributed
+        workers = executor(distributed.address) if distributed.active else None  # (the teacher plays on them)
         record = imitation.warm_start(
-            run.policy.model, run.game, teacher, settings, run.config.seed, run.device, bar, stop_requested
-        )
+            run.policy.model, run.game, teacher, settings, run.config.seed, run.device, bar, stop_requested,
+            workers, distributed.workers,
+        )  # fmt: skip
     if record is None:
         raise Interrupted(signals.received, run.run_dir / CHECKPOINT_NAME, 0, saved=False)
     run.policy.model.train()

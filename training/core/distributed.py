@@ -14,8 +14,9 @@ docs/scaling.md.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from training.core import arguments
@@ -52,6 +53,22 @@ def connect(address: str, num_cpus: int | None = None) -> tuple[Any, bool]:
         else:
             ray.init(address=address, runtime_env=env, log_to_driver=False)
     return ray, started
+
+
+@contextlib.contextmanager
+def cluster(address: str | None) -> Iterator[None]:
+    """Connected to the cluster at ``address`` (None: nothing) while inside; Ray shuts down at the end if this
+    connected it (a run's warm start and rollout workers share the connection).
+    """
+    if address is None:
+        yield
+        return
+    ray, started = connect(address)
+    try:
+        yield
+    finally:
+        if started:
+            ray.shutdown()
 
 
 class RayExecutor:

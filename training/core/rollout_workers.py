@@ -80,6 +80,8 @@ class ShardResult:
     outcomes: dict[str, list[int]]
     generators: tuple | None
     seconds: float
+    cpu_seconds: float
+    """The worker process's CPU seconds in the rollout (its rate on a core of its own, whatever else runs there)."""
 
 
 @dataclass
@@ -150,7 +152,7 @@ class Shard:
         """One rollout of this shard with the message's weights and opponents (and, for shard 0, the run's
         generators).
         """
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         args = self.args
         for code, weights in message.weights.items():
             args.learners[code].model.load_state_dict(weights)
@@ -169,7 +171,9 @@ class Shard:
         self.step, outcomes = collect_rollout(args, self.step)
         rollouts = {code: _arrays(learner.carry_over()) for code, learner in args.learners.items()}
         states = generator_states(args.sampler, args.rng) if self.index == 0 else None
-        return ShardResult(rollouts, outcomes, states, time.perf_counter() - started)
+        return ShardResult(
+            rollouts, outcomes, states, time.perf_counter() - started, time.process_time() - cpu_started
+        )
 
     def _network(self, snapshot_id: int, network: Any) -> ActorCritic:
         if snapshot_id not in self._networks:
@@ -247,6 +251,8 @@ class RolloutWorkers:
         self._replaying: tuple[int, int] | None = None
         self.worker_seconds: list[float] = []
         """Each worker's seconds of play in the last rollout."""
+        self.worker_cpu_seconds: list[float] = []
+        """Each worker's CPU seconds in the last rollout."""
 
     def __enter__(self) -> RolloutWorkers:
         return self
@@ -273,6 +279,7 @@ class RolloutWorkers:
             learner.restart()
             learner.rollout = joined_rollout([r.rollouts[code] for r in results], self.obs_size, self.num_actions)
         self.worker_seconds = [r.seconds for r in results]
+        self.worker_cpu_seconds = [r.cpu_seconds for r in results]
         outcomes = {kind: [0, 0, 0] for kind in results[0].outcomes}
         for result in results:
             for kind, counts in result.outcomes.items():
