@@ -266,9 +266,11 @@ def collect_on_workers(
 
 
 def _collect_shard(game, teacher, decisions, num_envs, seed, network, player_seed) -> Demonstrations:
-    """One shard's ``collect`` (a module-level function: it runs as a Ray task)."""
+    """One shard's ``collect`` (a module-level function: it runs as a Ray task). The teacher is a copy: its arrays
+    are writable even where Ray handed them over read-only, and the caller's teacher stays as it was.
+    """
     player = None if network is None else learner_player(network, torch.device("cpu"), player_seed)
-    return collect(game, teacher, decisions, num_envs, seed, player)
+    return collect(game, copy.deepcopy(teacher), decisions, num_envs, seed, player)
 
 
 def warm_start(
