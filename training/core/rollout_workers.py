@@ -171,9 +171,7 @@ class Shard:
         self.step, outcomes = collect_rollout(args, self.step)
         rollouts = {code: _arrays(learner.carry_over()) for code, learner in args.learners.items()}
         states = generator_states(args.sampler, args.rng) if self.index == 0 else None
-        return ShardResult(
-            rollouts, outcomes, states, time.perf_counter() - started, time.process_time() - cpu_started
-        )
+        return ShardResult(rollouts, outcomes, states, time.perf_counter() - started, time.process_time() - cpu_started)
 
     def _network(self, snapshot_id: int, network: Any) -> ActorCritic:
         if snapshot_id not in self._networks:
