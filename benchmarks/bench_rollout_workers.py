@@ -28,8 +28,23 @@ from pathlib import Path
 
 ROLLOUT_TARGET = 1.6
 MODEL_TOLERANCE = 0.20
+GPU_SPEEDUP = 10.0
+"""How much faster than the CPU learner a GPU learner is assumed to update (not measured here: no GPU)."""
 WARM_UPDATES = 2
 """Updates left out of each run: the actors start and load the compiled kernels during the first."""
+
+
+def add_workers_options(parser) -> None:
+    """``--workers N [N ...]`` and ``--json PATH`` of ``bench_training.py``."""
+    parser.add_argument(
+        "--workers",
+        type=int,
+        nargs="+",
+        metavar="N",
+        help="rollout workers on a local Ray cluster: decisions/s of the rollout part and the learner's share for each "
+        "N, and the scaling model of docs/scaling.md fitted to them (benchmarks/bench_rollout_workers.py)",
+    )
+    parser.add_argument("--json", metavar="PATH", help="with --workers: also write the figures and the model as JSON")
 
 
 def run_with_workers(config_path: str, overrides: list[str], workers: int, updates: int) -> dict[str, list]:
@@ -215,27 +230,7 @@ def workers_scaling(
         f"cpu cores: {os.cpu_count()}; load average (1, 5, 15 min) before: {_load(load_before)}, after the runs: "
         f"{_load(load_runs)}, at the end: {_load(os.getloadavg())}"
     )
-    rates = {}
-    for n in counts:
-        m = measured[n]
-        rollout = statistics.median(m["rollout"])
-        update = statistics.median(m["update"])
-        rates[n] = decisions / rollout
-        per_worker = statistics.median(decisions / n / s for w in m["workers"] for s in w)
-        own_core = statistics.median(decisions / n / s for w in m["cpu"] for s in w)
-        overhead = statistics.median(r - max(w) for r, w in zip(m["rollout"], m["workers"]))
-        free_cores = decisions / (decisions / n / own_core + overhead)
-        share = update / (rollout + update)
-        print(
-            f"workers {n}: rollout {rates[n]:,.0f} decisions/s ({rollout * 1000:.0f} ms; each worker "
-            f"{per_worker:,.0f} decisions/s), learner {update * 1000:.0f} ms = {100 * share:.0f}% "
-            f"of the update, {statistics.median(m['bytes']) / 1e6:.2f} MB of weights broadcast"
-        )
-        print(
-            f"  per CPU second (a core of its own): each worker {own_core:,.0f} decisions/s, the learner "
-            f"{statistics.median(m['update_cpu']) * 1000:.0f} ms per update; so {n} free cores would give "
-            f"{free_cores:,.0f} decisions/s in the rollout ({overhead * 1000:.0f} ms overhead per update)"
-        )
+    rates = _print_counts(measured, counts, decisions)
     print(
         "learner update alone: "
         + ", ".join(f"{size:,} samples {seconds * 1000:.0f} ms" for size, seconds in by_size.items())
@@ -257,23 +252,59 @@ def workers_scaling(
                 f"{'met' if abs(error) <= MODEL_TOLERANCE else 'NOT met'})"
             )
             result.setdefault("predictions", {})[n] = {"predicted": predicted, "measured": rates[n]}
+    result["recipe"] = _print_model(model, config_path)
+    if json_path:
+        Path(json_path).write_text(json.dumps(result, indent=1, default=float))
+    return 0
+
+
+def _print_counts(measured: dict[int, dict[str, list]], counts: list[int], decisions: int) -> dict[int, float]:
+    """One line per worker count (wall time, and per CPU second); the rollout's decisions/s of each count."""
+    rates = {}
+    for n in counts:
+        m = measured[n]
+        rollout = statistics.median(m["rollout"])
+        update = statistics.median(m["update"])
+        rates[n] = decisions / rollout
+        per_worker = statistics.median(decisions / n / s for w in m["workers"] for s in w)
+        own_core = statistics.median(decisions / n / s for w in m["cpu"] for s in w)
+        overhead = statistics.median(r - max(w) for r, w in zip(m["rollout"], m["workers"]))
+        free_cores = decisions / (decisions / n / own_core + overhead)
+        share = update / (rollout + update)
+        print(
+            f"workers {n}: rollout {rates[n]:,.0f} decisions/s ({rollout * 1000:.0f} ms; each worker "
+            f"{per_worker:,.0f} decisions/s), learner {update * 1000:.0f} ms = {100 * share:.0f}% "
+            f"of the update, {statistics.median(m['bytes']) / 1e6:.2f} MB of weights broadcast"
+        )
+        print(
+            f"  per CPU second (a core of its own): each worker {own_core:,.0f} decisions/s, the learner "
+            f"{statistics.median(m['update_cpu']) * 1000:.0f} ms per update; so {n} free cores would give "
+            f"{free_cores:,.0f} decisions/s in the rollout ({overhead * 1000:.0f} ms overhead per update)"
+        )
+    return rates
+
+
+def _print_model(model: dict, config_path: str) -> list[dict]:
+    """The fitted model, and the config's wall time by it at 8, 32 and 128 cores."""
     print(
         f"model: one worker {model['worker_rate']:,.0f} decisions/s as measured, {model['worker_rate_own_core']:,.0f} "
         f"on a core of its own; {model['overhead_seconds'] * 1000:.0f} ms "
         f"overhead per update, update {model['update_intercept_seconds'] * 1000:.0f} ms + "
         f"{model['update_seconds_per_sample'] * 1e6:.1f} us per sample"
     )
-    print("the config's wall time by the model, workers and learner on cores of their own (CPU learner):")
-    result["recipe"] = [recipe_hours(model, config_path, cores) for cores in (8, 32, 128)]
-    for row in result["recipe"]:
-        print(
-            f"  {row['cores']:>3} cores ({row['workers']} workers): rollout {row['rollout_seconds'] * 1000:.0f} ms, "
-            f"update {row['update_seconds'] * 1000:.0f} ms per update; {row['hours_synchronous']:.2f} h synchronous, "
-            f"{row['hours_overlap']:.2f} h with overlap{' (learner-bound)' if row['learner_bound'] else ''}"
-        )
-    if json_path:
-        Path(json_path).write_text(json.dumps(result, indent=1, default=float))
-    return 0
+    rows = []
+    for speedup, learner in ((1.0, "the CPU learner"), (GPU_SPEEDUP, f"a learner {GPU_SPEEDUP:g}x faster (assumed)")):
+        print(f"the config's wall time by the model, workers on cores of their own, {learner}:")
+        for cores in (8, 32, 128):
+            row = recipe_hours(model, config_path, cores, speedup)
+            rows.append({**row, "learner_speedup": speedup})
+            print(
+                f"  {row['cores']:>3} cores ({row['workers']} workers): rollout {row['rollout_seconds'] * 1000:.0f} "
+                f"ms, update {row['update_seconds'] * 1000:.0f} ms per update; {row['hours_synchronous']:.2f} h "
+                f"synchronous, {row['hours_overlap']:.2f} h with overlap"
+                f"{' (learner-bound)' if row['learner_bound'] else ''}"
+            )
+    return rows
 
 
 def _load(load: tuple[float, float, float]) -> str:

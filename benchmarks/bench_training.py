@@ -80,6 +80,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench_rollout_workers import add_workers_options, workers_scaling  # noqa: E402
+
 TARGET = 50_000
 BASELINE = "1f10436"
 """The reference commit of ``--compare``: before the compiled kernels and the overlapped update."""
@@ -150,15 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --history: the history-aware network sums its embedded moves (model.event_pooling)",
     )
-    parser.add_argument(
-        "--workers",
-        type=int,
-        nargs="+",
-        metavar="N",
-        help="rollout workers on a local Ray cluster: decisions/s of the rollout part and the learner's share for each "
-        "N, and the scaling model of docs/scaling.md fitted to them (benchmarks/bench_rollout_workers.py)",
-    )
-    parser.add_argument("--json", metavar="PATH", help="with --workers: also write the figures and the model as JSON")
+    add_workers_options(parser)
     parser.add_argument(
         "--update-ab",
         action="store_true",
@@ -183,8 +177,6 @@ def main(argv: list[str] | None = None) -> int:
             args.event_pooling,
         )
     if args.workers:
-        from bench_rollout_workers import workers_scaling
-
         return workers_scaling(args.config, args.overrides, args.workers, args.updates, args.rounds, args.json)
     if args.profile:
         return profile(args.config, args.updates, args.overrides)
