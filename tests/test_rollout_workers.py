@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -274,3 +275,25 @@ def test_a_worker_killed_mid_run_is_restarted_and_changes_nothing(tmp_path, monk
     monkeypatch.setattr(RolloutWorkers, "send", kill_worker_1_in_the_third_rollout)
     assert _same(_train(tmp_path, "killed", "--ray", "--workers", "2"), two_shards)
     assert made[0].replays >= 1
+
+
+# ---------------------------------------------------------------------------- the scaling model of docs/scaling.md
+
+
+def test_the_scaling_model_fits_a_worker_rate_an_overhead_and_a_linear_update_time():
+    """Synthetic timings made by the model itself: the fit gives back its parameters and predicts the 2-worker
+    rollout it was not fitted to.
+    """
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_rollout_workers import fit, predicted_rollout_seconds, predicted_update_seconds
+
+    decisions, rate, overhead = 16_384, 20_000.0, 0.05
+    play = decisions / rate
+    one = {"workers": [[play]] * 3, "cpu": [[play / 2]] * 3, "rollout": [play + overhead] * 3, "update": [1.0] * 3}
+    one["bytes"] = [280_000] * 3
+    model = fit({1: one}, decisions, 4_000, {1_000: 0.3, 2_000: 0.5, 4_000: 0.9})
+    assert model["worker_rate"] == pytest.approx(rate) and model["worker_rate_own_core"] == pytest.approx(2 * rate)
+    assert model["overhead_seconds"] == pytest.approx(overhead)
+    assert model["update_seconds_per_sample"] == pytest.approx(0.2 / 1_000)
+    assert predicted_update_seconds(model, 3_000) == pytest.approx(0.7)
+    assert predicted_rollout_seconds(model, decisions, 2) == pytest.approx(play / 2 + overhead)
