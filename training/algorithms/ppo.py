@@ -45,8 +45,9 @@ segment again from its start, which gives the same updates and evaluations bit f
 
 This module holds the loop; the machinery it shares with the other algorithms is in ``training.core``: the opponent
 kinds, the pool's snapshots and the tables (``opponents``), the rollout (``rollout``), the learner, its GAE and its
-update (``learner``), the run's counters and logs (``runs``), its save and restore (``checkpoint.run_state``); the
-evaluation against the baselines is ``training.evaluation.against_baselines``.
+update (``learner``), the run's counters and logs (``runs``), its save and restore (``checkpoint.run_state``), the
+rollout workers of a ``distributed`` run (``rollout_workers``); the evaluation against the baselines is
+``training.evaluation.against_baselines``.
 """
 
 from __future__ import annotations

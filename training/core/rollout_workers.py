@@ -27,6 +27,7 @@ whose update process is then not needed); the update shuffles with its own gener
 from __future__ import annotations
 
 import copy
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -124,8 +125,8 @@ class Shard:
         }
         self.index = index
         self.fixed = copy.deepcopy(fixed)
-        for index, model in enumerate(self.fixed.models if self.fixed is not None else []):
-            self.fixed.models[index] = _on_cpu(model)
+        for member, model in enumerate(self.fixed.models if self.fixed is not None else []):
+            self.fixed.models[member] = _on_cpu(model)
         self._networks: dict[int, ActorCritic] = {}
         """The pool's snapshot networks by snapshot id (each fetched once)."""
         self.args = RolloutArgs(
@@ -144,8 +145,7 @@ class Shard:
         self.step = None
 
     def pid(self) -> int:
-        import os
-
+        """The worker's process id."""
         return os.getpid()
 
     def play(self, message: Message, generators: tuple | None) -> ShardResult:
@@ -157,6 +157,7 @@ class Shard:
         for code, weights in message.weights.items():
             args.learners[code].model.load_state_dict(weights)
         args.pool[:] = [Snapshot(i, update, self._network(i, net), source) for i, update, source, net in message.pool]
+        self._networks = {snapshot.id: snapshot.model for snapshot in args.pool}  # (those that left the pool go)
         for index, weights in message.fixed.items():
             self.fixed.models[index].load_state_dict(weights)
         if generators is not None:
