@@ -19,7 +19,7 @@ import torch
 from training.core import checkpoint as ckpt
 from training.core.config import ConfigError, PPOConfig, load_config
 from training.core.learner import Rollout, gae
-from training.core.rollout_workers import RolloutWorkers, _arrays, joined_rollout
+from training.core.rollout_workers import RolloutWorkers, joined_rollout, rollout_arrays
 
 ROOT = Path(__file__).resolve().parents[1]
 UPDATES = 4
@@ -132,7 +132,7 @@ def test_joined_shards_keep_each_decisions_successor_and_advantage():
         shard.terminal[size - 2 :] = True
         shard.reward[:] = rng.normal(size=size)
         shards.append(shard)
-        parts.append(_arrays(shard))
+        parts.append(rollout_arrays(shard))
     joined = joined_rollout(parts, 3, 4)
     assert joined.size == 12
     assert joined.successor.tolist() == [2, 3, 4, -1, -1, 7, 8, 9, 10, 11, -1, -1]

@@ -170,7 +170,7 @@ class Shard:
                 args.rng = np.random.default_rng(streams)
             self.step = start_segment(args, seed)
         self.step, outcomes = collect_rollout(args, self.step)
-        rollouts = {code: _arrays(learner.carry_over()) for code, learner in args.learners.items()}
+        rollouts = {code: rollout_arrays(learner.carry_over()) for code, learner in args.learners.items()}
         states = generator_states(args.sampler, args.rng) if self.index == 0 else None
         return ShardResult(rollouts, outcomes, states, time.perf_counter() - started, time.process_time() - cpu_started)
 
@@ -184,7 +184,7 @@ class Shard:
         return self._networks[snapshot_id]
 
 
-def _arrays(rollout: Rollout) -> dict[str, Any]:
+def rollout_arrays(rollout: Rollout) -> dict[str, Any]:
     """A finished rollout's decisions as plain arrays (what a worker returns)."""
     size = rollout.size
     arrays = {name: getattr(rollout, name)[:size].copy() for name in _COLUMNS}
