@@ -208,7 +208,7 @@ def _train(
 ) -> Path:
     # (the teacher is checked before anything is written: a bad name changes nothing)
     teacher = imitation.resolve_teacher(config) if not resume and initial_weights is None else None
-    stack.enter_context(cluster(config.distributed.address))  # (the warm start's and the rollout workers')
+    stack.enter_context(cluster(config.distributed.address, config.distributed.local_cpus))  # (warm start, workers)
     run = _set_up(config, command, _table_population(config, population, hooks), hooks)
     if resume:
         finished = _resume(run)  # the whole checkpoint is checked before any file is touched

@@ -56,14 +56,14 @@ def connect(address: str, num_cpus: int | None = None) -> tuple[Any, bool]:
 
 
 @contextlib.contextmanager
-def cluster(address: str | None) -> Iterator[None]:
-    """Connected to the cluster at ``address`` (None: nothing) while inside; Ray shuts down at the end if this
-    connected it (a run's warm start and rollout workers share the connection).
+def cluster(address: str | None, num_cpus: int | None = None) -> Iterator[None]:
+    """Connected to the cluster at ``address`` (None: nothing; ``"local"``: of ``num_cpus`` CPUs) while inside; Ray
+    shuts down at the end if this connected it (a run's warm start and rollout workers share the connection).
     """
     if address is None:
         yield
         return
-    ray, started = connect(address)
+    ray, started = connect(address, num_cpus)
     try:
         yield
     finally:

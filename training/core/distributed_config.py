@@ -9,6 +9,7 @@ started on this machine's cores, ``auto`` the running cluster (``ray start``; ``
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -73,6 +74,11 @@ class DistributedConfig:
                 f"1 worker and address null with algorithm: {algorithm.name} (its rollouts do not run on workers; "
                 f"PPO and NFSP's do)",
             )
+
+    @property
+    def local_cpus(self) -> int:
+        """CPUs of a ``local`` cluster: this machine's cores, or one per worker where there are more workers."""
+        return max(os.cpu_count() or 1, self.workers)
 
     @property
     def active(self) -> bool:

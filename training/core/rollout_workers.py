@@ -232,7 +232,14 @@ class RolloutWorkers:
         if settings.address is None:
             self.workers = [Shard(config, k, count, fixed) for k in range(count)]
         else:
-            self.ray, self.started = connect(settings.address)
+            self.ray, self.started = connect(settings.address, settings.local_cpus)
+            cpus = int(self.ray.cluster_resources().get("CPU", 0))
+            if cpus < count:
+                print(
+                    f"warning: distributed.workers={count} and the cluster at {settings.address!r} has {cpus} CPUs: "
+                    f"{count - cpus} worker(s) wait until it has more (each takes one CPU)",
+                    file=sys.stderr,
+                )
             actor = self.ray.remote(num_cpus=1, max_restarts=settings.max_restarts, max_task_retries=0)(Shard)
             self.workers = [actor.remote(config, k, count, fixed) for k in range(count)]
         self.max_restarts = settings.max_restarts
