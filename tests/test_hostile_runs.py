@@ -755,3 +755,21 @@ def test_sigterm_during_the_warm_start_of_an_overwrite_says_what_is_true_and_a_p
     (run / "notes.txt").unlink()
     assert main(_argv(tmp_path, run.name, 4, *teacher)) == 0  # a plain start
     assert (run / "final.json").exists()
+
+
+def test_metrics_csv_leaves_a_statistic_with_no_value_yet_empty_rather_than_nan(tmp_path):
+    """``explained_variance`` has no value when an update's returns do not vary, NFSP's ``sl_loss`` none before its
+    first supervised step: the row holds an empty cell, never the text ``nan``; finite values are written rounded.
+    """
+    from training.core.runs import Progress, RunLogs
+
+    logs = RunLogs(tmp_path, load_config(None, []), None, extra_columns=("sl_loss",))
+    try:
+        stats = {"pg_loss": 0.1234567, "explained_variance": float("nan"), "sl_loss": float("nan")}
+        logs.train_row(Progress(update=1, decisions=64), 3e-4, 100.0, stats, {}, 0)
+    finally:
+        logs.close()
+    text = (tmp_path / "metrics.csv").read_text()
+    (row,) = csv.DictReader(text.splitlines())
+    assert "nan" not in text.lower()
+    assert row["explained_variance"] == "" and row["sl_loss"] == "" and row["pg_loss"] == "0.123457"

@@ -402,7 +402,8 @@ class RunLogs:
             "wall_seconds": round(state.wall_seconds, 2),
             "decisions_per_second": round(sps),
             "learning_rate": lr,
-            **{k: round(v, 6) for k, v in stats.items()},
+            # a statistic with no value yet (no return variance, an empty reservoir) is an empty cell
+            **{k: "" if isinstance(v, float) and math.isnan(v) else round(v, 6) for k, v in stats.items()},
             "pool_size": pool_size,
         }
         for kind in self.opponent_kinds:
