@@ -501,3 +501,30 @@ def test_exploit_names_a_run_that_stopped_without_anything_to_resume(tmp_path, c
         assert "No checkpoint of" in err, err
     else:
         assert code == 143 and "nothing to resume. Start it again with:" in err and "--overwrite" in err, err
+
+
+@pytest.mark.parametrize("config", ["research/nfsp_4p.yaml", "research/psro_2p.yaml", "research/cfr_mini.yaml"])
+def test_a_best_response_trains_by_ppo_whatever_algorithm_its_config_names(config):
+    """``cockroach-exploit --config`` of an NFSP, PSRO or CFR config: its shared sections shape the best response,
+    which trains by PPO; the other algorithm's section (and its checks, such as NFSP's population) does not apply.
+    """
+    from pathlib import Path
+
+    from baselines import registry
+    from training.core import checkpoint as ckpt
+    from training.core.config import load_config
+    from training.evaluation.exploitability import FROZEN, best_response_config
+
+    path = Path(__file__).resolve().parents[1] / "configs" / config
+    given = load_config(str(path))
+    frozen = ckpt.load_checkpoint("mini")
+    registry.register(FROZEN, lambda game, seed=None: registry.make("random", game, seed=seed))  # as the command does
+    try:
+        config = best_response_config(
+            frozen, "mini", False, config=str(path), seed=3, output_dir="runs", decisions=4096, games=10, overrides=[]
+        )
+    finally:
+        registry.unregister(FROZEN)
+    assert config.algorithm == "ppo" and given.algorithm != "ppo"
+    assert config.ppo == given.ppo and config.opponents.baselines == {FROZEN: 1.0}
+    assert config.game_config() == frozen.game_config and config.schedule.total_decisions == 4096
