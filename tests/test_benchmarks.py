@@ -84,6 +84,9 @@ def test_bench_baselines_plays_the_rule_set_asked_for(tmp_path):
     )
     out = bench("bench_baselines.py", "--games", "3", "--players", "3", "--opponents", "honest", cwd=tmp_path).stdout
     assert out.startswith("3-player classic") and re.search(r"^heuristic vs 2x honest ", out, re.M)
+    # another hero (the unseen-style counter) is measured against no target
+    out = bench("bench_baselines.py", "--games", "4", "--hero", "counter", "--opponents", "random", cwd=tmp_path).stdout
+    assert re.search(r"^counter vs 3x random +loss rate .* 4 games, [\d.]+ s\s*$", out, re.M), out
 
 
 def test_bench_scripted_measures_compiled_and_numpy_agents_side_by_side(tmp_path):
