@@ -1,4 +1,4 @@
-"""TorchRL: ``BatchedCockroachMultiAgentEnv``, batched games in which every seat is a learner, as a multi-agent ``EnvBase``.
+"""TorchRL: ``BatchedCockroachMultiAgentEnv``, batched games with every seat a learner, as a multi-agent ``EnvBase``.
 
 ::
 
@@ -20,7 +20,7 @@ use_mask=True)`` over an AEC env, ``OpenSpielWrapper``). With ``B`` games, ``N``
 | key | spec |
 |---|---|
 | ``("agents", "observation")`` | ``Bounded(0, high, (B, N, O), float32)``: each seat's own observation |
-| ``("agents", "action_mask")`` | ``Binary((B, N, A), bool)``: the seat to act's legal actions; every other seat: action 0 only |
+| ``("agents", "action_mask")`` | ``Binary((B, N, A), bool)``: the seat to act's legal actions; others: action 0 |
 | ``("agents", "mask")`` | ``(B, N)`` bool: True for the seat to act (PettingZoo's ``mask``) |
 | ``("agents", "action")`` | ``Categorical(A, (B, N), int64)``, its mask kept equal to ``action_mask`` |
 | ``("agents", "reward")`` | ``(B, N, 1)`` float32: each seat's terminal reward, in the step that ends its game |
