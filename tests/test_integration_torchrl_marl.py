@@ -50,10 +50,16 @@ def test_check_env_specs_passes(options):
     assert env.group_map == {GROUP: [f"player_{s}" for s in range(env.config.num_players)]}
 
 
-@pytest.mark.parametrize("seeding", ["constructor", "set_seed", "reset"])
-@pytest.mark.parametrize("options", RULE_SETS)
+SEEDINGS = [pytest.param(rules.values[0], "constructor", id=f"{rules.id}-constructor") for rules in RULE_SETS] + [
+    pytest.param({"preset": "mini"}, seeding, id=f"mini-2p-{seeding}") for seeding in ("set_seed", "reset")
+]
+"""Every rule set seeded by the constructor; ``set_seed`` and ``reset(seed=...)`` on one."""
+
+
+@pytest.mark.parametrize("options, seeding", SEEDINGS)
 def test_the_same_seed_and_moves_play_the_games_of_batched_games(options, seeding):
     b, seed = 16, 7
+    torch.manual_seed(0)  # rand_action draws from torch's global generator
     env = BatchedCockroachMultiAgentEnv(batch_size=[b], seed=seed if seeding == "constructor" else 99, **options)
     reference = BatchedGames(env.config, b, seed=seed)
     step = reference.reset()
@@ -62,7 +68,7 @@ def test_the_same_seed_and_moves_play_the_games_of_batched_games(options, seedin
     data = env.reset(seed=seed) if seeding == "reset" else env.reset()
     assert env.games.last_deals == reference.last_deals
     n, rng, ended = env.config.num_players, np.random.default_rng(0), 0
-    for _ in range(120):
+    for _ in range(80):
         games, seat = _acting(data)
         assert torch.equal(seat, torch.as_tensor(step.to_act))
         assert torch.equal(data[GROUP, "mask"], torch.nn.functional.one_hot(seat, n).bool())
@@ -95,6 +101,7 @@ def test_every_seat_sees_what_the_aec_env_shows_it_and_nothing_it_cannot_see(opt
     AEC env's for that seat, and, with everything that seat cannot see reshuffled (``test_no_leak``), still is.
     """
     config = GameConfig.from_options(**options)
+    torch.manual_seed(0)
     env = BatchedCockroachMultiAgentEnv(batch_size=[2], seed=5, config=config)
     data = env.reset()
 
@@ -108,7 +115,7 @@ def test_every_seat_sees_what_the_aec_env_shows_it_and_nothing_it_cannot_see(opt
     rng = np.random.default_rng(2)
     segments = {name: slice(seg.start, seg.stop) for name, seg in env.games.encoding.observation.segments.items()}
     finished = reshuffled = 0
-    while finished < 6:
+    while finished < 3:
         for game, aec in enumerate(aecs):
             assert int(data["current_player"][game]) == aec.game.current
             for seat, agent in enumerate(agents):
@@ -149,16 +156,17 @@ def test_every_seat_sees_what_the_aec_env_shows_it_and_nothing_it_cannot_see(opt
             else:
                 assert not aec.game.over
         data = following
-    assert reshuffled >= 10, reshuffled
+    assert reshuffled >= 5, reshuffled
 
 
 def test_every_seat_gets_its_reward_when_the_game_ends_whoever_moved_last():
-    env = BatchedCockroachMultiAgentEnv(batch_size=[64], seed=1, num_players=4)
-    rollout = env.rollout(300, break_when_any_done=False)
+    torch.manual_seed(0)
+    env = BatchedCockroachMultiAgentEnv(batch_size=[32], seed=1, num_players=4)
+    rollout = env.rollout(150, break_when_any_done=False)
     done = rollout["next", "done"].squeeze(-1)
     reward = rollout["next", GROUP, "reward"].squeeze(-1)
     loser = rollout["next", "loser"]
-    assert done.sum() > 30 and (reward[~done] == 0).all()
+    assert done.sum() > 10 and (reward[~done] == 0).all()
     expected = torch.full((int(done.sum()), 4), 1 / 3)
     expected[torch.arange(len(expected)), loser[done]] = -1.0
     assert torch.allclose(reward[done], expected)
