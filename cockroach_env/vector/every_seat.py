@@ -216,17 +216,18 @@ class EverySeatGames:
 
     def _every_seat(self, states: np.ndarray, seen: np.ndarray, log: _RecallLog | None) -> np.ndarray:
         """(M, N, O): every seat's observation of ``states`` (M, S + 1), through the engine's observation index."""
-        m, n = len(states), self.num_seats
-        index = self.rules.observation_index[np.arange(n), seen.astype(np.intp)]  # (M, N, O')
-        prefix = np.take_along_axis(states[:, None, :], index, axis=2)
-        if log is None:
-            return prefix
+        m, n, width = len(states), self.num_seats, self.rules.observation_size
         out = np.zeros((m, n, self.encoding.observation.size), np.float32)
-        for seat in range(n):
-            view = np.zeros((m, self.encoding.observation.size), np.float32)
-            view[:, : self.rules.observation_size] = prefix[:, seat]
-            log.write_observations(view, np.full(m, seat, np.int64))
-            out[:, seat] = view
+        for seat in range(n):  # one column gather per seat, and one more for the games where it has seen the card
+            unseen, seen_index = self.rules.observation_index[seat]
+            out[:, seat, :width] = np.take(states, unseen, axis=1)
+            rows = np.flatnonzero(seen[:, seat])
+            if rows.size:
+                out[rows, seat, :width] = np.take(states[rows], seen_index, axis=1)
+            if log is not None:
+                view = np.ascontiguousarray(out[:, seat])
+                log.write_observations(view, np.full(m, seat, np.int64))
+                out[:, seat] = view
         return out
 
     def _final_observations(
