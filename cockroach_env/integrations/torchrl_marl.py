@@ -33,8 +33,8 @@ Turns: only the seat to act moves. Its entry of ``("agents", "action")`` is its 
 the entries of the other seats are ignored, whatever they hold (as both wrappers do).
 Their ``action_mask`` allows action 0 only, as ``OpenSpielWrapper`` marks its players
 not to move: ``rand_action`` and a ``MaskedCategorical`` policy then give them action 0
-with log-probability 0 (no gradient, no entropy), so a loss that forgets the turn mask
-still learns nothing from seats that did not move. An action of the seat to act that its
+with log-probability 0 (no gradient, no entropy), so even a policy loss without the turn
+mask gets no gradient from the seats that did not move. An action of the seat to act that its
 mask does not allow raises ``IllegalActionError`` naming the sub-environment, the seat,
 the action and its move, and changes nothing; an action of another shape than ``(B, N)``
 or not of integers raises ``ValueError`` naming the shape or dtype and the one expected.
