@@ -9,7 +9,8 @@ agents (the upper end of its 95% Wilson interval below 25%). The games use the a
 duplicate deals under every seat rotation, reproducible from ``--seed``. The exit
 status is 1 when a target is missed. Other rule sets (``--players``, or a preset such as
 ``duel`` that sets its own player count) are measured the same way, against no target, and
-so is any other ``--hero`` (a baseline name or a checkpoint, such as ``classic-4p``).
+so is any other ``--hero`` (a baseline name or a checkpoint, such as ``classic-4p``, measured
+at the table it was trained for unless ``--preset`` or ``--players`` says otherwise).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+import baselines
 from cockroach_env.config import GameConfig
 from training.cli.eval import format_result
 from training.evaluation.arena import play_match
@@ -37,6 +39,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     players = {} if args.players is None else {"num_players": args.players}
     config = GameConfig.from_options(preset=args.preset, **players)
+    if args.preset is None and args.players is None and args.hero not in baselines.names():
+        from training.core.checkpoint import load_checkpoint
+
+        config = load_checkpoint(args.hero).game_config  # a checkpoint hero: the table it was trained for
     failures = []
     summary = []
     for opponent in args.opponents:
