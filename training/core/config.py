@@ -383,8 +383,9 @@ class ScheduleConfig:
     exactly.
     """
     time_limit_minutes: float | None = None
-    """Stop early (with a checkpoint) after this many minutes of wall time (``null``: no limit). A time limit makes the
-    stopping point depend on the machine.
+    """Stop early after this many minutes of wall time (``null``: no limit): at the last checkpoint before the limit,
+    when the next segment (as long as the last) would end past it (``training.core.runs.time_limit_reason``). A time
+    limit makes the stopping point depend on the machine.
     """
     keep_agent_every: int = 0
     """Updates between kept agent checkpoints, ``runs/<name>/agents/update_<U>`` (the evaluated network's weights only,
