@@ -8,6 +8,7 @@ See ``baselines.agent`` for the protocol and ``docs/agents.md`` for a guide.
 """
 
 from baselines.agent import Agent, AgentProtocol
+from baselines.counter import CounterAgent
 from baselines.heuristic import HeuristicAgent, HeuristicParams
 from baselines.registry import make, names, register, unregister
 from baselines.scripted import BlufferAgent, HonestAgent, RandomAgent
@@ -16,6 +17,7 @@ __all__ = [
     "Agent",
     "AgentProtocol",
     "BlufferAgent",
+    "CounterAgent",
     "HeuristicAgent",
     "HeuristicParams",
     "HonestAgent",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from baselines.agent import Agent
+from baselines.counter import CounterAgent
 from baselines.heuristic import HeuristicAgent
 from baselines.scripted import BlufferAgent, HonestAgent, RandomAgent
 from cockroach_env.config import GameConfig
@@ -14,6 +15,7 @@ _REGISTRY: dict[str, Callable[..., Agent]] = {
     "honest": HonestAgent,
     "bluffer": BlufferAgent,
     "heuristic": HeuristicAgent,
+    "counter": CounterAgent,
 }
 BUILT_IN = frozenset(_REGISTRY)
 

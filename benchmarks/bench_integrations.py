@@ -1,7 +1,8 @@
 """The cost of each RL-library route: env throughput beside PettingZoo's Leduc, and strength per wall time.
 
     python benchmarks/bench_integrations.py [--seconds 20] [--rounds 5] [--minutes 10] [--games 1000]
-                                            [--only throughput|batched|sb3-learn|strength] [--num-envs 1024]
+                                            [--only throughput|batched|sb3-learn|torchrl-marl|strength]
+                                            [--num-envs 1024]
                                             [--sb3-envs 16,64,256] [--sb3-rollouts 2] [--sb3-rollout-size 2048]
                                             [--libraries rllib,sb3,tianshou,torchrl,gymnasium]
 
@@ -31,6 +32,14 @@ second:
   through ``get_action_masks``; one step = one learner decision in each sub-environment);
 - TorchRL: ``PettingZooWrapper(env, use_mask=True).rollout`` (one step = one decision of
   any seat, one game) vs ``BatchedCockroachEnv.rollout`` (one step = one learner decision).
+
+**TorchRL, every seat a learner** (``--only torchrl-marl``). ``BatchedCockroachEnv.rollout``
+(one learner seat against three ``random`` per game: a step is one learner decision,
+the opponents' moves inside it) beside ``BatchedCockroachMultiAgentEnv.rollout`` (every
+seat a learner: a step is one move per game, every seat's observation written), both
+with ``--num-envs`` games and random legal actions from the masked spec, interleaved
+over ``--rounds`` rounds; the ratio is the median of the per-round ratios of steps per
+wall second.
 
 **SB3 end to end** (``--only sb3-learn``). ``MaskablePPO.learn`` (with ``VecMonitor``) on
 ``DummyVecEnv(MaskedSelfPlayEnv)`` and on ``MaskedSelfPlayVecEnv`` at ``--sb3-envs``
@@ -389,6 +398,15 @@ class TorchRLBatched(Loop):
         return int(self.env.rollout(10, break_when_any_done=False).numel())
 
 
+class TorchRLMultiAgent(TorchRLBatched):
+    """``BatchedCockroachMultiAgentEnv.rollout``: one move per game per step, every seat's observation."""
+
+    def __init__(self, num_envs: int):
+        from cockroach_env.integrations.torchrl_marl import BatchedCockroachMultiAgentEnv
+
+        self.env = BatchedCockroachMultiAgentEnv(batch_size=[num_envs], seed=0, config=CONFIG)
+
+
 ROUTES = {
     "gymnasium": (GymnasiumOneGame, GymnasiumBatched, "SyncVectorEnv(MaskedSelfPlayEnv) vs SelfPlayVectorEnv"),
     "sb3": (SB3OneGame, SB3Batched, "DummyVecEnv(MaskedSelfPlayEnv) vs MaskedSelfPlayVecEnv"),
@@ -416,18 +434,7 @@ def batched(libraries: list[str], seconds: float, rounds: int, num_envs: int) ->
         # garbage collection walks them all, slowing both routes alike by whatever the other allocates.
         gc.collect()
         gc.freeze()
-        totals = {name: [0, 0.0, 0.0] for name in loops}
-        ratios = []
-        for _ in range(rounds):
-            rates = {}
-            for name, loop in loops.items():
-                steps, wall, cpu = loop.run(seconds / rounds)
-                totals[name] = [totals[name][0] + steps, totals[name][1] + wall, totals[name][2] + cpu]
-                rates[name] = steps / max(wall, 1e-9)
-            ratios.append(rates["batched"] / rates["one"])
-        row = {"library": library, "routes": what, "ratio": statistics.median(ratios), "ratio_min": min(ratios)}
-        for name, (steps, wall, _) in totals.items():
-            row[name] = steps / wall
+        row = {"library": library, "routes": what, **_interleaved(loops, seconds, rounds, "batched", "one")}
         del loops
         gc.unfreeze()
         gc.collect()
@@ -439,6 +446,40 @@ def batched(libraries: list[str], seconds: float, rounds: int, num_envs: int) ->
             flush=True,
         )
     return rows
+
+
+def _interleaved(loops: dict[str, Loop], seconds: float, rounds: int, top: str, bottom: str) -> dict:
+    """Run ``loops`` in turn over ``rounds``: each loop's steps per wall second, and the median and least per-round
+    ratio of ``top``'s rate to ``bottom``'s.
+    """
+    totals = {name: [0, 0.0] for name in loops}
+    ratios = []
+    for _ in range(rounds):
+        rates = {}
+        for name, loop in loops.items():
+            steps, wall, _ = loop.run(seconds / rounds)
+            totals[name] = [totals[name][0] + steps, totals[name][1] + wall]
+            rates[name] = steps / max(wall, 1e-9)
+        ratios.append(rates[top] / rates[bottom])
+    return {
+        "ratio": statistics.median(ratios),
+        "ratio_min": min(ratios),
+        **{name: steps / wall for name, (steps, wall) in totals.items()},
+    }
+
+
+def torchrl_marl(seconds: float, rounds: int, num_envs: int) -> dict:
+    """``BatchedCockroachEnv`` and ``BatchedCockroachMultiAgentEnv`` rollouts, interleaved: steps per wall second."""
+    import warnings
+
+    import torch
+
+    warnings.filterwarnings("ignore")
+    torch.set_num_threads(1)
+    loops = {"single": TorchRLBatched(num_envs), "every_seat": TorchRLMultiAgent(num_envs)}
+    for loop in loops.values():  # compile and warm both before timing
+        loop.chunk()
+    return _interleaved(loops, seconds, rounds, "every_seat", "single")
 
 
 class _Clock:
@@ -652,7 +693,9 @@ def _arguments(argv: list[str] | None) -> tuple[argparse.Namespace, list[str], l
         "--minutes", type=float, default=10.0, help="strength: wall-time budget of every route (default 10)"
     )
     parser.add_argument("--games", type=int, default=1000, help="strength: arena games against three heuristic")
-    parser.add_argument("--only", choices=("throughput", "batched", "sb3-learn", "strength"), default=None)
+    parser.add_argument(
+        "--only", choices=("throughput", "batched", "sb3-learn", "torchrl-marl", "strength"), default=None
+    )
     parser.add_argument(
         "--sb3-envs", default="16,64,256", help="sb3-learn: comma-separated numbers of envs (default 16,64,256)"
     )
@@ -661,7 +704,7 @@ def _arguments(argv: list[str] | None) -> tuple[argparse.Namespace, list[str], l
         "--sb3-rollout-size", type=int, default=SB3_ROLLOUT, help="sb3-learn: learner decisions per rollout"
     )
     parser.add_argument(
-        "--num-envs", type=int, default=1024, help="batched: sub-environments of both routes of each library"
+        "--num-envs", type=int, default=1024, help="batched, torchrl-marl: sub-environments (games) of each route"
     )
     parser.add_argument(
         "--libraries", default=",".join(LIBRARIES), help="comma-separated subset of " + ",".join(LIBRARIES)
@@ -736,6 +779,20 @@ def _print_sb3_learn(sb3_counts: list[int], rounds: int, rollouts: int, size: in
         )
 
 
+def _print_torchrl_marl(seconds: float, rounds: int, num_envs: int) -> None:
+    """Measure and print the ``torchrl-marl`` table (Markdown)."""
+    row = torchrl_marl(seconds, rounds, num_envs)
+    print(
+        "\n| games | BatchedCockroachEnv steps / s (one learner decision per game) | BatchedCockroachMultiAgentEnv "
+        "steps / s (one move per game) | ratio (median of rounds) |"
+    )
+    print("|---|---|---|---|")
+    print(
+        f"| {num_envs} | {row['single']:,.0f} | {row['every_seat']:,.0f} | {row['ratio']:.2f}× "
+        f"(min {row['ratio_min']:.2f}) |"
+    )
+
+
 def _print_strength(libraries: list[str], minutes: float, games: int) -> None:
     """Train, play and print the ``strength`` table (Markdown)."""
     rows = strength(libraries, minutes, games)
@@ -758,6 +815,8 @@ def main(argv: list[str] | None = None) -> None:
         _print_batched(libraries, args.seconds, args.rounds, args.num_envs)
     if args.only in (None, "sb3-learn") and "sb3" in libraries:
         _print_sb3_learn(sb3_counts, args.rounds, args.sb3_rollouts, args.sb3_rollout_size)
+    if args.only in (None, "torchrl-marl") and "torchrl" in libraries:
+        _print_torchrl_marl(args.seconds, args.rounds, args.num_envs)
     if args.only in (None, "strength"):
         _print_strength(libraries, args.minutes, args.games)
     print(f"load average at the end {os.getloadavg()[0]:.2f}")

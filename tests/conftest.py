@@ -199,3 +199,17 @@ def pytest_terminal_summary(terminalreporter):
             f"{area}: {row['cases']} inputs tried, {row['passed']} clear errors or documented handling, "
             f"{row['silent acceptances']} silent acceptances, {row['crashes']} crashes"
         )
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _sb3_logs_in_a_temporary_folder(tmp_path_factory):
+    """Stable-Baselines3 makes a log folder for every ``learn()`` (``$SB3_LOGDIR``, else ``/tmp/SB3-<date>``): keep
+    the suite's inside pytest's temporary folders, including the recipes run as subprocesses.
+    """
+    previous = os.environ.get("SB3_LOGDIR")
+    os.environ["SB3_LOGDIR"] = str(tmp_path_factory.mktemp("sb3_logs"))
+    yield
+    if previous is None:
+        os.environ.pop("SB3_LOGDIR", None)
+    else:
+        os.environ["SB3_LOGDIR"] = previous

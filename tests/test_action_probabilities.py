@@ -58,7 +58,7 @@ def check_sampling(agent, obs: np.ndarray, masks: np.ndarray, probs: np.ndarray,
 
 
 @pytest.mark.parametrize("config_name", sorted(CONFIGS))
-@pytest.mark.parametrize("name", ["random", "honest", "bluffer", "heuristic"])
+@pytest.mark.parametrize("name", ["random", "honest", "bluffer", "heuristic", "counter"])
 def test_baseline_probabilities_are_what_act_samples(name, config_name):
     config = CONFIGS[config_name]
     obs, masks = observations(config, 24, seed=5)

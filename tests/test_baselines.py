@@ -13,7 +13,7 @@ from baselines.counting import claim_posterior, read_table, rules_for
 from cockroach_env import GameConfig, Move, raw_env
 from training.evaluation.arena import play_match
 
-BASELINES = ("random", "honest", "bluffer", "heuristic")
+BASELINES = ("random", "honest", "bluffer", "heuristic", "counter")
 
 RULE_SETS = [
     pytest.param(dict(num_players=4), id="classic-4p"),
@@ -94,7 +94,7 @@ def test_pick_uniform_is_uniform_over_allowed_entries():
 def test_baselines_always_play_legal_moves(options):
     """The arena raises on any illegal action, so finishing mixed random games is the check."""
     config = GameConfig(**options)
-    lineup = [BASELINES[k % 4] for k in range(config.num_players)]
+    lineup = [BASELINES[k % len(BASELINES)] for k in range(config.num_players)]
     result = play_match(lineup, config, games=config.num_players, seed=3, engine="aec")
     assert result.games == config.num_players
 
@@ -115,7 +115,7 @@ def test_act_batch_plays_exactly_like_act_row_by_row(options, name):
 @pytest.mark.parametrize("options", RULE_SETS)
 def test_baselines_stay_legal_over_many_batched_games(options):
     config = GameConfig(**options)
-    lineup = [BASELINES[(k + 1) % 4] for k in range(config.num_players)]
+    lineup = [BASELINES[(k + 1) % len(BASELINES)] for k in range(config.num_players)]
     result = play_match(lineup, config, games=60 * config.num_players, seed=5)
     assert result.games == 60 * config.num_players
 
@@ -337,3 +337,44 @@ def test_the_compiled_uniform_pick_draws_exactly_what_the_numpy_reference_draws(
             pick_uniform(allowed, u.astype(np.float32)).tolist()
             == agent_module._pick_uniform_numpy(allowed, u.astype(np.float32)).tolist()
         )
+
+
+# ---------------------------------------------------------------------------- counter: a style kept out of training
+def test_counter_reads_no_player_and_weighs_danger_otherwise_than_heuristic():
+    """``counter`` judges a claim by card counting alone (revealed honesty does not move it) under another danger model:
+    on played positions its odds differ from ``heuristic``'s, and its compiled and numpy versions agree.
+    """
+    from baselines.counter import COUNTER_PARAMS, CounterAgent
+    from baselines.counting import honesty
+
+    config = GameConfig()
+    observations, masks = random_positions(config, 600, seed=4)
+    counter, heuristic = baselines.make("counter", config, seed=1), baselines.make("heuristic", config, seed=1)
+    odds = counter.action_probabilities_batch(observations, masks)
+    assert np.allclose(odds.sum(1), 1.0) and not (odds[masks == 0] > 0).any()
+    assert np.abs(odds - heuristic.action_probabilities_batch(observations, masks)).max() > 0.5
+    reference = CounterAgent(config, seed=1, backend="numpy").action_probabilities_batch(observations, masks)
+    assert np.abs(reference - odds).max() <= 1e-6
+    table = read_table(rules_for(config), observations)  # the history counters of played games
+    revealed = honesty(table.history, COUNTER_PARAMS.honesty_prior, COUNTER_PARAMS.honesty_strength)
+    assert np.abs(revealed - COUNTER_PARAMS.honesty_prior).max() < 1e-6
+    assert np.abs(honesty(table.history, 0.5, 2.0) - 0.5).max() > 0.1  # heuristic's own prior does move
+
+
+def test_no_training_table_seats_counter():
+    """Every config (and every shipped agent's recorded training config) leaves ``counter`` out of its tables and its
+    warm start, so it stays a style the agents never trained with (evaluations may name it).
+    """
+    import json
+    from pathlib import Path
+
+    yaml = pytest.importorskip("yaml")
+    root = Path(__file__).resolve().parents[1]
+    configs = [yaml.safe_load(p.read_text()) or {} for p in sorted((root / "configs").rglob("*.yaml"))]
+    shipped = sorted((root / "training" / "agents").glob("*.json"))
+    configs += [json.loads(p.read_text()).get("training_config") or {} for p in shipped]
+    assert len(configs) > 20
+    for data in configs:
+        opponents, warm = data.get("opponents") or {}, data.get("warm_start") or {}
+        seated = "counter" in (opponents.get("baselines") or {}) or warm.get("teacher") == "counter"
+        assert not seated, data.get("name")

@@ -84,6 +84,9 @@ def test_bench_baselines_plays_the_rule_set_asked_for(tmp_path):
     )
     out = bench("bench_baselines.py", "--games", "3", "--players", "3", "--opponents", "honest", cwd=tmp_path).stdout
     assert out.startswith("3-player classic") and re.search(r"^heuristic vs 2x honest ", out, re.M)
+    # another hero (the unseen-style counter) is measured against no target
+    out = bench("bench_baselines.py", "--games", "4", "--hero", "counter", "--opponents", "random", cwd=tmp_path).stdout
+    assert re.search(r"^counter vs 3x random +loss rate .* 4 games, [\d.]+ s\s*$", out, re.M), out
 
 
 def test_bench_scripted_measures_compiled_and_numpy_agents_side_by_side(tmp_path):
@@ -223,6 +226,19 @@ def test_bench_exploit_seeds_summarises_every_start_and_seed(tmp_path):
         r["points"] <= 5 for r in runs
     )
     assert "| `classic-2p` |" in out and "worst start by mean" in out
+
+
+def test_bench_exploit_seeds_history_measures_a_windowless_agent_with_a_windowed_best_response(tmp_path):
+    """``--history K``: each job is ``cockroach-exploit --history K`` (from scratch, one start); a checkpoint reading
+    another window is refused before any job.
+    """
+    report = tmp_path / "history.json"
+    argv = ["mini", "--history", "4", "--seeds", "1", "--decisions", "64", "--games", "8", "--workers", "1"]
+    bench("bench_exploit_seeds.py", *argv, "--keep-runs", str(tmp_path / "kept"), "--json", str(report), cwd=tmp_path)
+    (run,) = json.loads(report.read_text())["runs"]["mini"]
+    assert run["start"] == "own weights" and "-history-4" in run["best_response_checkpoint"]
+    refused = bench("bench_exploit_seeds.py", "mini-recall", "--history", "4", cwd=tmp_path, codes=(2,))
+    assert "--history 4: 'mini-recall' reads every move (recall=True)" in refused.stderr
 
 
 def test_bench_exploit_seeds_starts_heaviest_trains_one_best_response_per_seed_from_the_heaviest_member(tmp_path):

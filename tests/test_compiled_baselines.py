@@ -52,6 +52,23 @@ def _states(config: GameConfig, batch: int, steps: int, seed: int):
         step = games.step(moves)
 
 
+def _losses_once(reference: HeuristicAgent) -> HeuristicAgent:
+    """The numpy reference computing its losses once per batch for ``act_batch`` and ``action_probabilities_batch``
+    (they take the same losses, a pure function of the batch; the reference's own selection and odds still run).
+    """
+    computed: dict = {}
+    losses = reference._losses
+
+    def once(observations, legal):
+        same = "batch" in computed and np.array_equal(computed["batch"], observations)
+        if not same or not np.array_equal(computed["legal"], legal):  # (the engine may reuse its arrays: compare)
+            computed.update(batch=np.array(observations), legal=np.array(legal), result=losses(observations, legal))
+        return computed["result"]
+
+    reference._losses = once
+    return reference
+
+
 def _compare(reference, compiled, observations, masks) -> tuple[int, float]:
     """(rows whose actions differ, largest probability difference), after checking that both generators moved alike."""
     actions = reference.act_batch(observations, masks), compiled.act_batch(observations, masks)
@@ -71,6 +88,7 @@ def test_compiled_agents_play_as_the_numpy_reference_on_a_million_rows_of_every_
             (kind(config, seed=k, backend="numpy"), kind(config, seed=k))
             for kind in (HeuristicAgent, HonestAgent, BlufferAgent)
         ]
+        _losses_once(agents[0][0])
         for observations, masks in _states(config, batch=2048, steps=33, seed=k):
             for number, (reference, compiled) in enumerate(agents):
                 assert compiled.backend == "numba"

@@ -103,6 +103,8 @@ def test_eval_writes_json_and_plot_where_asked(tmp_path):
         (["--games", "-3"], "--games: -3 is not allowed"),
         (["--decisions", "0"], "--decisions: 0 is not allowed"),
         (["--games", "many"], "--games: 'many' is not an integer"),
+        (["--history", "0"], "--history: 0 is not allowed; expected an integer >= 1"),
+        (["--history", "eight"], "--history: 'eight' is not an integer"),
     ],
 )
 def test_exploit_counts_are_named_by_the_parser(capsys, extra, fragment):
@@ -435,7 +437,11 @@ def test_a_teacher_that_cannot_teach_is_a_config_error_before_the_run_directory_
     [
         ("history-8 agent", ["--set", "game.history=4"], "--set game.history=4 is not allowed"),
         ("history-8 agent", ["--set", "game.history=0"], "expected game.history=8"),
-        ("classic-2p", ["--set", "game.history=8"], "--set game.history=8 is not allowed"),
+        ("classic-2p", ["--set", "game.history=8"], "or --history 8 for a best response with a window classic-2p"),
+        ("history-8 agent", ["--history", "4"], "--history 4 is not allowed: "),
+        ("classic-2p", ["--history", "4", "--start-member", "all"], "--start-member is not allowed with --history 4"),
+        ("classic-2p", ["--history", "4", "--exact"], "--history 4 is not allowed with --exact"),
+        ("classic-2p", ["--history", "100000"], "history=100000 is not allowed"),
         (
             "classic-2p",
             ["--from-scratch", "--set", "game.history=8", "--set", "model.event_embedding=8"],
@@ -501,3 +507,76 @@ def test_exploit_names_a_run_that_stopped_without_anything_to_resume(tmp_path, c
         assert "No checkpoint of" in err, err
     else:
         assert code == 143 and "nothing to resume. Start it again with:" in err and "--overwrite" in err, err
+
+
+@pytest.mark.parametrize("config", ["research/nfsp_4p.yaml", "research/psro_2p.yaml", "research/cfr_mini.yaml"])
+def test_a_best_response_trains_by_ppo_whatever_algorithm_its_config_names(config):
+    """``cockroach-exploit --config`` of an NFSP, PSRO or CFR config: its shared sections shape the best response,
+    which trains by PPO; the other algorithm's section (and its checks, such as NFSP's population) does not apply.
+    """
+    from pathlib import Path
+
+    from baselines import registry
+    from training.core import checkpoint as ckpt
+    from training.core.config import load_config
+    from training.evaluation.exploitability import FROZEN, best_response_config
+
+    path = Path(__file__).resolve().parents[1] / "configs" / config
+    given = load_config(str(path))
+    frozen = ckpt.load_checkpoint("mini")
+    registry.register(FROZEN, lambda game, seed=None: registry.make("random", game, seed=seed))  # as the command does
+    try:
+        config = best_response_config(
+            frozen, "mini", False, config=str(path), seed=3, output_dir="runs", decisions=4096, games=10, overrides=[]
+        )
+    finally:
+        registry.unregister(FROZEN)
+    assert config.algorithm == "ppo" and given.algorithm != "ppo"
+    assert config.ppo == given.ppo and config.opponents.baselines == {FROZEN: 1.0}
+    assert config.game_config() == frozen.game_config and config.schedule.total_decisions == 4096
+
+
+def test_exploit_history_trains_a_windowed_best_response_against_the_prefix_reading_checkpoint(tmp_path, capsys):
+    """``--history K`` against a checkpoint without a window: the best response plays the same rules with a ``K``-move
+    window from scratch, in a run of its own, and the frozen seats read the observation's prefix.
+    """
+    import json
+
+    from training.cli.exploit import main as exploit
+    from training.core import checkpoint as ckpt
+
+    out, report = tmp_path / "runs", tmp_path / "report.json"
+    argv = ["mini", "--history", "4", "--decisions", "256", "--games", "8", "--output-dir", str(out)]
+    assert exploit([*argv, "--no-progress", "--json", str(report)]) == 0
+    result = json.loads(report.read_text())
+    assert result["game_config"]["history"] == 4 and result["from_scratch"] is True
+    trained = ckpt.load_checkpoint(result["best_response_checkpoint"])
+    assert trained.game_config.history == 4 and trained.metadata["model"]["event_embedding"] == 16
+    assert [p.name for p in out.iterdir()] == ["exploit_mini-history-4"]
+    assert "best response vs mini-history-4 (2-player classic, 256 decisions)" in capsys.readouterr().out
+
+
+def test_a_population_trained_without_the_tables_window_reads_the_observation_prefix():
+    """``Population.reads_prefix``: each frozen member acts on the prefix of the table's observation (its own rules'
+    observation), as ``load_agent`` plays such a checkpoint at that table.
+    """
+    import numpy as np
+    import torch
+
+    from cockroach_env.batched import BatchedGames
+    from cockroach_env.config import GameConfig
+    from training.core import checkpoint as ckpt
+    from training.core.opponents import FixedOpponents, Population
+
+    plain = ckpt.build_model(ckpt.load_checkpoint("mini"))
+    windowed = GameConfig.from_options(preset="mini", history=4)
+    step = BatchedGames(windowed, batch_size=16, seed=3).reset()
+    assert step.observation.shape[1] > plain.observation_size
+    wide = FixedOpponents(Population([plain], np.ones(1), ["mini"], reads_prefix=True), {})
+    own = FixedOpponents(Population([plain], np.ones(1), ["mini"]), {})
+    masks = step.action_mask
+    drawn = wide.act(0, step.observation, masks, torch.Generator().manual_seed(5), "cpu")
+    prefix = np.ascontiguousarray(step.observation[:, : plain.observation_size])
+    assert np.array_equal(drawn, own.act(0, prefix, masks, torch.Generator().manual_seed(5), "cpu"))
+    with pytest.raises(RuntimeError):  # without the flag, the wide observation does not fit
+        own.act(0, step.observation, masks, torch.Generator().manual_seed(5), "cpu")

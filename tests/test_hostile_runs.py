@@ -755,3 +755,61 @@ def test_sigterm_during_the_warm_start_of_an_overwrite_says_what_is_true_and_a_p
     (run / "notes.txt").unlink()
     assert main(_argv(tmp_path, run.name, 4, *teacher)) == 0  # a plain start
     assert (run / "final.json").exists()
+
+
+def test_metrics_csv_leaves_a_statistic_with_no_value_yet_empty_rather_than_nan(tmp_path):
+    """``explained_variance`` has no value when an update's returns do not vary, NFSP's ``sl_loss`` none before its
+    first supervised step: the row holds an empty cell, never the text ``nan``; finite values are written rounded.
+    """
+    from training.core.runs import Progress, RunLogs
+
+    logs = RunLogs(tmp_path, load_config(None, []), None, extra_columns=("sl_loss",))
+    try:
+        stats = {"pg_loss": 0.1234567, "explained_variance": float("nan"), "sl_loss": float("nan")}
+        logs.train_row(Progress(update=1, decisions=64), 3e-4, 100.0, stats, {}, 0)
+    finally:
+        logs.close()
+    text = (tmp_path / "metrics.csv").read_text()
+    (row,) = csv.DictReader(text.splitlines())
+    assert "nan" not in text.lower()
+    assert row["explained_variance"] == "" and row["sl_loss"] == "" and row["pg_loss"] == "0.123457"
+
+
+def test_the_time_limit_stops_at_the_last_checkpoint_before_it_when_the_next_segment_would_pass_it():
+    """A stop inside a segment saves nothing, so the time limit is met at a segment end: there, the run stops (with
+    its checkpoint) when a next segment as long as the last would end past the limit; inside a segment it stops only
+    once past the limit; without a limit, or at the last update, never.
+    """
+    from training.core.config import ScheduleConfig
+    from training.core.runs import time_limit_reason
+
+    schedule = ScheduleConfig(time_limit_minutes=10, checkpoint_every=100)
+    assert time_limit_reason(schedule, 7 * 60, False, 2 * 60) is None  # 7 + 2 <= 10 minutes: one more segment
+    reason = time_limit_reason(schedule, 7 * 60, False, 4 * 60)  # 7 + 4 > 10: stop here, saved
+    assert reason.startswith("time limit of 10 minutes: stopped at this checkpoint") and "100 updates, 4.0" in reason
+    assert time_limit_reason(schedule, 9 * 60, False, None) is None  # inside a segment, before the limit
+    assert time_limit_reason(schedule, 11 * 60, False, None) == "time limit of 10 minutes reached"
+    assert time_limit_reason(schedule, 11 * 60, True, 60) is None  # the last update ends the run anyway
+    assert time_limit_reason(ScheduleConfig(), 1e9, False, 1e9) is None
+
+
+def test_a_run_that_the_time_limit_stops_at_a_segment_end_saves_there_and_resumes_to_the_end(
+    tmp_path, monkeypatch, capsys
+):
+    """The time limit's forecast says stop at the first segment end after update 0 (update 2 of 4): the run stops
+    there with its checkpoint at update 2, and ``--resume`` ends the run.
+    """
+    import training.algorithms.ppo as ppo
+    from training.core.runs import time_limit_reason
+
+    def forecast(schedule, wall_seconds, last, segment_seconds):  # as if the next segment would pass the limit
+        return time_limit_reason(schedule, 0.0, last, None if segment_seconds is None else 1e9)
+
+    monkeypatch.setattr(ppo, "time_limit_reason", forecast)
+    argv = _argv(tmp_path, "limited", 4, "--set", "schedule.time_limit_minutes=60", "--set", "warm_start.teacher=null")
+    assert main(argv) == 0
+    assert _saved_update(tmp_path / "limited") == 2
+    assert "stopped at this checkpoint" in capsys.readouterr().err
+    monkeypatch.undo()
+    assert main([*argv, "--resume"]) == 0
+    assert _saved_update(tmp_path / "limited") == 4

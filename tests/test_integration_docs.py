@@ -25,6 +25,7 @@ NEEDS = {
     "sb3-vector": "sb3_contrib",
     "sb3-self-play": "sb3_contrib",
     "torchrl-vector": "torchrl",
+    "torchrl-marl": "torchrl",
 }
 
 
@@ -102,6 +103,12 @@ def test_recipe_runs_as_written(library, tmp_path):
         pattern = r"^decisions (\d+) games (\d+) mean reward \S+ exploration random$"
         decisions, games = re.search(pattern, output, re.M).groups()
         assert int(decisions) == 25_600 and int(games) > 100
+    elif library == "torchrl-marl":  # both seats learn; the first iterations answer random-like play
+        iterations = re.findall(r"^iteration (\d+) games (\d+) critic loss \S+$", output, re.M)
+        assert [int(i) for i, _ in iterations] == list(range(6)) and all(int(g) > 100 for _, g in iterations)
+        pattern = r"^mean reward against random before (\S+) after (\S+)$"
+        before, after = (float(x) for x in re.search(pattern, output, re.M).groups())
+        assert abs(before) < 0.1 and after > before + 0.1, (before, after)
     else:
         rewards = [float(line.split()[-1]) for line in output.strip().splitlines()[-4:]]
         assert sorted(rewards) == pytest.approx([-1.0, 1 / 3, 1 / 3, 1 / 3], abs=1e-6)

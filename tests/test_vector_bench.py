@@ -84,3 +84,24 @@ def test_the_declared_agent_plugins_resolve_their_names_and_refuse_others():
     for resolver in (make, load):
         with pytest.raises(ValueError, match="nobody"):
             resolver("nobody", config=config, seed=None)
+
+
+def test_bench_integrations_measures_the_multi_agent_torchrl_env_beside_the_single_learner_one(tmp_path):
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_integrations.py"),
+            *("--only", "torchrl-marl", "--libraries", "torchrl", "--seconds", "0.5", "--rounds", "1"),
+            *("--num-envs", "4"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    row = re.search(r"^\| 4 \| ([\d,]+) \| ([\d,]+) \| ([\d.]+)× \(min [\d.]+\) \|$", done.stdout, re.M)
+    assert row, done.stdout
+    single, every_seat, ratio = (float(x.replace(",", "")) for x in row.groups())
+    assert single > 0 and every_seat > 0 and ratio > 0
+    assert list(tmp_path.iterdir()) == []

@@ -7,6 +7,7 @@
 | ``sb3`` | ``MaskedSelfPlayVecEnv(num_envs, opponents, ...)``: a ``VecEnv`` over the batched engine | SB3 (``[sb3]``) |
 | ``tianshou`` | ``EverySeatRewarded(env)`` | Tianshou (``[tianshou]``) |
 | ``torchrl`` | ``BatchedCockroachEnv(batch_size=[B], opponents=...)``: an ``EnvBase``, batched | TorchRL |
+| ``torchrl_marl`` | ``BatchedCockroachMultiAgentEnv(batch_size=[B])``: every seat a learner, batched | TorchRL |
 
 One game at a time TorchRL needs no adapter: ``torchrl.envs.PettingZooWrapper(cockroach_env.env(),
 use_mask=True)``. The batched routes (and Gymnasium's ``cockroach_env.vector.SelfPlayVectorEnv``)

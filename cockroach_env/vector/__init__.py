@@ -32,6 +32,10 @@ updates plays its current weights from the next step on. ``set_opponents(opponen
 swaps the whole table between steps (a snapshot pool refreshed during training),
 validated as the constructor validates it.
 
+Every seat a learner: ``EverySeatGames`` (``every_seat.py``) steps the move of the seat to
+act in every game and gives every seat's observation and terminal reward; TorchRL's
+multi-agent form over it is ``cockroach_env.integrations.torchrl_marl``.
+
 The agent moves with ``act_batch`` where ``supports_batch`` is set, else by sampling
 ``action_probabilities_batch``; only an agent with neither is asked one row at a time.
 The learner's seat is ``learner_seat`` in every game, or drawn per game (None).
@@ -39,6 +43,7 @@ Observations are the env's: the learner's own seat's observation only.
 """
 
 from cockroach_env.vector.env import SelfPlayVectorEnv
+from cockroach_env.vector.every_seat import EverySeatGames, EverySeatStep
 from cockroach_env.vector.opponents import GROUP, BatchPolicy, Opponents, agent_sources, resolve_agent
 from cockroach_env.vector.seated import INFO_KEYS, MAX_NUM_ENVS, SeatedGames, SeatStep
 
@@ -47,6 +52,8 @@ __all__ = [
     "INFO_KEYS",
     "MAX_NUM_ENVS",
     "BatchPolicy",
+    "EverySeatGames",
+    "EverySeatStep",
     "Opponents",
     "SeatStep",
     "SeatedGames",

@@ -87,7 +87,7 @@ async function refreshRules() {
   const previous = [...box.querySelectorAll("select")].map((s) => s.value);
   box.replaceChildren();
   const agents = rules.agents;
-  const best = agents.find((a) => a !== "human" && !["random", "honest", "bluffer", "heuristic"].includes(a)) || "heuristic";
+  const best = agents.find((a) => a !== "human" && !["random", "honest", "bluffer", "heuristic", "counter"].includes(a)) || "heuristic";
   for (let seat = 0; seat < players; seat++) {
     const select = el("select", { id: `seat-${seat}`, "aria-label": `player_${seat}` },
       ...agents.map((a) => el("option", { value: a }, a === "human" ? "human (you)" : a)));

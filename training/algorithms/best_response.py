@@ -23,8 +23,8 @@ def train_start(
 ) -> dict:
     """Train one best response against ``checkpoint`` (frozen; ``population``: its members as a
     ``training.core.opponents.Population``, or a portable one, ``{"networks": [ActorCritic.portable()...], "weights",
-    "names"}``, for a mixture) from ``initial`` weights, with the training config ``config_data``, and return its
-    report; with ``edge_games``, its ``edge`` too
+    "names", "reads_prefix"}``, for a mixture) from ``initial`` weights, with the training config ``config_data``, and
+    return its report; with ``edge_games``, its ``edge`` too
     (``training.evaluation.edge.edge_sources``, that many games per row). With ``resume``, the run in the config's
     directory continues from its checkpoint (``initial`` is then unused). Module-level, every input plain data, tensors
     or a path: ``--ray`` runs it as a task (where the best response's files are), with the result of the same call here.
@@ -46,6 +46,7 @@ def train_start(
                 [ActorCritic.from_portable(d) for d in population["networks"]],
                 population["weights"],
                 population["names"],
+                population.get("reads_prefix", False),
             )
         agent_path = train(
             config,

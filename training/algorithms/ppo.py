@@ -42,6 +42,8 @@ holds everything else (weights, Adam state, pool, RNG states, counters), so
 its checkpoint at update 0; a stop (SIGINT, SIGTERM, the time limit) inside a segment
 writes none, since the games in flight are in no checkpoint: ``--resume`` plays the
 segment again from its start, which gives the same updates and evaluations bit for bit.
+The time limit stops at the last segment end before it where it can
+(``training.core.runs.time_limit_reason``).
 
 This module holds the loop; the machinery it shares with the other algorithms is in ``training.core``: the opponent
 kinds, the pool's snapshots and the tables (``opponents``), the rollout (``rollout``), the learner, its GAE and its
@@ -109,6 +111,7 @@ from training.core.runs import (
     announce_when_slow,
     plot_learning_curves,
     remove_run_logs,
+    time_limit_reason,
 )
 from training.core.update_process import UpdateProcess, training_rows
 from training.evaluation.against_baselines import evaluate_model
@@ -257,7 +260,7 @@ def _train(
         run.state.update = update + 1
         _refresh_pool(run, loop, outcomes)
         _log_update(run, loop, iteration_start, stats, outcomes)
-        stop_reason = _stop_reason(run, signals) or stop_reason
+        stop_reason = _stop_reason(run, loop, signals) or stop_reason
         _evaluate_and_save(run, loop, stop_reason)
         if stop_reason:
             break
@@ -322,6 +325,8 @@ class _Loop:
     """The games' current step (``BatchedGames.reset`` or the last rollout's)."""
     prefetched: tuple | None = None
     """With ``ppo.overlap``: the next rollout's ``(step, outcomes)``, collected during the update."""
+    segment_started: float | None = None
+    """``perf_counter`` at the current checkpoint segment's start (for the time limit's forecast)."""
     shards: RolloutWorkers | None = None
     """With ``distributed`` workers: the rollout workers that play the rollouts (``training.core.rollout_workers``)."""
 
@@ -537,6 +542,7 @@ def _new_segment(run: _Run, loop: _Loop, update: int) -> None:
     """Fresh games and baseline opponents from seeds derived from (seed, update), and a fresh table draw (here, or in
     the rollout workers' shards).
     """
+    loop.segment_started = time.perf_counter()
     segment_seed = int(np.random.SeedSequence([run.config.seed, update]).generate_state(1)[0])
     if loop.shards is not None:
         loop.shards.new_segment(segment_seed)
@@ -646,16 +652,12 @@ def _log_update(run: _Run, loop: _Loop, iteration_start: float, stats: dict, out
     loop.bar.update(run.decisions_per_update)
 
 
-def _stop_reason(run: _Run, signals: StopSignals) -> str | None:
-    """Why the run stops after this update before its end (its time limit, a signal), or None."""
+def _stop_reason(run: _Run, loop: _Loop, signals: StopSignals) -> str | None:
+    """Why the run stops after this update before its end (a signal, its time limit: ``time_limit_reason``), or None."""
     config, state = run.config, run.state
-    reason = None
-    last = state.update == run.num_updates
-    out_of_time = (
-        config.schedule.time_limit_minutes is not None and state.wall_seconds > 60 * config.schedule.time_limit_minutes
-    )
-    if out_of_time and not last:
-        reason = f"time limit of {config.schedule.time_limit_minutes} minutes reached"
+    at_checkpoint = _segment_end(run) and loop.segment_started is not None
+    segment = time.perf_counter() - loop.segment_started if at_checkpoint else None
+    reason = time_limit_reason(config.schedule, state.wall_seconds, state.update == run.num_updates, segment)
     if signals.received is not None:
         reason = f"{signal.Signals(signals.received).name} received"
     return reason

@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from cockroach_env.config import GameConfig
-from training.core import registry
-from training.core.distributed_config import DistributedConfig
+from training.core import distributed_config, registry
 from training.core.schema import MAX_LEARNING_RATE as MAX_LEARNING_RATE
 from training.core.schema import (
     ConfigError,
@@ -384,8 +383,9 @@ class ScheduleConfig:
     exactly.
     """
     time_limit_minutes: float | None = None
-    """Stop early (with a checkpoint) after this many minutes of wall time (``null``: no limit). A time limit makes the
-    stopping point depend on the machine.
+    """Stop early after this many minutes of wall time (``null``: no limit): at the last checkpoint before the limit,
+    when the next segment (as long as the last) would end past it (``training.core.runs.time_limit_reason``). A time
+    limit makes the stopping point depend on the machine.
     """
     keep_agent_every: int = 0
     """Updates between kept agent checkpoints, ``runs/<name>/agents/update_<U>`` (the evaluated network's weights only,
@@ -513,7 +513,7 @@ class TrainConfig:
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     evaluation: EvalConfig = field(default_factory=EvalConfig)
     warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
-    distributed: DistributedConfig = field(default_factory=DistributedConfig)
+    distributed: distributed_config.DistributedConfig = field(default_factory=distributed_config.DistributedConfig)
 
     sections: dict[str, Any] = field(default_factory=lambda: {k: s() for k, s in registry.sections().items()})
     """The registered algorithms' own sections by key (``psro``, ...), each also an attribute (``config.psro``); in a

@@ -75,6 +75,10 @@ class Population:
     weights: np.ndarray
     names: list[str]
     """One label per member (recorded in the run, so that a resume against another population is refused)."""
+    reads_prefix: bool = False
+    """Whether the members were trained without the table's move segments (``game.history`` or ``game.recall``): each
+    then reads the prefix of the table's observation, its own rules' observation (``cockroach-exploit --history``).
+    """
 
     def __post_init__(self):
         weights = np.asarray(self.weights, np.float64)
@@ -111,13 +115,18 @@ class FixedOpponents:
         # without checkpoints).
         self.groups: list[tuple[str, int, np.ndarray]] = []
         self.models: list[ActorCritic] = []
+        self.widths: list[int | None] = []
+        """Per model: the observation prefix it reads (``Population.reads_prefix``), or None for the whole."""
         for kind, group in ([(POPULATION, population)] if population is not None else []) + [
             (checkpoint_kind(k), g) for k, (g, _) in checkpoints.items()
         ]:
             self.groups.append((kind, len(self.models), group.weights))
             self.models += group.models
+            self.widths += [m.observation_size if group.reads_prefix else None for m in group.models]
 
     def act(self, member: int, obs: np.ndarray, masks: np.ndarray, sampler, device) -> np.ndarray:
+        if self.widths[member] is not None:
+            obs = np.ascontiguousarray(obs[:, : self.widths[member]])
         action, _, _ = self.models[member].sample(
             torch.from_numpy(obs).to(device), torch.from_numpy(masks.astype(bool)).to(device), sampler
         )

@@ -117,6 +117,27 @@ RUN_LOGS = ("metrics.csv", "eval.csv", "learning_curves.png")
 """The logs a PPO-family run writes beside its checkpoints (and TensorBoard's event files under ``tensorboard/``)."""
 
 
+def time_limit_reason(schedule, wall_seconds: float, last: bool, segment_seconds: float | None) -> str | None:
+    """Why a run stops for its time limit after this update (``schedule.time_limit_minutes``), or None.
+
+    A stop inside a checkpoint segment saves nothing (the games in flight are in no checkpoint: ``--resume`` plays the
+    segment again), so the limit is met at the last segment end before it: at a segment end (``segment_seconds``, the
+    length of the segment just done; None inside a segment), the run stops there, with its checkpoint, when a next
+    segment as long would end past the limit. Past the limit inside a segment all the same, it stops at once.
+    """
+    limit = schedule.time_limit_minutes
+    if limit is None or last:
+        return None
+    if wall_seconds > 60 * limit:
+        return f"time limit of {limit} minutes reached"
+    if segment_seconds is not None and wall_seconds + segment_seconds > 60 * limit:
+        return (
+            f"time limit of {limit} minutes: stopped at this checkpoint, since the next segment "
+            f"({schedule.checkpoint_every} updates, {segment_seconds / 60:.1f} minutes for the last) would end past it"
+        )
+    return None
+
+
 def remove_run_logs(run_dir: Path) -> None:
     """Remove the logs of a run that is started again (``--overwrite``), before the new run writes anything: a stop
     before its first checkpoint then leaves no file of the replaced run to block a plain start. Only the files a run
@@ -402,7 +423,8 @@ class RunLogs:
             "wall_seconds": round(state.wall_seconds, 2),
             "decisions_per_second": round(sps),
             "learning_rate": lr,
-            **{k: round(v, 6) for k, v in stats.items()},
+            # a statistic with no value yet (no return variance, an empty reservoir) is an empty cell
+            **{k: "" if isinstance(v, float) and math.isnan(v) else round(v, 6) for k, v in stats.items()},
             "pool_size": pool_size,
         }
         for kind in self.opponent_kinds:
