@@ -26,6 +26,7 @@ compares every step). A step takes one action per game, for the seat ``to_act`` 
 | `loser`        | (B,) int64        | losing seat, -1 where no one lost now                            |
 | `loss_reason`  | (B,) int64        | index into ``engine.LOSS_REASONS``, -1 where no one lost         |
 | `truncated`    | (B,) bool         | ended by ``config.max_steps`` (done too; no loser, zero rewards) |
+| `window`       | (B, L, F) int16   | recall or history: the move slots as ``cockroach_env.window`` indices |
 
 When ``done[b]``, ``to_act``/``observation``/``action_mask`` of game ``b`` already belong
 to the first decision of its new game; ``games.last_deals[b]`` is the new ``engine.Deal``.

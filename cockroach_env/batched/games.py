@@ -228,6 +228,7 @@ class BatchedGames:
         """``out.observation``: the backends' part, then the recall segments by the seat to act."""
         out.observation[:, : self.rules.observation_size] = written.observation
         self._recall.write_observations(out.observation, out.to_act)
+        out.window = self._recall.window(out.to_act)
 
     def _remember_deals(self, games: np.ndarray, slots: np.ndarray) -> None:
         self._dealt_games, self._dealt_slots, self._dealt_from = games, slots, self._queue.deals

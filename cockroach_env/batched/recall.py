@@ -30,6 +30,7 @@ from cockroach_env.batched.deals import _Deals
 from cockroach_env.batched.layout import CARD, CURRENT, PENALTY_END, PENALTY_TOP, _Rules
 from cockroach_env.batched.state import _State
 from cockroach_env.encoding import Encoding
+from cockroach_env.window import EMPTY, WINDOW_DTYPE, window_layout
 
 _GAME_ROWS = ("dealt_hands", "starter", "opening_collections", "count", "actor", "public", "revealed", "top")
 """The log's arrays with one row per game."""
@@ -54,6 +55,9 @@ class _RecallLog:
         self.top = np.full((b, length), -1, np.int8)
         self.public_move = np.array([encoding.public_move(a) for a in range(encoding.num_actions)], np.int16)
         """``Encoding.public_move`` of every action index."""
+        layout = window_layout(encoding.config)
+        self.window_shape = layout.shape if layout is not None else (0, 0)
+        """(slots, fields) of ``window``'s rows."""
         self.calls = np.zeros(encoding.num_actions, bool)
         self.calls[encoding.respond_start : encoding.respond_start + 2] = True
         """The actions that reveal the card in play (believe, disbelieve)."""
@@ -170,13 +174,7 @@ class _RecallLog:
             out[:, at["opening_collections"] : at["opening_collections"] + n * i] = self.opening_collections[
                 logged[:, None], seats
             ].reshape(b, -1)
-        count = self.count[logged]
-        if r.history:  # slot k: the k-th most recent decision, as far as the game has made that many
-            game, slot = np.nonzero(np.arange(r.history) < count[:, None])
-            entry = count[game] - 1 - slot
-        else:  # slot k: decision k, for every logged decision of every game
-            game, slot = np.nonzero(np.arange(self.length) < count[:, None])
-            entry = slot
+        game, slot, entry = self._filled(self.count[logged])
         flat = out.reshape(-1)  # a view: out is C-contiguous (checked above)
         base = game * width
         source = logged[game]  # the log's game behind each written slot
@@ -189,3 +187,30 @@ class _RecallLog:
             top = self.top[source, entry].astype(np.int64)
             shown = top >= 0
             flat[(base + at["move_top"] + slot * i + top)[shown]] = 1.0
+
+    def _filled(self, count: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(game, slot, entry)`` of every filled move slot of games with ``count`` logged decisions: the row, the
+        slot and the log entry behind it.
+        """
+        if self.rules.history:  # slot k: the k-th most recent decision, as far as the game has made that many
+            game, slot = np.nonzero(np.arange(self.rules.history) < count[:, None])
+            return game, slot, count[game] - 1 - slot
+        # slot k: decision k, for every logged decision of every game
+        game, slot = np.nonzero(np.arange(self.length) < count[:, None])
+        return game, slot, slot
+
+    def window(self, viewer: np.ndarray) -> np.ndarray:
+        """(B, slots, fields) ``cockroach_env.window`` indices of every game's move slots as seat ``viewer[b]`` sees
+        them: the same slots as ``write_observations``, as integers (actor offset, public move, revealed card, Royal
+        face-up penalty card; -1 where empty).
+        """
+        r = self.rules
+        viewer = viewer.astype(np.int64)
+        out = np.full((len(viewer), *self.window_shape), EMPTY, WINDOW_DTYPE)
+        game, slot, entry = self._filled(self.count[: len(viewer)])
+        out[game, slot, 0] = (self.actor[game, entry] - viewer[game]) % r.n
+        out[game, slot, 1] = self.public[game, entry]
+        out[game, slot, 2] = self.revealed[game, entry]
+        if r.royal:
+            out[game, slot, 3] = self.top[game, entry]
+        return out
