@@ -50,21 +50,33 @@ def test_the_window_indices_are_the_engines_one_hot_slots_in_every_rule_set(pres
     assert (step.window[:, :, 2] != EMPTY).any()  # calls reveal cards
 
 
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
 @pytest.mark.parametrize(
     "config",
     [
         GameConfig.from_options("mini", recall=True),
         GameConfig(num_players=4, recall=True),
         GameConfig(num_players=3, edition="royal", recall=True),
-        GameConfig.from_options("creature-to-start", num_players=5, recall=True),
+        GameConfig.from_options("creature-to-start", num_players=4, recall=True),
         GameConfig(num_players=4, max_steps=25, history=30),
+        GameConfig(num_players=4, edition="royal", history=8),
     ],
-    ids=["mini-recall", "classic-4p-recall", "royal-3p-recall", "creature-to-start-5p-recall", "truncated-4p"],
+    ids=[
+        "mini-recall",
+        "classic-4p-recall",
+        "royal-3p-recall",
+        "creature-to-start-4p-recall",
+        "truncated-4p",
+        "royal-4p",
+    ],
 )
-def test_the_window_indices_cover_recall_and_truncated_games(config):
+def test_the_window_indices_cover_recall_and_truncated_games_on_both_backends(config, backend):
+    """The numba backend writes the slots and their indices in one compiled pass, the numpy backend with index
+    arrays: the same arrays.
+    """
     rng = np.random.default_rng(1)
     layout = window_layout(config)
-    games = BatchedGames(config, 8, seed=1, backend="numpy")
+    games = BatchedGames(config, 8, seed=1, backend=backend)
     step = games.reset()
     for _ in range(40):
         check_window(step, layout)
