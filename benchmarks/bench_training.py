@@ -34,6 +34,13 @@ their ratio (the target: the history-aware path at least half the MLP's):
 
     python benchmarks/bench_training.py --history 8 --event-pooling --rounds 3 --updates 20
 
+``--windows K [K ...]`` trains the config with each history window (``game.history=K``; 0: none), read
+by the same network (``--event-embedding E`` for the windows, 0: the MLP over the whole observation),
+alternately in fresh processes, ``--rounds`` times, and prints the medians and each window's ratio
+to the one before it (the target: 8 moves at least 80% of no window, 32 at least 80% of 8):
+
+    python benchmarks/bench_training.py --windows 0 8 16 32 --event-embedding 0 --rounds 3 --updates 12
+
 ``--learning DECISIONS [DECISIONS ...]`` trains the config twice for each number of decisions
 (and each of ``--train-seeds``),
 without and with ``ppo.overlap`` (whose rollouts play weights one update old), and
@@ -133,16 +140,24 @@ def build_parser() -> argparse.ArgumentParser:
         "(the history-aware network), --rounds each in fresh processes; print both decisions/s and their ratio",
     )
     parser.add_argument(
+        "--windows",
+        type=int,
+        nargs="+",
+        metavar="K",
+        help="alternate runs of the config with each history window K (0: none), --rounds each in fresh processes; "
+        "print the medians and the ratio of each window to the previous one",
+    )
+    parser.add_argument(
         "--event-embedding",
         type=int,
         default=16,
         metavar="E",
-        help="event embedding width for --history (default 16)",
+        help="event embedding width for --history and --windows (default 16; 0: the MLP reads the window)",
     )
     parser.add_argument(
         "--event-pooling",
         action="store_true",
-        help="with --history: the history-aware network sums its embedded moves (model.event_pooling)",
+        help="with --history or --windows: the history-aware network sums its embedded moves (model.event_pooling)",
     )
     parser.add_argument(
         "--update-ab",
@@ -163,6 +178,16 @@ def main(argv: list[str] | None = None) -> int:
             args.updates,
             args.overrides,
             args.history,
+            args.event_embedding,
+            args.rounds,
+            args.event_pooling,
+        )
+    if args.windows is not None:
+        return windows(
+            args.config,
+            args.updates,
+            args.overrides,
+            args.windows,
             args.event_embedding,
             args.rounds,
             args.event_pooling,
@@ -256,6 +281,50 @@ def history(
     for label, value in medians.items():
         print(f"  {label:60s} {value:12,.0f} decisions/s (median)")
     print(f"  history-aware / MLP: {aware / mlp:.2f} (target at least 0.5)")
+    return 0
+
+
+def windows(
+    path: str, updates: int, overrides: list[str], sizes: list[int], embedding: int, rounds: int, pooling: bool
+) -> int:
+    """The config trained with each history window in ``sizes`` (0: none), the windows read by the same network
+    (``embedding`` features per move, 0: the MLP), alternately in fresh processes: medians and the ratio of each
+    window's to the previous one's (the targets: at least 0.8).
+    """
+    import re
+    import statistics
+    import subprocess
+
+    def sets(size: int) -> list[str]:
+        network = [f"model.event_embedding={embedding}"] if size and embedding else []
+        return [
+            *overrides,
+            f"game.history={size}",
+            *network,
+            *(["model.event_pooling=true"] if size and pooling else []),
+        ]
+
+    speeds: dict[int, list[float]] = {size: [] for size in sizes}
+    load_before = os.getloadavg()
+    for round_ in range(rounds):
+        for size in sizes:
+            command = [sys.executable, __file__, "--config", path, "--updates", str(updates)]
+            command += [a for s in sets(size) for a in ("--set", s)]
+            out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+            value = float(re.search(r"after the first update: ([\d,]+) decisions/s", out).group(1).replace(",", ""))
+            speeds[size].append(value)
+            print(f"round {round_ + 1}: history={size}: {value:,.0f} decisions/s", flush=True)
+    network = f"event_embedding={embedding}{', pooled' if pooling else ''}" if embedding else "the MLP"
+    print(
+        f"config: {path}, {updates} updates per run, {rounds} rounds, windows read by {network}; cpu cores: "
+        f"{os.cpu_count()}, load average before: {load_before[0]:.2f}, now: {os.getloadavg()[0]:.2f}"
+    )
+    medians = {size: statistics.median(values) for size, values in speeds.items()}
+    previous = None
+    for size, value in medians.items():
+        ratio = f"  {value / medians[previous]:.2f} of history={previous}" if previous is not None else ""
+        print(f"  history={size:<4d} {value:12,.0f} decisions/s (median){ratio}")
+        previous = size
     return 0
 
 

@@ -129,3 +129,25 @@ def test_a_rollout_keeps_the_window_as_indices_and_gives_back_the_observations()
     assert rollout.obs.shape == (40, layout.prefix) and rollout.window.dtype == np.int16
     assert rollout.obs.nbytes + rollout.window.nbytes < 0.4 * 40 * layout.size * 4
     np.testing.assert_array_equal(rollout.observations(rows), step.observation)
+
+
+@pytest.mark.parametrize("network", [[], ["--set", "model.event_embedding=4"]], ids=["mlp", "event embedding"])
+def test_a_history_run_with_its_window_as_indices_resumes_exactly_with_the_update_in_its_own_process(tmp_path, network):
+    """Rollouts, the overlapped update process, the magnet's reward bonus and the snapshots all read the window as
+    indices; a run stopped and resumed ends where the uninterrupted run does.
+    """
+    from training.core import checkpoint as ckpt
+
+    from .test_training import _metrics, _train
+
+    sets = ["game.history=6", "ppo.overlap=true", "ppo.magnet_coef=0.5", "ppo.magnet_reward=true"]
+    extra = [*network, *[a for s in sets for a in ("--set", s)]]
+    assert _train(tmp_path, "whole", 4, *extra) == 0
+    assert _train(tmp_path, "split", 2, *extra) == 0
+    assert _train(tmp_path, "split", 4, "--resume", *extra) == 0
+    runs = {name: ckpt.load_checkpoint(tmp_path / name / "checkpoint", kind="run") for name in ("whole", "split")}
+    assert runs["whole"].metadata["game_config"]["history"] == 6
+    assert runs["split"].tensors.keys() == runs["whole"].tensors.keys()
+    for key, value in runs["whole"].tensors.items():
+        assert torch.equal(value, runs["split"].tensors[key]), key
+    assert _metrics(tmp_path / "whole" / "metrics.csv") == _metrics(tmp_path / "split" / "metrics.csv")

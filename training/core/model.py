@@ -368,8 +368,8 @@ class ActorCritic(nn.Module):
             return self._trunk_heads(inputs, inputs)
         base, rows = inputs[:, : self.base_width], inputs[:, self.base_width :].long()
         if self.pooled:
-            parts = self.event_table(rows.reshape(len(inputs), self.slots, -1))
-            events = self.events(parts.sum(2) + self.event_bias)  # (B, slots, event_embedding)
+            parts = _sum_rows(self.event_table.weight, rows.reshape(len(inputs) * self.slots, -1))
+            events = self.events(parts.reshape(len(inputs), self.slots, -1) + self.event_bias)  # (B, slots, E)
             inputs = torch.cat([base, (events * self.slot_weights).sum(1)], dim=1)
             return self._trunk_heads(inputs, inputs)
         if self.events is not None:
@@ -472,10 +472,14 @@ def _lookup_sum(columns: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
     """(B, out): for each row of ``rows`` (B, k), the sum of the ``columns`` (out, entries) that it names, where an
     index of ``entries`` names a zero column: ``columns`` times the one-hot vectors of ``rows``, as a lookup.
     """
-    table = torch.cat([columns.t(), columns.new_zeros(1, columns.shape[0])])
+    return _sum_rows(torch.cat([columns.t(), columns.new_zeros(1, columns.shape[0])]), rows)
+
+
+def _sum_rows(table: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """(B, D): for each row of ``rows`` (B, k), the sum of the rows of ``table`` (R, D) that it names."""
     if kernels.available(table) and table.requires_grad:  # (a compiled backward pass)
         return kernels.lookup_sum(table, rows)
-    return F.embedding_bag(rows, table, mode="sum")  # (no padding_idx: the last row is zeros, and twice as fast)
+    return F.embedding_bag(rows, table, mode="sum")
 
 
 class PolicyAgent(LogitsAgent):
