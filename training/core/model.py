@@ -21,7 +21,7 @@ from torch import nn
 from baselines.agent import LogitsAgent
 from cockroach_env.config import GameConfig
 from cockroach_env.encoding import encoding_for
-from cockroach_env.window import EMPTY, window_from_observation, window_layout
+from cockroach_env.window import EMPTY, window_layout
 from training.core import kernels
 
 MASKED_LOGIT = -1e9
@@ -349,12 +349,23 @@ class ActorCritic(nn.Module):
             return inputs
         prefix = self.window.prefix
         if window is None:
-            window = torch.from_numpy(window_from_observation(obs.cpu().numpy(), self.window)).to(obs.device)
+            window = self._window_of(obs)
         obs = obs[:, :prefix]
         values = window.to(torch.int64)
         rows = torch.where(values == EMPTY, self.window_empty, self.window_base + values)
         extra = [self.card_counting(obs)] if self.card_counting is not None else []
         return torch.cat([obs * self.obs_scale[:prefix], *extra, rows.flatten(1).to(obs.dtype)], dim=1)
+
+    def _window_of(self, obs: torch.Tensor) -> torch.Tensor:
+        """(B, slots, fields): the window of observations ``obs`` read from their one-hot move slots, on their device
+        (``cockroach_env.window.window_from_observation`` in tensor operations).
+        """
+        layout, fields = self.window, []
+        for start, width in zip(layout.starts, layout.widths):
+            rows = obs[:, start : start + layout.slots * width].reshape(len(obs), layout.slots, width)
+            top, hot = rows.max(dim=2)
+            fields.append(torch.where(top > 0, hot, EMPTY))
+        return torch.stack(fields, dim=2)
 
     def heads(self, inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Unmasked logits (B, A) and values (B,) of ``network_inputs(obs)``.
