@@ -237,6 +237,11 @@ class Learner:
         return self.spare
 
 
+def window_rows(rollout: Rollout, rows: np.ndarray, device) -> torch.Tensor | None:
+    """The move slots of decisions ``rows`` of ``rollout`` as indices on ``device``; None without move slots."""
+    return torch.from_numpy(rollout.window[rows]).to(device) if rollout.window is not None else None
+
+
 def gae(rollout: Rollout, ppo, bonus: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """GAE over a rollout: ``(advantages, returns, rows to train)``.
 
@@ -277,8 +282,7 @@ def magnet_bonus(learner: Learner, rollout: Rollout, ppo, scale: float, device) 
         with torch.no_grad():
             obs = torch.from_numpy(rollout.obs[:size]).to(device)
             mask = torch.from_numpy(rollout.mask[:size]).to(device)
-            window = torch.from_numpy(rollout.window[:size]).to(device) if rollout.window is not None else None
-            logits = learner.magnet(obs, mask, window)[0]
+            logits = learner.magnet(obs, mask, window_rows(rollout, np.arange(size), device))[0]
             action = torch.from_numpy(rollout.action[:size]).to(device)
             magnet = torch.log_softmax(logits, -1).gather(1, action[:, None]).squeeze(1).cpu().numpy()
     else:
@@ -312,8 +316,7 @@ def ppo_update(
         torch.from_numpy(column[train_rows]).to(device)
         for column in (rollout.obs, rollout.mask, rollout.action, rollout.logprob, rollout.value, advantages, returns)
     )
-    b_window = torch.from_numpy(rollout.window[train_rows]).to(device) if rollout.window is not None else None
-    b_inputs = model.network_inputs(b_obs, b_window)  # once per update, not per minibatch and epoch (the same values)
+    b_inputs = model.network_inputs(b_obs, window_rows(rollout, train_rows, device))  # once per update (same values)
     magnet_log_policy, start_log_policy, b_mask = _loss_references(learner, b_inputs, b_mask, ppo, regularize)
     if not regularize:
         scale = 1.0

@@ -239,26 +239,7 @@ class ActorCritic(nn.Module):
         self.window = window_layout(config)
         """Where the move slots lie in the observation (None without them): the network reads them as indices."""
         if self.window is not None:
-            cc = self.card_counting.size if card_counting else 0
-            self.base_width = self.window.prefix + cc
-            """Dense inputs before the window's indices in ``network_inputs``: the scaled observation up to the
-            move slots, then the ``CardCounting`` inputs."""
-            self.slots, self.slot_features = self.window.slots, sum(self.window.widths)
-            if self.pooled:
-                self.event_table = nn.Embedding(int(sum(w + 1 for w in self.window.widths)), event_embedding)
-                nn.init.normal_(
-                    self.event_table.weight, 0.0, 1.0 / math.sqrt(len(self.window.widths)), generator=generator
-                )
-                self.event_bias = nn.Parameter(torch.zeros(event_embedding))
-                self.slot_weights = nn.Parameter(torch.full((self.slots, event_embedding), 1.0 / math.sqrt(self.slots)))
-                self.events = nn.Sequential(act())
-                width = self.base_width + event_embedding
-            elif event_embedding:
-                self.events = nn.Sequential(_layer(self.slot_features, event_embedding, math.sqrt(2), generator), act())
-                width = self.base_width + self.slots * event_embedding
-            else:
-                width = self.base_width + self.window.size - self.window.prefix
-            self._register_window_indices()
+            width = self._set_window_reader(event_embedding, generator, act)
         inputs_width = width
         layers: list[nn.Module] = []
         for hidden in hidden_sizes:
@@ -275,6 +256,30 @@ class ActorCritic(nn.Module):
                 layers += [_layer(width, hidden, math.sqrt(2), generator), act()]
                 width = hidden
             self.critic_trunk = nn.Sequential(*layers)
+
+    def _set_window_reader(self, event_embedding: int, generator: torch.Generator | None, act) -> int:
+        """The layers that read the move slots (event embedding, pooled or not, or none: the trunk reads them) and
+        their lookup tables; returns the trunk's input width.
+        """
+        self.base_width = self.window.prefix + (self.card_counting.size if self.card_counting is not None else 0)
+        """Dense inputs before the window's rows in ``network_inputs``: the scaled observation up to the move slots,
+        then the ``CardCounting`` inputs.
+        """
+        self.slots, self.slot_features = self.window.slots, sum(self.window.widths)
+        if self.pooled:
+            self.event_table = nn.Embedding(int(sum(w + 1 for w in self.window.widths)), event_embedding)
+            nn.init.normal_(self.event_table.weight, 0.0, 1.0 / math.sqrt(len(self.window.widths)), generator=generator)
+            self.event_bias = nn.Parameter(torch.zeros(event_embedding))
+            self.slot_weights = nn.Parameter(torch.full((self.slots, event_embedding), 1.0 / math.sqrt(self.slots)))
+            self.events = nn.Sequential(act())
+            width = self.base_width + event_embedding
+        elif event_embedding:
+            self.events = nn.Sequential(_layer(self.slot_features, event_embedding, math.sqrt(2), generator), act())
+            width = self.base_width + self.slots * event_embedding
+        else:
+            width = self.base_width + self.window.size - self.window.prefix
+        self._register_window_indices()
+        return width
 
     def _register_window_indices(self) -> None:
         """The tables that turn a window's values (``cockroach_env.window``) into the rows the network looks up.
