@@ -220,9 +220,9 @@ def throughput(args: argparse.Namespace) -> int:
         config.schedule.checkpoint_every = args.updates
         config.schedule.time_limit_minutes = None
         load_before = os.getloadavg()
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), _cpu_seconds()
         train(config, progress_bar=False)
-        total = time.perf_counter() - started
+        total, cpu = time.perf_counter() - started, _cpu_seconds() - cpu_started
         with open(Path(out) / "bench" / "metrics.csv", newline="") as handle:
             rows = list(csv.DictReader(handle))
     seconds = [float(r["wall_seconds"]) for r in rows]
@@ -243,8 +243,20 @@ def throughput(args: argparse.Namespace) -> int:
         f"end to end, whole run incl. start-up and checkpoint: {len(rows) * per_update / total:,.0f} decisions/s "
         f"({total:.1f} s)"
     )
+    print(
+        f"per CPU-second, whole run incl. start-up, the update process included: {len(rows) * per_update / cpu:,.0f} "
+        f"decisions ({cpu:.1f} CPU-s)"
+    )
     print(f"target {TARGET:,} decisions/s: {'met' if steady >= TARGET else 'NOT met'}")
     return 0
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and of its children that have ended (the update process, once a run is over)."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def history(
@@ -305,6 +317,7 @@ def windows(
         ]
 
     speeds: dict[int, list[float]] = {size: [] for size in sizes}
+    per_cpu: dict[int, list[float]] = {size: [] for size in sizes}
     load_before = os.getloadavg()
     for round_ in range(rounds):
         for size in sizes:
@@ -312,19 +325,24 @@ def windows(
             command += [a for s in sets(size) for a in ("--set", s)]
             out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
             value = float(re.search(r"after the first update: ([\d,]+) decisions/s", out).group(1).replace(",", ""))
+            cpu = float(re.search(r"per CPU-second.*: ([\d,]+) decisions", out).group(1).replace(",", ""))
             speeds[size].append(value)
-            print(f"round {round_ + 1}: history={size}: {value:,.0f} decisions/s", flush=True)
+            per_cpu[size].append(cpu)
+            print(
+                f"round {round_ + 1}: history={size}: {value:,.0f} decisions/s, {cpu:,.0f} per CPU-second", flush=True
+            )
     network = f"event_embedding={embedding}{', pooled' if pooling else ''}" if embedding else "the MLP"
     print(
         f"config: {path}, {updates} updates per run, {rounds} rounds, windows read by {network}; cpu cores: "
         f"{os.cpu_count()}, load average before: {load_before[0]:.2f}, now: {os.getloadavg()[0]:.2f}"
     )
-    medians = {size: statistics.median(values) for size, values in speeds.items()}
-    previous = None
-    for size, value in medians.items():
-        ratio = f"  {value / medians[previous]:.2f} of history={previous}" if previous is not None else ""
-        print(f"  history={size:<4d} {value:12,.0f} decisions/s (median){ratio}")
-        previous = size
+    for label, figures in (("decisions/s", speeds), ("decisions per CPU-second", per_cpu)):
+        medians = {size: statistics.median(values) for size, values in figures.items()}
+        previous = None
+        for size, value in medians.items():
+            ratio = f"  {value / medians[previous]:.2f} of history={previous}" if previous is not None else ""
+            print(f"  history={size:<4d} {value:12,.0f} {label} (median){ratio}")
+            previous = size
     return 0
 
 
