@@ -117,13 +117,9 @@ class FixedOpponents:
             self.groups.append((kind, len(self.models), group.weights))
             self.models += group.models
 
-    def act(self, member: int, obs: np.ndarray, masks: np.ndarray, sampler, device, window=None) -> np.ndarray:
-        """Actions of model ``member``; ``window``: the move slots of ``obs`` as indices (``BatchStep.window``)."""
+    def act(self, member: int, obs: np.ndarray, masks: np.ndarray, sampler, device) -> np.ndarray:
         action, _, _ = self.models[member].sample(
-            torch.from_numpy(obs).to(device),
-            torch.from_numpy(masks.astype(bool)).to(device),
-            sampler,
-            window=torch.from_numpy(window).to(device) if window is not None else None,
+            torch.from_numpy(obs).to(device), torch.from_numpy(masks.astype(bool)).to(device), sampler
         )
         return action.cpu().numpy()
 

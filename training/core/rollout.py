@@ -71,12 +71,7 @@ def collect_rollout(args: RolloutArgs, step):
         for code in np.unique(owner[owner <= POPULATION_SEAT]):
             rows = np.flatnonzero(owner == code)
             actions[rows] = args.fixed.act(
-                POPULATION_SEAT - code,
-                step.observation[rows],
-                step.action_mask[rows],
-                args.sampler,
-                args.device,
-                step.window[rows] if step.window is not None else None,
+                POPULATION_SEAT - code, step.observation[rows], step.action_mask[rows], args.sampler, args.device
             )
 
         step = args.games.step(actions)
