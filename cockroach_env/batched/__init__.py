@@ -104,8 +104,9 @@ Files
 rules tables and ``BatchStep``; ``state.py`` the batch arrays; ``deals.py`` random and
 explicit deals and the deal queue; ``numpy_backend.py`` and ``numba_backend.py`` the two
 backends, ``numba_kernels.py`` the compiled per-game code; ``recall.py`` the move log
-behind ``GameConfig.recall``; ``random_legal.py`` ``random_legal_actions``; ``games.py``
-the ``BatchedGames`` front.
+behind ``GameConfig.recall`` (``window_kernels.py`` its compiled writer of the move slots
+and their indices); ``random_legal.py`` ``random_legal_actions``; ``games.py`` the
+``BatchedGames`` front.
 """
 
 from cockroach_env.batched.deals import deal_orders, deals_from_orders
