@@ -40,6 +40,13 @@ the learner's share of each update and the scaling model of docs/scaling.md fitt
 
     python benchmarks/bench_training.py --workers 1 2 --rounds 3 --updates 10
 
+``--windows K [K ...]`` trains the config with each history window (``game.history=K``; 0: none), read
+by the same network (``--event-embedding E`` for the windows, 0: the MLP over the whole observation),
+alternately in fresh processes, ``--rounds`` times, and prints the medians and each window's ratio
+to the one before it (the target: 8 moves at least 80% of no window, 32 at least 80% of 8):
+
+    python benchmarks/bench_training.py --windows 0 8 16 32 --event-embedding 0 --rounds 3 --updates 12
+
 ``--learning DECISIONS [DECISIONS ...]`` trains the config twice for each number of decisions
 (and each of ``--train-seeds``),
 without and with ``ppo.overlap`` (whose rollouts play weights one update old), and
@@ -141,16 +148,24 @@ def build_parser() -> argparse.ArgumentParser:
         "(the history-aware network), --rounds each in fresh processes; print both decisions/s and their ratio",
     )
     parser.add_argument(
+        "--windows",
+        type=int,
+        nargs="+",
+        metavar="K",
+        help="alternate runs of the config with each history window K (0: none), --rounds each in fresh processes; "
+        "print the medians and the ratio of each window to the previous one",
+    )
+    parser.add_argument(
         "--event-embedding",
         type=int,
         default=16,
         metavar="E",
-        help="event embedding width for --history (default 16)",
+        help="event embedding width for --history and --windows (default 16; 0: the MLP reads the window)",
     )
     parser.add_argument(
         "--event-pooling",
         action="store_true",
-        help="with --history: the history-aware network sums its embedded moves (model.event_pooling)",
+        help="with --history or --windows: the history-aware network sums its embedded moves (model.event_pooling)",
     )
     add_workers_options(parser)
     parser.add_argument(
@@ -178,6 +193,16 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.workers:
         return workers_scaling(args.config, args.overrides, args.workers, args.updates, args.rounds, args.json)
+    if args.windows is not None:
+        return windows(
+            args.config,
+            args.updates,
+            args.overrides,
+            args.windows,
+            args.event_embedding,
+            args.rounds,
+            args.event_pooling,
+        )
     if args.profile:
         return profile(args.config, args.updates, args.overrides)
     if args.update_ab:
@@ -206,9 +231,9 @@ def throughput(args: argparse.Namespace) -> int:
         config.schedule.checkpoint_every = args.updates
         config.schedule.time_limit_minutes = None
         load_before = os.getloadavg()
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), _cpu_seconds()
         train(config, progress_bar=False)
-        total = time.perf_counter() - started
+        total, cpu = time.perf_counter() - started, _cpu_seconds() - cpu_started
         with open(Path(out) / "bench" / "metrics.csv", newline="") as handle:
             rows = list(csv.DictReader(handle))
     seconds = [float(r["wall_seconds"]) for r in rows]
@@ -229,8 +254,20 @@ def throughput(args: argparse.Namespace) -> int:
         f"end to end, whole run incl. start-up and checkpoint: {len(rows) * per_update / total:,.0f} decisions/s "
         f"({total:.1f} s)"
     )
+    print(
+        f"per CPU-second, whole run incl. start-up, the update process included: {len(rows) * per_update / cpu:,.0f} "
+        f"decisions ({cpu:.1f} CPU-s)"
+    )
     print(f"target {TARGET:,} decisions/s: {'met' if steady >= TARGET else 'NOT met'}")
     return 0
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and of its children that have ended (the update process, once a run is over)."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def history(
@@ -267,6 +304,56 @@ def history(
     for label, value in medians.items():
         print(f"  {label:60s} {value:12,.0f} decisions/s (median)")
     print(f"  history-aware / MLP: {aware / mlp:.2f} (target at least 0.5)")
+    return 0
+
+
+def windows(
+    path: str, updates: int, overrides: list[str], sizes: list[int], embedding: int, rounds: int, pooling: bool
+) -> int:
+    """The config trained with each history window in ``sizes`` (0: none), the windows read by the same network
+    (``embedding`` features per move, 0: the MLP), alternately in fresh processes: medians and the ratio of each
+    window's to the previous one's (the targets: at least 0.8).
+    """
+    import re
+    import statistics
+    import subprocess
+
+    def sets(size: int) -> list[str]:
+        network = [f"model.event_embedding={embedding}"] if size and embedding else []
+        return [
+            *overrides,
+            f"game.history={size}",
+            *network,
+            *(["model.event_pooling=true"] if size and pooling else []),
+        ]
+
+    speeds: dict[int, list[float]] = {size: [] for size in sizes}
+    per_cpu: dict[int, list[float]] = {size: [] for size in sizes}
+    load_before = os.getloadavg()
+    for round_ in range(rounds):
+        for size in sizes:
+            command = [sys.executable, __file__, "--config", path, "--updates", str(updates)]
+            command += [a for s in sets(size) for a in ("--set", s)]
+            out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+            value = float(re.search(r"after the first update: ([\d,]+) decisions/s", out).group(1).replace(",", ""))
+            cpu = float(re.search(r"per CPU-second.*: ([\d,]+) decisions", out).group(1).replace(",", ""))
+            speeds[size].append(value)
+            per_cpu[size].append(cpu)
+            print(
+                f"round {round_ + 1}: history={size}: {value:,.0f} decisions/s, {cpu:,.0f} per CPU-second", flush=True
+            )
+    network = f"event_embedding={embedding}{', pooled' if pooling else ''}" if embedding else "the MLP"
+    print(
+        f"config: {path}, {updates} updates per run, {rounds} rounds, windows read by {network}; cpu cores: "
+        f"{os.cpu_count()}, load average before: {load_before[0]:.2f}, now: {os.getloadavg()[0]:.2f}"
+    )
+    for label, figures in (("decisions/s", speeds), ("decisions per CPU-second", per_cpu)):
+        medians = {size: statistics.median(values) for size, values in figures.items()}
+        previous = None
+        for size, value in medians.items():
+            ratio = f"  {value / medians[previous]:.2f} of history={previous}" if previous is not None else ""
+            print(f"  history={size:<4d} {value:12,.0f} {label} (median){ratio}")
+            previous = size
     return 0
 
 

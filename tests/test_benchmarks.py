@@ -640,6 +640,19 @@ def test_bench_training_history_compares_the_history_aware_network_with_the_mlp(
     assert re.search(r"history-aware / MLP: [\d.]+ \(target at least 0.5\)", out)
 
 
+def test_bench_training_windows_measures_each_history_window_side_by_side(tmp_path):
+    sets = ["--set", "ppo.num_envs=32", "--set", "ppo.num_steps=8", "--set", "model.hidden_sizes=[16]"]
+    out = bench(
+        "bench_training.py", "--windows", "0", "4", "--event-embedding", "0", "--rounds", "1", "--updates", "3", *sets,
+        cwd=tmp_path,
+    ).stdout  # fmt: skip
+    assert re.findall(r"^round 1: history=(\d+): [\d,]+ decisions/s, [\d,]+ per CPU-second$", out, re.M) == ["0", "4"]
+    assert re.search(r"windows read by the MLP; cpu cores: \d+, load average before: [\d.]+", out)
+    assert re.search(r"^  history=0\s+[\d,]+ decisions/s \(median\)$", out, re.M)
+    assert re.search(r"^  history=4\s+[\d,]+ decisions/s \(median\)  [\d.]+ of history=0$", out, re.M)
+    assert re.search(r"^  history=4\s+[\d,]+ decisions per CPU-second \(median\)  [\d.]+ of history=0$", out, re.M)
+
+
 def test_bench_code_layout_measures_sizes_lengths_and_the_configs_path(tmp_path):
     done = bench("bench_code_layout.py", "--max-module", "500", "--json", str(tmp_path / "layout.json"), cwd=tmp_path)
     record = json.loads((tmp_path / "layout.json").read_text())

@@ -53,15 +53,24 @@ def test_every_slot_is_embedded_with_the_same_weights(config, card_counting):
     step = _step_after(config, games=32, moves=3)
     obs = torch.from_numpy(step.observation)
     inputs = model.network_inputs(obs)
-    slots = inputs[:, model.base_width :].reshape(len(obs), model.slots, model.slot_features)
+    index, slots_, features = move_slot_order(config)
+    slots = obs[:, index[len(index) - slots_ * features :]].reshape(len(obs), model.slots, model.slot_features)
     assert slots[:, 0].abs().sum() > 0  # the latest decision is in slot 0
+    # the inputs name each slot's entries that are 1 (the slot's width for an empty field)
+    rows = inputs[:, model.base_width :].reshape(len(obs), model.slots, -1).long()
+    hot = torch.zeros(len(obs), model.slots, model.slot_features + 1).scatter_(2, rows, 1.0)[:, :, :-1]
+    assert torch.equal(hot, slots)
     embedded = model.events(slots)
     same = model.events(slots[:, :1].expand(-1, model.slots, -1))
     assert torch.allclose(same[:, 0], same[:, 1]) and torch.allclose(embedded[:, 0], same[:, 1])
     base = inputs[:, : model.base_width]
     scaled = (obs * model.obs_scale).numpy()
-    outside = move_slot_order(config)[0][: model.base_width - (model.card_counting.size if card_counting else 0)]
+    outside = index[: model.base_width - (model.card_counting.size if card_counting else 0)]
     assert np.array_equal(base[:, : len(outside)].numpy(), scaled[:, outside])
+    hidden = model.trunk(torch.cat([base, embedded.flatten(1)], dim=1))  # the slots' one-hot rows times the weights
+    logits, value = model.heads(inputs)
+    assert torch.allclose(logits, model.policy_head(hidden), atol=1e-6)
+    assert torch.allclose(value, model.value_head(hidden).squeeze(-1), atol=1e-6)
     logits, value = model(obs, torch.from_numpy(step.action_mask.astype(bool)))
     assert logits.shape == (32, model.num_actions) and torch.isfinite(value).all()
     assert model.spec["event_embedding"] == 6 and ActorCritic.from_spec(config, model.spec).spec == model.spec

@@ -165,3 +165,22 @@ def test_model_sample_takes_the_compiled_draw_and_keeps_the_generator_in_step():
     tensor = model.sample(obs, mask_bias(legal), torch.Generator().manual_seed(7))  # a float mask takes the tensor form
     assert (fast[0] == tensor[0]).float().mean() >= 0.99
     torch.testing.assert_close(fast[2], tensor[2])
+
+
+def test_the_lookup_sum_and_its_gradient_are_embedding_bags():
+    """``kernels.lookup_sum`` (the network's read of the move window) equals ``embedding_bag`` in sum mode, a row named
+    several times counting as often in the gradient.
+    """
+    generator = torch.Generator().manual_seed(0)
+    table = torch.randn(40, 7, generator=generator)
+    rows = torch.randint(0, 40, (300, 9), generator=generator)
+    rows[:, 1] = rows[:, 0]  # repeated rows
+    weights = torch.randn(300, 7, generator=generator)
+    grads = []
+    for lookup in (kernels.lookup_sum, lambda t, r: torch.nn.functional.embedding_bag(r, t, mode="sum")):
+        leaf = table.clone().requires_grad_(True)
+        out = lookup(leaf, rows)
+        (out * weights).sum().backward()
+        grads.append((out.detach(), leaf.grad))
+    torch.testing.assert_close(grads[0][0], grads[1][0], rtol=0, atol=1e-5)
+    torch.testing.assert_close(grads[0][1], grads[1][1], rtol=1e-5, atol=1e-5)

@@ -134,7 +134,8 @@ def test_the_average_policy_learns_the_policy_whose_decisions_fill_its_reservoir
         pass
 
     rollout = Rollout()
-    rollout.obs, rollout.mask, rollout.action = obs, mask, rule
+    rollout.mask, rollout.action = mask, rule
+    rollout.observations = lambda rows: obs[rows]  # the observations as the env gives them
     average.observe(rollout, np.arange(5000))
     for _ in range(20):
         stats = average.update()

@@ -26,6 +26,7 @@ compares every step). A step takes one action per game, for the seat ``to_act`` 
 | `loser`        | (B,) int64        | losing seat, -1 where no one lost now                            |
 | `loss_reason`  | (B,) int64        | index into ``engine.LOSS_REASONS``, -1 where no one lost         |
 | `truncated`    | (B,) bool         | ended by ``config.max_steps`` (done too; no loser, zero rewards) |
+| `window`       | (B, L, F) int16   | recall or history: the move slots as ``cockroach_env.window`` indices |
 
 When ``done[b]``, ``to_act``/``observation``/``action_mask`` of game ``b`` already belong
 to the first decision of its new game; ``games.last_deals[b]`` is the new ``engine.Deal``.
@@ -103,8 +104,9 @@ Files
 rules tables and ``BatchStep``; ``state.py`` the batch arrays; ``deals.py`` random and
 explicit deals and the deal queue; ``numpy_backend.py`` and ``numba_backend.py`` the two
 backends, ``numba_kernels.py`` the compiled per-game code; ``recall.py`` the move log
-behind ``GameConfig.recall``; ``random_legal.py`` ``random_legal_actions``; ``games.py``
-the ``BatchedGames`` front.
+behind ``GameConfig.recall`` (``window_kernels.py`` its compiled writer of the move slots
+and their indices); ``random_legal.py`` ``random_legal_actions``; ``games.py`` the
+``BatchedGames`` front.
 """
 
 from cockroach_env.batched.deals import deal_orders, deals_from_orders

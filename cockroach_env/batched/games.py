@@ -77,7 +77,11 @@ class BatchedGames:
             if backend == "numba"
             else _NumpyBackend(self.rules, self._state)
         )
-        self._recall = _RecallLog(self.rules, self.encoding, self.batch_size) if self.encoding.recall else None
+        self._recall = (
+            _RecallLog(self.rules, self.encoding, self.batch_size, compiled=backend == "numba")
+            if self.encoding.recall
+            else None
+        )
         """``GameConfig.recall`` or ``history``: the move logs behind the recall segments (``recall.py``); None
         without them.
         """
@@ -227,7 +231,7 @@ class BatchedGames:
     def _write_recall(self, out: BatchStep, written: BatchStep) -> None:
         """``out.observation``: the backends' part, then the recall segments by the seat to act."""
         out.observation[:, : self.rules.observation_size] = written.observation
-        self._recall.write_observations(out.observation, out.to_act)
+        out.window = self._recall.write_observations(out.observation, out.to_act)
 
     def _remember_deals(self, games: np.ndarray, slots: np.ndarray) -> None:
         self._dealt_games, self._dealt_slots, self._dealt_from = games, slots, self._queue.deals

@@ -145,6 +145,10 @@ class BatchStep:
     loser: np.ndarray
     loss_reason: np.ndarray
     truncated: np.ndarray
+    window: np.ndarray | None = None
+    """With ``history`` or ``recall``: (B, slots, fields) int16, the move slots of ``observation`` as
+    ``cockroach_env.window`` indices (the same information, a few integers per move); None without them.
+    """
 
     def __repr__(self) -> str:
         b, o = self.observation.shape

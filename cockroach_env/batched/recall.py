@@ -29,7 +29,9 @@ import numpy as np
 from cockroach_env.batched.deals import _Deals
 from cockroach_env.batched.layout import CARD, CURRENT, PENALTY_END, PENALTY_TOP, _Rules
 from cockroach_env.batched.state import _State
+from cockroach_env.batched.window_kernels import write_move_slots
 from cockroach_env.encoding import Encoding
+from cockroach_env.window import EMPTY, WINDOW_DTYPE, window_layout
 
 _GAME_ROWS = ("dealt_hands", "starter", "opening_collections", "count", "actor", "public", "revealed", "top")
 """The log's arrays with one row per game."""
@@ -38,8 +40,12 @@ _GAME_ROWS = ("dealt_hands", "starter", "opening_collections", "count", "actor",
 class _RecallLog:
     """The recall record of ``B`` games: their deals' hands, starters, opening collections and move logs."""
 
-    def __init__(self, rules: _Rules, encoding: Encoding, batch_size: int):
+    def __init__(self, rules: _Rules, encoding: Encoding, batch_size: int, compiled: bool = False):
+        """``compiled``: write the observations' move slots in one compiled pass (``window_kernels``; the numba
+        backend's choice), else with numpy index arrays.
+        """
         b, n, i, length = batch_size, rules.n, rules.i, rules.recall_length
+        self.compiled = compiled and write_move_slots is not None
         self.rules = rules
         self.length = length
         self.opening = "opening_collections" in rules.recall_state
@@ -54,6 +60,9 @@ class _RecallLog:
         self.top = np.full((b, length), -1, np.int8)
         self.public_move = np.array([encoding.public_move(a) for a in range(encoding.num_actions)], np.int16)
         """``Encoding.public_move`` of every action index."""
+        layout = window_layout(encoding.config)
+        self.window_shape = layout.shape if layout is not None else (0, 0)
+        """(slots, fields) of ``window``'s rows."""
         self.calls = np.zeros(encoding.num_actions, bool)
         self.calls[encoding.respond_start : encoding.respond_start + 2] = True
         """The actions that reveal the card in play (believe, disbelieve)."""
@@ -139,21 +148,42 @@ class _RecallLog:
         self.count[games] = slot + 1
 
     # ------------------------------------------------------------ the vectors
-    def write_observations(self, out: np.ndarray, viewer: np.ndarray, rows: np.ndarray | None = None) -> None:
+    def write_observations(self, out: np.ndarray, viewer: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """The recall segments of every game's observation by seat ``viewer[b]`` into ``out`` (B, O), zeros there
         already. ``rows``: ``out`` holds only these games of the log, one row each; None: every game.
+
+        Returns the observations' move slots as ``cockroach_env.window`` indices (B, slots, fields).
         """
-        self._write(out, self.rules.recall_observation, viewer.astype(np.int64), own=True, rows=rows)
+        viewer = viewer.astype(np.int64)
+        if not self.compiled:
+            self._write(out, self.rules.recall_observation, viewer, own=True, rows=rows)
+            return self._window(viewer, rows)
+        self._write(out, self.rules.recall_observation, viewer, own=True, rows=rows, moves=False)
+        r, at = self.rules, self.rules.recall_observation
+        starts = np.array([at["move_actor"], at["move_public"], at["move_revealed"], at.get("move_top", -1)])
+        window = np.empty((len(out), *self.window_shape), WINDOW_DTYPE)
+        logged = np.arange(len(out)) if rows is None else rows.astype(np.int64)
+        write_move_slots(
+            self.count, self.actor, self.public, self.revealed, self.top, logged, viewer, r.history, r.n,
+            r.recall_moves, r.i, starts, out, window,
+        )  # fmt: skip
+        return window
 
     def write_states(self, out: np.ndarray) -> None:
         """The recall segments of every game's full state into ``out`` (B, S or more), zeros there already."""
         self._write(out, self.rules.recall_state, np.zeros(len(out), np.int64), own=False)
 
     def _write(
-        self, out: np.ndarray, at: dict[str, int], viewer: np.ndarray, own: bool, rows: np.ndarray | None = None
+        self,
+        out: np.ndarray,
+        at: dict[str, int],
+        viewer: np.ndarray,
+        own: bool,
+        rows: np.ndarray | None = None,
+        moves: bool = True,
     ) -> None:
         """Seats counted from ``viewer`` (zero: absolute); ``own``: only the viewer's dealt hand; ``rows``: the log's
-        game of each row of ``out`` (None: row b is game b).
+        game of each row of ``out`` (None: row b is game b); ``moves``: the move slots too.
         """
         if not out.flags.c_contiguous:
             raise ValueError("the recall segments are written through flat indices; expected a C-contiguous array")
@@ -170,13 +200,9 @@ class _RecallLog:
             out[:, at["opening_collections"] : at["opening_collections"] + n * i] = self.opening_collections[
                 logged[:, None], seats
             ].reshape(b, -1)
-        count = self.count[logged]
-        if r.history:  # slot k: the k-th most recent decision, as far as the game has made that many
-            game, slot = np.nonzero(np.arange(r.history) < count[:, None])
-            entry = count[game] - 1 - slot
-        else:  # slot k: decision k, for every logged decision of every game
-            game, slot = np.nonzero(np.arange(self.length) < count[:, None])
-            entry = slot
+        if not moves:
+            return
+        game, slot, entry = self._filled(self.count[logged])
         flat = out.reshape(-1)  # a view: out is C-contiguous (checked above)
         base = game * width
         source = logged[game]  # the log's game behind each written slot
@@ -189,3 +215,30 @@ class _RecallLog:
             top = self.top[source, entry].astype(np.int64)
             shown = top >= 0
             flat[(base + at["move_top"] + slot * i + top)[shown]] = 1.0
+
+    def _filled(self, count: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(game, slot, entry)`` of every filled move slot of games with ``count`` logged decisions: the row, the
+        slot and the log entry behind it.
+        """
+        if self.rules.history:  # slot k: the k-th most recent decision, as far as the game has made that many
+            game, slot = np.nonzero(np.arange(self.rules.history) < count[:, None])
+            return game, slot, count[game] - 1 - slot
+        # slot k: decision k, for every logged decision of every game
+        game, slot = np.nonzero(np.arange(self.length) < count[:, None])
+        return game, slot, slot
+
+    def _window(self, viewer: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+        """(B, slots, fields) ``cockroach_env.window`` indices of the move slots that ``_write`` writes one-hot: actor
+        offset, public move, revealed card, Royal face-up penalty card; -1 where empty.
+        """
+        r = self.rules
+        logged = np.arange(len(viewer)) if rows is None else rows
+        out = np.full((len(viewer), *self.window_shape), EMPTY, WINDOW_DTYPE)
+        game, slot, entry = self._filled(self.count[logged])
+        source = logged[game]
+        out[game, slot, 0] = (self.actor[source, entry] - viewer[game]) % r.n
+        out[game, slot, 1] = self.public[source, entry]
+        out[game, slot, 2] = self.revealed[source, entry]
+        if r.royal:
+            out[game, slot, 3] = self.top[source, entry]
+        return out

@@ -166,7 +166,7 @@ class AveragePolicy:
         """The best response's decisions ``rows`` of ``rollout`` (a ``training.core.learner.Rollout``) enter the
         reservoir.
         """
-        self.reservoir.add(rollout.obs[rows], rollout.mask[rows], rollout.action[rows], self.rng)
+        self.reservoir.add(rollout.observations(rows), rollout.mask[rows], rollout.action[rows], self.rng)
 
     def update(self) -> dict[str, float]:
         """``nfsp.sl_steps`` supervised steps on the reservoir (none until it holds a minibatch); the statistics to

@@ -16,6 +16,10 @@ against the tensor operations it replaces (values, and gradients where there are
   ``log_softmax(logits + mask_bias(legal)).gather(action)`` and that softmax's entropy.
 - ``card_counting(obs, counting)``: the ``CardCounting`` inputs, about thirty small
   tensor operations per call in the rollout, in one pass per row.
+- ``lookup_sum(table, rows)``: the sum of the ``table`` rows each row of ``rows`` names
+  (``embedding_bag`` in sum mode), with a gradient in one pass over ``rows``: the network's
+  read of the move window (``ActorCritic.heads``). ``embedding_bag``'s own backward sorts
+  every index first and costs about twenty times its forward pass.
 - ``sample_masked(logits, legal, draws)``: the rollout's draw from the masked softmax
   (mask bias, ``log_softmax``, ``softmax``, ``cumsum``, ``searchsorted``, ``gather``), in
   one pass per row over the same uniform draws.
@@ -156,6 +160,36 @@ if numba is not None:
                         break
             action[b] = chosen
             logprob[b] = logits[b, chosen] - top - np.log(total)
+
+    @numba.njit(nogil=True, cache=True)
+    def _scatter_rows(grad_out, rows, grad_table):  # pragma: no cover - compiled
+        for b in range(rows.shape[0]):
+            for j in range(rows.shape[1]):
+                row = rows[b, j]
+                for h in range(grad_out.shape[1]):
+                    grad_table[row, h] += grad_out[b, h]
+
+
+class _LookupSum(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, table: torch.Tensor, rows: torch.Tensor):
+        ctx.save_for_backward(rows)
+        ctx.table_rows = len(table)
+        return torch.nn.functional.embedding_bag(rows, table, mode="sum")
+
+    @staticmethod
+    def backward(ctx, grad_out: torch.Tensor):
+        (rows,) = ctx.saved_tensors
+        grad = np.zeros((ctx.table_rows, grad_out.shape[1]), np.float32)
+        _scatter_rows(grad_out.contiguous().numpy(), rows.contiguous().numpy(), grad)
+        return torch.from_numpy(grad), None
+
+
+def lookup_sum(table: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """(B, D): the sum of the rows of ``table`` (R, D) float32 that each row of ``rows`` (B, K) int64 names,
+    differentiable in ``table``; ``embedding_bag(rows, table, mode="sum")``.
+    """
+    return _LookupSum.apply(table, rows)
 
 
 class _MaskedLogprobEntropy(torch.autograd.Function):

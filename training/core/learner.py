@@ -20,6 +20,7 @@ from collections.abc import Iterator
 import numpy as np
 import torch
 
+from cockroach_env.window import WINDOW_DTYPE, window_from_observation, window_one_hot
 from training.core.model import ActorCritic, mask_bias
 
 
@@ -75,10 +76,18 @@ def _non_finite_term(terms: dict[str, tuple[torch.Tensor, torch.Tensor, str, lis
 
 
 class Rollout:
-    """The learner's decisions of one rollout, linked to their successors (flat arrays)."""
+    """The learner's decisions of one rollout, linked to their successors (flat arrays).
 
-    def __init__(self, capacity: int, obs_size: int, num_actions: int):
+    With move slots (``window``, the model's ``cockroach_env.window.WindowLayout``), ``obs`` holds each observation up
+    to its move slots, and ``window`` the slots as indices: a few ``int16`` per move, not its one-hot rows.
+    """
+
+    def __init__(self, capacity: int, obs_size: int, num_actions: int, window=None):
+        self.layout = window
+        if window is not None:
+            obs_size = window.prefix
         self.obs = np.zeros((capacity, obs_size), np.float32)
+        self.window = np.zeros((capacity, *window.shape), WINDOW_DTYPE) if window is not None else None
         self.mask = np.zeros((capacity, num_actions), bool)
         self.action = np.zeros(capacity, np.int64)
         self.logprob = np.zeros(capacity, np.float32)
@@ -94,9 +103,11 @@ class Rollout:
         self.size = 0
         self.blocks = []
 
-    def append(self, obs, mask, action, logprob, value) -> np.ndarray:
+    def append(self, obs, mask, action, logprob, value, window=None) -> np.ndarray:
         start, stop = self.size, self.size + len(action)
         self.obs[start:stop] = obs
+        if self.window is not None:
+            self.window[start:stop] = window
         self.mask[start:stop] = mask
         self.action[start:stop] = action
         self.logprob[start:stop] = logprob
@@ -114,9 +125,20 @@ class Rollout:
         if len(waiting) == 0:
             return
         new = other.append(
-            self.obs[waiting], self.mask[waiting], self.action[waiting], self.logprob[waiting], self.value[waiting]
+            self.obs[waiting],
+            self.mask[waiting],
+            self.action[waiting],
+            self.logprob[waiting],
+            self.value[waiting],
+            self.window[waiting] if self.window is not None else None,
         )
         pending[pending >= 0] = new
+
+    def observations(self, rows: np.ndarray) -> np.ndarray:
+        """The observations of decisions ``rows`` as the env gives them (move slots one-hot)."""
+        if self.window is None:
+            return self.obs[rows]
+        return np.concatenate([self.obs[rows], window_one_hot(self.window[rows], self.layout)], axis=1)
 
 
 class Learner:
@@ -135,8 +157,8 @@ class Learner:
         self.model = model
         self.learning_rate = learning_rate
         self.reset_optimizer()
-        self.rollout = Rollout(capacity, obs_size, num_actions)
-        self.spare = Rollout(capacity, obs_size, num_actions)
+        self.rollout = Rollout(capacity, obs_size, num_actions, model.window)
+        self.spare = Rollout(capacity, obs_size, num_actions, model.window)
         # Rollout index of each seat's latest decision of this learner still waiting for its successor.
         self.pending = np.full((batch, n_players), -1, np.int64)
         # A frozen past copy of ``model`` that the update pulls towards (``ppo.magnet_coef``), or None.
@@ -168,18 +190,34 @@ class Learner:
         """Sample the actions of ``rows`` (games where this learner is to act), record them and link them to their
         predecessors.
         """
-        obs = torch.from_numpy(step.observation[rows]).to(device)
+        observation, window = self._inputs(step, rows)
+        obs = torch.from_numpy(observation).to(device)
         mask = torch.from_numpy(step.action_mask[rows].astype(bool)).to(device)
-        action, logprob, value = self.model.sample(obs, mask, sampler)
+        action, logprob, value = self.model.sample(
+            obs, mask, sampler, window=torch.from_numpy(window).to(device) if window is not None else None
+        )
         action = action.cpu().numpy()
         index = self.rollout.append(
-            step.observation[rows], mask.cpu().numpy(), action, logprob.cpu().numpy(), value.cpu().numpy()
+            observation, mask.cpu().numpy(), action, logprob.cpu().numpy(), value.cpu().numpy(), window
         )
         previous = self.pending[rows, seat[rows]]
         linked = previous >= 0
         self.rollout.successor[previous[linked]] = index[linked]
         self.pending[rows, seat[rows]] = index
         return action
+
+    def _inputs(self, step, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """The observations of ``rows`` as the rollout keeps them: up to the move slots, and the slots as indices
+        (``step.window``, or read from the one-hot slots where the step has none); the whole observations without move
+        slots.
+        """
+        layout = self.model.window
+        if layout is None:
+            return step.observation[rows], None
+        if step.window is not None:
+            return step.observation[rows, : layout.prefix], step.window[rows]
+        observation = step.observation[rows]
+        return observation[:, : layout.prefix], window_from_observation(observation, layout)
 
     def finish(self, finished: np.ndarray, rewards: np.ndarray) -> None:
         """Games ``finished`` ended: each seat's last decision gets the seat's terminal reward."""
@@ -197,6 +235,11 @@ class Learner:
         self.rollout.carry_into(self.spare, self.pending)
         self.rollout, self.spare = self.spare, self.rollout
         return self.spare
+
+
+def window_rows(rollout: Rollout, rows: np.ndarray, device) -> torch.Tensor | None:
+    """The move slots of decisions ``rows`` of ``rollout`` as indices on ``device``; None without move slots."""
+    return torch.from_numpy(rollout.window[rows]).to(device) if rollout.window is not None else None
 
 
 def gae(rollout: Rollout, ppo, bonus: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -239,7 +282,7 @@ def magnet_bonus(learner: Learner, rollout: Rollout, ppo, scale: float, device) 
         with torch.no_grad():
             obs = torch.from_numpy(rollout.obs[:size]).to(device)
             mask = torch.from_numpy(rollout.mask[:size]).to(device)
-            logits = learner.magnet(obs, mask)[0]
+            logits = learner.magnet(obs, mask, window_rows(rollout, np.arange(size), device))[0]
             action = torch.from_numpy(rollout.action[:size]).to(device)
             magnet = torch.log_softmax(logits, -1).gather(1, action[:, None]).squeeze(1).cpu().numpy()
     else:
@@ -273,7 +316,7 @@ def ppo_update(
         torch.from_numpy(column[train_rows]).to(device)
         for column in (rollout.obs, rollout.mask, rollout.action, rollout.logprob, rollout.value, advantages, returns)
     )
-    b_inputs = model.network_inputs(b_obs)  # once per update, not once per minibatch and epoch (the same values)
+    b_inputs = model.network_inputs(b_obs, window_rows(rollout, train_rows, device))  # once per update (same values)
     magnet_log_policy, start_log_policy, b_mask = _loss_references(learner, b_inputs, b_mask, ppo, regularize)
     if not regularize:
         scale = 1.0

@@ -15,11 +15,13 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from baselines.agent import LogitsAgent
 from cockroach_env.config import GameConfig
 from cockroach_env.encoding import encoding_for
+from cockroach_env.window import EMPTY, window_layout
 from training.core import kernels
 
 MASKED_LOGIT = -1e9
@@ -209,8 +211,7 @@ class ActorCritic(nn.Module):
         super().__init__()
         generator = torch.Generator().manual_seed(seed) if seed is not None else None
         self.game_config = config
-        order = move_slot_order(config) if event_embedding else None
-        if event_embedding and order is None:
+        if event_embedding and window_layout(config) is None:
             raise ValueError(
                 f"event_embedding={event_embedding!r} needs move slots in the observation; expected a rule set with "
                 "history > 0 or recall=True, or event_embedding=0"
@@ -235,25 +236,10 @@ class ActorCritic(nn.Module):
         width = self.observation_size + (self.card_counting.size if card_counting else 0)
         self.events: nn.Sequential | None = None
         self.pooled = bool(event_pooling)
-        if order is not None:
-            index, self.slots, self.slot_features = order
-            self.register_buffer("input_order", torch.from_numpy(index), persistent=False)
-            self.base_width = width - self.slots * self.slot_features
-            if self.pooled:
-                widths = move_segment_widths(config)
-                starts = np.concatenate([[0], np.cumsum([w + 1 for w in widths])[:-1]])
-                # each part's one-hot entries, then its "empty" entry, one table for every part
-                self.register_buffer("part_offsets", torch.tensor(starts, dtype=torch.int64), persistent=False)
-                self.part_widths = widths
-                self.event_table = nn.Embedding(int(sum(w + 1 for w in widths)), event_embedding)
-                nn.init.normal_(self.event_table.weight, 0.0, 1.0 / math.sqrt(len(widths)), generator=generator)
-                self.event_bias = nn.Parameter(torch.zeros(event_embedding))
-                self.slot_weights = nn.Parameter(torch.full((self.slots, event_embedding), 1.0 / math.sqrt(self.slots)))
-                self.events = nn.Sequential(act())
-                width = self.base_width + event_embedding
-            else:
-                self.events = nn.Sequential(_layer(self.slot_features, event_embedding, math.sqrt(2), generator), act())
-                width = self.base_width + self.slots * event_embedding
+        self.window = window_layout(config)
+        """Where the move slots lie in the observation (None without them): the network reads them as indices."""
+        if self.window is not None:
+            width = self._set_window_reader(event_embedding, generator, act)
         inputs_width = width
         layers: list[nn.Module] = []
         for hidden in hidden_sizes:
@@ -270,6 +256,54 @@ class ActorCritic(nn.Module):
                 layers += [_layer(width, hidden, math.sqrt(2), generator), act()]
                 width = hidden
             self.critic_trunk = nn.Sequential(*layers)
+
+    def _set_window_reader(self, event_embedding: int, generator: torch.Generator | None, act) -> int:
+        """The layers that read the move slots (event embedding, pooled or not, or none: the trunk reads them) and
+        their lookup tables; returns the trunk's input width.
+        """
+        self.base_width = self.window.prefix + (self.card_counting.size if self.card_counting is not None else 0)
+        """Dense inputs before the window's rows in ``network_inputs``: the scaled observation up to the move slots,
+        then the ``CardCounting`` inputs.
+        """
+        self.slots, self.slot_features = self.window.slots, sum(self.window.widths)
+        if self.pooled:
+            self.event_table = nn.Embedding(int(sum(w + 1 for w in self.window.widths)), event_embedding)
+            nn.init.normal_(self.event_table.weight, 0.0, 1.0 / math.sqrt(len(self.window.widths)), generator=generator)
+            self.event_bias = nn.Parameter(torch.zeros(event_embedding))
+            self.slot_weights = nn.Parameter(torch.full((self.slots, event_embedding), 1.0 / math.sqrt(self.slots)))
+            self.events = nn.Sequential(act())
+            width = self.base_width + event_embedding
+        elif event_embedding:
+            self.events = nn.Sequential(_layer(self.slot_features, event_embedding, math.sqrt(2), generator), act())
+            width = self.base_width + self.slots * event_embedding
+        else:
+            width = self.base_width + self.window.size - self.window.prefix
+        self._register_window_indices()
+        return width
+
+    def _register_window_indices(self) -> None:
+        """The tables that turn a window's values (``cockroach_env.window``) into the rows the network looks up.
+
+        Field ``f`` of slot ``k`` with value ``v`` is row ``window_base[k, f] + v``, and an empty field row
+        ``window_empty[k, f]``, of: the first trunk layer's move-slot columns (no event embedding: the observation's
+        entry, counted from the first move slot), the event layer's columns (a slot's features, in field order), or
+        the pooled event table (each field's rows, then its row for empty).
+        """
+        layout = self.window
+        widths = torch.tensor(layout.widths, dtype=torch.int64)
+        starts = torch.tensor(layout.starts, dtype=torch.int64) - layout.prefix
+        slot = torch.arange(layout.slots)[:, None]
+        if self.pooled:
+            offsets = torch.cumsum(widths + 1, 0) - (widths + 1)
+            base, empty = offsets.expand(layout.slots, -1), (offsets + widths).expand(layout.slots, -1)
+        elif self.events is not None:
+            offsets = torch.cumsum(widths, 0) - widths
+            base, empty = offsets.expand(layout.slots, -1), torch.full(layout.shape, self.slot_features)
+        else:
+            base = starts[None, :] + slot * widths[None, :]
+            empty = torch.full(layout.shape, layout.size - layout.prefix)
+        self.register_buffer("window_base", base.contiguous(), persistent=False)
+        self.register_buffer("window_empty", empty.contiguous(), persistent=False)
 
     def portable(self) -> dict:
         """Everything needed to rebuild this network elsewhere (another process, a Ray task): rules, shape and weights,
@@ -303,61 +337,105 @@ class ActorCritic(nn.Module):
         return model
 
     @torch.no_grad()
-    def network_inputs(self, obs: torch.Tensor) -> torch.Tensor:
+    def network_inputs(self, obs: torch.Tensor, window: torch.Tensor | None = None) -> torch.Tensor:
         """The first layer's inputs: the scaled observation, then the ``CardCounting`` inputs (with card counting).
 
-        A fixed function of the observation, so a PPO update computes it once for all
-        its epochs and minibatches (the same values as ``forward`` computes).
+        With move slots, the observation up to them (``obs`` may stop there), then the
+        ``CardCounting`` inputs, then each slot's fields as the rows the network looks up
+        (``window_base``): the window travels as ``cockroach_env.window`` indices ``window``
+        (B, slots, fields), or is read from ``obs``'s one-hot slots when None. A fixed
+        function of the observation, so a PPO update computes it once for all its epochs
+        and minibatches (the same values as ``forward`` computes).
         """
-        inputs = obs * self.obs_scale
-        if self.events is not None and self.pooled:  # the entries outside the slots, then each slot's part indices
-            inputs = inputs.index_select(1, self.input_order)
-            base = inputs[:, : self.base_width - (self.card_counting.size if self.card_counting is not None else 0)]
-            slots = inputs[:, base.shape[1] :].reshape(len(obs), self.slots, self.slot_features)
-            parts, start = [], 0
-            for width, offset in zip(self.part_widths, self.part_offsets):
-                part = slots[:, :, start : start + width]
-                hot = part.argmax(-1)
-                parts.append(torch.where(part.amax(-1) > 0, hot, width) + offset)  # empty: the part's last entry
-                start += width
-            indices = torch.stack(parts, dim=2).flatten(1).to(inputs.dtype)
-            extra = [self.card_counting(obs)] if self.card_counting is not None else []
-            return torch.cat([base, *extra, indices], dim=1)
-        if self.events is not None:  # the entries outside the move slots, then the slots one after another
-            inputs = inputs.index_select(1, self.input_order)
+        if self.window is None:
+            inputs = obs * self.obs_scale
             if self.card_counting is not None:
-                base = inputs[:, : self.base_width - self.card_counting.size]
-                slots = inputs[:, self.base_width - self.card_counting.size :]
-                return torch.cat([base, self.card_counting(obs), slots], dim=1)
+                inputs = torch.cat([inputs, self.card_counting(obs)], dim=1)
             return inputs
-        if self.card_counting is not None:
-            inputs = torch.cat([inputs, self.card_counting(obs)], dim=1)
-        return inputs
+        prefix = self.window.prefix
+        if window is None:
+            window = self._window_of(obs)
+        obs = obs[:, :prefix]
+        values = window.to(torch.int64)
+        rows = torch.where(values == EMPTY, self.window_empty, self.window_base + values)
+        extra = [self.card_counting(obs)] if self.card_counting is not None else []
+        return torch.cat([obs * self.obs_scale[:prefix], *extra, rows.flatten(1).to(obs.dtype)], dim=1)
+
+    def _window_of(self, obs: torch.Tensor) -> torch.Tensor:
+        """(B, slots, fields): the window of observations ``obs`` read from their one-hot move slots, on their device
+        (``cockroach_env.window.window_from_observation`` in tensor operations).
+        """
+        layout, fields = self.window, []
+        for start, width in zip(layout.starts, layout.widths):
+            rows = obs[:, start : start + layout.slots * width].reshape(len(obs), layout.slots, width)
+            top, hot = rows.max(dim=2)
+            fields.append(torch.where(top > 0, hot, EMPTY))
+        return torch.stack(fields, dim=2)
 
     def heads(self, inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Unmasked logits (B, A) and values (B,) of ``network_inputs(obs)``."""
-        if self.events is not None and self.pooled:
-            base, indices = inputs[:, : self.base_width], inputs[:, self.base_width :].long()
-            parts = self.event_table(indices.reshape(len(inputs), self.slots, len(self.part_widths)))
-            events = self.events(parts.sum(2) + self.event_bias)  # (B, slots, event_embedding)
+        """Unmasked logits (B, A) and values (B,) of ``network_inputs(obs)``.
+
+        A move slot's fields are one-hot rows in the observation, so every layer that reads
+        them (the event layer, or the trunk's first layer) sums the weight columns of the
+        entries that are 1: a lookup of the window's rows (``embedding_bag``), not a product
+        with the mostly zero one-hot slots.
+        """
+        if self.window is None:
+            return self._trunk_heads(inputs, inputs)
+        base, rows = inputs[:, : self.base_width], inputs[:, self.base_width :].long()
+        if self.pooled:
+            parts = _sum_rows(self.event_table.weight, rows.reshape(len(inputs) * self.slots, -1))
+            events = self.events(parts.reshape(len(inputs), self.slots, -1) + self.event_bias)  # (B, slots, E)
             inputs = torch.cat([base, (events * self.slot_weights).sum(1)], dim=1)
-        elif self.events is not None:
-            base, slots = inputs[:, : self.base_width], inputs[:, self.base_width :]
-            events = self.events(slots.reshape(len(inputs), self.slots, self.slot_features))
-            inputs = torch.cat([base, events.flatten(1)], dim=1)
-        hidden = self.trunk(inputs)
-        critic = hidden if self.critic_trunk is None else self.critic_trunk(inputs)
+            return self._trunk_heads(inputs, inputs)
+        if self.events is not None:
+            layer = self.events[0]
+            rows = rows.reshape(len(inputs) * self.slots, -1)
+            events = self.events[1:](_lookup_sum(layer.weight, rows) + layer.bias)  # (B * slots, event_embedding)
+            inputs = torch.cat([base, events.reshape(len(base), -1)], dim=1)
+            return self._trunk_heads(inputs, inputs)
+        actor = self._first_layer(self.trunk, base, rows)
+        critic = actor if self.critic_trunk is None else self._first_layer(self.critic_trunk, base, rows)
+        return self._trunk_heads(actor, critic, skip=1)
+
+    def _first_layer(self, trunk: nn.Sequential, base: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        """``trunk``'s first layer over the observation with its one-hot move slots (no event embedding): the dense
+        columns times ``base``, plus the move-slot columns of the window's ``rows``.
+        """
+        layer, prefix, moves = trunk[0], self.window.prefix, self.window.size - self.window.prefix
+        dense = torch.cat([layer.weight[:, :prefix], layer.weight[:, prefix + moves :]], dim=1)
+        return F.linear(base, dense, layer.bias) + _lookup_sum(layer.weight[:, prefix : prefix + moves], rows)
+
+    def _trunk_heads(
+        self, actor: torch.Tensor, critic: torch.Tensor, skip: int = 0
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The policy and value heads over the trunks, from the trunks' inputs, or from their first layers' outputs
+        with ``skip=1``.
+        """
+        hidden = self.trunk[skip:](actor)
+        if self.critic_trunk is not None:
+            critic = self.critic_trunk[skip:](critic)
+        else:
+            critic = hidden
         return self.policy_head(hidden), self.value_head(critic).squeeze(-1)
 
-    def forward(self, obs: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, obs: torch.Tensor, mask: torch.Tensor, window: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Masked logits (B, A) and values (B,); ``mask`` is boolean (True = legal), or its ``mask_bias`` (float) if
-        already computed.
+        already computed; ``window`` as in ``network_inputs``.
         """
-        logits, value = self.heads(self.network_inputs(obs))
+        logits, value = self.heads(self.network_inputs(obs, window))
         return logits + (mask_bias(mask) if mask.dtype == torch.bool else mask), value
 
     @torch.no_grad()
-    def sample(self, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None):
+    def sample(
+        self,
+        obs: torch.Tensor,
+        mask: torch.Tensor,
+        generator: torch.Generator | None = None,
+        window: torch.Tensor | None = None,
+    ):
         """Sample actions from the masked softmax: actions, log-probabilities, values.
 
         Inverse-CDF sampling, one uniform draw per row (a Gumbel-max draw needs one per
@@ -366,9 +444,9 @@ class ActorCritic(nn.Module):
         cumulative probability exceeds it has a positive probability: an illegal
         action (probability exactly 0) is never drawn. On the CPU the draw is made in
         one compiled pass per row (``training.core.kernels.sample_masked``), from the same
-        uniform numbers.
+        uniform numbers. ``window`` as in ``network_inputs``.
         """
-        logits, value = self.heads(self.network_inputs(obs))
+        logits, value = self.heads(self.network_inputs(obs, window))
         draw = torch.rand((len(logits), 1), generator=generator, device=logits.device)
         if mask.dtype == torch.bool and kernels.available(logits):
             # the same draw in one compiled pass per row
@@ -404,6 +482,20 @@ class ActorCritic(nn.Module):
         logprob = log_policy.gather(1, action[:, None]).squeeze(1)
         entropy = -(policy * log_policy).sum(-1)
         return Evaluation(logprob, entropy, value, log_policy, policy)
+
+
+def _lookup_sum(columns: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """(B, out): for each row of ``rows`` (B, k), the sum of the ``columns`` (out, entries) that it names, where an
+    index of ``entries`` names a zero column: ``columns`` times the one-hot vectors of ``rows``, as a lookup.
+    """
+    return _sum_rows(torch.cat([columns.t(), columns.new_zeros(1, columns.shape[0])]), rows)
+
+
+def _sum_rows(table: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """(B, D): for each row of ``rows`` (B, k), the sum of the rows of ``table`` (R, D) that it names."""
+    if kernels.available(table) and table.requires_grad:  # (a compiled backward pass)
+        return kernels.lookup_sum(table, rows)
+    return F.embedding_bag(rows, table, mode="sum")
 
 
 class PolicyAgent(LogitsAgent):

@@ -68,6 +68,7 @@ def collect_rollout(args: RolloutArgs, step):
                 step.action_mask[rows],
                 args.sampler,
                 args.device,
+                step.window[rows] if step.window is not None else None,
             )
         for code in np.unique(owner[owner <= POPULATION_SEAT]):
             rows = np.flatnonzero(owner == code)
@@ -140,13 +141,18 @@ def snapshot_indices(pool: list[Snapshot], names: list[str]) -> list[int]:
     return [1 + len(names) + i for i in range(len(pool))]
 
 
-def _act(opponents, pool, baseline_names, who, obs, masks, sampler, device) -> np.ndarray:
-    """Actions of opponent ``who`` (a baseline, or a snapshot sampled with the run's generator)."""
+def _act(opponents, pool, baseline_names, who, obs, masks, sampler, device, window=None) -> np.ndarray:
+    """Actions of opponent ``who`` (a baseline, or a snapshot sampled with the run's generator); ``window``: the move
+    slots of ``obs`` as indices (``BatchStep.window``), which a network reads instead of the one-hot slots.
+    """
     if who <= len(baseline_names):
         return opponents[who].act_batch(obs, masks)
     snapshot = pool[who - 1 - len(baseline_names)]
     action, _, _ = snapshot.model.sample(
-        torch.from_numpy(obs).to(device), torch.from_numpy(masks.astype(bool)).to(device), sampler
+        torch.from_numpy(obs).to(device),
+        torch.from_numpy(masks.astype(bool)).to(device),
+        sampler,
+        window=torch.from_numpy(window).to(device) if window is not None else None,
     )
     return action.cpu().numpy()
 

@@ -43,8 +43,8 @@ from typing import Any
 
 import numpy as np
 
-JOB_FIELDS = ("obs", "mask", "action", "logprob", "value")
-"""The rollout arrays an update reads, at its training rows."""
+JOB_FIELDS = ("obs", "window", "mask", "action", "logprob", "value")
+"""The rollout arrays an update reads, at its training rows (``window`` is None without move slots)."""
 
 
 class UpdateProcessError(RuntimeError):
@@ -179,11 +179,15 @@ def training_rows(
     """One learner's job for ``UpdateProcess.submit``: what ``training.core.learner.ppo_update`` reads, at
     ``train_rows`` only.
     """
-    job = {name: getattr(rollout, name)[train_rows] for name in JOB_FIELDS}
+    job = {name: _rows(getattr(rollout, name), train_rows) for name in JOB_FIELDS}
     job.update(
         advantages=advantages[train_rows], returns=returns[train_rows], lr=lr, scale=scale, regularize=regularize
     )
     return job
+
+
+def _rows(column: np.ndarray | None, rows: np.ndarray) -> np.ndarray | None:
+    return None if column is None else column[rows]
 
 
 def _main(fd: int) -> None:  # pragma: no cover - runs in the update process (covered by the overlap tests)
