@@ -6,6 +6,8 @@ bit: sums over a contiguous axis follow numpy's pairwise order (``_nb_sum``), an
 rainbow term, whose ``** 3`` numpy computes with ``pow``, is tabulated by numpy itself.
 ``act`` reads the truth coin of each row and the tie-breaking jitter of just the actions
 within reach of the least loss (``stream``), where the numpy version draws all ``1 + A``.
+The danger weights are ``exp`` of a few recurring hazards: a memo kept with the agent's
+scratch arrays (``_nb_exp``) computes each once.
 """
 
 from __future__ import annotations
