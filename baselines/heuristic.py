@@ -126,9 +126,9 @@ class HeuristicAgent(Agent):
         out = np.empty(len(legal), np.int64)
         width = 1 + self.encoding.num_actions
         if stream.readable(self.rng):  # the kernel reads the uniforms it needs from the generator's stream
-            state = stream.state_of(self.rng)
+            state, buffered = stream.read(self.rng)
             nb_act(*spec.arrays(), observations, legal, _NO_DRAWS, state, stream.jumps(width), out, spec.scratch)
-            stream.set_state(self.rng, state)
+            stream.move_on(self.rng, state, len(legal) * width, buffered)
         else:
             draws = self.rng.random((len(legal), width))
             nb_act(*spec.arrays(), observations, legal, draws, _NO_STATE, _NO_JUMPS, out, spec.scratch)

@@ -148,6 +148,18 @@ def test_the_stream_reads_the_uniforms_of_generator_random():
     np.testing.assert_array_equal(state, stream.state_of(rng))
 
 
+def test_the_compiled_heuristic_leaves_a_buffered_32_bit_draw_where_numpy_does():
+    """The generator moves on by ``advance`` unless it holds half of a 64-bit output, which ``advance`` would drop."""
+    config = GameConfig()
+    observations, masks = next(iter(_states(config, batch=32, steps=2, seed=3)))
+    reference, compiled = HeuristicAgent(config, seed=4, backend="numpy"), HeuristicAgent(config, seed=4)
+    for agent in (reference, compiled):
+        agent.rng.integers(0, 2**32, dtype=np.uint32)  # the other half of that output stays buffered
+    assert reference.act_batch(observations, masks).tolist() == compiled.act_batch(observations, masks).tolist()
+    assert reference.rng.bit_generator.state == compiled.rng.bit_generator.state
+    assert compiled.rng.bit_generator.state["has_uint32"] == 1
+
+
 @pytest.mark.parametrize("kind", [HeuristicAgent, HonestAgent, BlufferAgent])
 def test_compiled_agents_refuse_misshapen_batches_by_name(kind):
     config = GameConfig()

@@ -6,6 +6,8 @@ bit: sums over a contiguous axis follow numpy's pairwise order (``_nb_sum``), an
 rainbow term, whose ``** 3`` numpy computes with ``pow``, is tabulated by numpy itself.
 ``act`` reads the truth coin of each row and the tie-breaking jitter of just the actions
 within reach of the least loss (``stream``), where the numpy version draws all ``1 + A``.
+The danger weights are ``exp`` of a few recurring hazards: a memo kept with the agent's
+scratch arrays (``_nb_exp``) computes each once.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import numpy as np
 
 from baselines.counting import OFFER, PASS, PLACE, RESPOND, Rules
 from baselines.kernels import inline, jit
-from baselines.kernels.stream import nb_skip, nb_uniform_at
+from baselines.kernels.stream import nb_fill_increments, nb_skip_from, nb_uniform_from
 from baselines.kernels.table import (
     ANIMAL_GROUPS,
     CARDS,
@@ -181,24 +183,35 @@ def _nb_hazard(ints, risk, rainbow, terms, distinct, hand_size):
     return hazard + risk[np.int64(min(max(hand_size, 0.0), np.float64(len(risk) - 1)))]
 
 
-@inline
-def _nb_loss_if_taken(
-    ints, group, is_royal, floats, risk, rainbow, group_copies, counts, hand_sizes, my_hand, top, empty_hand_loses,
-    needed, seats, taken, hands, effect, live, weight, base_terms, base_distinct, base_lost, terms, powers,
-):  # fmt: skip
-    """``HeuristicAgent._loss_if_taken``: ``taken[s, i]``, the observer's loss probability if seat ``s`` takes a card
-    of identity ``i``, for the first ``seats`` seats and the identities ``needed`` (0.0 for the others).
+MEMO = 4096
+"""Slots of the ``exp`` memo (``_nb_exp``): a power of two."""
 
-    A card changes only the groups where its effect is nonzero: the other terms of a seat's
-    hazard are its own (``count + 0.0`` is ``count``), computed once per seat.
+
+@inline
+def _nb_exp(x, memo):
+    """``math.exp(x)``, remembered in ``memo`` ((2, MEMO): arguments, then values; a NaN argument is an empty slot).
+
+    The danger weights are ``exp`` of a few recurring hazards (whole card counts), so most calls find their
+    argument; ``exp`` is a pure function, so a remembered value is the value, bit for bit.
     """
-    n, i_count, g_count, animals = ints[SEATS], ints[CARDS], ints[GROUPS], ints[ANIMAL_GROUPS]
-    scale = np.float64(ints[LOSS_COUNT] - 1)
-    limit = ints[LOSS_COUNT] - 1e-9
-    kappa = floats[KAPPA]
-    for s in range(n):
-        hands[s] = hand_sizes[s]
-    hands[0] = my_hand
+    if not abs(x) < 1e12:
+        return math.exp(x)
+    slot = np.int64((np.uint64(np.int64(x * 1048576.0)) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(52))
+    if memo[0, slot] == x:
+        return memo[1, slot]
+    value = math.exp(x)
+    memo[0, slot] = x
+    memo[1, slot] = value
+    return value
+
+
+@inline
+def _nb_effects(ints, group, is_royal, floats, top, effect, touched):
+    """``effect[i, g]``, the cards a card of identity ``i`` adds to loss group ``g`` of its taker (a royal card brings
+    the face-up penalty card, a joker or blank a share of every animal), and ``touched[i, :k]`` the ``k`` groups it
+    changes, ``k`` in ``touched[i, G]``.
+    """
+    i_count, g_count, animals = ints[CARDS], ints[GROUPS], ints[ANIMAL_GROUPS]
     for i in range(i_count):
         for g in range(g_count):
             effect[i, g] = group[i, g]
@@ -210,6 +223,35 @@ def _nb_loss_if_taken(
         for special in (ints[SPECIAL_A], ints[SPECIAL_B]):
             for g in range(animals):
                 effect[special, g] += floats[SPECIAL_SPREAD]
+    for i in range(i_count):
+        k = 0
+        for g in range(g_count):
+            if effect[i, g] != 0.0:
+                touched[i, k] = g
+                k += 1
+        touched[i, g_count] = k
+
+
+@inline
+def _nb_loss_if_taken(
+    ints, group, is_royal, floats, risk, rainbow, group_copies, counts, hand_sizes, my_hand, top, empty_hand_loses,
+    needed, seats, taken, hands, effect, touched, live, weight, base_terms, base_distinct, base_lost, terms, powers,
+    memo,
+):  # fmt: skip
+    """``HeuristicAgent._loss_if_taken``: ``taken[s, i]``, the observer's loss probability if seat ``s`` takes a card
+    of identity ``i``, for the first ``seats`` seats and the identities ``needed`` (0.0 for the others).
+
+    A card changes only the groups where its effect is nonzero (``touched``): the other terms
+    of a seat's hazard are its own (``count + 0.0`` is ``count``), computed once per seat.
+    """
+    n, i_count, g_count, animals = ints[SEATS], ints[CARDS], ints[GROUPS], ints[ANIMAL_GROUPS]
+    scale = np.float64(ints[LOSS_COUNT] - 1)
+    limit = ints[LOSS_COUNT] - 1e-9
+    kappa = floats[KAPPA]
+    for s in range(n):
+        hands[s] = hand_sizes[s]
+    hands[0] = my_hand
+    _nb_effects(ints, group, is_royal, floats, top, effect, touched)
     for g in range(g_count):
         total = 0.0
         for s in range(n):
@@ -226,31 +268,35 @@ def _nb_loss_if_taken(
             distinct += counts[s, g] > 0
         base_distinct[s] = distinct
         base_lost[s] = lost
-        weight[s] = math.exp(kappa * _nb_hazard(ints, risk, rainbow, base_terms[s], distinct, hands[s]))
+        weight[s] = _nb_exp(kappa * _nb_hazard(ints, risk, rainbow, base_terms[s], distinct, hands[s]), memo)
         weights += weight[s]
     for s in range(seats):
+        for g in range(g_count):
+            terms[g] = base_terms[s, g]
         for i in range(i_count):
             if not needed[i]:
                 taken[s, i] = 0.0
                 continue
             lost = base_lost[s] or (empty_hand_loses and hands[s] <= 0)
             distinct = np.int64(base_distinct[s])
-            for g in range(g_count):
-                terms[g] = base_terms[s, g]
-                if effect[i, g] != 0.0:
-                    after = counts[s, g] + effect[i, g]
-                    lost = lost or after >= limit
-                    terms[g] = _nb_term(floats, scale, powers, after, live[g])
-                    if g < animals:
-                        distinct += (after > 0) - (counts[s, g] > 0)
+            for k in range(touched[i, g_count]):
+                g = touched[i, k]
+                after = counts[s, g] + effect[i, g]
+                lost = lost or after >= limit
+                terms[g] = _nb_term(floats, scale, powers, after, live[g])
+                if g < animals:
+                    distinct += (after > 0) - (counts[s, g] > 0)
             if ints[RAINBOW] and distinct == animals:
                 lost = True
             if lost:
                 taken[s, i] = 1.0 if s == 0 else 0.0
             else:
-                weight_after = math.exp(kappa * _nb_hazard(ints, risk, rainbow, terms, distinct, hands[s]))
+                hazard = kappa * _nb_hazard(ints, risk, rainbow, terms, distinct, hands[s])
+                weight_after = _nb_exp(hazard, memo)
                 total = (weights - weight[s]) + weight_after
                 taken[s, i] = (weight_after if s == 0 else weight[0]) / total
+            for k in range(touched[i, g_count]):  # the seat's own terms again for the next card
+                terms[touched[i, k]] = base_terms[s, touched[i, k]]
 
 
 @inline
@@ -423,23 +469,23 @@ def _nb_truth_odds(best_true, best_false, temperature):
 @inline
 def _nb_row_losses(
     ints, truth, group, copies, is_royal, floats, risk, rainbow, response, true_pick, false_pick, group_copies, obs,
-    legal, b, loss, truthful, scratch_n, scratch_i, scratch_g, scratch_ng, scratch_ni, scratch_ig, history, seen,
-    handover, possible, needed, base_lost, spans,
+    legal, b, loss, truthful, rows,
 ):  # fmt: skip
     """``HeuristicAgent._losses`` of row ``b`` over the actions of its phase: fills ``loss`` (inf where illegal) and
-    ``truthful`` over the action ranges ``spans[:count]`` and returns (count, the phase, the odds of telling the
-    truth); the other actions are illegal. Only the identities that can matter are computed: the cards
-    with a legal offer or placement, the card passed on, the cards a claim received can be.
+    ``truthful`` over the action ranges ``spans[:count]`` and returns (count, the phase, the least truthful and the
+    least false loss); the other actions are illegal. Only the identities that can matter are computed: the
+    cards with a legal offer or placement, the card passed on, the cards a claim received can be. ``rows`` is
+    ``scratch(table)``.
     """
     n, i_count, c_count = ints[SEATS], ints[CARDS], ints[CLAIMS]
     targets = n - 1
-    hand, unseen, others, a = scratch_i[0], scratch_i[1], scratch_i[2], scratch_i[3]
-    b_share, if_true, if_false, best = scratch_i[4], scratch_i[5], scratch_i[6], scratch_i[7]
-    hand_sizes, hands, weight, right, wrong = scratch_n[0], scratch_n[1], scratch_n[2], scratch_n[3], scratch_n[4]
-    base_distinct = scratch_n[5]
-    live, terms, powers = scratch_g[0], scratch_g[1], scratch_g[2]
-    counts, base_terms = scratch_ng[0], scratch_ng[1]
-    collections, taken, effect = scratch_ni[0], scratch_ni[1], scratch_ig
+    hand, unseen, others, a = rows[1][0], rows[1][1], rows[1][2], rows[1][3]
+    b_share, if_true, if_false, best = rows[1][4], rows[1][5], rows[1][6], rows[1][7]
+    hand_sizes, hands, weight, right, wrong = rows[0][0], rows[0][1], rows[0][2], rows[0][3], rows[0][4]
+    base_distinct = rows[0][5]
+    live, terms, powers, counts, base_terms = rows[2][0], rows[2][1], rows[2][2], rows[3][0], rows[3][1]
+    collections, taken, effect, history, seen = rows[4][0], rows[4][1], rows[5], rows[6], rows[7]
+    handover, possible, needed, base_lost, spans = rows[8], rows[9], rows[10], rows[11], rows[12]
     phase, claim, latest_passer, card, top, _ = nb_read_row(
         ints, copies, group, obs, b, hand, collections, unseen, counts, hand_sizes, history, seen
     )
@@ -455,8 +501,8 @@ def _nb_row_losses(
         _nb_loss_if_taken(
             ints, group, is_royal, floats, risk, rainbow, group_copies, counts, hand_sizes,
             hand_sizes[0] - 1.0 if phase == OFFER else hand_sizes[0], top, phase != PLACE, needed,
-            1 if phase == PLACE else n, taken, hands, effect, live, weight, base_terms, base_distinct, base_lost, terms,
-            powers,
+            1 if phase == PLACE else n, taken, hands, effect, rows[15], live, weight, base_terms, base_distinct,
+            base_lost, terms, powers, rows[16],
         )  # fmt: skip
         if phase != PLACE:  # the losses of handing the card on (after a peek, for a response)
             if phase == OFFER:
@@ -500,19 +546,22 @@ def _nb_row_losses(
                 best_true = min(best_true, loss[action])
             else:
                 best_false = min(best_false, loss[action])
-    return span_count, phase, _nb_truth_odds(best_true, best_false, floats[TEMPERATURE])
+    return span_count, phase, best_true, best_false
 
 
 def scratch(table: TableSpec) -> tuple:
-    """The per-row scratch arrays of ``nb_losses`` and ``nb_act`` for the rule set of ``table``."""
+    """The scratch arrays of ``nb_losses`` and ``nb_act`` for the rule set of ``table``: per row, then the ``exp``
+    memo (``_nb_exp``, kept from batch to batch) and the stream's additive parts (``stream.nb_fill_increments``).
+    """
     ints = table.ints
     n, i_count, g_count, c_count = (int(ints[k]) for k in (SEATS, CARDS, GROUPS, CLAIMS))
+    actions = int(ints[NUM_ACTIONS])
     return (
         np.empty((6, n)), np.zeros((8, i_count)), np.empty((3, max(g_count, 16))), np.empty((2, n, g_count)),
         np.empty((2, n, i_count)), np.empty((i_count, g_count)), np.empty((n, int(ints[STATS]))), np.empty(n, np.bool_),
         np.empty((i_count, n - 1, c_count)), np.empty(c_count, np.bool_), np.empty(i_count, np.bool_),
-        np.empty(n, np.bool_), np.empty((i_count, 2), np.int64), np.empty(int(ints[NUM_ACTIONS])),
-        np.empty(int(ints[NUM_ACTIONS]), np.bool_),
+        np.empty(n, np.bool_), np.empty((i_count, 2), np.int64), np.empty(actions), np.empty(actions, np.bool_),
+        np.empty((i_count, g_count + 1), np.int64), np.full((2, MEMO), np.nan), np.empty((actions + 2, 2), np.uint64),
     )  # fmt: skip
 
 
@@ -524,17 +573,16 @@ def nb_losses(
     """``HeuristicAgent._losses`` of every row: fills ``loss`` and ``truthful`` (B, A), ``claiming`` and ``p_truth``
     (B); ``scratch`` is ``scratch(table)``.
     """
-    rows = scratch
-    _nb_fill_powers(ints, floats, rows[2][2])
+    _nb_fill_powers(ints, floats, scratch[2][2])
     for b in range(obs.shape[0]):
         for action in range(loss.shape[1]):
             loss[b, action] = np.inf
             truthful[b, action] = False
-        _, phase, p_truth[b] = _nb_row_losses(
+        _, phase, best_true, best_false = _nb_row_losses(
             ints, truth, group, copies, is_royal, floats, risk, rainbow, response, true_pick, false_pick, group_copies,
-            obs, legal, b, loss[b], truthful[b], rows[0], rows[1], rows[2], rows[3], rows[4], rows[5], rows[6],
-            rows[7], rows[8], rows[9], rows[10], rows[11], rows[12],
+            obs, legal, b, loss[b], truthful[b], scratch,
         )  # fmt: skip
+        p_truth[b] = _nb_truth_odds(best_true, best_false, floats[TEMPERATURE])
         claiming[b] = phase == OFFER or phase == PASS
         if phase == OFFER:  # as numpy marks them: the truth of every offer's claim, legal or not
             for action in range(ints[RESPOND_START]):
@@ -542,11 +590,11 @@ def nb_losses(
 
 
 @inline
-def _nb_draw(draws, state, jump_table, b, position):
+def _nb_draw(draws, state, jump_table, increments, b, position):
     """The uniform at ``position`` of row ``b``'s draws: from ``draws`` when it has rows, else from the stream."""
     if draws.shape[0] > 0:
         return draws[b, position]
-    return nb_uniform_at(state, jump_table, position)
+    return nb_uniform_from(state, jump_table, increments, position)
 
 
 @jit
@@ -558,28 +606,27 @@ def nb_act(
 
     Row ``b``'s uniforms are ``draws[b]`` (``1 + A``: the truth coin, then one jitter per
     action), or, when ``draws`` has no rows, those of the PCG64 ``state`` (moved on by
-    ``1 + A`` draws a row). The least kept loss wins; only actions within twice the
-    jitter's scale of it can win, so only their jitter is read, and the winner is the
-    first least ``loss + jitter_scale * jitter`` as in numpy's ``argmin``. Without a kept
-    action, the least ``1e6 + jitter`` of the legal ones; without a legal one, action 0.
+    ``1 + A`` draws a row). The least kept loss wins (the least truthful or the least false
+    loss for a claim, as the coin says); only actions within twice the jitter's scale of it
+    can win, so only their jitter is read, and the winner is the first least
+    ``loss + jitter_scale * jitter`` as in numpy's ``argmin``. Without a kept action, the
+    least ``1e6 + jitter`` of the legal ones; without a legal one, action 0.
     """
     actions = ints[NUM_ACTIONS]
     scale = floats[JITTER]
-    rows, spans, loss, truthful = scratch, scratch[12], scratch[13], scratch[14]
-    _nb_fill_powers(ints, floats, rows[2][2])
+    spans, loss, truthful, increments = scratch[12], scratch[13], scratch[14], scratch[17]
+    _nb_fill_powers(ints, floats, scratch[2][2])
+    if draws.shape[0] == 0:
+        nb_fill_increments(state, jump_table, increments)
     for b in range(obs.shape[0]):
-        span_count, phase, p_truth = _nb_row_losses(
+        span_count, phase, best_true, best_false = _nb_row_losses(
             ints, truth, group, copies, is_royal, floats, risk, rainbow, response, true_pick, false_pick, group_copies,
-            obs, legal, b, loss, truthful, rows[0], rows[1], rows[2], rows[3], rows[4], rows[5], rows[6], rows[7],
-            rows[8], rows[9], rows[10], rows[11], spans,
+            obs, legal, b, loss, truthful, scratch,
         )  # fmt: skip
         claiming = phase == OFFER or phase == PASS
-        tell_truth = _nb_draw(draws, state, jump_table, b, 0) < p_truth
-        least = np.inf
-        for span in range(span_count):
-            for action in range(spans[span, 0], spans[span, 1]):
-                if np.isfinite(loss[action]) and (not claiming or truthful[action] == tell_truth):
-                    least = min(least, loss[action])
+        p_truth = _nb_truth_odds(best_true, best_false, floats[TEMPERATURE])
+        tell_truth = _nb_draw(draws, state, jump_table, increments, b, 0) < p_truth
+        least = (best_true if tell_truth else best_false) if claiming else min(best_true, best_false)
         choice = 0
         best = np.inf
         if np.isfinite(least):
@@ -587,15 +634,15 @@ def nb_act(
                 for action in range(spans[span, 0], spans[span, 1]):
                     value = loss[action]
                     if value <= least + 2 * scale and (not claiming or truthful[action] == tell_truth):
-                        score = value + scale * _nb_draw(draws, state, jump_table, b, 1 + action)
+                        score = value + scale * _nb_draw(draws, state, jump_table, increments, b, 1 + action)
                         if score < best:
                             best, choice = score, action
         else:
             for action in range(actions):
                 if legal[b, action]:
-                    score = 1e6 + _nb_draw(draws, state, jump_table, b, 1 + action)
+                    score = 1e6 + _nb_draw(draws, state, jump_table, increments, b, 1 + action)
                     if score < best:
                         best, choice = score, action
         out[b] = choice
         if draws.shape[0] == 0:
-            nb_skip(state, jump_table, 1 + actions)
+            nb_skip_from(state, jump_table, increments, 1 + actions)

@@ -60,6 +60,24 @@ def set_state(rng: np.random.Generator, words: np.ndarray) -> None:
     rng.bit_generator.state = state
 
 
+def read(rng: np.random.Generator) -> tuple[np.ndarray, bool]:
+    """``(state_of(rng), whether rng holds a buffered 32-bit output)``, from one reading of its state."""
+    state = rng.bit_generator.state
+    pcg = state["state"]
+    return np.array((*split(pcg["state"]), *split(pcg["inc"])), np.uint64), bool(state["has_uint32"])
+
+
+def move_on(rng: np.random.Generator, words: np.ndarray, draws: int, buffered: bool) -> None:
+    """Move ``rng``, read by ``read`` as (``words``, ``buffered``), ``draws`` draws on, where a kernel left ``words``:
+    ``PCG64.advance`` (a fifth of the cost of setting the state) unless a buffered 32-bit output must be kept, which
+    ``advance`` drops.
+    """
+    if buffered:
+        set_state(rng, words)
+    else:
+        rng.bit_generator.advance(draws)
+
+
 if numba is not None:
     from llvmlite import ir
     from numba.core import types
@@ -109,6 +127,38 @@ def nb_uniform_at(state, jump_table, position):
     """The uniform that ``Generator.random`` draws ``position`` draws after ``state`` (0: the next one)."""
     hi, lo = _nb_advance(state, jump_table, position + 1)
     return _nb_uniform(hi, lo)
+
+
+@inline
+def nb_fill_increments(state, jump_table, increments):
+    """``increments[n]``: ``increment * (1 + MULTIPLIER + ... + MULTIPLIER**(n - 1))``, the additive part of ``n``
+    steps of ``state``'s stream (its increment never changes), as (high, low): ``nb_uniform_from`` then reads a draw in
+    one 128-bit multiplication instead of two.
+    """
+    for n in range(increments.shape[0]):
+        increments[n, 0], increments[n, 1] = _nb_mul_add(
+            state[2], state[3], jump_table[n, 2], jump_table[n, 3], np.uint64(0), np.uint64(0)
+        )
+
+
+@inline
+def nb_uniform_from(state, jump_table, increments, position):
+    """``nb_uniform_at`` with the additive parts tabulated by ``nb_fill_increments``."""
+    steps = position + 1
+    hi, lo = _nb_mul_add(
+        jump_table[steps, 0], jump_table[steps, 1], state[0], state[1], increments[steps, 0], increments[steps, 1]
+    )
+    return _nb_uniform(hi, lo)
+
+
+@inline
+def nb_skip_from(state, jump_table, increments, steps):
+    """``nb_skip`` with the additive parts tabulated by ``nb_fill_increments``."""
+    hi, lo = _nb_mul_add(
+        jump_table[steps, 0], jump_table[steps, 1], state[0], state[1], increments[steps, 0], increments[steps, 1]
+    )
+    state[0] = hi
+    state[1] = lo
 
 
 @inline

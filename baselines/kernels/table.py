@@ -135,8 +135,9 @@ def nb_read_row(ints, copies, group, obs, b, hand, collections, unseen, counts, 
             value = np.float64(obs[b, ints[COLLECTIONS] + s * i_count + i])
             collections[s, i] = value
             unseen[i] -= value
-            for g in range(g_count):
-                counts[s, g] += value * group[i, g]
+            if value != 0.0:  # a card type not collected adds 0.0 to every count
+                for g in range(g_count):
+                    counts[s, g] += value * group[i, g]
     for i in range(i_count):
         unseen[i] -= obs[b, ints[CHAIN_CARD] + i]
     top = -1

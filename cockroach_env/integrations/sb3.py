@@ -325,7 +325,7 @@ class _SeatedVecEnv:
 
     def action_masks(self) -> np.ndarray:
         """(B, A) bool: the learner's legal actions in every sub-environment."""
-        return self.games.action_mask.astype(bool)
+        return self.games.action_mask.view(bool)  # a fresh copy of 0s and 1s: viewed, not copied again
 
     def _infos(self, info: dict[str, np.ndarray]) -> list[dict[str, Any]]:
         """One info dict per sub-environment, plain Python numbers (SB3 keeps infos as a list of dicts)."""

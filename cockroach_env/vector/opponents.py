@@ -157,6 +157,15 @@ class Opponents:
                 member[mine] = rng.choice(len(agent.members), size=int(mine.sum()), p=weights / weights.sum())
         return entrant, member
 
+    @property
+    def single(self) -> bool:
+        """One agent (not a mixture) plays every seat: ``act_single`` moves all rows, whoever sits where."""
+        return self._single
+
+    def act_single(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """``act`` of a ``single`` table: one batch call, without the seats' (agent, member) draws."""
+        return self._checked_batch(0, self.pool[0], observations, masks)
+
     def act(self, entrant: np.ndarray, member: np.ndarray, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """One action per row: each (agent, member) group moves in one batch call (the engine checks legality)."""
         if self._single:

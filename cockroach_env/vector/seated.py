@@ -334,12 +334,18 @@ class SeatedGames:
             if rows.size == 0:
                 return
             seats = self._to_act[rows]
-            entrant, member = self._entrant[rows, seats], self._member[rows, seats]
-            actions = self.opponents.act(entrant, member, self._observation[rows], self._mask[rows])
+            if self.opponents.single:  # one agent at every seat: no (agent, member) groups to read
+                entrant = member = None
+                actions = self.opponents.act_single(self._observation[rows], self._mask[rows])
+            else:
+                entrant, member = self._entrant[rows, seats], self._member[rows, seats]
+                actions = self.opponents.act(entrant, member, self._observation[rows], self._mask[rows])
             try:  # the engine checks every action before it changes anything
                 ended = self._step_rows(rows, actions, out, reported)
             except _Refused as refused:
                 bad = refused.row
+                if entrant is None:
+                    entrant, member = self._entrant[rows, seats], self._member[rows, seats]
                 g, action = int(rows[bad]), int(actions[bad])
                 move = f" = {self.describe_action(g, action)}" if 0 <= action < self.rules.num_actions else ""
                 raise ValueError(
@@ -361,7 +367,7 @@ class SeatedGames:
     def _step_rows(self, rows: np.ndarray, actions: np.ndarray, out: SeatStep, reported: np.ndarray) -> np.ndarray:
         """Step the games ``rows`` with ``actions``; settle the learner's result of games that end; return them."""
         k = rows.size
-        whole, part = self.games._state.arrays(), self._part(k)
+        part = self._part(k)
         gather(rows, self._whole_bytes, self._scratch_bytes)
         step = self._outputs.get(k)
         if step is None:  # the backend writes every entry of its outputs, which are copied out below
@@ -378,6 +384,7 @@ class SeatedGames:
             ended = rows[done]
             first = ~reported[ended]
             if first.any():  # the whole state still holds these games before the move, for the final observation
+                whole = self.games._state.arrays()
                 settle, j = ended[first], done[first]
                 seat = self._learner[settle]
                 out.reward[settle] = step.rewards[j, seat]
