@@ -664,3 +664,43 @@ def test_bench_code_layout_measures_sizes_lengths_and_the_configs_path(tmp_path)
     assert f"{len(record['config_stays'])} stays, {record['config_returns']} returns" in done.stdout
     refused = bench("bench_code_layout.py", "--max-function", "0", cwd=tmp_path, codes=(2,))
     assert "--max-function=0" in refused.stderr
+
+
+def test_bench_mmd_step_compares_each_update_with_the_exact_step_and_finds_where_it_loses(tmp_path):
+    sets = [
+        "game.preset=mini", "game.history=9", "model.event_embedding=4", "model.hidden_sizes=[8]", "ppo.num_envs=16",
+        "ppo.num_steps=8", "opponents.self_play=1.0", "opponents.snapshots=0", "opponents.baselines={}",
+        "warm_start.teacher=null", "evaluation.every=0", "evaluation.final_games=0", "schedule.total_decisions=384",
+        "schedule.keep_agent_every=1", f"output_dir={tmp_path}", "name=step",
+    ]  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "training.cli.train", *[a for s in sets for a in ("--set", s)], "--no-progress"],
+        cwd=ROOT, check=True, capture_output=True, timeout=900,
+    )  # fmt: skip
+    out = bench("bench_mmd_step.py", str(tmp_path / "step"), "--history", "9", "--span", "1", "2", cwd=tmp_path).stdout
+    rows = re.findall(r"^\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+(-?[\d.]+)\s+(-?[\d.]+)\s+([\d.]+)\s+nan", out, re.M)
+    assert [(r[0], r[1]) for r in rows] == [("1", "1"), ("1", "2"), ("2", "1")]
+    assert all(float(r[3]) > 0 and -1 <= float(r[4]) <= 1 for r in rows)  # the exact step moves; a cosine
+    out = bench("bench_mmd_step.py", str(tmp_path / "step"), "--history", "9", "--substitute", "3", "--top", "10",
+                cwd=tmp_path).stdout  # fmt: skip
+    assert re.search(r"exact MMD \(2 iterations\) [\d.]+\n  top +10 keys \(\d+% of the reach\): exact with", out)
+    (tmp_path / "empty").mkdir()
+    refused = bench("bench_mmd_step.py", str(tmp_path / "empty"), cwd=tmp_path, codes=(2,)).stderr
+    assert "holds no kept agent" in refused
+
+
+def test_the_exact_step_compared_with_itself_is_one_step_along_it():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_mmd_step
+
+    from cockroach_env import GameConfig
+    from training.algorithms.mmd_solver import MMDSolver
+    from training.evaluation.exact import game_tree
+
+    solver = MMDSolver(game_tree(GameConfig.from_options(preset="mini", history=9)), keys="observation")
+    step = bench_mmd_step.exact_steps(solver, solver.uniform, solver.uniform, 1)
+    for weights in bench_mmd_step.WEIGHTS:
+        row = bench_mmd_step.step_statistics(solver, solver.uniform, step, step, weights)
+        assert row["cosine"] == pytest.approx(1.0) and row["along"] == pytest.approx(1.0)
+        assert row["sampled_kl"] == row["exact_kl"] > 0
+    assert bench_mmd_step.key_weights(solver, solver.uniform, "counterfactual").sum() == pytest.approx(1.0)
