@@ -34,6 +34,7 @@ RULE_SETS = [
     pytest.param({"num_players": 3, "history": 4}, id="classic-3p-history4"),
 ]
 
+
 def _acting(data: TensorDict) -> tuple[torch.Tensor, torch.Tensor]:
     """``(games, seat to act)`` index pairs of every game of ``data``."""
     return torch.arange(data.batch_size[0]), data["current_player"]
