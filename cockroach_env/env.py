@@ -78,7 +78,7 @@ latest; `metadata["name"]` says which one runs. The package release is in bracke
   every observation but the placing player's (v1 showed every seat whether the placer
   held a card fitting the claim); `public_view()["replacement"]` holds only public
   information. The seat to act sees what it saw in v1, so agents act the same;
-  `cockroach_poker_v1` warns on import and gives v2 (0.5.0).
+  `cockroach_poker_v1` warns on import and gives v2 (unreleased).
 * v1: every agent's `info` holds the same keys on every step, numbers only, so libraries
   can stack them (`INFO_DEFAULTS`): `loser` and `offender` are seat indices, `loss_reason`
   an index into `engine.LOSS_REASONS`, `-1` while unset; the refusal text of a penalized

@@ -942,3 +942,29 @@ def test_the_no_leak_check_catches_a_leak():
     ]
     assert any(differs)
     assert np.array_equal(observation_of(resample_hidden(game, 0, rng)[0], 0), observation_of(game, 0))
+
+
+@pytest.mark.parametrize("num_players", [3, 4])
+def test_the_seat_to_act_sees_what_version_1_showed_it(num_players):
+    """Only waiting seats lost the replacement segments: the seat to act (the placer, during a replacement) sees
+    exactly the version 1 observation, the state gathered with ``place_claim`` and ``place_remaining`` always read,
+    so agents trained on version 1 act the same.
+    """
+    rng = np.random.default_rng(num_players)
+    placements = 0
+    for seed in range(12):
+        env = cockroach_env.raw_env(preset="royal", num_players=num_players)
+        env.reset(seed=seed)
+        enc, agents = env.encoding, env.possible_agents
+        while not env.game.over:
+            game, seat = env.game, env.game.current
+            index = enc.observation_index(seat, game.chain is not None and seat in game.chain.seen).copy()
+            for name in ("place_claim", "place_remaining"):  # version 1 read them for every seat
+                shown, held = enc.observation.segments[name], enc.state.segments[name]
+                index[shown.start : shown.stop] = np.arange(held.start, held.stop)
+            version_1 = np.append(env.state(), np.float32(0.0))[index]
+            observation = env.observe(agents[seat])
+            np.testing.assert_array_equal(observation["observation"], version_1)
+            placements += game.phase is Phase.PLACE
+            env.step(int(rng.choice(np.flatnonzero(observation["action_mask"]))))
+    assert placements >= 10, placements
