@@ -1,6 +1,6 @@
 """Cockroach Poker for reinforcement learning: rules engine, PettingZoo AEC env, batched engine."""
 
-from cockroach_env import cockroach_poker_v1
+from cockroach_env import cockroach_poker_v2
 from cockroach_env.cards import CARD_TYPES, ROYAL_IDENTITIES, CardSet
 from cockroach_env.config import PRESETS, GameConfig
 from cockroach_env.encoding import LAYOUT_VERSION, Encoding, encoding_for
@@ -24,7 +24,7 @@ __all__ = [
     "Move",
     "env",
     "raw_env",
-    "cockroach_poker_v1",
+    "cockroach_poker_v2",
     "decode_observation",
     "BatchedGames",
     "BatchStep",

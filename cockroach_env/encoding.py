@@ -21,9 +21,27 @@ observation of seat ``v`` is derived from it in one gather::
     obs = state_with_zero[observation_index(v, has_seen_card)]
 
 which rotates every per-seat segment so that the observer is seat 0, keeps only the
-observer's own row of ``hands``, drops ``removed`` and ``penalty_hidden``, and reads
-``chain_card`` only when the observer offered or peeked the card (zeros otherwise).
-``observation_mask(v)`` marks the same visible entries over the state vector.
+observer's own row of ``hands``, drops ``removed`` and ``penalty_hidden``, reads
+``chain_card`` only when the observer offered or peeked the card, and reads the Royal
+``place_claim`` and ``place_remaining`` only when the observer is the placing player
+(zeros otherwise). ``observation_mask(v)`` marks the same visible entries over the
+state vector.
+
+One flag, ``has_seen_card`` (``has_private_view(game, v)``), gates both private
+segments: no card is in play during a replacement, so the two never hold values at
+the same time.
+
+Royal replacement: what each seat sees
+--------------------------------------
+While a player places cards for the joker or blank they took (phase ``place``), the
+placing player's ``place_claim`` is the claim the card must fit (all zeros when no card
+in their hand fits it and any card may be placed) and ``place_remaining`` the cards
+still to place (1 or 2). Every other seat sees zeros in both, for the whole
+replacement: before the first placed card they would tell whether the placer's hand
+holds a card fitting the claim. What is public reaches every seat by the other
+segments: ``phase`` (a replacement is under way), ``to_act`` (who places),
+``collections`` (the cards placed) and, with ``recall`` or ``history``, the reveal and
+every placement in the move segments.
 
 Recall (``GameConfig.recall``)
 ------------------------------
@@ -87,8 +105,8 @@ class Segment:
     seat_axis: int | None = None
     """Axis indexed by seat (rotated ego-centrically in observations), if any."""
     visibility: str = "public"
-    """``public``, ``own`` (only the row of the observer), ``seen`` (only if the observer saw the card in play) or
-    ``hidden``.
+    """``public``, ``own`` (only the row of the observer), ``seen`` (only if the observer saw the card in play),
+    ``placer`` (only if the observer places a Royal replacement) or ``hidden``.
     """
 
     size: int = 0
@@ -154,8 +172,8 @@ def _state_specs(config: GameConfig) -> list[tuple]:
             ("penalty_top", (i,)),
             ("penalty_size", (1,)),
             ("special_holder", (2, n), 1),
-            ("place_claim", (c,)),
-            ("place_remaining", (1,)),
+            ("place_claim", (c,), None, "placer"),
+            ("place_remaining", (1,), None, "placer"),
             ("penalty_hidden", (i,), None, "hidden"),
         ]
     if keeps_moves(config):
@@ -416,6 +434,9 @@ class Encoding:
         return self.state.size
 
     def observation_index(self, viewer: int, has_seen_card: bool) -> np.ndarray:
+        """Gather index of ``viewer``'s observation; ``has_seen_card`` is ``has_private_view(game, viewer)``: the
+        ``seen`` and ``placer`` segments are read only with it (zero slot otherwise).
+        """
         return self._observation_indices[viewer][int(has_seen_card)]
 
     @cached_property
@@ -434,7 +455,7 @@ class Encoding:
                 continue
             if seg.seat_axis is not None:
                 idx = np.take(idx, [(viewer + r) % n for r in range(n)], axis=seg.seat_axis)
-            if seg.visibility == "seen" and not has_seen_card:
+            if seg.visibility in ("seen", "placer") and not has_seen_card:
                 idx = np.full_like(idx, self.zero_slot)
             parts.append(idx.ravel())
         index = np.concatenate(parts)
@@ -446,6 +467,16 @@ class Encoding:
         mask = np.zeros(self.state.size + 1, dtype=bool)
         mask[self.observation_index(viewer, has_seen_card)] = True
         return mask[: self.state.size]
+
+
+def has_private_view(game, seat: int) -> bool:
+    """The ``has_seen_card`` flag of ``Encoding.observation_index``: ``seat`` offered or peeked the card in play, or
+    places a Royal replacement (its own hand tells whether a card fits the claim). Never both at once.
+    """
+    chain, replacement = game.chain, game.replacement
+    if chain is not None:
+        return seat in chain.seen
+    return replacement is not None and replacement.player == seat
 
 
 def apply_action(game, encoding: Encoding, action: int) -> None:

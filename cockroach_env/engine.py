@@ -69,8 +69,17 @@ class Replacement:
 
     player: int
     claim: int | None
-    """Placed cards must fit this claim; ``None`` when no card fitted and any may be placed."""
+    """Placed cards must fit this claim; ``None`` when no card fitted and any may be placed (private to ``player``
+    until a card is placed: it tells whether their hand holds a card that fits ``called``).
+    """
     remaining: int
+    """Cards still to place (private to ``player`` until a card is placed, like ``claim``)."""
+    called: int
+    """The claim of the revealed joker or blank: public."""
+    placed: int = 0
+    """Cards placed so far: public. Once one is placed, ``claim`` and ``remaining`` are public too (the placed card
+    fitted ``called`` or not, and only a card that did not fit leaves a second one to place).
+    """
 
 
 @dataclass
@@ -417,6 +426,7 @@ class Game:
         player = self.replacement.player
         self.hands[player][card] -= 1
         self.replacement.remaining -= 1
+        self.replacement.placed += 1
         self.steps += 1
         self._place(player, card, "replacement")
         if self.over:
@@ -451,7 +461,9 @@ class Game:
         self.special_holder[card] = taker
         self.events.append({"type": "take_into_hand", "player": taker, "card": self.cards.identities[card]})
         fitting = any(count and self.cards.fits(c, claim) for c, count in enumerate(hand))
-        self.replacement = Replacement(taker, claim, 1) if fitting else Replacement(taker, None, min(2, others))
+        self.replacement = (
+            Replacement(taker, claim, 1, claim) if fitting else Replacement(taker, None, min(2, others), claim)
+        )
         self.phase = Phase.PLACE
         self.current = taker
 

@@ -5,7 +5,7 @@ A bluffing card game for 2-6 players: pass a face-down card with a claim, call t
 claim true or false, or peek and pass it on with a new claim. Collect four of a kind
 (five with two players) and you lose.
 
-| Import             | `from cockroach_env import cockroach_poker_v1`            |
+| Import             | `from cockroach_env import cockroach_poker_v2`            |
 |--------------------|-----------------------------------------------------------|
 | Actions            | Discrete, masked                                          |
 | Parallel API       | No (turn-based AEC)                                       |
@@ -45,7 +45,10 @@ latest passer, holder, seen-by, claims made by each seat this round, and the car
 when the observer offered or peeked it), public history counters per seat (truthful
 and false claims revealed, right and wrong calls, peeks); Royal adds the face-up
 penalty card, the penalty deck size, publicly known holders of the joker and the
-blank, and the pending replacement (claim to fit, cards left to place).
+blank, and the pending replacement (claim to fit, cards left to place), seen only by the
+placing player: every other seat sees zeros there, since before the first placed card
+they would tell whether the placer holds a card fitting the claim (what the other seats
+see of a replacement is in `cockroach_env.encoding`).
 
 The mask is all zeros for every agent but the one to act.
 
@@ -67,10 +70,15 @@ mode (RLlib passes it so). Every rendering is drawn from `cockroach_env.view.sea
 
 ## Version history
 
-`cockroach_env.cockroach_poker_v1` names this version (PettingZoo's convention, as
+`cockroach_env.cockroach_poker_v2` names this version (PettingZoo's convention, as
 `pettingzoo.classic.tictactoe_v3`); `cockroach_env.env` and `raw_env` are always the
 latest; `metadata["name"]` says which one runs. The package release is in brackets.
 
+* v2: during a Royal replacement, `place_claim` and `place_remaining` are all zeros in
+  every observation but the placing player's (v1 showed every seat whether the placer
+  held a card fitting the claim); `public_view()["replacement"]` holds only public
+  information. The seat to act sees what it saw in v1, so agents act the same;
+  `cockroach_poker_v1` warns on import and gives v2 (unreleased).
 * v1: every agent's `info` holds the same keys on every step, numbers only, so libraries
   can stack them (`INFO_DEFAULTS`): `loser` and `offender` are seat indices, `loss_reason`
   an index into `engine.LOSS_REASONS`, `-1` while unset; the refusal text of a penalized
@@ -94,7 +102,14 @@ from pettingzoo.utils import wrappers
 from pettingzoo.utils.env_logger import EnvLogger
 
 from cockroach_env.config import GameConfig, check_seed
-from cockroach_env.encoding import LAYOUT_VERSION, StateWriter, apply_action, check_recall_deal, encoding_for
+from cockroach_env.encoding import (
+    LAYOUT_VERSION,
+    StateWriter,
+    apply_action,
+    check_recall_deal,
+    encoding_for,
+    has_private_view,
+)
 from cockroach_env.engine import LOSS_REASONS, STAT_NAMES, Game, IllegalMove, Phase, explicit_deal, random_deal
 
 MOVE_KINDS = ("offer", "call", "peek", "pass", "place")
@@ -197,11 +212,32 @@ class OrderEnforcing(wrappers.OrderEnforcingWrapper):
             self.env.step(action)
 
 
+def replacement_view(game: Game, names: list[str], private: bool) -> dict[str, Any]:
+    """A pending Royal replacement as JSON-ready data.
+
+    ``called`` (the claim of the revealed joker or blank) and ``placed`` (cards placed so
+    far) are public. ``fits`` (whether the placer's hand held a card fitting ``called``:
+    then one fitting card is placed, else any two) and ``remaining`` (cards still to
+    place) are ``None`` unless ``private`` (the placing player's own view, or full
+    information) or a card was placed: before that they would tell the other seats what
+    the placer's hand holds.
+    """
+    replacement = game.replacement
+    known = private or replacement.placed > 0
+    return {
+        "player": names[replacement.player],
+        "called": game.cards.claims[replacement.called],
+        "placed": replacement.placed,
+        "fits": (replacement.claim is not None) if known else None,
+        "remaining": replacement.remaining if known else None,
+    }
+
+
 class raw_env(AECEnv):
     """Cockroach Poker as a PettingZoo AEC environment (see the module docstring)."""
 
     metadata = {
-        "name": "cockroach_poker_v1",
+        "name": "cockroach_poker_v2",
         "render_modes": ["ansi", "human", "rgb_array"],
         "is_parallelizable": False,
         "render_fps": 1,
@@ -529,8 +565,7 @@ class raw_env(AECEnv):
             self._writer.write(game)
             self._state_step = game.steps
         state = self._writer.out
-        chain = game.chain
-        index = self._observation_indices[seat][chain is not None and seat in chain.seen]
+        index = self._observation_indices[seat][has_private_view(game, seat)]
         mask = (self._mask if seat == game.current else self._zero_mask).copy()
         return {"observation": state[index], "action_mask": mask}
 
@@ -549,8 +584,7 @@ class raw_env(AECEnv):
         """Boolean mask over ``state()`` of what ``agent`` may see now."""
         self._require_reset("observation_mask()")
         seat = self._seat_of("agent", agent)
-        chain = self.game.chain
-        return self.encoding.observation_mask(seat, chain is not None and seat in chain.seen)
+        return self.encoding.observation_mask(seat, has_private_view(self.game, seat))
 
     # ------------------------------------------------------------------ moves
     def encode(self, move: Move, actor: str | None = None) -> int:
@@ -657,12 +691,7 @@ class raw_env(AECEnv):
             view["penalty_size"] = len(game.penalty_deck)
             view["special_holders"] = {cards.identities[c]: names[s] for c, s in game.known_special_holders().items()}
             if game.replacement is not None:
-                claim = game.replacement.claim
-                view["replacement"] = {
-                    "player": names[game.replacement.player],
-                    "claim": None if claim is None else cards.claims[claim],
-                    "remaining": game.replacement.remaining,
-                }
+                view["replacement"] = replacement_view(game, names, private=False)
         return view
 
     @property

@@ -17,7 +17,9 @@ def decode_observation(vec: np.ndarray, config: GameConfig) -> dict[str, Any]:
     Seats are relative to the observer: ``0`` is the observer, ``r`` the player ``r``
     seats after them. Counts are ints; one-hot segments become names or seat offsets.
     With ``recall`` or ``history`` the ``moves`` are the filled move slots in slot order:
-    oldest first with recall, newest first with a history window.
+    oldest first with recall, newest first with a history window. Royal's ``place_claim``
+    and ``place_remaining`` are the placing player's own: ``None`` and ``0`` in every
+    other player's observation, even during a replacement.
     """
     enc = encoding_for(config)
     vec = np.asarray(vec)

@@ -63,6 +63,7 @@ from cockroach_env.encoding import (
     apply_action,
     dealt_cards,
     encoding_for,
+    has_private_view,
     legal_actions,
     max_decisions,
     public_moves,
@@ -466,8 +467,8 @@ class ObservationObserver:
             self.tensor.fill(0.0)
             return
         write_state(self.shape.encoding, game, self._state)
-        seen = game.chain is not None and player in game.chain.seen
-        self.tensor[:] = self._state[self.shape.encoding.observation_index(player, seen)]
+        index = self.shape.encoding.observation_index(player, has_private_view(game, player))
+        self.tensor[:] = self._state[index]
 
     def string_from(self, state: CockroachPokerState, player: int) -> str:
         if state.p.game is None:

@@ -1,8 +1,9 @@
 """What one seat sees of the table, as a JSON-ready dict: the single source of every
 picture (``render_mode="rgb_array"``), text table and web page of a game.
 
-``seat_view(env, viewer)`` is the public view plus the viewer's own hand and, only
-when the viewer offered or peeked it, the card in play. ``viewer=None`` is a
+``seat_view(env, viewer)`` is the public view plus the viewer's own hand, only
+when the viewer offered or peeked it the card in play, and, only for the player placing
+a Royal replacement, whether their hand fits the claim and how many cards are left. ``viewer=None`` is a
 spectator: public information only. ``full_information=True`` adds every hand, the
 card in play, the removed cards and the face-down penalty deck, for debugging and for
 the end-of-game reveal; nothing else ever adds a hidden card.
@@ -11,6 +12,8 @@ the end-of-game reveal; nothing else ever adds a hidden card.
 from __future__ import annotations
 
 from typing import Any
+
+from cockroach_env.env import replacement_view
 
 
 def seat_view(env: Any, viewer: str | None = None, full_information: bool = False) -> dict[str, Any]:
@@ -34,6 +37,8 @@ def seat_view(env: Any, viewer: str | None = None, full_information: bool = Fals
     if view["chain"] is not None:
         allowed = full_information or (seat is not None and seat in chain.seen)
         view["chain"]["card"] = cards.identities[chain.card] if allowed else None
+    if view.get("replacement") is not None and (full_information or seat == game.replacement.player):
+        view["replacement"] = replacement_view(game, names, private=True)
     history = env.history
     view["last_event"] = history[-1] if history else None
     if full_information:

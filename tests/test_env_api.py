@@ -27,7 +27,7 @@ def test_pettingzoo_seed_test(preset, num_players):
 
 def test_metadata_follows_the_classic_env_conventions():
     metadata = raw_env.metadata
-    assert metadata["name"] == "cockroach_poker_v1"
+    assert metadata["name"] == "cockroach_poker_v2"
     assert set(metadata["render_modes"]) == {"ansi", "human", "rgb_array"}
     assert metadata["is_parallelizable"] is False
     wrapped = env()

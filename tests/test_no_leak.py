@@ -18,6 +18,11 @@ import numpy as np
 import pytest
 
 from cockroach_env import Move, raw_env
+from cockroach_env.batched import BatchedGames
+from cockroach_env.encoding import has_private_view
+from cockroach_env.engine import explicit_deal, random_deal
+from cockroach_env.vector.every_seat import EverySeatGames
+from cockroach_env.view import seat_view
 
 from .conftest import CLASSIC_PRESETS, legal_actions
 
@@ -137,6 +142,13 @@ def resampled_replay(e, actions: list[int], viewer: int, rng: np.random.Generato
         options["penalty_deck"] = [cards.identities[c] for c in drawn_penalties + penalty]
     replay = raw_env(config=e.config, render_mode="ansi")
     replay.reset(options=options)
+    replay.deal = explicit_deal(
+        e.config,
+        seat_of[deal["starter"]],
+        {seat_of[a]: hand for a, hand in options["hands"].items()},
+        {seat_of[a]: row for a, row in deal["collections"].items()},
+        options.get("penalty_deck"),
+    )
     current_offer = max((i for i, a in enumerate(actions) if a < e.encoding.respond_start), default=None)
     replay.replayed_actions = []
     for i, action in enumerate(actions):
@@ -191,13 +203,15 @@ def test_observation_is_the_state_gathered_through_the_observation_mask(preset, 
     for _ in range(20):
         state = np.append(e.state(), 0.0)
         for seat, agent in enumerate(e.possible_agents):
-            seen = e.game.chain is not None and seat in e.game.chain.seen
-            index = enc.observation_index(seat, seen)
+            private = has_private_view(e.game, seat)
+            index = enc.observation_index(seat, private)
             np.testing.assert_array_equal(e.observe(agent)["observation"], state[index])
             mask = e.observation_mask(agent)
             assert mask.shape == e.state().shape and mask.dtype == bool
             assert set(np.flatnonzero(mask)) == set(index[index != enc.zero_slot].tolist())
-            hidden = {"removed", "penalty_hidden"} | ({"chain_card"} if not seen else set())
+            hidden = {"removed", "penalty_hidden"}
+            if not private:
+                hidden |= {"chain_card", "place_claim", "place_remaining"}
             for name, segment in enc.state.segments.items():
                 visible = mask[segment.start : segment.stop]
                 if name in hidden:
@@ -209,3 +223,99 @@ def test_observation_is_the_state_gathered_through_the_observation_mask(preset, 
         if e.game.over:
             break
         e.step(int(rng.choice(legal_actions(e))))
+
+
+# ---------------------------------------------------------------------------- Royal replacement
+# A player placing cards for the joker or blank they took knows from their hand whether a
+# card fits the claim; nobody else may learn it before the first placed card shows it.
+
+
+def play_to_a_replacement(num_players: int, flags: dict, seed: int, placed: int):
+    """A Royal env (dealt by ``env.deal``) stopped at a placement with ``placed`` cards already placed, and the
+    actions played; ``None`` if the random game has no such moment.
+    """
+    config = raw_env(preset="royal", num_players=num_players, **flags).config
+    rng = np.random.default_rng(seed)
+    deal = random_deal(config, rng)
+    names = lambda row: {config.cards.identities[c]: k for c, k in enumerate(row) if k}  # noqa: E731
+    e = raw_env(config=config, render_mode="ansi")
+    agents = e.possible_agents
+    e.reset(
+        options={
+            "starter": agents[deal.starter],
+            "hands": {agents[s]: names(row) for s, row in enumerate(deal.hands)},
+            "penalty_deck": [config.cards.identities[c] for c in deal.penalty_deck],
+        }
+    )
+    e.deal, actions = deal, []
+    while not e.game.over:
+        if e.game.replacement is not None and e.game.replacement.placed == placed:
+            return e, actions
+        actions.append(int(rng.choice(legal_actions(e))))
+        e.step(actions[-1])
+    return None
+
+
+def every_seat_observations(config, deals: list, actions: list[list[int]]) -> np.ndarray:
+    """(G, N, O): every seat's observation after the same number of ``actions`` in games dealt by ``deals``, from the
+    multi-agent vector env (``EverySeatGames``) on each batched backend; the backends must agree.
+    """
+    views = []
+    for backend in ("numpy", "numba"):
+        vector = EverySeatGames(len(deals), config=config)
+        vector.games = BatchedGames(config, len(deals), seed=0, backend=backend)
+        vector._take(vector.games.reset(deals=deals))  # the vector env deals only at random: start it on these deals
+        vector._started = True
+        for step in zip(*actions):
+            vector.step(np.array(step, np.int64))
+        views.append(vector.observation)
+    np.testing.assert_array_equal(views[0], views[1], err_msg="the batched backends disagree")
+    return views[0]
+
+
+@pytest.mark.parametrize("num_players, flags", [(3, {}), (4, {"blank_counts_as_royal": True})])
+def test_no_seat_but_the_placer_learns_whether_its_hand_fits_the_claim(num_players, flags):
+    """During a Royal replacement every seat's observation (AEC env, batched backends, vector env), the public
+    view, the rendering and each seat's table are unchanged when the hidden cards are reshuffled, including
+    reshuffles that change whether the placer holds a card fitting the claim.
+    """
+    rng = np.random.default_rng(num_players)
+    compared = fit_changed = 0
+    for seed in range(30):
+        found = play_to_a_replacement(num_players, flags, seed, placed=seed % 2)
+        if found is None:
+            continue
+        e, actions = found
+        placer = e.game.replacement.player
+        pairs = []
+        for viewer in range(num_players):
+            if viewer == placer:
+                continue
+            replay = resampled_replay(e, actions, viewer, rng)
+            if replay is None:
+                continue
+            agent = e.possible_agents[viewer]
+            np.testing.assert_array_equal(
+                replay.observe(agent)["observation"], e.observe(agent)["observation"], err_msg=f"{agent} sees it"
+            )
+            assert replay.public_view() == e.public_view()
+            assert replay.render() == e.render()
+            assert seat_view(replay, agent) == seat_view(e, agent)
+            pairs.append((viewer, replay))
+            compared += 1
+            fit_changed += (replay.game.replacement.claim is None) != (e.game.replacement.claim is None)
+        if pairs:
+            views = every_seat_observations(
+                e.config,
+                [e.deal] + [replay.deal for _, replay in pairs],
+                [actions] + [r.replayed_actions for _, r in pairs],
+            )
+            for k, (viewer, replay) in enumerate(pairs, start=1):
+                np.testing.assert_array_equal(views[k, viewer], views[0, viewer])
+                np.testing.assert_array_equal(
+                    views[k, viewer], replay.observe(e.possible_agents[viewer])["observation"]
+                )
+            for seat in range(num_players):  # and the batched view is the env's, the placer's included
+                np.testing.assert_array_equal(views[0, seat], e.observe(e.possible_agents[seat])["observation"])
+    assert compared >= 10, compared
+    assert fit_changed >= 2, "some reshuffles should change whether the placer's hand fits the claim"

@@ -24,6 +24,7 @@ from cockroach_env import GameConfig, IllegalActionError, IllegalMove, Move, dec
 from cockroach_env.cards import ROYAL_ANIMALS, ROYAL_IDENTITIES, royal_cards
 from cockroach_env.encoding import write_state
 from cockroach_env.engine import Game, Phase, explicit_deal, random_deal
+from cockroach_env.view import seat_view
 
 PLAYER_COUNTS = (2, 3, 4, 5, 6)
 ROYALS = tuple(f"royal_{a}" for a in ROYAL_ANIMALS)
@@ -320,7 +321,11 @@ def test_replacement_with_a_fitting_normal_card_is_one_decision_even_when_only_o
     assert hand(e, "player_1") == {"rat": 1, "bat": 1, "joker": 1}
     obs = seen_by(e, "player_1")
     assert (obs["phase"], obs["place_claim"], obs["place_remaining"]) == ("place", "rat", 1)
-    assert view(e)["replacement"] == {"player": "player_1", "claim": "rat", "remaining": 1}
+    unknown = {"player": "player_1", "called": "rat", "placed": 0, "fits": None, "remaining": None}
+    assert view(e)["replacement"] == unknown  # public: whether a card fits is the placer's to know
+    assert seat_view(e.unwrapped, "player_1")["replacement"] == {**unknown, "fits": True, "remaining": 1}
+    assert seat_view(e.unwrapped, "player_2")["replacement"] == unknown
+    assert (seen_by(e, "player_2")["place_claim"], seen_by(e, "player_2")["place_remaining"]) == (None, 0)
     assert view(e)["special_holders"] == {"joker": "player_1"}  # taken into hand in public
     play(e, place("rat"))
     assert collection(e, "player_1") == {"rat": 1}
@@ -396,10 +401,14 @@ def test_without_a_fitting_card_two_cards_of_choice_are_placed_one_decision_each
     take_joker(e, "rat")
     assert placeable(e) == ["bat", "fly", "royal_toad"]
     assert (seen_by(e, "player_1")["place_claim"], seen_by(e, "player_1")["place_remaining"]) == (None, 2)
+    assert view(e)["replacement"]["fits"] is None and view(e)["replacement"]["remaining"] is None
     play(e, place("royal_toad"))  # a royal placed in a replacement draws too
     assert collection(e, "player_1") == {"royal_toad": 1, "scorpion": 1}
     assert view(e)["phase"] == "place" and placeable(e) == ["bat", "fly"]
-    assert seen_by(e, "player_2")["place_remaining"] == 1
+    assert seen_by(e, "player_1")["place_remaining"] == 1
+    assert seen_by(e, "player_2")["place_remaining"] == 0  # the placer's segment, for the whole replacement
+    public = {"player": "player_1", "called": "rat", "placed": 1, "fits": False, "remaining": 1}
+    assert view(e)["replacement"] == public  # a placed card that did not fit showed it
     play(e, place("fly"))
     assert collection(e, "player_1") == {"royal_toad": 1, "scorpion": 1, "fly": 1}
     assert hand(e, "player_1") == {"bat": 1, "joker": 1}
@@ -942,3 +951,29 @@ def test_the_no_leak_check_catches_a_leak():
     ]
     assert any(differs)
     assert np.array_equal(observation_of(resample_hidden(game, 0, rng)[0], 0), observation_of(game, 0))
+
+
+@pytest.mark.parametrize("num_players", [3, 4])
+def test_the_seat_to_act_sees_what_version_1_showed_it(num_players):
+    """Only waiting seats lost the replacement segments: the seat to act (the placer, during a replacement) sees
+    exactly the version 1 observation, the state gathered with ``place_claim`` and ``place_remaining`` always read,
+    so agents trained on version 1 act the same.
+    """
+    rng = np.random.default_rng(num_players)
+    placements = 0
+    for seed in range(12):
+        env = cockroach_env.raw_env(preset="royal", num_players=num_players)
+        env.reset(seed=seed)
+        enc, agents = env.encoding, env.possible_agents
+        while not env.game.over:
+            game, seat = env.game, env.game.current
+            index = enc.observation_index(seat, game.chain is not None and seat in game.chain.seen).copy()
+            for name in ("place_claim", "place_remaining"):  # version 1 read them for every seat
+                shown, held = enc.observation.segments[name], enc.state.segments[name]
+                index[shown.start : shown.stop] = np.arange(held.start, held.stop)
+            version_1 = np.append(env.state(), np.float32(0.0))[index]
+            observation = env.observe(agents[seat])
+            np.testing.assert_array_equal(observation["observation"], version_1)
+            placements += game.phase is Phase.PLACE
+            env.step(int(rng.choice(np.flatnonzero(observation["action_mask"]))))
+    assert placements >= 10, placements

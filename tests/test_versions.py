@@ -13,7 +13,7 @@ import pytest
 from pettingzoo.test import api_test, seed_test
 
 import cockroach_env
-from cockroach_env import cockroach_poker_v1
+from cockroach_env import cockroach_poker_v2
 from cockroach_env.engine import LOSS_REASONS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,19 +26,27 @@ PYPROJECT_VERSION = re.search(
 def test_the_versioned_module_passes_pettingzoos_api_test(options):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # api_test passes an unknown reset option on purpose
-        api_test(cockroach_poker_v1.env(**options), num_cycles=200)
-    seed_test(lambda: cockroach_poker_v1.env(**options), num_cycles=50)
+        api_test(cockroach_poker_v2.env(**options), num_cycles=200)
+    seed_test(lambda: cockroach_poker_v2.env(**options), num_cycles=50)
 
 
 def test_the_latest_env_is_the_module_its_metadata_names():
     name = cockroach_env.raw_env.metadata["name"]
     assert re.fullmatch(r"cockroach_poker_v\d+", name)
     latest = importlib.import_module(f"cockroach_env.{name}")
-    assert latest is cockroach_poker_v1
+    assert latest is cockroach_poker_v2
     assert latest.env is cockroach_env.env and latest.raw_env is cockroach_env.raw_env
-    assert cockroach_poker_v1.env().metadata["name"] == name
-    for exported in cockroach_poker_v1.__all__:
-        assert getattr(cockroach_poker_v1, exported) is not None
+    assert cockroach_poker_v2.env().metadata["name"] == name
+    for exported in cockroach_poker_v2.__all__:
+        assert getattr(cockroach_poker_v2, exported) is not None
+
+
+def test_v1_still_imports_warns_and_gives_the_latest_version():
+    sys.modules.pop("cockroach_env.cockroach_poker_v1", None)
+    with pytest.warns(DeprecationWarning, match="cockroach_poker_v2"):
+        v1 = importlib.import_module("cockroach_env.cockroach_poker_v1")
+    assert v1.env is cockroach_poker_v2.env and v1.raw_env is cockroach_poker_v2.raw_env
+    assert set(v1.__all__) == set(cockroach_poker_v2.__all__)
 
 
 def test_the_env_docstring_lists_every_version_down_to_v0_latest_first():
@@ -50,11 +58,11 @@ def test_the_env_docstring_lists_every_version_down_to_v0_latest_first():
 
 
 def test_v1_infos_are_numbers_that_map_back_as_the_changelog_says():
-    env = cockroach_poker_v1.env(num_players=3)
+    env = cockroach_poker_v2.env(num_players=3)
     hands = {"player_0": {"bat": 1}, "player_1": {"fly": 1}, "player_2": {"rat": 1}}
     env.reset(options={"starter": "player_1", "hands": hands, "collections": {"player_2": {"fly": 3}}})
-    assert all(info == cockroach_poker_v1.INFO_DEFAULTS for info in env.infos.values())
-    Move = cockroach_poker_v1.Move
+    assert all(info == cockroach_poker_v2.INFO_DEFAULTS for info in env.infos.values())
+    Move = cockroach_poker_v2.Move
     env.step(env.unwrapped.encode(Move("offer", card="fly", target="player_2", claim="bat")))
     env.step(env.unwrapped.encode(Move("call", believe=True)))  # wrong: player_2 takes a fourth fly
     for info in env.infos.values():

@@ -90,8 +90,8 @@ OBSERVATION_SEGMENTS = {
     "penalty_top": (("i",), None, "public"),
     "penalty_size": ((1,), None, "public"),
     "special_holder": ((2, "n"), 1, "public"),
-    "place_claim": (("c",), None, "public"),
-    "place_remaining": ((1,), None, "public"),
+    "place_claim": (("c",), None, "placer"),
+    "place_remaining": ((1,), None, "placer"),
 }
 """The observation segments the compiled kernels write: shape, seat axis (rotated so the viewer is seat 0),
 visibility.

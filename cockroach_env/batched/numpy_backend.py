@@ -338,8 +338,8 @@ class _NumpyBackend:
         states = _write_states(r, s, np.empty((b, r.state_size + 1), np.float32))
         current = s.info[:, CURRENT].astype(np.int64)
         rows = np.arange(b)
-        seen = s.seen[rows, current]
-        out.observation[:] = np.take_along_axis(states, r.observation_index[current, seen.astype(np.intp)], axis=1)
+        private = s.private_view()[rows, current]
+        out.observation[:] = np.take_along_axis(states, r.observation_index[current, private.astype(np.intp)], axis=1)
         out.to_act[:] = current
         self._write_masks(out.action_mask)
 

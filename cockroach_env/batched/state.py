@@ -12,6 +12,7 @@ from cockroach_env.batched.layout import (
     PENALTY_END,
     PENALTY_TOP,
     PHASE,
+    PLACE,
     PLACE_REMAINING,
     _Rules,
 )
@@ -38,6 +39,14 @@ class _State:
         self.penalty = np.zeros((b, rules.penalty_capacity), np.int8)
         self.info = np.full((b, INFO_COLUMNS), -1, np.int8)
         self.steps = np.zeros(b, np.int16)
+
+    def private_view(self) -> np.ndarray:
+        """(B, N) bool: ``Encoding.observation_index``'s ``has_seen_card`` flag of every seat (``has_private_view``):
+        it offered or peeked the card in play, or places a Royal replacement (the seat to act in the place phase).
+        """
+        info = self.info
+        placer = (info[:, PHASE] == PLACE)[:, None] & (np.arange(self.seen.shape[1]) == info[:, CURRENT, None])
+        return self.seen | placer
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         return (

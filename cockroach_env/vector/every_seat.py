@@ -212,16 +212,18 @@ class EverySeatGames:
         self._mask[:] = step.action_mask
         games = self.games
         states = games._backend.states(np.zeros((self.num_envs, self.rules.state_size + 1), np.float32))
-        self._observation[:] = self._every_seat(states, games._state.seen, games._recall)
+        self._observation[:] = self._every_seat(states, games._state.private_view(), games._recall)
 
-    def _every_seat(self, states: np.ndarray, seen: np.ndarray, log: _RecallLog | None) -> np.ndarray:
-        """(M, N, O): every seat's observation of ``states`` (M, S + 1), through the engine's observation index."""
+    def _every_seat(self, states: np.ndarray, private: np.ndarray, log: _RecallLog | None) -> np.ndarray:
+        """(M, N, O): every seat's observation of ``states`` (M, S + 1), through the engine's observation index;
+        ``private`` (M, N) is ``_State.private_view()``: the seat saw the card in play or places a replacement.
+        """
         m, n, width = len(states), self.num_seats, self.rules.observation_size
         out = np.zeros((m, n, self.encoding.observation.size), np.float32)
-        for seat in range(n):  # one column gather per seat, and one more for the games where it has seen the card
+        for seat in range(n):  # one column gather per seat, one more for the games where its view is private
             unseen, seen_index = self.rules.observation_index[seat]
             out[:, seat, :width] = np.take(states, unseen, axis=1)
-            rows = np.flatnonzero(seen[:, seat])
+            rows = np.flatnonzero(private[:, seat])
             if rows.size:
                 out[rows, seat, :width] = np.take(states[rows], seen_index, axis=1)
             if log is not None:
@@ -249,7 +251,7 @@ class EverySeatGames:
         if log is not None:  # the window ends with the game's last decision (the AEC env's final view)
             log.record(actions, last, np.zeros(m, bool), state)
         states = backend.states(np.zeros((m, self.rules.state_size + 1), np.float32))
-        return self._every_seat(states, state.seen, log)
+        return self._every_seat(states, state.private_view(), log)
 
     def _final_backend(self, state: _State):
         """The engine's backend over ``state`` (the games that ended, before their last move), run serially."""

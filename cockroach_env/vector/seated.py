@@ -457,8 +457,8 @@ class SeatedGames:
         backend = self._final_backend(state)
         backend.finish(np.ascontiguousarray(actions, np.int64), _batch_step(self.rules, m))
         states = backend.states(np.zeros((m, self.rules.state_size + 1), np.float32))
-        seen = state.seen[np.arange(m), seats].astype(np.intp)
-        prefix = np.take_along_axis(states, self.rules.observation_index[seats, seen], axis=1)
+        private = state.private_view()[np.arange(m), seats].astype(np.intp)
+        prefix = np.take_along_axis(states, self.rules.observation_index[seats, private], axis=1)
         if log is None:
             out.final_observation[rows] = prefix
             return

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from cockroach_env.config import GameConfig
-from cockroach_env.encoding import apply_action, encoding_for, legal_actions, write_state
+from cockroach_env.encoding import apply_action, encoding_for, has_private_view, legal_actions, write_state
 from cockroach_env.engine import Game, deal_distribution
 from cockroach_env.information import information_state_string
 
@@ -205,13 +205,14 @@ class _TreeBuilder:
         seen = chain is not None and seat in chain.seen
         self.player.append(seat)
         key = (seat, hands[seat], public_id, chain.card if seen else -1)
+        private = has_private_view(game, seat)  # the card in play, or the placer's replacement
         self.infoset.append(self.infosets.setdefault(key, len(self.infosets)))
         if len(self.infoset_seat) < len(self.infosets):
             self.infoset_seat.append(seat)
             self.infoset_strings.append(information_state_string(game, seat, hands[seat]))
         legal = legal_actions(game, enc)
         write_state(enc, game, self.buffer)
-        obs = self.buffer[self.indices[seat][seen]]
+        obs = self.buffer[self.indices[seat][private]]
         mask = np.zeros(enc.num_actions, np.int8)
         mask[legal] = 1
         row_key = obs.tobytes() + mask.tobytes()
