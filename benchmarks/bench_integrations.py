@@ -87,6 +87,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from integrations_sb3_learn import SB3_ROLLOUT, print_sb3_learn  # noqa: E402
 from integrations_strength import strength  # noqa: E402
 
 from cockroach_env import GameConfig  # noqa: E402
@@ -616,74 +617,6 @@ def _share_torchrl(num_envs: int, seconds: float, clock: _Clock) -> None:
                 optimizer.step()
 
 
-# ---------------------------------------------------------------------------- SB3 end to end
-SB3_ROLLOUT = 2048
-"""Learner decisions per ``MaskablePPO`` rollout in ``sb3_learn`` (``n_steps = SB3_ROLLOUT // num_envs``)."""
-
-
-def _sb3_learn_rate(route: str, num_envs: int, opponent: str, rollouts: int, rollout: int) -> float:
-    """Learner decisions per wall second of ``MaskablePPO.learn`` for ``rollouts`` rollouts (and their updates)."""
-    from sb3_contrib import MaskablePPO
-    from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
-
-    import baselines
-    from cockroach_env.integrations.sb3 import MaskedSelfPlayEnv, MaskedSelfPlayVecEnv
-
-    if route == "batched":
-        env = MaskedSelfPlayVecEnv(num_envs, opponent, seed=0, config=CONFIG)
-    else:
-
-        def make(i):
-            return lambda: MaskedSelfPlayEnv(baselines.make(opponent, CONFIG, seed=i), seed=i, config=CONFIG)
-
-        env = DummyVecEnv([make(i) for i in range(num_envs)])
-    n_steps = max(1, rollout // num_envs)
-    model = MaskablePPO("MlpPolicy", VecMonitor(env), n_steps=n_steps, batch_size=256, n_epochs=4, seed=0)
-    start = time.perf_counter()
-    model.learn(rollouts * n_steps * num_envs)
-    return model.num_timesteps / (time.perf_counter() - start)
-
-
-def sb3_learn(counts: list[int], rounds: int, rollouts: int, rollout: int = SB3_ROLLOUT) -> list[dict]:
-    """``MaskablePPO.learn`` on ``DummyVecEnv(MaskedSelfPlayEnv)`` and on ``MaskedSelfPlayVecEnv``, side by side.
-
-    For each opponent (three ``random``, three ``heuristic``) and number of envs, both routes
-    learn ``rollouts`` rollouts of ``rollout`` learner decisions (``n_steps = rollout /
-    num_envs``, ``batch_size=256``, ``n_epochs=4``, ``VecMonitor``), alternating, over
-    ``rounds`` rounds; the ratio is the median of the per-round ratios of decisions per wall
-    second.
-    """
-    import warnings
-
-    import torch
-
-    warnings.filterwarnings("ignore")
-    torch.set_num_threads(1)
-    rows = []
-    for opponent in ("random", "heuristic"):
-        for num_envs in counts:
-            rates: dict[str, list[float]] = {"one": [], "batched": []}
-            for _ in range(rounds):
-                for route in rates:
-                    rates[route].append(_sb3_learn_rate(route, num_envs, opponent, rollouts, rollout))
-            ratios = [b / o for b, o in zip(rates["batched"], rates["one"])]
-            row = {
-                "opponent": opponent,
-                "num_envs": num_envs,
-                "one": statistics.median(rates["one"]),
-                "batched": statistics.median(rates["batched"]),
-                "ratio": statistics.median(ratios),
-                "ratio_min": min(ratios),
-            }
-            rows.append(row)
-            print(
-                f"sb3 learn, {num_envs} envs against three {opponent}: DummyVecEnv {row['one']:,.0f}, "
-                f"MaskedSelfPlayVecEnv {row['batched']:,.0f} decisions/s, ratio {row['ratio']:.1f}",
-                flush=True,
-            )
-    return rows
-
-
 def _arguments(argv: list[str] | None) -> tuple[argparse.Namespace, list[str], list[int]]:
     """The command line, checked: the arguments, the libraries to measure and the env counts of ``sb3-learn``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -764,21 +697,6 @@ def _print_batched(libraries: list[str], seconds: float, rounds: int, num_envs: 
         )
 
 
-def _print_sb3_learn(sb3_counts: list[int], rounds: int, rollouts: int, size: int) -> None:
-    """Measure and print the ``sb3-learn`` table (Markdown)."""
-    rows = sb3_learn(sb3_counts, rounds, rollouts, size)
-    print(
-        "\n| opponents | envs | DummyVecEnv(MaskedSelfPlayEnv) decisions / s | MaskedSelfPlayVecEnv decisions / s "
-        "| ratio (median of rounds) |"
-    )
-    print("|---|---|---|---|---|")
-    for row in rows:
-        print(
-            f"| three {row['opponent']} | {row['num_envs']} | {row['one']:,.0f} | {row['batched']:,.0f} "
-            f"| {row['ratio']:.1f}× (min {row['ratio_min']:.1f}) |"
-        )
-
-
 def _print_torchrl_marl(seconds: float, rounds: int, num_envs: int) -> None:
     """Measure and print the ``torchrl-marl`` table (Markdown)."""
     row = torchrl_marl(seconds, rounds, num_envs)
@@ -814,7 +732,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.only in (None, "batched"):
         _print_batched(libraries, args.seconds, args.rounds, args.num_envs)
     if args.only in (None, "sb3-learn") and "sb3" in libraries:
-        _print_sb3_learn(sb3_counts, args.rounds, args.sb3_rollouts, args.sb3_rollout_size)
+        print_sb3_learn(sb3_counts, args.rounds, args.sb3_rollouts, args.sb3_rollout_size)
     if args.only in (None, "torchrl-marl") and "torchrl" in libraries:
         _print_torchrl_marl(args.seconds, args.rounds, args.num_envs)
     if args.only in (None, "strength"):

@@ -107,11 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--games", type=int, default=4000, help="games per match for --strength (default 4000)")
     parser.add_argument("--seed", type=int, default=0, help="arena seed for --strength (default 0)")
-    parser.add_argument(
-        "--exploit",
-        metavar="CHECKPOINT",
-        help="measure the exploitability target of a checkpoint instead of the throughput",
-    )
+    exploit_help = "measure the exploitability target of a checkpoint instead of the throughput"
+    parser.add_argument("--exploit", metavar="CHECKPOINT", help=exploit_help)
     parser.add_argument(
         "--decisions", type=int, default=5_000_000, help="best-response budget for --exploit (default 5,000,000)"
     )
