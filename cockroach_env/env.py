@@ -111,6 +111,7 @@ from cockroach_env.encoding import (
     has_private_view,
 )
 from cockroach_env.engine import LOSS_REASONS, STAT_NAMES, Game, IllegalMove, Phase, explicit_deal, random_deal
+from cockroach_env.view import replacement_view
 
 MOVE_KINDS = ("offer", "call", "peek", "pass", "place")
 RESET_OPTIONS = ("starter", "hands", "collections", "penalty_deck")
@@ -210,27 +211,6 @@ class OrderEnforcing(wrappers.OrderEnforcingWrapper):
         else:
             self._has_updated = True
             self.env.step(action)
-
-
-def replacement_view(game: Game, names: list[str], private: bool) -> dict[str, Any]:
-    """A pending Royal replacement as JSON-ready data.
-
-    ``called`` (the claim of the revealed joker or blank) and ``placed`` (cards placed so
-    far) are public. ``fits`` (whether the placer's hand held a card fitting ``called``:
-    then one fitting card is placed, else any two) and ``remaining`` (cards still to
-    place) are ``None`` unless ``private`` (the placing player's own view, or full
-    information) or a card was placed: before that they would tell the other seats what
-    the placer's hand holds.
-    """
-    replacement = game.replacement
-    known = private or replacement.placed > 0
-    return {
-        "player": names[replacement.player],
-        "called": game.cards.claims[replacement.called],
-        "placed": replacement.placed,
-        "fits": (replacement.claim is not None) if known else None,
-        "remaining": replacement.remaining if known else None,
-    }
 
 
 class raw_env(AECEnv):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cockroach_env.env import replacement_view
+from cockroach_env.engine import Game
 
 
 def seat_view(env: Any, viewer: str | None = None, full_information: bool = False) -> dict[str, Any]:
@@ -83,3 +83,24 @@ def describe_event(event: dict[str, Any]) -> str:
     if kind == "loss":
         return f"{name('player')} loses ({str(event.get('reason', '?')).replace('_', ' ')})"
     return str(event)
+
+
+def replacement_view(game: Game, names: list[str], private: bool) -> dict[str, Any]:
+    """A pending Royal replacement as JSON-ready data.
+
+    ``called`` (the claim of the revealed joker or blank) and ``placed`` (cards placed so
+    far) are public. ``fits`` (whether the placer's hand held a card fitting ``called``:
+    then one fitting card is placed, else any two) and ``remaining`` (cards still to
+    place) are ``None`` unless ``private`` (the placing player's own view, or full
+    information) or a card was placed: before that they would tell the other seats what
+    the placer's hand holds.
+    """
+    replacement = game.replacement
+    known = private or replacement.placed > 0
+    return {
+        "player": names[replacement.player],
+        "called": game.cards.claims[replacement.called],
+        "placed": replacement.placed,
+        "fits": (replacement.claim is not None) if known else None,
+        "remaining": replacement.remaining if known else None,
+    }
