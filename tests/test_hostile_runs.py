@@ -714,9 +714,8 @@ def test_a_non_finite_average_policy_loss_names_its_learning_rate():
     average = AveragePolicy(model, settings, model.observation_size, model.num_actions, seed=0)
     mask = np.zeros((16, model.num_actions), bool)
     mask[:, 0] = True
-    rollout = SimpleNamespace(
-        obs=np.full((16, model.observation_size), np.nan, np.float32), mask=mask, action=np.zeros(16, np.int64)
-    )
+    obs = np.full((16, model.observation_size), np.nan, np.float32)
+    rollout = SimpleNamespace(obs=obs, mask=mask, action=np.zeros(16, np.int64), observations=lambda rows: obs[rows])
     with np.errstate(invalid="ignore"):  # (NaN has no uint8 value: the reservoir keeps float32 observations)
         average.observe(rollout, np.arange(16))
     with pytest.raises(NonFiniteUpdate, match=r"the average policy's loss .* nfsp.sl_learning_rate"):

@@ -383,7 +383,8 @@ def test_an_agent_with_only_action_probabilities_batch_is_sampled_legally():
 def test_agent_plugins_resolve_names_and_refuse_unknown_ones_listing_what_is_known():
     assert {"baselines", "checkpoints"} <= set(agent_sources())
     assert resolve_agent("heuristic", CONFIG, seed=0).name == "heuristic"
-    with pytest.raises(ValueError, match=r"opponent 'nobody'.*'bluffer', 'heuristic', 'honest', 'random'.*classic-4p"):
+    known = r"'bluffer', 'counter', 'heuristic', 'honest', 'random'"
+    with pytest.raises(ValueError, match=rf"opponent 'nobody'.*{known}.*classic-4p"):
         SelfPlayVectorEnv(2, "nobody")
 
 
