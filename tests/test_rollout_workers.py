@@ -239,9 +239,14 @@ def test_a_run_with_workers_stopped_by_sigterm_resumes_exactly(tmp_path, monkeyp
 WARM_START = ["warm_start.teacher=heuristic", "warm_start.decisions=300", "warm_start.rounds=2"]
 
 
+HISTORY = ["game.history=4", "model.event_embedding=8", "model.event_pooling=true"]
+
+
 def test_one_worker_on_a_ray_cluster_equals_the_in_process_run(tmp_path, ray_cluster):
-    """The whole run, its warm start included: the teacher and DAgger's network play on the cluster too."""
-    warm = [word for item in WARM_START for word in ("--set", item)]
+    """The whole run, its warm start included (the teacher and DAgger's network play on the cluster too), with a
+    history window, as the recipes have: the worker's move slots travel as indices and join the learner's rollout.
+    """
+    warm = [word for item in WARM_START + HISTORY for word in ("--set", item)]
     assert _same(_train(tmp_path, "ray1", "--ray", "--workers", "1", *warm), _train(tmp_path, "here", *warm))
 
 

@@ -188,17 +188,24 @@ def rollout_arrays(rollout: Rollout) -> dict[str, Any]:
     """A finished rollout's decisions as plain arrays (what a worker returns)."""
     size = rollout.size
     arrays = {name: getattr(rollout, name)[:size].copy() for name in _COLUMNS}
+    if rollout.window is not None:  # the move slots, as indices (a history window)
+        arrays["window"] = rollout.window[:size].copy()
     arrays["blocks"] = np.asarray(rollout.blocks, np.int64).reshape(-1, 2)
     return arrays
 
 
-def joined_rollout(parts: list[dict[str, Any]], obs_size: int, num_actions: int) -> Rollout:
-    """The shards' decisions in shard order, as one rollout (each shard's successors and blocks moved by its offset)."""
+def joined_rollout(parts: list[dict[str, Any]], obs_size: int, num_actions: int, window=None) -> Rollout:
+    """The shards' decisions in shard order, as one rollout (each shard's successors and blocks moved by its offset).
+
+    ``window`` is the learner's ``cockroach_env.window.WindowLayout`` where its model reads a history window: the
+    rollout then holds each observation up to its move slots, and the slots as indices.
+    """
     sizes = [len(part["action"]) for part in parts]
-    joined = Rollout(max(sum(sizes), 1), obs_size, num_actions)
+    joined = Rollout(max(sum(sizes), 1), obs_size, num_actions, window)
+    columns = _COLUMNS + (("window",) if window is not None else ())
     offset = 0
     for part, size in zip(parts, sizes):
-        for name in _COLUMNS:
+        for name in columns:
             getattr(joined, name)[offset : offset + size] = part[name]
         successor = joined.successor[offset : offset + size]
         successor[successor >= 0] += offset
@@ -283,7 +290,9 @@ class RolloutWorkers:
         set_generator_states(self.sampler, self.rng, results[0].generators)
         for code, learner in self.learners.items():
             learner.restart()
-            learner.rollout = joined_rollout([r.rollouts[code] for r in results], self.obs_size, self.num_actions)
+            learner.rollout = joined_rollout(
+                [r.rollouts[code] for r in results], self.obs_size, self.num_actions, learner.model.window
+            )
         self.worker_seconds = [r.seconds for r in results]
         self.worker_cpu_seconds = [r.cpu_seconds for r in results]
         outcomes = {kind: [0, 0, 0] for kind in results[0].outcomes}
