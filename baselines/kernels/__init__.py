@@ -57,3 +57,11 @@ def inline(function):
     the few operations of most parts.
     """
     return numba.njit(cache=True, _nrt=False, inline="always")(function) if numba is not None else function
+
+
+def shared(function):
+    """A part that several kernels call, compiled once and called (not inlined into each): a part as large as a whole
+    row's evaluation costs most of the compile time when numba inlines it into every kernel, and a call once a row
+    costs nothing measurable beside its work.
+    """
+    return numba.njit(cache=True, _nrt=False)(function) if numba is not None else function

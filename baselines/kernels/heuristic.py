@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from baselines.counting import OFFER, PASS, PLACE, RESPOND, Rules
-from baselines.kernels import inline, jit
+from baselines.kernels import inline, jit, shared
 from baselines.kernels.stream import nb_fill_increments, nb_skip_from, nb_uniform_from
 from baselines.kernels.table import (
     ANIMAL_GROUPS,
@@ -466,7 +466,7 @@ def _nb_truth_odds(best_true, best_false, temperature):
     return 1.0 / (1.0 + math.exp(-gap))
 
 
-@inline
+@shared
 def _nb_row_losses(
     ints, truth, group, copies, is_royal, floats, risk, rainbow, response, true_pick, false_pick, group_copies, obs,
     legal, b, loss, truthful, rows,
