@@ -4,9 +4,11 @@
 counts interleaved), the real training loop runs ``--updates`` synchronous updates of the config with
 ``distributed.workers=N`` on one local Ray cluster of max(N) CPUs; the first two updates (the actors' start) are left
 out. Per update it records the rollout's wall time at the learner (send to joined shards), each worker's seconds of
-play, the learner's seconds (GAE and the PPO update) and the bytes of weights broadcast. It also times the PPO update
-alone at several batch sizes. Then it fits the scaling model of docs/scaling.md to the one-worker figures and checks
-its prediction for the other counts, and prints the model's wall time for the config at 8, 32 and 128 cores:
+play, the learner's seconds (GAE and the PPO update) and the bytes of weights broadcast. Each round also runs one
+worker with half the config's games, and the PPO update is timed alone at several batch sizes. Then it fits the
+scaling model of docs/scaling.md to the one-worker figures (a worker's play per update: a fixed part plus a part per
+game; the learner's overhead per update; the update's time by batch size), checks its prediction for the other
+counts, and prints the model's wall time for the config at 8, 32 and 128 cores:
 
     python benchmarks/bench_training.py --workers 1 2 --rounds 3 --updates 10
     python benchmarks/bench_training.py --workers 1 2 --config configs/classic-4p.yaml --json scaling.json
@@ -140,32 +142,63 @@ def update_seconds(config_path: str, overrides: list[str], sizes: list[int], rep
     return seconds
 
 
-def fit(measured: dict[int, dict[str, list]], decisions: int, samples: int, updates_by_size: dict[int, float]):
-    """The scaling model's parameters from the one-worker run and the update timings (docs/scaling.md)."""
-    one = measured[min(measured)]
-    workers = min(measured)
-    play = statistics.median(max(w) for w in one["workers"])
-    rate = decisions / workers / play  # decisions/s of one worker, as measured (wall time)
-    cpu_rate = decisions / workers / statistics.median(max(w) for w in one["cpu"])  # on a core of its own
+def fit(
+    measured: dict[int, dict[str, list]],
+    smaller: dict[str, list],
+    games: int,
+    steps: int,
+    samples: int,
+    updates_by_size: dict[int, float],
+):
+    """The scaling model's parameters (docs/scaling.md) from the one-worker runs and the update timings.
+
+    ``measured[1]`` is one worker playing the config's ``games`` games, ``smaller`` one worker playing half as many:
+    a worker's play per update is ``c0 + c1 x games``, a fixed part (every step's calls into the engine, the networks
+    and the baselines, whatever the number of games) and a part per game. Both are fitted in wall seconds (as
+    measured) and in CPU seconds (what a worker does on a core of its own).
+    """
+    one = measured[1]
+    half = games // 2
+
+    def line(key: str) -> tuple[float, float]:
+        full = statistics.median(max(w) for w in one[key])
+        part = statistics.median(max(w) for w in smaller[key])
+        per_game = (full - part) / (games - half)
+        return full - per_game * games, per_game
+
+    (fixed, per_game), (fixed_cpu, per_game_cpu) = line("workers"), line("cpu")
+    decisions = games * steps
     overhead = statistics.median(r - max(w) for r, w in zip(one["rollout"], one["workers"]))
     sizes = sorted(updates_by_size)
     slope = (updates_by_size[sizes[-1]] - updates_by_size[sizes[0]]) / (sizes[-1] - sizes[0])
     intercept = updates_by_size[sizes[0]] - slope * sizes[0]
     return {
-        "worker_rate": rate,
-        "worker_rate_own_core": cpu_rate,
+        "games": games,
+        "steps": steps,
+        "play_fixed_seconds": fixed,
+        "play_seconds_per_game": per_game,
+        "play_fixed_cpu_seconds": fixed_cpu,
+        "play_cpu_seconds_per_game": per_game_cpu,
+        "worker_rate": decisions / (fixed + per_game * games),
+        "worker_rate_own_core": decisions / (fixed_cpu + per_game_cpu * games),
         "overhead_seconds": overhead,
         "update_intercept_seconds": intercept,
         "update_seconds_per_sample": slope,
         "samples_per_update": samples,
+        "decisions_per_update": decisions,
         "learner_update_seconds_measured": statistics.median(one["update"]),
         "broadcast_bytes": statistics.median(one["bytes"]),
     }
 
 
-def predicted_rollout_seconds(model: dict, decisions: int, workers: int) -> float:
-    """The model's rollout seconds: the shard's play at one worker's rate, plus the per-update overhead."""
-    return decisions / workers / model["worker_rate"] + model["overhead_seconds"]
+def predicted_rollout_seconds(model: dict, games: int, workers: int, own_core: bool = False) -> float:
+    """The model's rollout seconds per update: the slowest shard's play (``games / workers`` games each, at the fitted
+    fixed and per-game cost of a worker, as measured or on a core of its own), plus the per-update overhead.
+    """
+    shard = math.ceil(games / workers)
+    if own_core:
+        return model["play_fixed_cpu_seconds"] + model["play_cpu_seconds_per_game"] * shard + model["overhead_seconds"]
+    return model["play_fixed_seconds"] + model["play_seconds_per_game"] * shard + model["overhead_seconds"]
 
 
 def predicted_update_seconds(model: dict, samples: int) -> float:
@@ -183,7 +216,7 @@ def recipe_hours(model: dict, config_path: str, cores: int, learner_speedup: flo
     updates = math.ceil(config.schedule.total_decisions / decisions)
     workers = max(d for d in range(1, cores) if config.ppo.num_envs % d == 0)
     samples = decisions * model["samples_per_update"] / max(model["decisions_per_update"], 1)
-    roll = decisions / workers / model["worker_rate_own_core"] + model["overhead_seconds"]
+    roll = predicted_rollout_seconds(model, config.ppo.num_envs, workers, own_core=True)
     learn = predicted_update_seconds(model, samples) / learner_speedup
     return {
         "cores": cores,
@@ -204,27 +237,36 @@ def workers_scaling(
     from training.core.distributed import executor
 
     config = load_config(config_path, overrides)
-    decisions = config.ppo.num_envs * config.ppo.num_steps
+    games = config.ppo.num_envs
+    decisions = games * config.ppo.num_steps
+    if 1 not in counts or games < 2:
+        raise SystemExit(
+            f"bench_training.py: error: --workers {' '.join(map(str, counts))}: the scaling model is fitted to one "
+            f"worker, so the counts must include 1 (and ppo.num_envs={games} must be at least 2)"
+        )
     load_before = os.getloadavg()
     cluster = executor("local", num_cpus=max(counts))
     measured: dict[int, dict[str, list]] = {n: {} for n in counts}
+    smaller: dict[str, list] = {}  # one worker with half the games: the fixed and the per-game part of its play
     try:
         for _ in range(rounds):
             for n in counts:
                 for key, values in run_with_workers(config_path, overrides, n, updates).items():
                     measured[n].setdefault(key, []).extend(values)
+            half = [*overrides, f"ppo.num_envs={games // 2}"]
+            for key, values in run_with_workers(config_path, half, 1, updates).items():
+                smaller.setdefault(key, []).extend(values)
     finally:
         cluster.close()
     load_runs = os.getloadavg()
-    samples = round(statistics.mean(measured[min(counts)]["samples"]))  # the learner's decisions per update
+    samples = round(statistics.mean(measured[1]["samples"]))  # the learner's decisions per update
     sizes = [samples // 4, samples // 2, samples, 2 * samples]
     by_size = update_seconds(config_path, overrides, sizes)
-    model = fit(measured, decisions, samples, by_size)
-    model["decisions_per_update"] = decisions
+    model = fit(measured, smaller, games, config.ppo.num_steps, samples, by_size)
     print(
-        f"config: {config_path} {' '.join(overrides)}: {config.ppo.num_envs} games x {config.ppo.num_steps} steps = "
-        f"{decisions:,} decisions per update; {updates} updates x {rounds} rounds per worker count "
-        f"(the first {WARM_UPDATES} of each run left out)"
+        f"config: {config_path} {' '.join(overrides)}: {games} games x {config.ppo.num_steps} steps = "
+        f"{decisions:,} decisions per update; {updates} updates x {rounds} rounds per worker count, and of one "
+        f"worker with {games // 2} games (the first {WARM_UPDATES} of each run left out)"
     )
     print(
         f"cpu cores: {os.cpu_count()}; load average (1, 5, 15 min) before: {_load(load_before)}, after the runs: "
@@ -244,7 +286,7 @@ def workers_scaling(
             f"{'met' if ratio >= ROLLOUT_TARGET else 'NOT met'})"
         )
         for n in counts[1:]:
-            predicted = decisions / predicted_rollout_seconds(model, decisions, n)
+            predicted = decisions / predicted_rollout_seconds(model, games, n)
             error = predicted / rates[n] - 1
             print(
                 f"model for {n} workers: {predicted:,.0f} decisions/s predicted, {rates[n]:,.0f} measured "
@@ -287,10 +329,13 @@ def _print_counts(measured: dict[int, dict[str, list]], counts: list[int], decis
 def _print_model(model: dict, config_path: str) -> list[dict]:
     """The fitted model, and the config's wall time by it at 8, 32 and 128 cores."""
     print(
-        f"model: one worker {model['worker_rate']:,.0f} decisions/s as measured, {model['worker_rate_own_core']:,.0f} "
-        f"on a core of its own; {model['overhead_seconds'] * 1000:.0f} ms "
-        f"overhead per update, update {model['update_intercept_seconds'] * 1000:.0f} ms + "
-        f"{model['update_seconds_per_sample'] * 1e6:.1f} us per sample"
+        f"model: a worker's play per update {model['play_fixed_seconds'] * 1000:.0f} ms + "
+        f"{model['play_seconds_per_game'] * 1e6:.0f} us per game as measured "
+        f"({model['play_fixed_cpu_seconds'] * 1000:.0f} ms + {model['play_cpu_seconds_per_game'] * 1e6:.0f} us on a "
+        f"core of its own; {model['worker_rate']:,.0f} and {model['worker_rate_own_core']:,.0f} decisions/s at "
+        f"{model['games']} games); {model['overhead_seconds'] * 1000:.0f} ms overhead per update; update "
+        f"{model['update_intercept_seconds'] * 1000:.0f} ms + {model['update_seconds_per_sample'] * 1e6:.1f} us per "
+        "sample"
     )
     rows = []
     for speedup, learner in ((1.0, "the CPU learner"), (GPU_SPEEDUP, f"a learner {GPU_SPEEDUP:g}x faster (assumed)")):

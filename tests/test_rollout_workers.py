@@ -285,20 +285,30 @@ def test_a_worker_killed_mid_run_is_restarted_and_changes_nothing(tmp_path, monk
 # ---------------------------------------------------------------------------- the scaling model of docs/scaling.md
 
 
-def test_the_scaling_model_fits_a_worker_rate_an_overhead_and_a_linear_update_time():
+def test_the_scaling_model_fits_a_fixed_and_a_per_game_play_an_overhead_and_a_linear_update_time():
     """Synthetic timings made by the model itself: the fit gives back its parameters and predicts the 2-worker
-    rollout it was not fitted to.
+    rollout it was not fitted to, whose shards of half the games each keep the fixed part of the play.
     """
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from bench_rollout_workers import fit, predicted_rollout_seconds, predicted_update_seconds
 
-    decisions, rate, overhead = 16_384, 20_000.0, 0.05
-    play = decisions / rate
-    one = {"workers": [[play]] * 3, "cpu": [[play / 2]] * 3, "rollout": [play + overhead] * 3, "update": [1.0] * 3}
-    one["bytes"] = [280_000] * 3
-    model = fit({1: one}, decisions, 4_000, {1_000: 0.3, 2_000: 0.5, 4_000: 0.9})
-    assert model["worker_rate"] == pytest.approx(rate) and model["worker_rate_own_core"] == pytest.approx(2 * rate)
+    games, steps, fixed, per_game, overhead = 512, 32, 0.06, 0.0002, 0.05
+
+    def run(g: int) -> dict[str, list]:
+        play = fixed + per_game * g
+        timings = {"workers": [[play]] * 3, "cpu": [[play / 2]] * 3, "rollout": [play + overhead] * 3}
+        return {**timings, "update": [1.0] * 3, "bytes": [280_000] * 3}
+
+    model = fit({1: run(games)}, run(games // 2), games, steps, 4_000, {1_000: 0.3, 2_000: 0.5, 4_000: 0.9})
+    assert model["play_fixed_seconds"] == pytest.approx(fixed)
+    assert model["play_seconds_per_game"] == pytest.approx(per_game)
+    assert model["play_fixed_cpu_seconds"] == pytest.approx(fixed / 2)
+    assert model["worker_rate"] == pytest.approx(games * steps / (fixed + per_game * games))
+    assert model["worker_rate_own_core"] == pytest.approx(2 * model["worker_rate"])
     assert model["overhead_seconds"] == pytest.approx(overhead)
     assert model["update_seconds_per_sample"] == pytest.approx(0.2 / 1_000)
     assert predicted_update_seconds(model, 3_000) == pytest.approx(0.7)
-    assert predicted_rollout_seconds(model, decisions, 2) == pytest.approx(play / 2 + overhead)
+    assert predicted_rollout_seconds(model, games, 2) == pytest.approx(fixed + per_game * games / 2 + overhead)
+    assert predicted_rollout_seconds(model, games, 2, own_core=True) == pytest.approx(
+        (fixed + per_game * games / 2) / 2 + overhead
+    )
