@@ -28,6 +28,24 @@ MASKED_LOGIT = -1e9
 """Logit of an illegal action: ``exp`` underflows to 0, and ``0 * MASKED_LOGIT`` stays finite in the entropy."""
 
 
+def sample_logits(
+    logits: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Actions and their log-probabilities, drawn from the masked softmax of unmasked ``logits`` (B, A): one uniform
+    per row from ``generator`` (``ActorCritic.sample`` describes the draw). ``mask`` is boolean (True = legal), or
+    its ``mask_bias``.
+    """
+    draw = torch.rand((len(logits), 1), generator=generator, device=logits.device)
+    if mask.dtype == torch.bool and kernels.available(logits):
+        # the same draw in one compiled pass per row
+        return kernels.sample_masked(logits, mask, draw[:, 0])
+    logits = logits + (mask_bias(mask) if mask.dtype == torch.bool else mask)
+    log_policy = torch.log_softmax(logits, dim=-1)
+    cumulative = torch.softmax(logits, dim=-1).cumsum_(dim=-1)
+    action = torch.searchsorted(cumulative, draw * cumulative[:, -1:], right=True).squeeze(1)
+    return action, log_policy.gather(1, action[:, None]).squeeze(1)
+
+
 def mask_bias(mask: torch.Tensor) -> torch.Tensor:
     """The additive form of a legal-action mask: 0.0 where ``mask`` is True, ``MASKED_LOGIT`` elsewhere (float32).
 
@@ -447,16 +465,8 @@ class ActorCritic(nn.Module):
         uniform numbers. ``window`` as in ``network_inputs``.
         """
         logits, value = self.heads(self.network_inputs(obs, window))
-        draw = torch.rand((len(logits), 1), generator=generator, device=logits.device)
-        if mask.dtype == torch.bool and kernels.available(logits):
-            # the same draw in one compiled pass per row
-            action, logprob = kernels.sample_masked(logits, mask, draw[:, 0])
-            return action, logprob, value
-        logits = logits + (mask_bias(mask) if mask.dtype == torch.bool else mask)
-        log_policy = torch.log_softmax(logits, dim=-1)
-        cumulative = torch.softmax(logits, dim=-1).cumsum_(dim=-1)
-        action = torch.searchsorted(cumulative, draw * cumulative[:, -1:], right=True).squeeze(1)
-        return action, log_policy.gather(1, action[:, None]).squeeze(1), value
+        action, logprob = sample_logits(logits, mask, generator)
+        return action, logprob, value
 
     def evaluate(
         self, inputs: torch.Tensor, legal: torch.Tensor, action: torch.Tensor, full_policy: bool = False

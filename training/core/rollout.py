@@ -18,6 +18,7 @@ from cockroach_env.batched import BatchedGames, random_legal_actions
 from cockroach_env.config import GameConfig
 from training.core.learner import Learner
 from training.core.opponents import POLICY_SEAT, POPULATION_SEAT, FixedOpponents, Snapshot, Tables
+from training.core.stacked import PoolSampler
 
 
 @dataclass
@@ -40,6 +41,8 @@ class RolloutArgs:
     """``[None, baseline, ...]``, made anew for each checkpoint segment."""
     shared_reward: bool = False
     """``opponents.shared_reward``: the policy's seats at a table with another agent share their rewards."""
+    pool_sampler: PoolSampler = field(default_factory=PoolSampler)
+    """Samples the pool's snapshots in one batched pass (keeps their stacked weights while the pool is unchanged)."""
 
 
 def collect_rollout(args: RolloutArgs, step):
@@ -57,19 +60,20 @@ def collect_rollout(args: RolloutArgs, step):
             rows = np.flatnonzero(owner == code)
             if len(rows):
                 actions[rows] = learner.act(step, rows, seat, args.sampler, args.device)
+        snapshots, groups = [], []
         for who in np.unique(owner[owner > 0]):
             rows = np.flatnonzero(owner == who)
-            actions[rows] = _act(
-                args.opponents,
-                args.pool,
-                args.baseline_names,
-                who,
-                step.observation[rows],
-                step.action_mask[rows],
-                args.sampler,
-                args.device,
-                step.window[rows] if step.window is not None else None,
+            if who <= len(args.baseline_names):
+                actions[rows] = args.opponents[who].act_batch(step.observation[rows], step.action_mask[rows])
+            else:
+                snapshots.append(args.pool[who - 1 - len(args.baseline_names)].model)
+                groups.append(rows)
+        if snapshots:  # the pool's snapshots, in one batched pass
+            chosen = args.pool_sampler.sample(
+                snapshots, groups, step.observation, step.action_mask, step.window, args.sampler, args.device
             )
+            for rows, part in zip(groups, chosen):
+                actions[rows] = part
         for code in np.unique(owner[owner <= POPULATION_SEAT]):
             rows = np.flatnonzero(owner == code)
             actions[rows] = args.fixed.act(
@@ -139,22 +143,6 @@ def baseline_index(names: list[str]) -> dict[str, int]:
 def snapshot_indices(pool: list[Snapshot], names: list[str]) -> list[int]:
     """The opponent index (``Tables.owner`` code) of each snapshot of ``pool``, after the baselines'."""
     return [1 + len(names) + i for i in range(len(pool))]
-
-
-def _act(opponents, pool, baseline_names, who, obs, masks, sampler, device, window=None) -> np.ndarray:
-    """Actions of opponent ``who`` (a baseline, or a snapshot sampled with the run's generator); ``window``: the move
-    slots of ``obs`` as indices (``BatchStep.window``), which a network reads instead of the one-hot slots.
-    """
-    if who <= len(baseline_names):
-        return opponents[who].act_batch(obs, masks)
-    snapshot = pool[who - 1 - len(baseline_names)]
-    action, _, _ = snapshot.model.sample(
-        torch.from_numpy(obs).to(device),
-        torch.from_numpy(masks.astype(bool)).to(device),
-        sampler,
-        window=torch.from_numpy(window).to(device) if window is not None else None,
-    )
-    return action.cpu().numpy()
 
 
 def compile_kernels(game: GameConfig, model, device) -> None:
