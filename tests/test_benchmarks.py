@@ -706,3 +706,15 @@ def test_the_exact_step_compared_with_itself_is_one_step_along_it():
         assert row["cosine"] == pytest.approx(1.0) and row["along"] == pytest.approx(1.0)
         assert row["sampled_kl"] == row["exact_kl"] > 0
     assert bench_mmd_step.key_weights(solver, solver.uniform, "counterfactual").sum() == pytest.approx(1.0)
+
+
+def test_bench_pool_times_the_stacked_and_the_one_by_one_pass_with_a_full_pool(tmp_path):
+    tiny = ["ppo.num_envs=32", "ppo.num_steps=8", "model.hidden_sizes=[16]", "opponents.max_snapshots=3"]
+    sets = [word for item in tiny for word in ("--set", item)]
+    out = bench("bench_pool.py", "--updates", "5", "--last", "2", "--rounds", "1", *sets, cwd=tmp_path).stdout
+    rows = {line.split("|")[1].strip(): line.split("|") for line in out.splitlines() if line.startswith("| ")}
+    assert int(rows["stacked"][2]) == int(rows["one by one"][2]) == 3 and int(rows["pool of one"][2]) == 1
+    assert all(number(rows[kind][3]) > 0 for kind in ("stacked", "one by one", "pool of one"))
+    assert "one by one / stacked:" in out
+    refused = bench("bench_pool.py", "--updates", "3", "--last", "3", cwd=tmp_path, codes=(2,))
+    assert "--last=3 is not allowed; expected fewer than --updates=3" in refused.stderr
