@@ -250,8 +250,10 @@ class _TreeBuilder:
 
 @lru_cache(maxsize=4)
 def game_tree(config: GameConfig) -> GameTree:
-    """The (cached) ``GameTree`` of ``config``."""
-    return build_tree(config)
+    """The ``GameTree`` of ``config``, kept in memory and on disk (``training.evaluation.tree_cache``)."""
+    from training.evaluation.tree_cache import load_or_build
+
+    return load_or_build(config, build_tree)
 
 
 # ---------------------------------------------------------------------------- profiles
