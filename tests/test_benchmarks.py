@@ -238,7 +238,7 @@ def test_bench_exploit_seeds_history_measures_a_windowless_agent_with_a_windowed
     argv = ["mini", "--history", "4", "--seeds", "1", "--decisions", "64", "--games", "8", "--workers", "1"]
     bench("bench_exploit_seeds.py", *argv, "--keep-runs", str(tmp_path / "kept"), "--json", str(report), cwd=tmp_path)
     (run,) = json.loads(report.read_text())["runs"]["mini"]
-    assert run["start"] == "own weights" and "-history-4" in run["best_response_checkpoint"]
+    assert run["start"] == "scratch" and "-history-4" in run["best_response_checkpoint"]
     refused = bench("bench_exploit_seeds.py", "mini-recall", "--history", "4", cwd=tmp_path, codes=(2,))
     assert "--history 4: 'mini-recall' reads every move (recall=True)" in refused.stderr
 
