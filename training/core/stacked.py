@@ -60,14 +60,19 @@ class PoolSampler:
         self._stacked: tuple[dict, dict] | None = None
         self._heads: _Heads | None = None
 
-    def _stack(self, models: list[ActorCritic]) -> None:
+    def _stack(self, models: list[ActorCritic]) -> bool:
+        """Stack ``models``' weights unless they are the ones stacked last; whether they share one architecture
+        (else nothing is stacked). Checked once per pool, not at every step.
+        """
         members = tuple(id(m) for m in models)
-        if members == self._members:
-            return
-        params, buffers = stack_module_state([_Heads(m) for m in models])
-        self._stacked = ({k: v.detach() for k, v in params.items()}, buffers)
-        self._heads = copy.deepcopy(_Heads(models[0])).to("meta")
-        self._members, self._models = members, list(models)
+        if members != self._members:
+            self._members, self._models = members, list(models)
+            self._stacked = self._heads = None
+            if len({architecture(m) for m in models}) == 1:
+                params, buffers = stack_module_state([_Heads(m) for m in models])
+                self._stacked = ({k: v.detach() for k, v in params.items()}, buffers)
+                self._heads = copy.deepcopy(_Heads(models[0])).to("meta")
+        return self._stacked is not None
 
     @torch.no_grad()
     def sample(
@@ -91,7 +96,7 @@ class PoolSampler:
         obs_t = torch.from_numpy(obs[order]).to(device)
         mask_t = torch.from_numpy(masks[order].astype(bool)).to(device)
         window_t = torch.from_numpy(window[order]).to(device) if window is not None else None
-        if not self.stacked_pass or len(models) == 1 or len({architecture(m) for m in models}) > 1:
+        if not self.stacked_pass or len(models) == 1 or not self._stack(models):
             logits = torch.cat(
                 [
                     m.heads(m.network_inputs(o, w))[0]
@@ -99,13 +104,14 @@ class PoolSampler:
                 ]
             )
         else:
-            logits = self._stacked_logits(models, models[0].network_inputs(obs_t, window_t), sizes)
+            logits = self._stacked_logits(models[0].network_inputs(obs_t, window_t), sizes)
         action, _ = sample_logits(logits, mask_t, generator)
         return np.split(action.cpu().numpy(), np.cumsum(sizes)[:-1])
 
-    def _stacked_logits(self, models: list[ActorCritic], inputs: torch.Tensor, sizes: list[int]) -> torch.Tensor:
-        """Each network's logits at its own rows of ``inputs`` (grouped in order), from one vmapped pass."""
-        self._stack(models)
+    def _stacked_logits(self, inputs: torch.Tensor, sizes: list[int]) -> torch.Tensor:
+        """Each network's logits at its own rows of ``inputs`` (grouped in order), from one vmapped pass over the
+        weights ``_stack`` stacked.
+        """
         width = max(sizes)
         padded = inputs.new_zeros((len(sizes), width, inputs.shape[1]))
         for k, part in enumerate(inputs.split(sizes)):
